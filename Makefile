@@ -1,0 +1,35 @@
+# faultload: `make run` runs the main job on the embedded default target,
+# `make test` runs the tests. Both install what they need first, idempotently.
+PYTHON ?= python3.11
+VENV := .faultload/venv
+BIN := $(VENV)/bin
+DEPS_STAMP := $(VENV)/.faultload-deps
+TARGETS ?= skyrl==0.4.0 skyrl==0.3.0
+
+.PHONY: setup toxiproxy targets run test unit clean
+
+setup: $(DEPS_STAMP) toxiproxy targets
+
+$(DEPS_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[plot]'
+	touch $(DEPS_STAMP)
+
+toxiproxy:
+	bash scripts/install_toxiproxy.sh
+
+targets: $(DEPS_STAMP)
+	$(BIN)/faultload setup $(addprefix --target ,$(TARGETS))
+
+run: setup
+	mkdir -p reports
+	$(BIN)/faultload run --json-out reports/run.json
+
+test: setup
+	$(BIN)/python -m pytest -q tests
+
+unit: $(DEPS_STAMP)
+	$(BIN)/python -m pytest -q tests -m "not integration"
+
+clean:
+	rm -rf .faultload reports

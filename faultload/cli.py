@@ -1,0 +1,207 @@
+"""``faultload`` command line: run | setup | doctor.
+
+Exit codes: 0 all good, 1 a trial failed (requests lost/failed, or an
+invariant violated), 2 bad usage or setup, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from faultload import doctor as doctor_mod
+from faultload.router import RouterConfig
+from faultload.shape import ClientPolicy, LoadShape, parse_poll_behaviour
+from faultload.targets.spec import DEFAULT_TARGET, parse_target
+from faultload.workspace import Workspace
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+class UsageError(Exception):
+    """Bad input: one line, exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one clear line, exit 2 (argparse prints usage too)
+        raise UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text}")
+    return value
+
+
+def _add_trial_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default=DEFAULT_TARGET, help="skyrl==X.Y.Z | skyrl@PATH | url=http://127.0.0.1:PORT")
+    p.add_argument("--requests", type=_positive_int, default=1024)
+    p.add_argument("--result-tokens", type=_positive_int, default=64)
+    p.add_argument("--num-samples", type=_positive_int, default=1)
+    p.add_argument("--max-outstanding", type=_positive_int, default=2000, help="SDK-like outstanding cap over all workers; 0 = none")
+    p.add_argument("--workers", type=_positive_int, default=1, help="load worker processes, each on its own 127.0.1.x")
+    p.add_argument("--client", choices=("raw", "sdk"), default="raw")
+    p.add_argument("--accept", choices=("proto", "json"), default="proto")
+    p.add_argument("--time-scale", type=float, default=1.0)
+    p.add_argument("--delay-polls", default=None, metavar="P@D")
+    p.add_argument("--abandon-polls", default=None, metavar="P@D")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--router-mode", choices=("barrier", "latency", "immediate"), default="latency")
+    p.add_argument("--barrier", type=_positive_int, default=0, help="barrier size (default: min(requests, max-outstanding))")
+    p.add_argument("--barrier-timeout", type=float, default=60.0)
+    p.add_argument("--max-num-seqs", type=_positive_int, default=256)
+    p.add_argument("--gen-seconds", type=float, default=0.05)
+    p.add_argument("--router-procs", type=_positive_int, default=1)
+    p.add_argument("--regress", action="append", default=[], metavar="NAME")
+    p.add_argument("--forwarding-max-connections", type=_positive_int, default=None)
+    p.add_argument("--forwarding-timeout", type=float, default=None)
+    p.add_argument("--retrieved-ttl", type=float, default=None)
+    p.add_argument("--server-port", type=_positive_int, default=0)
+    p.add_argument("--server-pid", type=int, default=None, help="pid of a url= server, for process metrics")
+    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback url= target")
+    p.add_argument("--max-wall", type=float, default=1800.0, help="stop the load after this many seconds")
+    p.add_argument("--profile-server", default=None, metavar="PATH", help="write a cProfile of the server process")
+    p.add_argument("--json-out", default=None, metavar="PATH")
+    p.add_argument("--workdir", default=None, help="faultload's folder (default .faultload or $FAULTLOAD_HOME)")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="faultload", description="Fault-injection and load suite for Tinker-API servers")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_trial_args(sub.add_parser("run", help="run one load trial and report it"))
+    setup = sub.add_parser("setup", help="install target venvs (idempotent)")
+    setup.add_argument("--target", action="append", default=[])
+    setup.add_argument("--workdir", default=None)
+    doc = sub.add_parser("doctor", help="check the machine and the installed parts")
+    doc.add_argument("--target", action="append", default=[])
+    doc.add_argument("--workdir", default=None)
+    return parser
+
+
+def _workspace(args: argparse.Namespace) -> Workspace:
+    from pathlib import Path
+
+    return Workspace(Path(args.workdir).resolve()) if args.workdir else Workspace.default()
+
+
+def config_from_args(args: argparse.Namespace):
+    """Build and validate a TrialConfig from parsed args (ValueError on bad input)."""
+    from faultload.trial import ServerKnobs, TrialConfig
+
+    shape = LoadShape(
+        requests=args.requests, result_tokens=args.result_tokens, num_samples=args.num_samples,
+        max_outstanding=args.max_outstanding, workers=args.workers, client=args.client, accept=args.accept,
+        time_scale=args.time_scale, seed=args.seed, policy=ClientPolicy(),
+        delay_polls=parse_poll_behaviour(args.delay_polls, "--delay-polls") if args.delay_polls else LoadShape().delay_polls,
+        abandon_polls=parse_poll_behaviour(args.abandon_polls, "--abandon-polls") if args.abandon_polls else LoadShape().abandon_polls,
+    )
+    barrier = args.barrier
+    if args.router_mode == "barrier" and barrier == 0:
+        cap = args.max_outstanding or args.requests
+        barrier = min(args.requests, cap)
+    router = RouterConfig(
+        mode=args.router_mode, barrier=barrier, barrier_timeout_s=args.barrier_timeout,
+        max_num_seqs=args.max_num_seqs, gen_seconds=args.gen_seconds, procs=args.router_procs,
+    )
+    knobs = ServerKnobs(args.forwarding_max_connections, args.forwarding_timeout, args.retrieved_ttl)
+    config = TrialConfig(
+        target=args.target, shape=shape, router=router, regress=tuple(args.regress), knobs=knobs,
+        allow_remote=args.allow_remote, server_pid=args.server_pid, server_port=args.server_port,
+        max_wall_s=args.max_wall, profile_server=args.profile_server,
+    )
+    config.validate()
+    return config
+
+
+def _progress_printer(total: int):
+    def show(t: float, live: dict[str, int], sample: tuple) -> None:
+        fds = int(sample[2]) if len(sample) > 2 else -1
+        rss = sample[1] / 2**20 if len(sample) > 1 and sample[1] >= 0 else -1
+        rate = live["completed"] / t if t > 0 else 0.0
+        print(
+            f"[{t:7.1f}s] completed {live['completed']}/{total} failed {live['failed']} in-flight {live['in_flight']} "
+            f"{rate:.0f}/s | server fds {fds} rss {rss:.0f}MiB",
+            file=sys.stderr, flush=True,
+        )
+
+    return show
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from faultload import report as report_mod
+    from faultload.targets.install import InstallError
+    from faultload.targets.server import ServerStartError
+    from faultload.trial import run_trial
+
+    try:
+        config = config_from_args(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    progress = None if args.quiet else _progress_printer(config.shape.requests)
+    try:
+        result = run_trial(config, _workspace(args), progress=progress)
+    except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
+        print(f"faultload: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("faultload: interrupted before the load started; everything stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    report = report_mod.build_report(result)
+    print(report_mod.render_text(report))
+    if args.json_out:
+        report_mod.write_json(report, args.json_out)
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    if result.error or report["completed"] < report["requested"]:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from faultload.targets.install import InstallError, ensure_target
+
+    targets = args.target or [DEFAULT_TARGET]
+    workspace = _workspace(args)
+    for text in targets:
+        try:
+            spec = parse_target(text)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if spec.kind == "url":
+            continue
+        try:
+            ensure_target(workspace.targets, spec, log=lambda m: print(m, file=sys.stderr, flush=True))
+        except InstallError as exc:
+            print(f"faultload: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    targets = args.target or [DEFAULT_TARGET]
+    try:
+        specs = [parse_target(t) for t in targets]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    checks = doctor_mod.run_checks(_workspace(args), specs)
+    print(doctor_mod.render(checks))
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_USAGE
+
+
+COMMANDS = {"run": cmd_run, "setup": cmd_setup, "doctor": cmd_doctor}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as exc:
+        print(f"faultload: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

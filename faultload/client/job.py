@@ -1,0 +1,48 @@
+"""The value a load worker receives, and the value it hands back.
+
+Both cross a process boundary (pickled), so they are plain data. A worker
+owns the request indices ``[first, first + count)`` of the trial.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from faultload.history import History
+from faultload.shape import LoadShape
+
+# Bits of a nonce below the trial salt: room for 16M requests per trial.
+NONCE_INDEX_BITS = 24
+
+
+@dataclass(frozen=True)
+class WorkerJob:
+    worker: int
+    base_url: str  # where the load goes (the edge proxy, or the server itself)
+    source_ip: str | None  # bind outgoing sockets here (distinct 127.x.y.z per worker)
+    sampling_session_id: str
+    base_model: str
+    first: int
+    count: int
+    nonce_salt: int
+    shape: LoadShape
+    t0: float  # trial start on the shared monotonic clock
+    deadline_s: float  # stop issuing and abandon what is left after this (trial seconds)
+
+    def nonce(self, index: int) -> int:
+        return (self.nonce_salt << NONCE_INDEX_BITS) | index
+
+
+@dataclass
+class WorkerResult:
+    worker: int
+    history: History
+    submit_hist: dict  # Histogram.to_state()
+    e2e_hist: dict
+    error_examples: dict[str, str] = field(default_factory=dict)  # error class -> first message
+    cpu_s: float = 0.0  # this worker process's user+system CPU
+    crashed: str | None = None  # set when the worker itself failed
+
+
+# Slots per worker in the shared live-counter array.
+COUNTER_SLOTS = ("submitted", "accepted", "completed", "failed", "in_flight", "attempts")

@@ -1,0 +1,322 @@
+"""The SDK-shaped raw client: the Tinker SDK's sampling retry policy over aiohttp.
+
+Why not the SDK itself for load: one SDK client holds a thread, an httpx/pyqwest
+pool and telemetry per process, and cannot bind a source address; the load
+needs thousands of requests per second from a few processes on distinct
+127.x.y.z addresses. This client reproduces what matters for the server:
+
+- asample POSTs: at most ``submit_concurrency`` in flight, retried on transport
+  errors, 408, 429 and 5xx with backoff ``min(2**n, 30)`` (scaled);
+- an outstanding cap like ``sample_max_concurrent_requests``;
+- retrieve_future polls with a 45 s (scaled) client timeout, immediate re-poll
+  on 408/5xx, re-poll after backoff on transport errors and timeouts, three
+  re-polls of a bare 400 (the SDK's bad-request budget), 404 final;
+- ``Accept: application/x-protobuf`` as the SDK sends for sample results.
+
+Every loop is bounded: ``max_connection_retries`` consecutive transport
+errors, ``max_polls`` polls, and the job's deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from typing import Any, Callable
+
+import aiohttp
+import numpy as np
+import simdjson
+
+from faultload import tokens
+from faultload.client import decode
+from faultload.client.job import WorkerJob
+from faultload.history import ErrorClass, History, Outcome
+
+_BAD_REQUEST_RETRIES = 3
+# How long an abandoned poll stays open at the server before the client drops it.
+ABANDON_AFTER_S = 0.25
+# How often a running worker checks for a stop request.
+_STOP_CHECK_S = 0.2
+
+
+class _Counters:
+    """This worker's slots in the shared live-counter array (or a local stand-in)."""
+
+    def __init__(self, array: Any, worker: int, slots: int) -> None:
+        self._a = array
+        self._base = worker * slots
+
+    def add(self, slot: int, delta: int = 1) -> None:
+        if self._a is not None:
+            self._a[self._base + slot] += delta
+
+
+SUBMITTED, ACCEPTED, COMPLETED, FAILED, IN_FLIGHT, ATTEMPTS = range(6)
+
+
+def _classify(exc: BaseException) -> ErrorClass:
+    if isinstance(exc, asyncio.TimeoutError):
+        return ErrorClass.TIMEOUT
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return ErrorClass.CONNECT
+    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, aiohttp.ClientPayloadError)):
+        return ErrorClass.RESET
+    return ErrorClass.OTHER
+
+
+class RawClient:
+    """Runs one worker's share of a trial against ``job.base_url``."""
+
+    def __init__(self, job: WorkerJob, session: aiohttp.ClientSession, counters: _Counters) -> None:
+        self.job = job
+        self.shape = job.shape
+        self.policy = job.shape.policy
+        self.session = session
+        self.counters = counters
+        self.history = History.empty(job.count)
+        self.history["worker"][:] = job.worker
+        self.examples: dict[str, str] = {}
+        self._parser = simdjson.Parser()
+        self._rng = random.Random((job.shape.seed << 16) ^ job.worker)
+        self._url_sample = f"{job.base_url}/api/v1/asample"
+        self._url_poll = f"{job.base_url}/api/v1/retrieve_future"
+        accept = decode.PROTO_CONTENT_TYPE if self.shape.accept == "proto" else "application/json"
+        self._poll_headers = {"Accept": accept}
+        cap = self.shape.max_outstanding
+        per_worker = max(1, cap // self.shape.workers) if cap else 0
+        self._outstanding = asyncio.Semaphore(per_worker) if per_worker else None
+        self._submit = asyncio.Semaphore(max(1, self.policy.submit_concurrency // self.shape.workers))
+
+    def now(self) -> float:
+        return time.monotonic() - self.job.t0
+
+    def _note(self, row: int, error: ErrorClass, message: str) -> None:
+        self.history["error"][row] = error
+        self.examples.setdefault(error.key, message[:300])
+
+    async def _backoff(self, attempt: int) -> None:
+        await asyncio.sleep(min(2.0**attempt, self.policy.backoff_cap_s) * self.shape.time_scale)
+
+    async def run(self, stop: Callable[[], bool] = lambda: False) -> None:
+        """Run every request until done, the deadline, or ``stop()``; keep partial history.
+
+        A feeder starts a request only when an outstanding slot is free, so
+        at most ``max_outstanding`` request tasks exist at once.
+        """
+        self._tasks: set[asyncio.Task] = set()
+        self._settled = asyncio.Event()  # all requests finished, or one raised
+        self._error: BaseException | None = None
+        self._fed = False
+        feeder = asyncio.ensure_future(self._feed())
+        while not stop() and not self._settled.is_set() and self.now() < self.job.deadline_s:
+            slice_s = min(_STOP_CHECK_S, max(0.0, self.job.deadline_s - self.now()))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._settled.wait(), slice_s)
+        leftovers = [feeder, *self._tasks]
+        for task in leftovers:
+            task.cancel()
+        await asyncio.gather(*leftovers, return_exceptions=True)
+        if self._error is not None:
+            raise self._error
+
+    async def _feed(self) -> None:
+        try:
+            for row in range(self.job.count):
+                if self._outstanding is not None:
+                    await self._outstanding.acquire()
+                task = asyncio.ensure_future(self._one(row))
+                self._tasks.add(task)
+                task.add_done_callback(self._finished)
+                if row % 256 == 255:
+                    await asyncio.sleep(0)  # let started requests run while we feed
+        finally:
+            self._fed = True
+            if not self._tasks:
+                self._settled.set()
+
+    def _finished(self, task: asyncio.Task) -> None:
+        self._tasks.discard(task)
+        if self._outstanding is not None:
+            self._outstanding.release()
+        if not task.cancelled() and task.exception() is not None and self._error is None:
+            self._error = task.exception()
+            self._settled.set()
+        if self._fed and not self._tasks:
+            self._settled.set()
+
+    async def _one(self, row: int) -> None:
+        h = self.history
+        nonce = self.job.nonce(self.job.first + row)
+        h["nonce"][row] = nonce
+        self.counters.add(IN_FLIGHT)
+        try:
+            h["submit_start"][row] = self.now()
+            self.counters.add(SUBMITTED)
+            async with self._submit:
+                server_id = await self._asample(row, nonce)
+            h["submit_end"][row] = self.now()
+            if server_id is None:
+                h["outcome"][row] = Outcome.REJECTED
+                self.counters.add(FAILED)
+                return
+            h["server_id"][row] = server_id
+            self.counters.add(ACCEPTED)
+            outcome = await self._retrieve(row, nonce, server_id)
+            h["outcome"][row] = outcome
+            h["done"][row] = self.now()
+            self.counters.add(COMPLETED if outcome == Outcome.OK else FAILED)
+        finally:
+            self.counters.add(IN_FLIGHT, -1)
+
+    def _sample_body(self, row: int, nonce: int) -> dict:
+        prompt = tokens.prompt_tokens(nonce, self.shape.prompt_extra_tokens)
+        return {
+            "sampling_session_id": self.job.sampling_session_id,
+            "seq_id": self.job.first + row,
+            "num_samples": self.shape.num_samples,
+            "prompt": {"chunks": [{"type": "encoded_text", "tokens": prompt}]},
+            "sampling_params": {"max_tokens": self.shape.result_tokens, "temperature": 1.0, "seed": nonce % (1 << 31)},
+        }
+
+    async def _asample(self, row: int, nonce: int) -> int | None:
+        h = self.history
+        body = self._sample_body(row, nonce)
+        timeout = aiohttp.ClientTimeout(total=60.0 * self.shape.time_scale, sock_connect=self.policy.connect_timeout_s)
+        failures = 0
+        while failures <= self.policy.max_connection_retries:
+            h["attempts"][row] += 1
+            self.counters.add(ATTEMPTS)
+            try:
+                async with self.session.post(self._url_sample, json=body, timeout=timeout) as resp:
+                    payload = await resp.read()
+                    status = resp.status
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                h["transport_errors"][row] += 1
+                self._note(row, _classify(exc), f"asample: {type(exc).__name__}: {exc}")
+            else:
+                if status == 200:
+                    try:
+                        return int(self._parser.parse(payload)["request_id"])
+                    except (ValueError, KeyError, TypeError) as exc:
+                        self._note(row, ErrorClass.DECODE, f"asample: bad body: {exc}")
+                        return None
+                error = ErrorClass.HTTP_5XX if status >= 500 else ErrorClass.HTTP_4XX
+                self._note(row, error, f"asample: HTTP {status}: {payload[:200]!r}")
+                if status not in (408, 429) and status < 500:
+                    return None
+            h["submit_retries"][row] += 1
+            await self._backoff(failures)
+            failures += 1
+        return None
+
+    def _first_poll_plan(self) -> tuple[float, bool]:
+        """(delay before the first poll in trial seconds, abandon the first poll?)"""
+        delay = 0.0
+        shape = self.shape
+        if shape.delay_polls.fraction and self._rng.random() < shape.delay_polls.fraction:
+            delay = shape.scaled(shape.delay_polls.after_s)
+        abandon = bool(shape.abandon_polls.fraction) and self._rng.random() < shape.abandon_polls.fraction
+        return delay, abandon
+
+    async def _retrieve(self, row: int, nonce: int, server_id: int) -> Outcome:
+        h = self.history
+        delay, abandon = self._first_poll_plan()
+        if delay:
+            await asyncio.sleep(delay)
+        body = {"request_id": str(server_id)}
+        poll_timeout = aiohttp.ClientTimeout(
+            total=self.shape.scaled(self.policy.poll_timeout_s), sock_connect=self.policy.connect_timeout_s
+        )
+        transport_failures = 0
+        bad_requests = 0
+        for poll in range(self.policy.max_polls):
+            if poll:
+                h["repolls"][row] += 1
+            h["attempts"][row] += 1
+            self.counters.add(ATTEMPTS)
+            try:
+                request = self._post_poll(body, poll_timeout)
+                if abandon and poll == 0:
+                    result = await self._abandon(request)
+                    if result is None:
+                        await asyncio.sleep(self.shape.scaled(self.shape.abandon_polls.after_s))
+                        continue
+                    status, ctype, payload = result
+                else:
+                    status, ctype, payload = await request
+            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                h["transport_errors"][row] += 1
+                self._note(row, _classify(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
+                if transport_failures >= self.policy.max_connection_retries:
+                    return Outcome.GAVE_UP
+                await self._backoff(transport_failures)
+                transport_failures += 1
+                continue
+            transport_failures = 0
+            if status == 200:
+                return self._judge(row, nonce, ctype, payload)
+            if status == 404:
+                self._note(row, ErrorClass.HTTP_404, f"retrieve_future {server_id}: HTTP 404: {payload[:200]!r}")
+                return Outcome.LOST
+            if status == 408:
+                continue
+            if status >= 500:
+                self._note(row, ErrorClass.HTTP_5XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
+                continue
+            if status == 400:
+                self._note(row, ErrorClass.SERVER_FAILED, f"retrieve_future: HTTP 400: {payload[:300]!r}")
+                if bad_requests < _BAD_REQUEST_RETRIES:
+                    bad_requests += 1
+                    continue
+                return Outcome.FAILED
+            self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
+            return Outcome.FAILED
+        return Outcome.GAVE_UP
+
+    async def _post_poll(self, body: dict, timeout: aiohttp.ClientTimeout) -> tuple[int, str, bytes]:
+        async with self.session.post(self._url_poll, json=body, headers=self._poll_headers, timeout=timeout) as resp:
+            return resp.status, resp.headers.get("Content-Type", ""), await resp.read()
+
+    async def _abandon(self, request) -> tuple[int, str, bytes] | None:
+        """Start a poll and drop it client-side unless it answers within ABANDON_AFTER_S."""
+        task = asyncio.ensure_future(request)
+        done, _ = await asyncio.wait([task], timeout=ABANDON_AFTER_S)
+        if done:
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        return None
+
+    def _judge(self, row: int, nonce: int, ctype: str, payload: bytes) -> Outcome:
+        self.history["result_bytes"][row] = min(len(payload), np.iinfo(np.uint32).max)
+        try:
+            sequences = decode.decode(payload, ctype, self._parser)
+        except decode.DecodeError as exc:
+            self._note(row, ErrorClass.DECODE, f"result of nonce {nonce}: {exc}")
+            return Outcome.CORRUPT
+        problem = decode.check(sequences, nonce, self.shape.num_samples, self.shape.result_tokens)
+        if problem is not None:
+            self._note(row, ErrorClass.INTEGRITY, f"result of nonce {nonce}: {problem}")
+            return Outcome.CORRUPT
+        return Outcome.OK
+
+
+def make_session(job: WorkerJob) -> aiohttp.ClientSession:
+    """One pooled session per worker, bound to the worker's source address."""
+    connector = aiohttp.TCPConnector(
+        limit=0,
+        local_addr=(job.source_ip, 0) if job.source_ip else None,
+        keepalive_timeout=60.0,
+        happy_eyeballs_delay=None,
+    )
+    return aiohttp.ClientSession(connector=connector, auto_decompress=False)
+
+
+async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool]) -> RawClient:
+    async with make_session(job) as session:
+        client = RawClient(job, session, _Counters(counter_array, job.worker, slots))
+        await client.run(stop)
+    return client

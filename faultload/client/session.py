@@ -1,0 +1,39 @@
+"""Open a Tinker session and a sampling session, as the SDK does before sampling."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+from faultload import __version__
+
+
+class SessionError(RuntimeError):
+    pass
+
+
+def _post(url: str, body: dict, timeout_s: float) -> dict:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as resp:
+            return json.loads(resp.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise SessionError(f"POST {url} failed: {exc}") from None
+
+
+def open_sampling_session(base_url: str, base_model: str, timeout_s: float = 30.0) -> str:
+    """Create a session and a base-model sampling session; return the sampling session id."""
+    session = _post(
+        f"{base_url}/api/v1/create_session",
+        {"tags": ["faultload"], "user_metadata": {}, "sdk_version": f"faultload-{__version__}"},
+        timeout_s,
+    )
+    sampling = _post(
+        f"{base_url}/api/v1/create_sampling_session",
+        {"session_id": session["session_id"], "sampling_session_seq_id": 0, "base_model": base_model},
+        timeout_s,
+    )
+    return sampling["sampling_session_id"]

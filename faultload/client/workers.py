@@ -1,0 +1,155 @@
+"""Spread a trial's load over worker processes, each on its own source address.
+
+One process cannot hold 131k sockets (20,000 open files per process here) and
+one source IP has 28k ephemeral ports, so the load runs in N spawned
+processes bound to 127.0.1.1, 127.0.1.2, ... Workers report live counters
+through a shared array (read by progress and the watchdog), start together on
+a shared clock, stop early when told, and hand back their history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import multiprocessing as mp
+import queue as queue_mod
+import resource
+import signal
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+
+from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
+from faultload.history import History
+from faultload.stats import Histogram
+
+_READY_TIMEOUT_S = 60.0
+
+
+def source_ip(worker: int) -> str:
+    """Distinct loopback source address for worker ``worker`` (127.0.1.1 upward)."""
+    return f"127.0.{1 + worker // 250}.{1 + worker % 250}"
+
+
+def raise_nofile_limit() -> int:
+    """Raise this process's soft open-file limit to its hard limit; return it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return hard
+
+
+def _histograms(history: History) -> tuple[dict, dict]:
+    submit, e2e = Histogram(), Histogram()
+    submit.record_many(history["submit_end"] - history["submit_start"])
+    e2e.record_many(history["done"] - history["submit_start"])
+    return submit.to_state(), e2e.to_state()
+
+
+async def _run(job: WorkerJob, counters: Any, stop: Any):
+    if job.shape.client == "sdk":
+        from faultload.client.sdk import run_sdk
+
+        return await run_sdk(job, counters, len(COUNTER_SLOTS), stop.is_set)
+    from faultload.client.raw import run_raw
+
+    return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set)
+
+
+def _worker_main(job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any) -> None:
+    # Ctrl-C reaches the whole foreground group; the parent decides when workers stop.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise_nofile_limit()
+    with ready.get_lock():
+        ready.value += 1
+    if not go.wait(_READY_TIMEOUT_S * 2):
+        out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed="never told to start"))
+        return
+    job = dataclasses.replace(job, t0=t0.value)
+    try:
+        client = asyncio.run(_run(job, counters, stop))
+        submit, e2e = _histograms(client.history)
+        result = WorkerResult(job.worker, client.history, submit, e2e, client.examples)
+    except BaseException as exc:  # the worker must always report, never hang the trial
+        result = WorkerResult(job.worker, History.empty(0), {}, {}, crashed=f"{exc!r}\n{traceback.format_exc()}")
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    result.cpu_s = usage.ru_utime + usage.ru_stime
+    out.put(result)
+
+
+class WorkerPool:
+    """Start, watch, stop and collect a trial's load workers."""
+
+    def __init__(self, jobs: list[WorkerJob]) -> None:
+        self.jobs = jobs
+        ctx = mp.get_context("spawn")
+        self._ctx = ctx
+        self.counters = ctx.Array("q", len(jobs) * len(COUNTER_SLOTS), lock=False)
+        self._ready = ctx.Value("i", 0)
+        self._go = ctx.Event()
+        self._t0 = ctx.Value("d", 0.0, lock=False)
+        self._stop = ctx.Event()
+        self._out = ctx.Queue()
+        self.processes: list[mp.process.BaseProcess] = []
+
+    def start(self) -> None:
+        for job in self.jobs:
+            proc = self._ctx.Process(
+                target=_worker_main,
+                args=(job, self.counters, self._ready, self._go, self._t0, self._stop, self._out),
+                name=f"faultload-worker-{job.worker}",
+                daemon=True,
+            )
+            proc.start()
+            self.processes.append(proc)
+
+    def wait_ready(self, timeout_s: float = _READY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self._ready.value < len(self.jobs):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {self._ready.value}/{len(self.jobs)} load workers started in {timeout_s:.0f}s")
+            if any(p.exitcode is not None for p in self.processes):
+                raise RuntimeError("a load worker exited during start-up")
+            time.sleep(0.02)
+
+    def go(self, t0: float) -> None:
+        self._t0.value = t0
+        self._go.set()
+
+    def live(self) -> dict[str, int]:
+        """Totals of the live counters over all workers."""
+        values = np.frombuffer(self.counters, dtype=np.int64).reshape(len(self.jobs), len(COUNTER_SLOTS))
+        return dict(zip(COUNTER_SLOTS, (int(v) for v in values.sum(axis=0))))
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def alive(self) -> bool:
+        return any(p.is_alive() for p in self.processes)
+
+    def collect(self, timeout_s: float) -> list[WorkerResult]:
+        """Gather each worker's result (bounded), then make sure every process is gone."""
+        results: list[WorkerResult] = []
+        deadline = time.monotonic() + timeout_s
+        while len(results) < len(self.processes) and time.monotonic() < deadline:
+            try:
+                results.append(self._out.get(timeout=0.5))
+            except queue_mod.Empty:
+                if not self.alive() and self._out.empty():
+                    break
+        self.terminate()
+        return sorted(results, key=lambda r: r.worker)
+
+    def terminate(self) -> None:
+        self._stop.set()
+        self._go.set()
+        for proc in self.processes:
+            proc.join(timeout=2.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=2.0)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.processes if p.pid is not None]

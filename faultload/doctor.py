@@ -1,0 +1,87 @@
+"""``faultload doctor``: what this machine allows, and what is installed, each with what to do."""
+
+from __future__ import annotations
+
+import resource
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from faultload.targets import install
+from faultload.targets.spec import TargetSpec
+from faultload.workspace import Workspace
+
+# Below these a full-size run has to shrink (see the 131k design notes in the README).
+WANT_NOFILE = 20_000
+WANT_SOMAXCONN = 4096
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    value: str
+    advice: str = ""
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def machine_limits() -> dict[str, int]:
+    """The limits that size a trial: open files per process, somaxconn, ephemeral ports."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    somaxconn = int(_read("/proc/sys/net/core/somaxconn") or 0)
+    low, high = (int(x) for x in (_read("/proc/sys/net/ipv4/ip_local_port_range") or "0 0").split())
+    return {"nofile_soft": soft, "nofile_hard": hard, "somaxconn": somaxconn, "ephemeral_ports": high - low + 1}
+
+
+def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
+    limits = machine_limits()
+    checks = [
+        Check(
+            "open files (per process)", limits["nofile_hard"] >= WANT_NOFILE,
+            f"soft {limits['nofile_soft']}, hard {limits['nofile_hard']}",
+            f"raise the hard limit to >= {WANT_NOFILE} (ulimit -Hn / limits.conf); faultload raises soft to hard itself",
+        ),
+        Check(
+            "net.core.somaxconn", limits["somaxconn"] >= WANT_SOMAXCONN, str(limits["somaxconn"]),
+            f"sysctl -w net.core.somaxconn={WANT_SOMAXCONN} (accept queues are capped by it)",
+        ),
+        Check(
+            "ephemeral ports per source IP", limits["ephemeral_ports"] >= 16_384, str(limits["ephemeral_ports"]),
+            "widen net.ipv4.ip_local_port_range, or use more --workers (each binds its own 127.0.1.x)",
+        ),
+    ]
+    try:
+        from faultload.faults.toxiproxy import toxiproxy_readiness
+
+        ok, message = toxiproxy_readiness(workspace.tools)
+        checks.append(Check("toxiproxy", ok, message, "" if ok else "make setup (needs go), or --toxiproxy PATH"))
+    except ImportError:
+        checks.append(Check("toxiproxy", False, "fault support not installed", "make setup"))
+    go = shutil.which("go")
+    checks.append(Check("go toolchain", go is not None, go or "not found", "needed only to build toxiproxy; see doctor's toxiproxy line"))
+    for spec in targets:
+        if spec.kind == "url":
+            checks.append(Check(f"target {spec.text}", True, "started by you; checked at run time"))
+            continue
+        ready = install.is_installed(workspace.targets, spec)
+        checks.append(
+            Check(f"target {spec.text}", ready, "installed" if ready else "not installed", f"faultload setup --target {spec.text}")
+        )
+    return checks
+
+
+def render(checks: list[Check]) -> str:
+    lines = []
+    for check in checks:
+        mark = "ok  " if check.ok else "SHORT"
+        line = f"[{mark}] {check.name}: {check.value}"
+        if not check.ok and check.advice:
+            line += f"  -> {check.advice}"
+        lines.append(line)
+    return "\n".join(lines)

@@ -1,0 +1,178 @@
+"""Watch the server under test while a trial runs.
+
+Two threads, so a slow ``/healthz`` never delays the process samples:
+- the sampler reads the server process's RSS, open fds and CPU (psutil), the
+  router's ``/stats`` and the load workers' live counters, every ``interval_s``;
+- the prober times ``GET /api/v1/healthz`` straight to the server (not through
+  the edge proxy), so its latency is the server's event loop, not the faults.
+
+Samples stay in memory as small tuples (a 10-minute trial at 2 Hz is ~1,200
+rows) and are returned as numpy columns.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+from urllib.parse import urlsplit
+
+import numpy as np
+import psutil
+
+SAMPLE_FIELDS = (
+    "t", "rss", "fds", "cpu_s", "router_received", "router_completed", "router_in_flight",
+    "client_completed", "client_failed", "client_in_flight",
+)
+
+
+@dataclass
+class ProcessSnapshot:
+    rss: int
+    fds: int
+    cpu_s: float
+
+
+def snapshot(pid: int | None) -> ProcessSnapshot | None:
+    """RSS, open fds and CPU seconds of ``pid``; None if it is gone or not ours to read."""
+    if pid is None:
+        return None
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            cpu = proc.cpu_times()
+            return ProcessSnapshot(proc.memory_info().rss, proc.num_fds(), cpu.user + cpu.system)
+    except (psutil.Error, OSError):
+        return None
+
+
+def http_get_json(url: str, timeout_s: float) -> tuple[float, dict | None]:
+    """GET ``url``; (seconds taken, parsed JSON or None on any failure)."""
+    parts = urlsplit(url)
+    start = time.monotonic()
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    try:
+        conn.request("GET", parts.path or "/")
+        resp = conn.getresponse()
+        body = resp.read()
+        elapsed = time.monotonic() - start
+        if resp.status != 200:
+            return elapsed, None
+        return elapsed, json.loads(body)
+    except (OSError, http.client.HTTPException, ValueError):
+        return time.monotonic() - start, None
+    finally:
+        conn.close()
+
+
+@dataclass
+class MonitorSamples:
+    """What the monitor saw: process/progress samples and health probes."""
+
+    samples: dict[str, np.ndarray]
+    healthz_t: np.ndarray
+    healthz_latency_s: np.ndarray
+    healthz_ok: np.ndarray
+    baseline: ProcessSnapshot | None = None
+    drained: ProcessSnapshot | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def healthz_failures(self) -> int:
+        return int(np.count_nonzero(~self.healthz_ok))
+
+
+class Monitor:
+    """Samples a server process and its health endpoint until stopped."""
+
+    def __init__(
+        self,
+        server_pid: int | None,
+        healthz_url: str,
+        router_stats_url: str | None,
+        live_counters: Callable[[], dict[str, int]] | None,
+        t0: float,
+        interval_s: float = 0.5,
+        healthz_timeout_s: float = 2.0,
+    ) -> None:
+        self.server_pid = server_pid
+        self.healthz_url = healthz_url
+        self.router_stats_url = router_stats_url
+        self.live_counters = live_counters
+        self.t0 = t0
+        self.interval_s = interval_s
+        self.healthz_timeout_s = healthz_timeout_s
+        self._rows: list[tuple] = []
+        self._probes: list[tuple[float, float, bool]] = []
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._sample_loop, name="faultload-monitor", daemon=True),
+            threading.Thread(target=self._probe_loop, name="faultload-healthz", daemon=True),
+        ]
+        self.baseline: ProcessSnapshot | None = None
+        self.latest: tuple = ()
+
+    def start(self) -> None:
+        self.baseline = snapshot(self.server_pid)
+        for thread in self._threads:
+            thread.start()
+
+    def _now(self) -> float:
+        return time.monotonic() - self.t0
+
+    def sample_once(self) -> tuple:
+        snap = snapshot(self.server_pid)
+        stats: dict = {}
+        if self.router_stats_url:
+            _, stats = http_get_json(self.router_stats_url, timeout_s=1.0)
+            stats = stats or {}
+        live = self.live_counters() if self.live_counters else {}
+        row = (
+            self._now(),
+            snap.rss if snap else -1,
+            snap.fds if snap else -1,
+            snap.cpu_s if snap else -1.0,
+            stats.get("received", -1),
+            stats.get("completed", -1),
+            stats.get("in_flight", -1),
+            live.get("completed", -1),
+            live.get("failed", -1),
+            live.get("in_flight", -1),
+        )
+        self._rows.append(row)
+        self.latest = row
+        return row
+
+    def _sample_loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            self.sample_once()
+            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+
+    def _probe_loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            elapsed, body = http_get_json(self.healthz_url, timeout_s=self.healthz_timeout_s)
+            self._probes.append((started - self.t0, elapsed, body is not None))
+            self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(timeout=self.healthz_timeout_s + 2.0)
+
+    def result(self, drained: ProcessSnapshot | None = None) -> MonitorSamples:
+        rows = np.asarray(self._rows, dtype=np.float64).reshape(-1, len(SAMPLE_FIELDS))
+        probes = np.asarray(self._probes, dtype=np.float64).reshape(-1, 3)
+        return MonitorSamples(
+            samples={name: rows[:, i] for i, name in enumerate(SAMPLE_FIELDS)},
+            healthz_t=probes[:, 0],
+            healthz_latency_s=probes[:, 1],
+            healthz_ok=probes[:, 2].astype(bool),
+            baseline=self.baseline,
+            drained=drained,
+        )

@@ -1,0 +1,177 @@
+"""Show what a trial did: the JSON report (a versioned contract) and a terminal summary.
+
+The top-level keys listed in ``CONTRACT_KEYS`` are read by scripts and CI;
+they are documented in the README and only ever added to.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from faultload.history import ErrorClass, Outcome
+from faultload.stats import Histogram
+from faultload.trial import TrialResult
+
+REPORT_VERSION = 1
+CONTRACT_KEYS = (
+    "requested", "completed", "failed", "errors", "latency_s", "throughput_per_s", "wall_s",
+    "router", "server", "target", "config",
+)
+
+
+def _percentiles(values: np.ndarray) -> dict[str, float | None]:
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return {"p50": None, "p90": None, "p99": None, "max": None}
+    p50, p90, p99 = np.percentile(values, [50, 90, 99])
+    return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(values.max())}
+
+
+def _errors(result: TrialResult) -> dict[str, dict[str, Any]]:
+    """Error class -> {count, example}: requests whose last error was of that class."""
+    codes = result.history["error"]
+    examples: dict[str, str] = {}
+    for worker in result.workers:
+        for key, message in worker.error_examples.items():
+            examples.setdefault(key, message)
+    out = {}
+    for cls in ErrorClass:
+        if cls is ErrorClass.NONE:
+            continue
+        count = int(np.count_nonzero(codes == cls))
+        if count:
+            out[cls.key] = {"count": count, "example": examples.get(cls.key, "")}
+    return out
+
+
+def _server_block(result: TrialResult) -> dict[str, Any]:
+    mon = result.monitor
+    block: dict[str, Any] = {k: v for k, v in result.server.items() if k != "log_tail"}
+    if mon is None:
+        return block
+    rss, fds = mon.samples["rss"], mon.samples["fds"]
+    block.update(
+        {
+            "peak_rss_bytes": int(rss.max()) if rss.size and rss.max() >= 0 else None,
+            "peak_fds": int(fds.max()) if fds.size and fds.max() >= 0 else None,
+            "baseline_fds": mon.baseline.fds if mon.baseline else None,
+            "baseline_rss_bytes": mon.baseline.rss if mon.baseline else None,
+            "drained_fds": mon.drained.fds if mon.drained else None,
+            "drained_rss_bytes": mon.drained.rss if mon.drained else None,
+            "cpu_s": result.cpu.get("server_s"),
+            "healthz_latency_s": _percentiles(mon.healthz_latency_s),
+            "healthz_probes": int(mon.healthz_t.size),
+            "healthz_failures": mon.healthz_failures,
+            "samples": int(mon.samples["t"].size),
+        }
+    )
+    return block
+
+
+def build_report(result: TrialResult) -> dict[str, Any]:
+    """The JSON report of one trial."""
+    h = result.history
+    config = result.config
+    completed = h.count(Outcome.OK)
+    submit = Histogram.merged(Histogram.from_state(w.submit_hist) for w in result.workers if w.submit_hist)
+    e2e = Histogram.merged(Histogram.from_state(w.e2e_hist) for w in result.workers if w.e2e_hist)
+    outcomes = {o.name.lower(): h.count(o) for o in Outcome}
+    harness_cpu = result.cpu.get("workers_s", 0.0) + result.cpu.get("router_s", 0.0) + result.cpu.get("monitor_and_parent_s", 0.0)
+    trial_cpu = harness_cpu + (result.cpu.get("server_s") or 0.0)
+    return {
+        "report_version": REPORT_VERSION,
+        "requested": config.shape.requests,
+        "completed": completed,
+        "failed": int(len(h) - completed - outcomes["pending"]),
+        "not_finished": outcomes["pending"] + (config.shape.requests - len(h)),
+        "outcomes": outcomes,
+        "errors": _errors(result),
+        "attempts": {
+            "http_attempts": int(h["attempts"].sum()),
+            "submit_retries": int(h["submit_retries"].sum()),
+            "repolls": int(h["repolls"].sum()),
+            "transport_errors": int(h["transport_errors"].sum()),
+        },
+        "latency_s": {"submit": submit.summary(), "e2e": e2e.summary()},
+        "throughput_per_s": completed / result.load_s if result.load_s > 0 else 0.0,
+        "wall_s": result.wall_s,
+        "load_s": result.load_s,
+        "router": {**result.router_stats, "peak_in_flight": result.router_stats.get("peak_in_flight")},
+        "server": _server_block(result),
+        "cpu_s": {**result.cpu, "harness_s": harness_cpu, "harness_share": harness_cpu / trial_cpu if trial_cpu else None},
+        "target": {"spec": config.target, "version": result.server.get("version")},
+        "config": _config_dict(result),
+        "interrupted": result.interrupted,
+        "error": result.error,
+    }
+
+
+def _config_dict(result: TrialResult) -> dict[str, Any]:
+    return json.loads(json.dumps(dataclasses.asdict(result.config), default=str))
+
+
+def write_json(report: dict[str, Any], path: str | Path) -> None:
+    Path(path).write_text(json.dumps(report, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def _fmt_s(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 1000:.0f}ms" if value < 1 else f"{value:.2f}s"
+
+
+def _fmt_bytes(value: int | None) -> str:
+    return "-" if value is None else f"{value / 2**20:.0f} MiB"
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """A short terminal summary of a report."""
+    lat = report["latency_s"]
+    server = report["server"]
+    router = report["router"]
+    lines = [
+        f"target {report['target']['spec']} (version {report['target']['version']})",
+        f"requests {report['requested']}: completed {report['completed']}, failed {report['failed']}, "
+        f"not finished {report['not_finished']}",
+        f"throughput {report['throughput_per_s']:.0f}/s over {report['load_s']:.1f}s of load ({report['wall_s']:.1f}s wall)",
+        "latency    p50      p90      p99      max",
+    ]
+    for name in ("submit", "e2e"):
+        block = lat[name]
+        lines.append(f"  {name:<7}" + "".join(f"{_fmt_s(block[k]):>9}" for k in ("p50", "p90", "p99", "max")))
+    att = report["attempts"]
+    lines.append(
+        f"attempts {att['http_attempts']} (submit retries {att['submit_retries']}, re-polls {att['repolls']}, "
+        f"transport errors {att['transport_errors']})"
+    )
+    if report["errors"]:
+        lines.append("errors:")
+        for key, block in report["errors"].items():
+            lines.append(f"  {key:<14} {block['count']:>7}  e.g. {block['example'][:110]}")
+    lines.append(f"router peak in-flight {router.get('peak_in_flight')}, received {router.get('received')}")
+    if "peak_fds" in server:
+        hz = server["healthz_latency_s"]
+        lines.append(
+            f"server fds baseline {server['baseline_fds']} peak {server['peak_fds']} drained {server['drained_fds']}; "
+            f"RSS baseline {_fmt_bytes(server['baseline_rss_bytes'])} peak {_fmt_bytes(server['peak_rss_bytes'])}"
+        )
+        lines.append(
+            f"/healthz p50 {_fmt_s(hz['p50'])} p99 {_fmt_s(hz['p99'])} max {_fmt_s(hz['max'])}, "
+            f"failures {server['healthz_failures']}/{server['healthz_probes']}"
+        )
+    cpu = report["cpu_s"]
+    if cpu.get("harness_share") is not None:
+        lines.append(
+            f"cpu: server {cpu.get('server_s', 0):.1f}s, harness {cpu['harness_s']:.1f}s "
+            f"({cpu['harness_share']:.0%} of the trial's CPU)"
+        )
+    if report.get("interrupted"):
+        lines.append("INTERRUPTED: partial report")
+    if report.get("error"):
+        lines.append(f"ERROR: {report['error']}")
+    return "\n".join(lines)

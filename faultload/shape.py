@@ -1,0 +1,136 @@
+"""What a trial does: the load shape and the client policy, as plain data.
+
+A ``LoadShape`` is a frozen dataclass that round-trips through JSON; the
+strategies build it, the CLI parses into it, the trial runs it, the repro file
+stores it. Nothing here talks to a network or reads global settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+CLIENTS = ("raw", "sdk")
+ACCEPTS = ("proto", "json")
+
+# Largest result a trial may ask for, in tokens per sample (the router's cap).
+MAX_RESULT_TOKENS = 2_000_000
+
+
+@dataclass(frozen=True)
+class ClientPolicy:
+    """The Tinker SDK's sampling-path constants, in SDK seconds (before time scale).
+
+    Values match tinker 0.25 (a unit test reads them from the installed SDK so
+    a drift is caught): 400 asample POSTs in flight per client holder, 45 s
+    retrieve_future timeout, connection-error backoff ``min(2**n, 30)`` s, 16
+    connection-error retries. The SDK's poll loop itself is unbounded; the raw
+    client stops after ``max_connection_retries`` consecutive transport errors
+    and ``max_polls`` polls so every trial ends.
+    """
+
+    submit_concurrency: int = 400
+    poll_timeout_s: float = 45.0
+    backoff_cap_s: float = 30.0
+    max_connection_retries: int = 16
+    max_polls: int = 1000
+    connect_timeout_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class PollBehaviour:
+    """A fraction of requests whose first poll is delayed or abandoned.
+
+    ``delay``: the first poll starts ``after_s`` SDK seconds after submit.
+    ``abandon``: the first poll is dropped client-side (while the server still
+    holds it) and re-polled ``after_s`` SDK seconds later, as the SDK does
+    after a poll timeout followed by connection-error backoff.
+    """
+
+    fraction: float = 0.0
+    after_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class LoadShape:
+    """One trial's load: how many requests, how big, how they arrive and are polled."""
+
+    requests: int = 1024
+    result_tokens: int = 64
+    num_samples: int = 1
+    prompt_extra_tokens: int = 0
+    # Most requests outstanding (submitted, result not yet received) across
+    # all workers, like the SDK's sample_max_concurrent_requests; 0 = no cap.
+    max_outstanding: int = 2000
+    workers: int = 1
+    client: str = "raw"
+    accept: str = "proto"
+    # Multiplies every client and server timer (SDK seconds -> trial seconds).
+    time_scale: float = 1.0
+    delay_polls: PollBehaviour = field(default_factory=PollBehaviour)
+    abandon_polls: PollBehaviour = field(default_factory=PollBehaviour)
+    policy: ClientPolicy = field(default_factory=ClientPolicy)
+    seed: int = 0
+
+    def validate(self) -> None:
+        """Raise ValueError with one line naming the first bad field."""
+        checks = [
+            (self.requests >= 1, "requests must be >= 1"),
+            (1 <= self.result_tokens <= MAX_RESULT_TOKENS, f"result_tokens must be in [1, {MAX_RESULT_TOKENS}]"),
+            (1 <= self.num_samples <= 64, "num_samples must be in [1, 64]"),
+            (0 <= self.prompt_extra_tokens <= 100_000, "prompt_extra_tokens must be in [0, 100000]"),
+            (self.max_outstanding >= 0, "max_outstanding must be >= 0 (0 = no cap)"),
+            (1 <= self.workers <= 64, "workers must be in [1, 64]"),
+            (self.client in CLIENTS, f"client must be one of {', '.join(CLIENTS)}"),
+            (self.accept in ACCEPTS, f"accept must be one of {', '.join(ACCEPTS)}"),
+            (0 < self.time_scale <= 10, "time_scale must be in (0, 10]"),
+            (self.policy.submit_concurrency >= 1, "policy.submit_concurrency must be >= 1"),
+            (self.policy.poll_timeout_s > 0, "policy.poll_timeout_s must be > 0"),
+        ]
+        for name in ("delay_polls", "abandon_polls"):
+            behaviour: PollBehaviour = getattr(self, name)
+            checks.append((0 <= behaviour.fraction <= 1, f"{name} fraction must be in [0, 1]"))
+            checks.append((behaviour.after_s >= 0, f"{name} delay must be >= 0 seconds"))
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
+    def scaled(self, seconds: float) -> float:
+        """SDK seconds -> trial seconds."""
+        return seconds * self.time_scale
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "LoadShape":
+        data = dict(data)
+        for name, sub in (("delay_polls", PollBehaviour), ("abandon_polls", PollBehaviour), ("policy", ClientPolicy)):
+            if name in data and isinstance(data[name], dict):
+                data[name] = sub(**data[name])
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown load shape field(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "LoadShape":
+        return cls.from_dict(json.loads(text))
+
+
+def parse_poll_behaviour(text: str, flag: str) -> PollBehaviour:
+    """Parse ``P@D`` (fraction P of requests, D SDK seconds) for --delay-polls/--abandon-polls."""
+    try:
+        fraction_text, after_text = text.split("@", 1)
+        behaviour = PollBehaviour(float(fraction_text), float(after_text))
+    except ValueError:
+        raise ValueError(f"{flag} expects P@D (fraction@seconds), got {text!r}") from None
+    if not 0 <= behaviour.fraction <= 1 or behaviour.after_s < 0:
+        raise ValueError(f"{flag} expects a fraction in [0, 1] and seconds >= 0, got {text!r}")
+    return behaviour

@@ -1,0 +1,118 @@
+"""Install target servers into their own venvs, once, idempotently.
+
+Torch (imported at module level on SkyRL's sampling path) is the CUDA build
+on PyPI, ~4.5 GB with its nvidia wheels: it is installed once into a shared
+``_torch`` venv and every target venv sees it through a ``.pth`` file. Each
+venv gets a stamp file naming what was installed; a matching stamp means
+nothing to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from faultload.targets.spec import TargetSpec
+
+TORCH_REQUIREMENT = "torch==2.13.0"
+# What skyrl.tinker.api imports on the sampling path, beyond skyrl itself
+# (installed --no-deps: its declared deps pull training stacks we do not run).
+SERVER_REQUIREMENTS = [
+    "fastapi", "uvicorn", "sqlmodel", "sqlalchemy[asyncio]", "aiosqlite", "psutil", "zstandard",
+    "cloudpathlib", "rich", "aiohttp", "orjson", "httpx", "numpy", "typing_extensions", "xxhash",
+]
+# Per-release pins taken from each release's own metadata (its `tinker` extra
+# and its transformers range).
+RELEASE_PINS = {
+    "0.4.0": ["tinker>=0.25,<0.26", "transformers>=5.6.1,<=5.16.1"],
+    "0.3.0": ["tinker>=0.25,<0.26", "transformers>=5.6.1,<=5.8.0"],
+}
+DEFAULT_PINS = ["tinker>=0.25,<0.26"]
+STAMP = "faultload-installed.json"
+Log = Callable[[str], None]
+
+
+class InstallError(RuntimeError):
+    pass
+
+
+def _run(cmd: list[str], log: Log, what: str) -> None:
+    log(f"  $ {' '.join(cmd)}")
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=1800)
+    if proc.returncode != 0:
+        tail = "\n".join(proc.stdout.strip().splitlines()[-15:])
+        raise InstallError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+
+
+def _stamp_matches(venv: Path, wanted: dict) -> bool:
+    stamp = venv / STAMP
+    try:
+        return json.loads(stamp.read_text()) == wanted and (venv / "bin" / "python").exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _make_venv(venv: Path, log: Log) -> None:
+    if not (venv / "bin" / "python").exists():
+        _run([sys.executable, "-m", "venv", str(venv)], log, f"creating venv {venv}")
+
+
+def site_packages(venv: Path) -> Path:
+    return venv / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
+
+
+def ensure_shared_torch(targets_dir: Path, log: Log) -> Path:
+    """The shared torch venv's site-packages, installing torch if needed."""
+    venv = targets_dir / "_torch"
+    wanted = {"torch": TORCH_REQUIREMENT}
+    if not _stamp_matches(venv, wanted):
+        started = time.monotonic()
+        log(f"installing {TORCH_REQUIREMENT} once into {venv} (shared by every target venv)")
+        _make_venv(venv, log)
+        _run([str(venv / "bin" / "pip"), "install", "-q", TORCH_REQUIREMENT], log, "installing torch")
+        (venv / STAMP).write_text(json.dumps(wanted))
+        log(f"torch installed in {time.monotonic() - started:.0f}s")
+    return site_packages(venv)
+
+
+def target_python(targets_dir: Path, spec: TargetSpec) -> Path:
+    return targets_dir / spec.venv_name / "bin" / "python"
+
+
+def is_installed(targets_dir: Path, spec: TargetSpec) -> bool:
+    venv = targets_dir / spec.venv_name
+    return (venv / STAMP).exists() and (venv / "bin" / "python").exists()
+
+
+def ensure_target(targets_dir: Path, spec: TargetSpec, log: Log) -> Path:
+    """Install ``spec`` into its venv if needed; return the venv's python."""
+    if spec.kind == "url":
+        raise InstallError("url= targets are not installed by faultload")
+    torch_site = ensure_shared_torch(targets_dir, log)
+    venv = targets_dir / spec.venv_name
+    pins = RELEASE_PINS.get(spec.version or "", DEFAULT_PINS)
+    requirements = SERVER_REQUIREMENTS + pins
+    wanted = {
+        "target": spec.text,
+        "requirements": hashlib.sha1(json.dumps(requirements).encode()).hexdigest(),
+        "torch": str(torch_site),
+    }
+    if not _stamp_matches(venv, wanted):
+        started = time.monotonic()
+        log(f"installing target {spec.text} into {venv}")
+        _make_venv(venv, log)
+        (site_packages(venv) / "_faultload_shared_torch.pth").write_text(f"{torch_site}\n")
+        pip = [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check"]
+        if spec.kind == "release":
+            _run(pip + ["--ignore-requires-python", "--no-deps", f"skyrl=={spec.version}"], log, f"installing skyrl=={spec.version}")
+        else:
+            _run(pip + ["--ignore-requires-python", "--no-deps", "-e", str(spec.path)], log, f"installing {spec.path}")
+        _run(pip + requirements, log, "installing the server's runtime modules")
+        (venv / STAMP).write_text(json.dumps(wanted))
+        log(f"target {spec.text} ready in {time.monotonic() - started:.0f}s")
+    return venv / "bin" / "python"

@@ -1,0 +1,165 @@
+"""A server under test: launched by us (SkyRL venv) or started by someone else (url=).
+
+Either way the trial gets a ``ServerHandle``: its base URL, its pid (when
+known, for process metrics), its version, where its log goes, and ``stop()``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from faultload.monitor import http_get_json
+from faultload.netutil import port_is_free
+from faultload.targets.spec import TargetSpec
+
+_HERE = Path(__file__).resolve().parent
+LAUNCHER = _HERE / "skyrl_launch.py"
+STARTUP_TIMEOUT_S = 180.0
+STOP_GRACE_S = 15.0
+BASE_MODEL = "Qwen/Qwen3-0.6B"
+
+# faultload's names for the server's knobs -> SkyRL EngineConfig fields.
+ENGINE_KNOBS = {
+    "forwarding_max_connections": "forwarding_inference_max_connections",
+    "forwarding_timeout_s": "forwarding_inference_timeout_sec",
+    "retrieved_ttl_s": "external_future_retrieved_ttl_sec",
+}
+
+
+class ServerStartError(RuntimeError):
+    """The target did not come up; the message carries its log tail."""
+
+
+@dataclass
+class ServerHandle:
+    spec: TargetSpec
+    url: str
+    pid: int | None
+    version: str | None
+    log_path: Path | None = None
+    process: subprocess.Popen | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def healthz_url(self) -> str:
+        return f"{self.url}/api/v1/healthz"
+
+    def log_tail(self, lines: int = 20) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "\n".join(text[-lines:])
+
+    def alive(self) -> bool:
+        return self.process is None or self.process.poll() is None
+
+    def stop(self, grace_s: float = STOP_GRACE_S) -> None:
+        """SIGTERM the server's process group, SIGKILL it after ``grace_s``. Idempotent."""
+        proc = self.process
+        if proc is None:
+            return
+        if proc.poll() is None:
+            _signal_group(proc, signal.SIGTERM)
+            try:
+                proc.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.details["stop"] = f"did not exit {grace_s:.0f}s after SIGTERM; killed"
+        _signal_group(proc, signal.SIGKILL)  # the engine sleeper and anything else left in the group
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def wait_healthy(url: str, timeout_s: float, process: subprocess.Popen | None = None) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            return False
+        _, body = http_get_json(f"{url}/api/v1/healthz", timeout_s=2.0)
+        if body is not None:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def launch_skyrl(
+    spec: TargetSpec,
+    python: Path,
+    run_dir: Path,
+    port: int,
+    router_url: str,
+    regress: tuple[str, ...] = (),
+    time_scale: float = 1.0,
+    knobs: dict[str, Any] | None = None,
+    profile_path: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> ServerHandle:
+    """Start the real ``skyrl.tinker.api`` app (non-colocated megatron) and wait for /healthz."""
+    if not port_is_free("127.0.0.1", port):
+        raise ServerStartError(f"server port {port} on 127.0.0.1 is already in use")
+    db_path = run_dir / "tinker.db"
+    argv = [
+        "--host", "127.0.0.1", "--port", str(port), "--base-model", BASE_MODEL, "--backend", "megatron",
+        "--backend-config", json.dumps({"trainer.placement.colocate_all": False}),
+        "--database-url", f"sqlite:///{db_path}",
+        "--checkpoints-base", str(run_dir / "checkpoints"),
+    ]
+    engine_options = {ENGINE_KNOBS[k]: v for k, v in (knobs or {}).items() if v is not None}
+    launch_spec = {
+        "db_path": str(db_path),
+        "router_url": router_url,
+        "regress": list(regress),
+        "time_scale": time_scale,
+        "argv": argv,
+        "engine_options": engine_options,
+        "profile_path": str(profile_path) if profile_path else None,
+    }
+    spec_path = run_dir / "launch.json"
+    spec_path.write_text(json.dumps(launch_spec, indent=1))
+    log_path = run_dir / "server.log"
+    child_env = {**os.environ, **(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}
+    child_env.pop("PYTHONPATH", None)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            [str(python), str(LAUNCHER), str(spec_path)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=run_dir, env=child_env, start_new_session=True,
+        )
+    handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc)
+    if not wait_healthy(handle.url, STARTUP_TIMEOUT_S, proc):
+        code = proc.poll()
+        handle.stop(grace_s=3)
+        state = f"exited with code {code}" if code is not None else f"no /healthz within {STARTUP_TIMEOUT_S:.0f}s"
+        raise ServerStartError(f"target {spec.text} failed to start ({state}); log tail:\n{handle.log_tail()}")
+    handle.version = _read_launch_version(log_path) or spec.version
+    return handle
+
+
+def _read_launch_version(log_path: Path) -> str | None:
+    for line in log_path.read_text(errors="replace").splitlines():
+        if line.startswith("faultload-launch: version "):
+            return line.split()[-1]
+    return None
+
+
+def attach_url(spec: TargetSpec, server_pid: int | None) -> ServerHandle:
+    """A server someone else started: check it answers /healthz."""
+    assert spec.url is not None
+    if not wait_healthy(spec.url, timeout_s=10.0):
+        raise ServerStartError(f"target {spec.text}: no answer from {spec.url}/api/v1/healthz")
+    return ServerHandle(spec, spec.url, server_pid, None)

@@ -1,0 +1,138 @@
+"""Launch a SkyRL Tinker API server for a trial, inside the target's own venv.
+
+This file runs under the *target's* Python, not faultload's: it imports only
+the standard library and what the SkyRL release itself imports. It is given a
+JSON launch spec (path in argv[1]) and then:
+
+1. aliases ``typing.TypedDict`` to ``typing_extensions.TypedDict`` (pydantic
+   needs that on Python < 3.12, which SkyRL >= 0.4.0 declares but does not
+   otherwise need);
+2. imports the real ``skyrl.tinker.api`` module;
+3. seeds ``EngineStateDB.inference_proxy_url`` with the router URL, as the
+   engine would publish it once its vLLM is up;
+4. replaces the engine subprocess with a sleeper (the only part of the app
+   that needs GPUs), plus any regression switches / timer scaling the spec
+   names — each patch point is checked and a missing one is a clear error;
+5. runs the module's own ``if __name__ == "__main__":`` block (its argparse,
+   its uvicorn settings: backlog, keep-alive, log config), so what is under
+   test is the release's own start-up code.
+"""
+
+from __future__ import annotations
+
+import ast
+import cProfile
+import json
+import os
+import sys
+import typing
+
+LAUNCH_ERROR_EXIT = 3
+
+
+def _fail(message: str) -> typing.NoReturn:
+    print(f"faultload-launch: {message}", file=sys.stderr, flush=True)
+    sys.exit(LAUNCH_ERROR_EXIT)
+
+
+def _alias_typed_dict() -> None:
+    import typing_extensions
+
+    typing.TypedDict = typing_extensions.TypedDict  # type: ignore[misc]
+
+
+def _seed_router_url(db_path: str, router_url: str) -> None:
+    from sqlmodel import Session, SQLModel, create_engine
+
+    from skyrl.tinker.db_models import EngineStateDB
+
+    engine = create_engine(f"sqlite:///{db_path}")
+    SQLModel.metadata.create_all(engine)
+    with Session(engine) as session:
+        session.merge(EngineStateDB(singleton_id=1, inference_proxy_url=router_url))
+        session.commit()
+    engine.dispose()
+
+
+def _sleeper_command() -> list[str]:
+    """A stand-in engine: lives exactly as long as the API server process."""
+    code = "import os, time\nppid = os.getppid()\nwhile os.getppid() == ppid:\n    time.sleep(0.5)\n"
+    return [sys.executable, "-c", code]
+
+
+def _require(namespace: dict, name: str, what: str) -> None:
+    if name not in namespace:
+        _fail(f"patch point {name!r} ({what}) not found in skyrl.tinker.api of this version")
+
+
+def _main_block(module) -> typing.Any:
+    """The compiled body of the module's ``if __name__ == "__main__":`` block."""
+    with open(module.__file__, encoding="utf-8") as fh:
+        tree = ast.parse(fh.read(), module.__file__)
+    for node in tree.body:
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Compare)
+            and isinstance(node.test.left, ast.Name)
+            and node.test.left.id == "__name__"
+        ):
+            body = ast.Module(body=node.body, type_ignores=[])
+            return compile(body, module.__file__, "exec")
+    _fail("skyrl.tinker.api has no `if __name__ == '__main__':` block to run")
+
+
+def _engine_flags(api, options: dict) -> list[str]:
+    """``--field-name value`` for each EngineConfig option, refusing ones this version lacks."""
+    fields = api.EngineConfig.model_fields
+    flags = []
+    for name, value in options.items():
+        if name not in fields:
+            _fail(f"this skyrl version has no EngineConfig.{name} (so that knob cannot be set)")
+        flags += [f"--{name.replace('_', '-')}", str(value)]
+    return flags
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("skyrl")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def main() -> None:
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        spec = json.load(fh)
+    _alias_typed_dict()
+    import skyrl.tinker.api as api
+
+    from skyrl_patches import PatchError, apply_patches  # shipped beside this file
+
+    namespace = api.__dict__
+    _require(namespace, "_build_uv_run_cmd_engine", "engine subprocess command")
+    namespace["_build_uv_run_cmd_engine"] = lambda parent_cmd, engine_config: _sleeper_command()
+    try:
+        applied = apply_patches(namespace, spec.get("regress", []), float(spec.get("time_scale", 1.0)))
+    except PatchError as exc:
+        _fail(str(exc))
+    _seed_router_url(spec["db_path"], spec["router_url"])
+    print(f"faultload-launch: patches {json.dumps(applied)}", file=sys.stderr, flush=True)
+
+    code = _main_block(api)
+    sys.argv = [api.__file__, *spec["argv"], *_engine_flags(api, spec.get("engine_options", {}))]
+    print(f"faultload-launch: version {_version()}", file=sys.stderr, flush=True)
+    profiler = cProfile.Profile() if spec.get("profile_path") else None
+    if profiler is not None:
+        profiler.enable()
+    try:
+        exec(code, namespace)
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(spec["profile_path"])
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()

@@ -1,0 +1,128 @@
+"""Regression switches and timer scaling applied inside a launched SkyRL server.
+
+Runs under the target's Python (see skyrl_launch.py). Each regression undoes
+one known upstream fix, so the suite can prove it would catch that bug; each
+checks its patch point and fails with a clear message when a version lacks it.
+
+Time scale S multiplies the server's retention timers, so the ratios between
+them and the client's timers (45 s poll timeout, 30 s backoff cap) hold while a
+trial runs S times faster:
+
+- ``RETRIEVE_FUTURE_TIMEOUT_SECONDS`` (300 s: how long retrieve_future holds a poll)
+- ``ExternalFutureStore._SWEEP_INTERVAL_SECONDS`` (30 s) and ``_PENDING_TTL_SECONDS`` (3600 s)
+- the retrieved/completed TTLs the store is constructed with (300/600 s by
+  default, or the ``--retrieved-ttl`` given), scaled in ``__init__``.
+
+Versions without an in-memory future store (0.3.0 keeps futures in SQLite and
+holds polls with a local 300 s constant) have nothing to scale; that is
+reported in the applied list rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+# Pre-fix retrieved TTL (SDK seconds) for the `retention` regression.
+PRE_FIX_RETRIEVED_TTL_S = 120.0
+
+
+class PatchError(RuntimeError):
+    pass
+
+
+def _need(ns: dict, name: str, why: str) -> Any:
+    if name not in ns:
+        raise PatchError(f"this skyrl version has no {name!r} ({why})")
+    return ns[name]
+
+
+def _scale_store(store_cls: type, scale: float, retrieved_override: float | None) -> None:
+    store_cls._SWEEP_INTERVAL_SECONDS = store_cls._SWEEP_INTERVAL_SECONDS * scale
+    store_cls._PENDING_TTL_SECONDS = store_cls._PENDING_TTL_SECONDS * scale
+    original_init = store_cls.__init__
+
+    @functools.wraps(original_init)
+    def scaled_init(self, *, retrieved_ttl_sec=None, completed_ttl_sec=None):
+        if retrieved_override is not None:
+            retrieved_ttl_sec = retrieved_override
+        retrieved = (retrieved_ttl_sec or store_cls._RETRIEVED_TTL_SECONDS) * scale
+        completed = (completed_ttl_sec or store_cls._COMPLETED_TTL_SECONDS) * scale
+        original_init(self, retrieved_ttl_sec=retrieved, completed_ttl_sec=completed)
+
+    store_cls.__init__ = scaled_init
+
+
+def _regress_retention(ns: dict) -> str:
+    """Undo the retention fix: the retrieved-TTL clock starts even when the client is gone.
+
+    Upstream fix: retrieve_future calls ``mark_retrieved`` only when
+    ``not await req.is_disconnected()``, and the retrieved TTL went from 120 s
+    to 300 s. Undone by making ``is_disconnected`` report False (it has no other
+    caller in the app) and by the 120 s TTL (applied in ``apply_patches``).
+    """
+    _need(ns, "ExternalFutureStore", "in-memory future store")
+    from starlette.requests import Request
+
+    async def never_disconnected(self) -> bool:
+        return False
+
+    Request.is_disconnected = never_disconnected
+    return "retention: is_disconnected() guard undone, retrieved TTL 120 s"
+
+
+def _regress_keepalive(ns: dict) -> str:
+    """Undo the keep-alive/backlog fix: uvicorn's 5 s keep-alive and default backlog.
+
+    Upstream fix: ``HTTP_KEEP_ALIVE_TIMEOUT_SECONDS = 75`` and
+    ``backlog=SKYRL_HTTP_CONNECTION_LIMIT`` in uvicorn.run; before it, idle SDK
+    connections were closed during completion bursts and all reconnected at once.
+    """
+    _need(ns, "HTTP_KEEP_ALIVE_TIMEOUT_SECONDS", "keep-alive setting")
+    _need(ns, "SKYRL_HTTP_CONNECTION_LIMIT", "accept backlog setting")
+    ns["HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"] = 5
+    ns["SKYRL_HTTP_CONNECTION_LIMIT"] = 2048  # uvicorn's default backlog
+    return "keepalive: keep-alive 5 s, backlog 2048"
+
+
+def _regress_rich_access_log(ns: dict) -> str:
+    """Undo the plain access-log handler: uvicorn's access log through RichHandler.
+
+    Upstream fix: ``get_uvicorn_log_config`` routes ``uvicorn.access`` to a plain
+    StreamHandler because RichHandler costs ~1.5 ms of event-loop CPU per record.
+    """
+    original = _need(ns, "get_uvicorn_log_config", "uvicorn log config")
+
+    def rich_access_config() -> dict:
+        config = original()
+        config["handlers"]["access"] = dict(config["handlers"]["default"])
+        return config
+
+    ns["get_uvicorn_log_config"] = rich_access_config
+    return "rich-access-log: uvicorn.access through RichHandler"
+
+
+REGRESSIONS: dict[str, Callable[[dict], str]] = {
+    "retention": _regress_retention,
+    "keepalive": _regress_keepalive,
+    "rich-access-log": _regress_rich_access_log,
+}
+
+
+def apply_patches(ns: dict, regress: list[str], time_scale: float) -> list[str]:
+    """Apply regressions and timer scaling to the api module namespace ``ns``."""
+    applied = []
+    for name in regress:
+        if name not in REGRESSIONS:
+            raise PatchError(f"unknown regression {name!r}; known: {', '.join(sorted(REGRESSIONS))}")
+        applied.append(REGRESSIONS[name](ns))
+    store_cls = ns.get("ExternalFutureStore")
+    retrieved_override = PRE_FIX_RETRIEVED_TTL_S if "retention" in regress else None
+    if store_cls is None:
+        applied.append("time-scale: no in-memory future store in this version; nothing to scale")
+        return applied
+    _scale_store(store_cls, time_scale, retrieved_override)
+    if "RETRIEVE_FUTURE_TIMEOUT_SECONDS" in ns:
+        ns["RETRIEVE_FUTURE_TIMEOUT_SECONDS"] = ns["RETRIEVE_FUTURE_TIMEOUT_SECONDS"] * time_scale
+    applied.append(f"time-scale: x{time_scale:g} on retrieve hold, sweep interval and store TTLs")
+    return applied

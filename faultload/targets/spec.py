@@ -1,0 +1,74 @@
+"""Which server a trial runs against, parsed from one string.
+
+- ``skyrl==X.Y.Z``: that SkyRL release from PyPI, in its own venv;
+- ``skyrl@PATH``: a local SkyRL checkout, installed editable into its own venv;
+- ``url=http://127.0.0.1:PORT``: a server someone else started.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import os
+import re
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+DEFAULT_TARGET = "skyrl==0.4.0"
+_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|dev|rc|a|b)\d+)?$")
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    kind: str  # "release" | "checkout" | "url"
+    text: str
+    version: str | None = None
+    path: str | None = None
+    url: str | None = None
+
+    @property
+    def venv_name(self) -> str:
+        if self.kind == "release":
+            return f"skyrl-{self.version}"
+        digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
+        return f"skyrl-checkout-{digest}"
+
+
+def parse_target(text: str) -> TargetSpec:
+    """Parse a target spec; ValueError with one line naming what is wrong."""
+    text = text.strip()
+    if text.startswith("skyrl=="):
+        version = text[len("skyrl=="):]
+        if not _VERSION.match(version):
+            raise ValueError(f"target {text!r}: version {version!r} is not X.Y.Z")
+        return TargetSpec("release", text, version=version)
+    if text.startswith("skyrl@"):
+        path = os.path.abspath(os.path.expanduser(text[len("skyrl@"):]))
+        if not os.path.isdir(path):
+            raise ValueError(f"target {text!r}: {path} is not a directory")
+        if not any(os.path.exists(os.path.join(path, f)) for f in ("pyproject.toml", "setup.py")):
+            raise ValueError(f"target {text!r}: {path} has no pyproject.toml or setup.py (not a SkyRL checkout)")
+        return TargetSpec("checkout", text, path=path)
+    if text.startswith("url="):
+        url = text[len("url="):].rstrip("/")
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname or parts.port is None:
+            raise ValueError(f"target {text!r}: expected url=http://HOST:PORT")
+        return TargetSpec("url", text, url=url)
+    raise ValueError(f"target {text!r}: expected skyrl==X.Y.Z, skyrl@PATH or url=http://HOST:PORT")
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when ``host`` resolves only to 127.0.0.0/8 or ::1."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+
+
+def require_loopback(url: str, allow_remote: bool) -> None:
+    host = urlsplit(url).hostname or ""
+    if not allow_remote and not is_loopback_host(host):
+        raise ValueError(f"{url} is not a loopback address; pass --allow-remote to load a remote server")

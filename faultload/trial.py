@@ -1,0 +1,242 @@
+"""Run one trial end to end: router, server, load workers, monitor; return what happened.
+
+``run_trial(config, workspace)`` is the only entry point. It owns every
+process it starts and stops all of them on every path out (done, error,
+Ctrl-C), keeping whatever history the workers had when it stopped them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import resource
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import psutil
+
+from faultload.client.job import WorkerJob, WorkerResult
+from faultload.client.session import open_sampling_session
+from faultload.client.workers import WorkerPool, source_ip
+from faultload.history import History
+from faultload.monitor import Monitor, MonitorSamples, snapshot
+from faultload.netutil import free_port
+from faultload.router import RouterConfig, start_router
+from faultload.shape import LoadShape
+from faultload.targets import install
+from faultload.targets.server import BASE_MODEL, ServerHandle, attach_url, launch_skyrl
+from faultload.targets.spec import TargetSpec, parse_target, require_loopback
+from faultload.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class ServerKnobs:
+    """The server's own forwarding and store settings, passed through when it has them."""
+
+    forwarding_max_connections: int | None = None
+    forwarding_timeout_s: float | None = None
+    retrieved_ttl_s: float | None = None
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """Everything one trial needs, as plain data (the repro file stores it)."""
+
+    target: str
+    shape: LoadShape = field(default_factory=LoadShape)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    regress: tuple[str, ...] = ()
+    knobs: ServerKnobs = field(default_factory=ServerKnobs)
+    allow_remote: bool = False
+    server_pid: int | None = None
+    server_port: int = 0
+    max_wall_s: float = 1800.0  # the load stops here whatever is left
+    drain_s: float = 10.0  # after the load, wait up to this for fds to settle
+    profile_server: str | None = None
+    keep_run_dir: bool = False
+
+    def validate(self) -> TargetSpec:
+        spec = parse_target(self.target)
+        self.shape.validate()
+        self.router.validate()
+        if spec.kind == "url":
+            require_loopback(spec.url or "", self.allow_remote)
+            if self.regress:
+                raise ValueError("--regress needs a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
+        if self.max_wall_s <= 0:
+            raise ValueError("max_wall_s must be > 0")
+        if not 0 <= self.server_port < 65536:
+            raise ValueError("server_port must be in [0, 65535]")
+        return spec
+
+
+@dataclass
+class TrialResult:
+    config: TrialConfig
+    history: History
+    workers: list[WorkerResult]
+    monitor: MonitorSamples | None
+    router_stats: dict[str, Any]
+    server: dict[str, Any]
+    wall_s: float
+    load_s: float
+    cpu: dict[str, float]
+    interrupted: bool = False
+    error: str | None = None
+
+
+Progress = Callable[[float, dict[str, int], tuple], None]
+
+
+def _router_cpu(pids: list[int]) -> float:
+    total = 0.0
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            times = proc.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _split(total: int, parts: int) -> list[tuple[int, int]]:
+    base, extra = divmod(total, parts)
+    out, first = [], 0
+    for i in range(parts):
+        count = base + (1 if i < extra else 0)
+        out.append((first, count))
+        first += count
+    return out
+
+
+def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, salt: int) -> list[WorkerJob]:
+    shape = config.shape
+    return [
+        WorkerJob(
+            worker=i, base_url=base_url, source_ip=source_ip(i), sampling_session_id=sampling_session_id,
+            base_model=BASE_MODEL, first=first, count=count, nonce_salt=salt, shape=shape, t0=0.0,
+            deadline_s=config.max_wall_s,
+        )
+        for i, (first, count) in enumerate(_split(shape.requests, shape.workers))
+        if count > 0
+    ]
+
+
+def _start_server(config: TrialConfig, spec: TargetSpec, workspace: Workspace, run_dir: Path, router_url: str) -> ServerHandle:
+    if spec.kind == "url":
+        return attach_url(spec, config.server_pid)
+    python = install.target_python(workspace.targets, spec)
+    if not install.is_installed(workspace.targets, spec):
+        raise install.InstallError(f"target {spec.text} is not installed; run `faultload setup --target {spec.text}`")
+    return launch_skyrl(
+        spec, python, run_dir, config.server_port or free_port(), router_url,
+        regress=config.regress, time_scale=config.shape.time_scale,
+        knobs=dataclasses.asdict(config.knobs),
+        profile_path=Path(config.profile_server).resolve() if config.profile_server else None,
+    )
+
+
+def _wait_load(pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float) -> None:
+    next_report = time.monotonic() + every_s
+    while pool.alive() and time.monotonic() < deadline:
+        time.sleep(0.1)
+        if progress is not None and time.monotonic() >= next_report:
+            next_report += every_s
+            progress(time.monotonic() - monitor.t0, pool.live(), monitor.latest)
+
+
+def _drain(server_pid: int | None, baseline_fds: int | None, drain_s: float):
+    """Wait (bounded) for the server's fds to come back near baseline; return the last snapshot."""
+    deadline = time.monotonic() + drain_s
+    snap = snapshot(server_pid)
+    while snap is not None and baseline_fds is not None and time.monotonic() < deadline:
+        if snap.fds <= baseline_fds + 2:
+            break
+        time.sleep(0.25)
+        snap = snapshot(server_pid)
+    return snap
+
+
+def run_trial(
+    config: TrialConfig,
+    workspace: Workspace,
+    progress: Progress | None = None,
+    progress_every_s: float = 2.0,
+) -> TrialResult:
+    """Run ``config`` once. Raises ValueError for bad config before starting anything."""
+    spec = config.validate()
+    started = time.monotonic()
+    cpu_start = _self_cpu()
+    workspace.runs.mkdir(parents=True, exist_ok=True)
+    run_dir = Path(tempfile.mkdtemp(prefix="trial-", dir=workspace.runs))
+    router = server = pool = monitor = None
+    result = TrialResult(config, History.empty(0), [], None, {}, {"spec": spec.text}, 0.0, 0.0, {})
+    try:
+        router = start_router(config.router)
+        server = _start_server(config, spec, workspace, run_dir, router.url)
+        result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
+        salt = random.Random(config.shape.seed).getrandbits(16)
+        sampling_id = open_sampling_session(server.url, BASE_MODEL)
+        pool = WorkerPool(build_jobs(config, server.url, sampling_id, salt))
+        pool.start()
+        pool.wait_ready()
+        t0 = time.monotonic()
+        monitor = Monitor(server.pid, server.healthz_url, f"{router.url}/stats", pool.live, t0)
+        monitor.start()
+        router_cpu0 = _router_cpu(router.pids())
+        pool.go(t0)
+        try:
+            _wait_load(pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s)
+        except KeyboardInterrupt:
+            result.interrupted = True
+        pool.stop()
+        result.workers = pool.collect(timeout_s=30.0)
+        result.load_s = time.monotonic() - t0
+        result.history = History.merge(w.history for w in result.workers)
+        drained = _drain(server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
+        monitor.stop()
+        result.monitor = monitor.result(drained)
+        result.router_stats = router.stats()
+        result.cpu = {
+            "workers_s": sum(w.cpu_s for w in result.workers),
+            "router_s": _router_cpu(router.pids()) - router_cpu0,
+            "server_s": _server_cpu(result.monitor),
+        }
+        crashed = [w for w in result.workers if w.crashed]
+        if crashed:
+            result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"
+    except KeyboardInterrupt:
+        result.interrupted = True
+        raise
+    finally:
+        if pool is not None:
+            pool.terminate()
+        if monitor is not None:
+            monitor.stop()
+        if server is not None:
+            result.server["log_tail"] = server.log_tail(40)
+            server.stop()
+        if router is not None:
+            router.stop()
+        result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start
+        result.wall_s = time.monotonic() - started
+        if not config.keep_run_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)
+    return result
+
+
+def _server_cpu(samples: MonitorSamples) -> float:
+    cpu = samples.samples["cpu_s"]
+    valid = cpu[cpu >= 0]
+    return float(valid[-1] - valid[0]) if valid.size >= 2 else 0.0

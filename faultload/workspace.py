@@ -1,0 +1,33 @@
+"""Where faultload keeps what it installs and writes, under one root folder.
+
+The root defaults to ``.faultload`` in the current directory (``make setup``
+creates it in the checkout) and can be moved with ``--workdir`` or the
+``FAULTLOAD_HOME`` environment variable. Passed around as a value.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+
+    @classmethod
+    def default(cls) -> "Workspace":
+        return cls(Path(os.environ.get("FAULTLOAD_HOME", ".faultload")).resolve())
+
+    @property
+    def targets(self) -> Path:
+        return self.root / "targets"
+
+    @property
+    def tools(self) -> Path:
+        return self.root / "tools"
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
