@@ -1,0 +1,416 @@
+"""The fake vLLM router: bodies, modes, faults, multi-process state, lifecycle.
+
+Every wait is bounded; nothing asserts a duration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import aiohttp
+import numpy as np
+import psutil
+import pytest
+import simdjson
+
+from faultload import tokens
+from faultload.router import RouterConfig, RouterHandle, completion_body, start_router
+
+WAIT_S = 10.0  # upper bound for any wait in these tests
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def payload(nonce: int, n: int = 1, max_tokens: int = 8, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "base",
+        "prompt": tokens.prompt_tokens(nonce),
+        "n": n,
+        "seed": 0,
+        "max_tokens": max_tokens,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "top_k": -1,
+        "logprobs": 1,
+        "stream": False,
+        "return_token_ids": True,
+        **extra,
+    }
+
+
+async def post(url: str, body: dict[str, Any], session: aiohttp.ClientSession | None = None) -> tuple[int, bytes, Any]:
+    """POST /v1/completions on a fresh connection unless a session is given."""
+    own = session is None
+    session = session or aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
+    try:
+        timeout = aiohttp.ClientTimeout(total=60)
+        async with session.post(f"{url}/v1/completions", json=body, timeout=timeout) as resp:
+            return resp.status, await resp.read(), resp.headers
+    finally:
+        if own:
+            await session.close()
+
+
+def wait_until(cond: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def check_body(body: bytes, nonce: int, n: int, max_tokens: int) -> None:
+    """Both JSON parsers the servers use see exactly the tokens module's arrays."""
+    for doc in (json.loads(body), simdjson.loads(body)):
+        assert doc["object"] == "text_completion"
+        assert len(doc["choices"]) == n
+        for j, choice in enumerate(doc["choices"]):
+            assert choice["index"] == j
+            assert choice["finish_reason"] == "length"
+            np.testing.assert_array_equal(
+                np.asarray(choice["token_ids"], dtype=np.int64), tokens.output_tokens(nonce, j, max_tokens)
+            )
+            lp = np.asarray(choice["logprobs"]["token_logprobs"], dtype=np.float64)
+            np.testing.assert_array_equal(lp.astype(np.float32), tokens.output_logprobs(nonce, j, max_tokens))
+            np.testing.assert_array_equal(lp, -tokens.logprob_digits(nonce, j, max_tokens) / tokens.LOGPROB_SCALE)
+
+
+@pytest.fixture
+def router() -> Iterator[Callable[..., RouterHandle]]:
+    """Factory for routers that are always stopped at the end of the test."""
+    handles: list[RouterHandle] = []
+
+    def make(**kw: Any) -> RouterHandle:
+        h = start_router(RouterConfig(**kw))
+        handles.append(h)
+        return h
+
+    yield make
+    for h in handles:
+        h.stop()
+
+
+# --------------------------------------------------------------------------- config and CLI
+
+
+@pytest.mark.parametrize(
+    "kw, field",
+    [
+        ({"mode": "fast"}, "mode"),
+        ({"mode": "barrier", "barrier": 0}, "barrier"),
+        ({"barrier": -1}, "barrier"),
+        ({"barrier_timeout_s": 0.0}, "barrier_timeout_s"),
+        ({"barrier_timeout_s": float("nan")}, "barrier_timeout_s"),
+        ({"max_num_seqs": 0}, "max_num_seqs"),
+        ({"gen_seconds": -0.1}, "gen_seconds"),
+        ({"procs": 0}, "procs"),
+        ({"procs": 2.0}, "procs"),
+    ],
+)
+def test_config_validation_names_the_field(kw: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValueError) as e:
+        RouterConfig(**kw).validate()
+    assert f"RouterConfig.{field}:" in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_default_config_is_valid_and_round_trips() -> None:
+    from dataclasses import asdict
+
+    cfg = RouterConfig(mode="barrier", barrier=4)
+    cfg.validate()
+    assert RouterConfig(**json.loads(json.dumps(asdict(cfg)))) == cfg
+
+
+def test_cli_bad_flag_exits_2_with_one_line() -> None:
+    for argv in (["--mode", "nope"], ["--procs", "0"], ["--mode", "barrier"]):
+        r = subprocess.run([sys.executable, "-m", "faultload.router", *argv], capture_output=True, timeout=30)
+        assert r.returncode == 2, argv
+        assert len(r.stderr.decode().strip().splitlines()) == 1, r.stderr
+
+
+# --------------------------------------------------------------------------- bodies
+
+
+@pytest.mark.parametrize("n, max_tokens", [(1, 1), (2, 37), (2, 200_000)])
+def test_body_decodes_to_the_tokens_module_arrays(n: int, max_tokens: int) -> None:
+    nonce = 123_456_789_012
+    check_body(completion_body(nonce, n, max_tokens, "m", tokens.prompt_tokens(nonce)), nonce, n, max_tokens)
+
+
+def test_body_extreme_values_and_prompt_logprobs() -> None:
+    # Find sample positions that hit token 0 / 49999 and digit 0 / 9999 somewhere.
+    body = completion_body(7, 1, 60_000, 'a "quoted" model', tokens.prompt_tokens(7, extra=2), prompt_logprobs=0)
+    doc = json.loads(body)
+    ids = np.asarray(doc["choices"][0]["token_ids"])
+    assert ids.min() == 0 and ids.max() == tokens.VOCAB - 1
+    assert doc["model"] == 'a "quoted" model'
+    plp = doc["choices"][0]["prompt_logprobs"]
+    assert plp[0] is None and len(plp) == 5
+    assert all(str(tid) in entry for tid, entry in zip(tokens.prompt_tokens(7, extra=2)[1:], plp[1:]))
+    assert doc["usage"] == {"prompt_tokens": 5, "total_tokens": 60_005, "completion_tokens": 60_000}
+
+
+def test_served_bodies_are_exact_and_foreign_prompts_get_400(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="immediate")
+
+    async def run() -> None:
+        for nonce, n, t in ((1, 1, 5), (2**40 - 1, 2, 200_000)):
+            status, body, headers = await post(h.url, payload(nonce, n, t))
+            assert status == 200
+            assert int(headers["Content-Length"]) == len(body)
+            check_body(body, nonce, n, t)
+        bad = payload(5)
+        bad["prompt"] = [1, 2, 3, 4]
+        status, body, _ = await post(h.url, bad)
+        assert status == 400 and json.loads(body)["code"] == 400
+        status, _, _ = await post(h.url, payload(5, max_tokens=0))
+        assert status == 400
+
+    asyncio.run(run())
+    s = h.stats()
+    assert (s["received"], s["completed"], s["failed"], s["bad_requests"]) == (4, 2, 2, 2)
+    assert s["in_flight"] == 0 and s["bytes_out"] > 2 * 200_000 * 14
+
+
+# --------------------------------------------------------------------------- barrier
+
+
+def test_barrier_holds_until_the_nth_request(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="barrier", barrier=4, barrier_timeout_s=60.0)
+
+    async def run() -> None:
+        held = [asyncio.create_task(post(h.url, payload(i))) for i in range(3)]
+        await asyncio.to_thread(wait_until, lambda: h.stats()["held"] == 3, "3 held")
+        await asyncio.sleep(0.3)
+        s = await asyncio.to_thread(h.stats)
+        assert s["completed"] == 0 and s["held"] == 3 and s["released_waves"] == 0
+        assert not any(t.done() for t in held)
+        last = await asyncio.wait_for(post(h.url, payload(3)), WAIT_S)
+        results = await asyncio.wait_for(asyncio.gather(*held), WAIT_S)
+        for i, (status, body, _) in enumerate([*results, last]):
+            assert status == 200
+            check_body(body, i, 1, 8)
+
+    asyncio.run(run())
+    s = h.stats()
+    assert (s["completed"], s["held"], s["released_waves"], s["peak_in_flight"]) == (4, 0, 1, 4)
+
+
+def test_barrier_timeout_releases_a_partial_wave(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="barrier", barrier=100, barrier_timeout_s=0.3)
+
+    async def run() -> list[int]:
+        results = await asyncio.wait_for(asyncio.gather(*(post(h.url, payload(i)) for i in range(3))), WAIT_S)
+        return [status for status, _, _ in results]
+
+    assert asyncio.run(run()) == [200, 200, 200]
+    s = h.stats()
+    assert (s["completed"], s["held"], s["released_waves"]) == (3, 0, 1)
+
+
+def test_barrier_waiter_that_disconnects_leaves_the_wave(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="barrier", barrier=3, barrier_timeout_s=60.0)
+
+    async def run() -> None:
+        tasks = [asyncio.create_task(post(h.url, payload(i))) for i in range(2)]
+        await asyncio.to_thread(wait_until, lambda: h.stats()["held"] == 2, "2 held")
+        tasks[0].cancel()
+        await asyncio.to_thread(wait_until, lambda: h.stats()["held"] == 1, "1 held after disconnect")
+        assert not tasks[1].done()
+        tasks[1].cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run(run())
+    wait_until(lambda: h.stats()["in_flight"] == 0, "handlers to finish")
+    s = h.stats()
+    assert s["cancelled"] == 2 and s["held"] == 0 and s["completed"] == 0 and s["released_waves"] == 0
+
+
+# --------------------------------------------------------------------------- latency
+
+
+def test_latency_mode_caps_concurrent_generation(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="latency", max_num_seqs=2, gen_seconds=0.05)
+
+    async def run() -> None:
+        results = await asyncio.wait_for(asyncio.gather(*(post(h.url, payload(i)) for i in range(10))), WAIT_S)
+        for i, (status, body, _) in enumerate(results):
+            assert status == 200
+            check_body(body, i, 1, 8)
+
+    asyncio.run(run())
+    s = h.stats()
+    assert s["peak_generating"] == 2  # 10 concurrent requests fill both slots, never more
+    assert s["peak_in_flight"] > 2  # the rest were queued, not refused
+    assert (s["completed"], s["generating"], s["queued"]) == (10, 0, 0)
+
+
+# --------------------------------------------------------------------------- several processes
+
+
+def test_two_procs_share_stats(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="immediate", procs=2)
+    assert len(h.pids()) == 3  # supervisor + 2 workers
+
+    async def run() -> set[str]:
+        results = await asyncio.gather(*(post(h.url, payload(i)) for i in range(40)))
+        assert all(status == 200 for status, _, _ in results)
+        return {headers["X-Router-Pid"] for _, _, headers in results}
+
+    served_by = asyncio.run(run())
+    assert len(served_by) == 2  # SO_REUSEPORT spread 40 fresh connections
+    for _ in range(6):  # each /stats is a fresh connection, answered by either worker
+        s = h.stats()
+        assert (s["received"], s["completed"], s["procs"], s["procs_ready"]) == (40, 40, 2, 2)
+
+
+def test_barrier_across_procs(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="barrier", barrier=16, barrier_timeout_s=60.0, procs=2)
+
+    async def run() -> set[str]:
+        held = [asyncio.create_task(post(h.url, payload(i))) for i in range(15)]
+        await asyncio.to_thread(wait_until, lambda: h.stats()["held"] == 15, "15 held")
+        await asyncio.sleep(0.2)
+        assert h.stats()["completed"] == 0 and not any(t.done() for t in held)
+        last = await asyncio.wait_for(post(h.url, payload(15)), WAIT_S)
+        results = [*await asyncio.wait_for(asyncio.gather(*held), WAIT_S), last]
+        assert all(status == 200 for status, _, _ in results)
+        return {headers["X-Router-Pid"] for _, _, headers in results}
+
+    assert len(asyncio.run(run())) == 2  # the wave really spanned both processes
+    s = h.stats()
+    assert (s["completed"], s["held"], s["released_waves"]) == (16, 0, 1)
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def test_errors_window_then_normal(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="immediate")
+
+    async def run() -> None:
+        h.errors(60.0, status=502)
+        status, body, _ = await post(h.url, payload(1))
+        assert status == 502 and json.loads(body)["code"] == 502
+        h.reset_faults()
+        status, body, _ = await post(h.url, payload(1))
+        assert status == 200
+        h.errors(0.3)  # expires on its own
+        assert (await post(h.url, payload(2)))[0] == 503
+        deadline = time.monotonic() + WAIT_S
+        while (await post(h.url, payload(2)))[0] != 200 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert (await post(h.url, payload(2)))[0] == 200
+
+    asyncio.run(run())
+    assert h.stats()["errors_injected"] >= 2
+
+
+def test_stall_holds_answers_until_it_ends(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="immediate")
+
+    async def run() -> None:
+        h.stall(60.0)
+        task = asyncio.create_task(post(h.url, payload(3)))
+        await asyncio.to_thread(wait_until, lambda: h.stats()["stalled"] == 1, "stalled request")
+        await asyncio.sleep(0.2)
+        assert not task.done() and h.stats()["completed"] == 0
+        h.reset_faults()
+        status, body, _ = await asyncio.wait_for(task, WAIT_S)
+        assert status == 200
+        check_body(body, 3, 1, 8)
+        h.stall(0.3)  # expires on its own
+        status, body, _ = await asyncio.wait_for(post(h.url, payload(4)), WAIT_S)
+        assert status == 200
+
+    asyncio.run(run())
+    s = h.stats()
+    assert (s["completed"], s["stalled"]) == (2, 0)
+
+
+def test_truncate_cuts_the_body_in_half(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="immediate")
+    full = completion_body(9, 2, 100, "base", tokens.prompt_tokens(9))
+
+    async def run() -> None:
+        h.truncate(60.0)
+        status, body, headers = await post(h.url, payload(9, n=2, max_tokens=100))
+        assert status == 200
+        assert body == full[: len(full) // 2] and int(headers["Content-Length"]) == len(body)
+        with pytest.raises(ValueError):
+            json.loads(body)
+        h.reset_faults()
+        status, body, _ = await post(h.url, payload(9, n=2, max_tokens=100))
+        assert status == 200 and body == full
+
+    asyncio.run(run())
+    assert h.stats()["truncated"] == 1
+
+
+def test_control_rejects_bad_input(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="immediate")
+    with pytest.raises(RuntimeError, match="400"):
+        h.errors(1.0, status=200)
+    with pytest.raises(RuntimeError, match="400"):
+        h.stall(-1.0)
+    assert h._request("POST", "/control/meteor", {})[0] == 404
+
+
+@pytest.mark.parametrize("procs", [1, 2])
+def test_crash_refuses_connections_and_restart_serves(router: Callable[..., RouterHandle], procs: int) -> None:
+    h = router(mode="immediate", procs=procs)
+    url, before = h.url, h.pids()
+    h.crash()
+    assert all(not psutil.pid_exists(p) for p in before)
+
+    async def refused() -> None:
+        with pytest.raises(aiohttp.ClientConnectorError):
+            await post(url, payload(1))
+
+    asyncio.run(refused())
+    h.restart()
+    assert h.url == url and h.stats()["received"] == 0
+    status, body, _ = asyncio.run(post(url, payload(1)))
+    assert status == 200
+    check_body(body, 1, 1, 8)
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+
+def test_stop_leaves_no_process() -> None:
+    with start_router(RouterConfig(mode="immediate", procs=2)) as h:
+        pids = h.pids()
+        assert len(pids) == 3 and all(psutil.pid_exists(p) for p in pids)
+    wait_until(lambda: not any(psutil.pid_exists(p) for p in pids), "router processes to vanish", 2.0)
+    h.stop()  # idempotent
+
+
+def _router_children() -> list[psutil.Process]:
+    return [
+        p
+        for p in psutil.Process().children(recursive=True)
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and "faultload.router" in " ".join(p.cmdline())
+    ]
+
+
+def test_start_failure_raises_and_leaves_no_process() -> None:
+    blocker = socket.socket()
+    blocker.bind(("127.0.0.1", 0))
+    blocker.listen(1)
+    try:
+        with pytest.raises(RuntimeError, match="router failed to start: .*cannot serve"):
+            start_router(RouterConfig(mode="immediate"), port=blocker.getsockname()[1], ready_timeout_s=10.0)
+    finally:
+        blocker.close()
+    assert _router_children() == []
