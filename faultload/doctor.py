@@ -7,6 +7,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from faultload.faults.toxiproxy import check_toxiproxy
+from faultload.netutil import ephemeral_range
 from faultload.targets import install
 from faultload.targets.spec import TargetSpec
 from faultload.workspace import Workspace
@@ -35,7 +37,7 @@ def machine_limits() -> dict[str, int]:
     """The limits that size a trial: open files per process, somaxconn, ephemeral ports."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     somaxconn = int(_read("/proc/sys/net/core/somaxconn") or 0)
-    low, high = (int(x) for x in (_read("/proc/sys/net/ipv4/ip_local_port_range") or "0 0").split())
+    low, high = ephemeral_range()
     return {"nofile_soft": soft, "nofile_hard": hard, "somaxconn": somaxconn, "ephemeral_ports": high - low + 1}
 
 
@@ -56,13 +58,8 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
             "widen net.ipv4.ip_local_port_range, or use more --workers (each binds its own 127.0.1.x)",
         ),
     ]
-    try:
-        from faultload.faults.toxiproxy import toxiproxy_readiness
-
-        ok, message = toxiproxy_readiness(workspace.tools)
-        checks.append(Check("toxiproxy", ok, message, "" if ok else "make setup (needs go), or --toxiproxy PATH"))
-    except ImportError:
-        checks.append(Check("toxiproxy", False, "fault support not installed", "make setup"))
+    ok, message = check_toxiproxy(workspace.tools)
+    checks.append(Check("toxiproxy", ok, message))
     go = shutil.which("go")
     checks.append(Check("go toolchain", go is not None, go or "not found", "needed only to build toxiproxy; see doctor's toxiproxy line"))
     for spec in targets:

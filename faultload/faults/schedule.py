@@ -1,0 +1,314 @@
+"""Applying a FaultSchedule on time, recording what really happened, and healing.
+
+The runner is the suite's nemesis: one asyncio task per fault sleeps until the
+fault's start (relative to the trial's monotonic start), applies it, sleeps
+until its end, removes it.  Each fault yields an :class:`AppliedFault` record
+with the times it was actually in force, so a checker can ask which faults were
+active when a request failed (:meth:`FaultLog.active_at`).
+
+The recorded window is deliberately wide: ``applied_at_s`` is when the apply
+call *began* and ``removed_at_s`` when the removal call *finished*, so an error
+that a fault might have caused always falls inside it.
+
+``heal()`` undoes everything still active (each removal bounded, then one
+Toxiproxy reset, router faults reset and a crashed router restarted).  Call it
+at the end of a trial, on failure and on Ctrl-C (``asyncio.run`` cancels the
+main task, so a ``finally: await runner.heal()`` runs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Awaitable, Callable, Mapping, Protocol
+
+from .control import FaultControlError, ToxiproxyControl
+from .spec import PROXY_LINKS, Fault, FaultSchedule
+
+MAX_FAULTS = 1000
+
+
+class RouterController(Protocol):
+    """What the runner needs from the fake router.  Methods may be sync (and then
+    must return promptly) or async (bounded by the runner's call timeout).
+    ``seconds`` may be the runner's ``until_end_s`` for a fault lasting to the end;
+    ``reset_faults()`` must end every stall/errors/truncate window early."""
+
+    def stall(self, seconds: float) -> Awaitable[None] | None: ...
+    def errors(self, seconds: float, status: int) -> Awaitable[None] | None: ...
+    def truncate(self, seconds: float) -> Awaitable[None] | None: ...
+    def crash(self) -> Awaitable[None] | None: ...
+    def restart(self) -> Awaitable[None] | None: ...
+    def reset_faults(self) -> Awaitable[None] | None: ...
+
+
+@dataclass(frozen=True)
+class AppliedFault:
+    """One fault as it really happened; times in seconds from trial start (and epoch)."""
+
+    index: int
+    fault: Fault
+    applied_at_s: float | None = None
+    removed_at_s: float | None = None
+    applied_at_epoch: float | None = None
+    removed_at_epoch: float | None = None
+    error: str | None = None           # applying failed: the fault never took effect
+    remove_error: str | None = None    # removal failed (heal's reset is the backstop)
+    removed_by: str | None = None      # "schedule" or "heal"
+
+    @property
+    def applied(self) -> bool:
+        return self.applied_at_s is not None and self.error is None
+
+    def active_at(self, t: float) -> bool:
+        """Was this fault (possibly) in force at ``t`` seconds after trial start?"""
+        if not self.applied:
+            return False
+        end = math.inf if self.removed_at_s is None else self.removed_at_s
+        return self.applied_at_s <= t <= end  # type: ignore[operator]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "fault": self.fault.to_dict(),
+            "applied_at_s": self.applied_at_s, "removed_at_s": self.removed_at_s,
+            "applied_at_epoch": self.applied_at_epoch, "removed_at_epoch": self.removed_at_epoch,
+            "error": self.error, "remove_error": self.remove_error, "removed_by": self.removed_by,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "AppliedFault":
+        return cls(**{**data, "fault": Fault.from_dict(data["fault"])})
+
+
+@dataclass(frozen=True)
+class FaultLog:
+    """All records of one trial, for attribution and for the stored history."""
+
+    records: tuple[AppliedFault, ...]
+    trial_start_epoch: float | None = None
+
+    def active_at(self, t: float) -> list[Fault]:
+        """Faults possibly in force ``t`` seconds after trial start."""
+        return [r.fault for r in self.records if r.active_at(t)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trial_start_epoch": self.trial_start_epoch, "records": [r.to_dict() for r in self.records]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "FaultLog":
+        return cls(tuple(AppliedFault.from_dict(r) for r in data["records"]), data.get("trial_start_epoch"))
+
+
+def toxic_name(index: int, fault: Fault) -> str:
+    """Toxic name unique within a schedule, readable in Toxiproxy's log."""
+    return f"fl{index}_{fault.kind}_{fault.stream}"
+
+
+class FaultRunner:
+    """Applies ``schedule`` through ``control`` (proxy names per link) and ``router``."""
+
+    def __init__(
+        self,
+        schedule: FaultSchedule,
+        control: ToxiproxyControl | None,
+        proxy_names: Mapping[str, str],
+        router: RouterController | None = None,
+        call_timeout_s: float = 5.0,
+        heal_timeout_s: float = 20.0,
+        until_end_s: float = 86400.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.schedule = schedule
+        self.control = control
+        self.proxy_names = dict(proxy_names)
+        self.router = router
+        self.call_timeout_s = call_timeout_s
+        self.heal_timeout_s = heal_timeout_s
+        self.until_end_s = until_end_s
+        self.clock = clock
+        self._check()
+        self._records = [AppliedFault(i, f) for i, f in enumerate(schedule.faults)]
+        self._tasks: list[asyncio.Task[None]] = []
+        self._down: dict[str, int] = {}
+        self._crashed = 0
+        self.trial_start: float | None = None
+        self.trial_start_epoch: float | None = None
+
+    def _check(self) -> None:
+        """Fail before the trial, not in the middle of it."""
+        if len(self.schedule.faults) > MAX_FAULTS:
+            raise ValueError(f"schedule: {len(self.schedule.faults)} faults; at most {MAX_FAULTS}")
+        for i, fault in enumerate(self.schedule.faults):
+            if fault.link in PROXY_LINKS:
+                if self.control is None or fault.link not in self.proxy_names:
+                    raise ValueError(f"schedule.faults[{i}].link: no proxy for {fault.link!r}; "
+                                     f"have: {', '.join(self.proxy_names) or '(none)'}")
+            elif self.router is None:
+                raise ValueError(f"schedule.faults[{i}].link: router fault {fault.kind!r} but no router controller")
+
+    # -- running -------------------------------------------------------------
+    def start(self, trial_start: float | None = None) -> None:
+        """Schedule every fault relative to ``trial_start`` (the runner's clock; default: now)."""
+        if self._tasks:
+            raise RuntimeError("FaultRunner already started")
+        now = self.clock()
+        self.trial_start = now if trial_start is None else trial_start
+        self.trial_start_epoch = time.time() - (now - self.trial_start)
+        self._tasks = [asyncio.create_task(self._run_one(i), name=f"fault-{i}")
+                       for i in range(len(self._records))]
+
+    async def wait(self, timeout_s: float) -> bool:
+        """Wait (bounded) until every scheduled apply/remove has happened; True if so."""
+        if not self._tasks:
+            return True
+        done, pending = await asyncio.wait(self._tasks, timeout=timeout_s)
+        return not pending
+
+    def _now(self) -> float:
+        return self.clock() - (self.trial_start or 0.0)
+
+    async def _sleep_until(self, t: float) -> None:
+        await asyncio.sleep(max(0.0, t - self._now()))
+
+    async def _run_one(self, index: int) -> None:
+        fault = self._records[index].fault
+        await self._sleep_until(fault.start_s)
+        if not await self._apply(index):
+            return
+        if fault.duration_s is None:
+            return
+        await self._sleep_until(fault.end_s)
+        await self._remove(index, by="schedule")
+
+    def _update(self, index: int, **changes: Any) -> None:
+        for key in ("applied_at_s", "removed_at_s"):
+            if key in changes and changes[key] is not None:
+                changes[key.replace("_s", "_epoch")] = (self.trial_start_epoch or 0.0) + changes[key]
+        self._records[index] = replace(self._records[index], **changes)
+
+    async def _apply(self, index: int) -> bool:
+        fault = self._records[index].fault
+        self._update(index, applied_at_s=self._now())
+        try:
+            await self._do_apply(index, fault)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # recorded, never fatal to the trial
+            self._update(index, error=_one_line(exc))
+            return False
+        return True
+
+    async def _do_apply(self, index: int, fault: Fault) -> None:
+        seconds = fault.duration_s if fault.duration_s is not None else self.until_end_s
+        if fault.is_toxic:
+            await self._control().aadd_toxic(self.proxy_names[fault.link], toxic_name(index, fault), fault.kind,
+                                             dict(fault.attributes), fault.stream, fault.toxicity)
+        elif fault.kind == "down":
+            self._down[fault.link] = self._down.get(fault.link, 0) + 1
+            if self._down[fault.link] == 1:
+                await self._control().adisable(self.proxy_names[fault.link])
+        elif fault.kind == "crash":
+            self._crashed += 1
+            if self._crashed == 1:
+                await self._router_call("crash")
+        elif fault.kind == "errors":
+            await self._router_call("errors", seconds, fault.attr("status"))
+        else:  # stall, truncate
+            await self._router_call(fault.kind, seconds)
+
+    async def _remove(self, index: int, by: str) -> None:
+        record = self._records[index]
+        if not record.applied or record.removed_at_s is not None:
+            return
+        error = None
+        try:
+            await self._do_remove(index, record.fault)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            error = _one_line(exc)
+        self._update(index, removed_at_s=self._now(), remove_error=error, removed_by=by)
+
+    async def _do_remove(self, index: int, fault: Fault) -> None:
+        if fault.is_toxic:
+            await self._control().aremove_toxic(self.proxy_names[fault.link], toxic_name(index, fault))
+        elif fault.kind == "down":
+            self._down[fault.link] = max(0, self._down.get(fault.link, 0) - 1)
+            if self._down[fault.link] == 0:
+                await self._control().aenable(self.proxy_names[fault.link])
+        elif fault.kind == "crash":
+            self._crashed = max(0, self._crashed - 1)
+            if self._crashed == 0:
+                await self._router_call("restart")
+        # stall/errors/truncate end on the router's own timer: nothing to call.
+
+    def _control(self) -> ToxiproxyControl:
+        if self.control is None:
+            raise FaultControlError("no toxiproxy control")
+        return self.control
+
+    async def _router_call(self, method: str, *args: Any) -> None:
+        if self.router is None:
+            raise FaultControlError("no router controller")
+        result = getattr(self.router, method)(*args)
+        if inspect.isawaitable(result):
+            try:
+                await asyncio.wait_for(result, self.call_timeout_s)
+            except asyncio.TimeoutError:
+                raise FaultControlError(f"router.{method} did not finish within {self.call_timeout_s} s") from None
+
+    # -- healing ---------------------------------------------------------------
+    async def heal(self) -> list[str]:
+        """Stop the schedule and undo everything still active, within ``heal_timeout_s``.
+
+        Returns the errors met (empty when clean); never raises for a failed step.
+        """
+        errors: list[str] = []
+        try:
+            await asyncio.wait_for(self._heal(errors), self.heal_timeout_s)
+        except asyncio.TimeoutError:
+            errors.append(f"heal did not finish within {self.heal_timeout_s} s")
+        return errors
+
+    async def _heal(self, errors: list[str]) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=self.call_timeout_s)
+        router_active = False
+        for index, record in enumerate(self._records):
+            if not record.applied or record.removed_at_s is not None:
+                continue
+            router_active |= record.fault.link == "router" and record.fault.kind != "crash"
+            await self._remove(index, by="heal")
+            if self._records[index].remove_error:
+                errors.append(f"fault {index} ({record.fault.to_spec()}): {self._records[index].remove_error}")
+        self._down.clear()
+        if self.control is not None and any(f.link in PROXY_LINKS for f in self.schedule.faults):
+            try:
+                await self.control.areset()
+            except FaultControlError as exc:
+                errors.append(str(exc))
+        if self.router is not None and router_active:
+            try:
+                await self._router_call("reset_faults")
+            except Exception as exc:
+                errors.append(_one_line(exc))
+
+    # -- results -----------------------------------------------------------------
+    def records(self) -> tuple[AppliedFault, ...]:
+        return tuple(self._records)
+
+    def log(self) -> FaultLog:
+        return FaultLog(self.records(), self.trial_start_epoch)
+
+    def active_at(self, t: float) -> list[Fault]:
+        return self.log().active_at(t)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, FaultControlError) else str(exc)
+    return " ".join(text.split())[:500]
