@@ -7,6 +7,7 @@ invariant violated), 2 bad usage or setup, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from typing import Sequence
 
@@ -194,7 +195,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 COMMANDS = {"run": cmd_run, "setup": cmd_setup, "doctor": cmd_doctor}
 
 
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    """SIGTERM (CI timeouts, `timeout`, kill) takes the Ctrl-C path, so cleanup runs."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)

@@ -25,7 +25,7 @@ from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool, source_ip
 from faultload.history import History
 from faultload.monitor import Monitor, MonitorSamples, snapshot
-from faultload.netutil import free_port
+from faultload.netutil import pick_free_port
 from faultload.router import RouterConfig, start_router
 from faultload.shape import LoadShape
 from faultload.targets import install
@@ -140,7 +140,7 @@ def _start_server(config: TrialConfig, spec: TargetSpec, workspace: Workspace, r
     if not install.is_installed(workspace.targets, spec):
         raise install.InstallError(f"target {spec.text} is not installed; run `faultload setup --target {spec.text}`")
     return launch_skyrl(
-        spec, python, run_dir, config.server_port or free_port(), router_url,
+        spec, python, run_dir, config.server_port or pick_free_port(), router_url,
         regress=config.regress, time_scale=config.shape.time_scale,
         knobs=dataclasses.asdict(config.knobs),
         profile_path=Path(config.profile_server).resolve() if config.profile_server else None,
@@ -149,8 +149,8 @@ def _start_server(config: TrialConfig, spec: TargetSpec, workspace: Workspace, r
 
 def _wait_load(pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float) -> None:
     next_report = time.monotonic() + every_s
-    while pool.alive() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    while not pool.finished() and time.monotonic() < deadline:
+        pool.poll(0.1)
         if progress is not None and time.monotonic() >= next_report:
             next_report += every_s
             progress(time.monotonic() - monitor.t0, pool.live(), monitor.latest)

@@ -9,13 +9,41 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
 import numpy as np
 import simdjson
-from tinker.proto import tinker_public_pb2 as pb
 
 from faultload import tokens
 
 PROTO_CONTENT_TYPE = "application/x-protobuf"
+
+
+def _sdk_proto_module() -> ModuleType:
+    """The installed tinker SDK's generated ``tinker_public_pb2``, loaded on its own.
+
+    Importing it as ``tinker.proto...`` runs the SDK's package init (pydantic,
+    httpx, ...: ~0.5 s of CPU in every load worker); the generated module itself
+    needs only protobuf. If the SDK is already imported, reuse its module.
+    """
+    loaded = sys.modules.get("tinker.proto.tinker_public_pb2")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.find_spec("tinker")
+    if spec is None or spec.origin is None:
+        raise ImportError("the tinker SDK is not installed (pip install 'tinker>=0.25,<0.26')")
+    path = Path(spec.origin).parent / "proto" / "tinker_public_pb2.py"
+    file_spec = importlib.util.spec_from_file_location("tinker.proto.tinker_public_pb2", path)
+    module = importlib.util.module_from_spec(file_spec)
+    file_spec.loader.exec_module(module)
+    sys.modules["tinker.proto.tinker_public_pb2"] = module
+    return module
+
+
+pb = _sdk_proto_module()
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,7 @@ class WorkerPool:
         self._stop = ctx.Event()
         self._out = ctx.Queue()
         self.processes: list[mp.process.BaseProcess] = []
+        self.results: list[WorkerResult] = []
 
     def start(self) -> None:
         for job in self.jobs:
@@ -129,18 +130,28 @@ class WorkerPool:
     def alive(self) -> bool:
         return any(p.is_alive() for p in self.processes)
 
+    def poll(self, timeout_s: float) -> None:
+        """Take any finished worker's result off the queue.
+
+        Must be called while waiting: a worker whose result is larger than a
+        pipe buffer cannot exit until the parent reads it.
+        """
+        try:
+            self.results.append(self._out.get(timeout=timeout_s))
+        except queue_mod.Empty:
+            pass
+
+    def finished(self) -> bool:
+        """Every worker has reported, or none is left that could."""
+        return len(self.results) >= len(self.processes) or (not self.alive() and self._out.empty())
+
     def collect(self, timeout_s: float) -> list[WorkerResult]:
         """Gather each worker's result (bounded), then make sure every process is gone."""
-        results: list[WorkerResult] = []
         deadline = time.monotonic() + timeout_s
-        while len(results) < len(self.processes) and time.monotonic() < deadline:
-            try:
-                results.append(self._out.get(timeout=0.5))
-            except queue_mod.Empty:
-                if not self.alive() and self._out.empty():
-                    break
+        while not self.finished() and time.monotonic() < deadline:
+            self.poll(0.5)
         self.terminate()
-        return sorted(results, key=lambda r: r.worker)
+        return sorted(self.results, key=lambda r: r.worker)
 
     def terminate(self) -> None:
         self._stop.set()

@@ -17,6 +17,7 @@ from typing import Any
 
 from faultload.monitor import http_get_json
 from faultload.netutil import port_is_free
+from faultload.procutil import tied_to_this_process
 from faultload.targets.spec import TargetSpec
 
 _HERE = Path(__file__).resolve().parent
@@ -138,7 +139,7 @@ def launch_skyrl(
         proc = subprocess.Popen(
             [str(python), str(LAUNCHER), str(spec_path)],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=run_dir, env=child_env, start_new_session=True,
+            cwd=run_dir, env=child_env, start_new_session=True, preexec_fn=tied_to_this_process(),
         )
     handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc)
     if not wait_healthy(handle.url, STARTUP_TIMEOUT_S, proc):
