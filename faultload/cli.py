@@ -12,6 +12,7 @@ import sys
 from typing import Sequence
 
 from faultload import doctor as doctor_mod
+from faultload.faults.spec import FaultSchedule
 from faultload.router import RouterConfig
 from faultload.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.targets.spec import DEFAULT_TARGET, parse_target
@@ -56,6 +57,11 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen-seconds", type=float, default=0.05)
     p.add_argument("--router-procs", type=_positive_int, default=1)
     p.add_argument("--regress", action="append", default=[], metavar="NAME")
+    p.add_argument(
+        "--fault", action="append", default=[], metavar="LINK:TYPE[:k=v,...][@START+DURATION]",
+        help="e.g. edge:reset_peer:timeout=0@5+3, backend:latency:latency=2000@0+30, router:stall@5+60",
+    )
+    p.add_argument("--proxies", choices=("auto", "on", "off"), default="auto", help="route through toxiproxy (auto: when faults are given)")
     p.add_argument("--forwarding-max-connections", type=_positive_int, default=None)
     p.add_argument("--forwarding-timeout", type=float, default=None)
     p.add_argument("--retrieved-ttl", type=float, default=None)
@@ -108,8 +114,10 @@ def config_from_args(args: argparse.Namespace):
         max_num_seqs=args.max_num_seqs, gen_seconds=args.gen_seconds, procs=args.router_procs,
     )
     knobs = ServerKnobs(args.forwarding_max_connections, args.forwarding_timeout, args.retrieved_ttl)
+    faults = FaultSchedule.parse(args.fault)
     config = TrialConfig(
         target=args.target, shape=shape, router=router, regress=tuple(args.regress), knobs=knobs,
+        faults=faults, proxies=args.proxies,
         allow_remote=args.allow_remote, server_pid=args.server_pid, server_port=args.server_port,
         max_wall_s=args.max_wall, profile_server=args.profile_server,
     )

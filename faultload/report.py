@@ -106,9 +106,42 @@ def build_report(result: TrialResult) -> dict[str, Any]:
         "cpu_s": {**result.cpu, "harness_s": harness_cpu, "harness_share": harness_cpu / trial_cpu if trial_cpu else None},
         "target": {"spec": config.target, "version": result.server.get("version")},
         "config": _config_dict(result),
+        "faults": _faults_block(result),
         "interrupted": result.interrupted,
         "error": result.error,
+        "cleanup_errors": result.cleanup_errors,
     }
+
+
+def _faults_block(result: TrialResult) -> dict[str, Any]:
+    """Each fault as applied and removed, with the requests it touched.
+
+    A request is attributed to a fault when its life (submit to done, or to
+    the end of the load if it never finished) overlaps the fault's window and
+    it met at least one error or retry.
+    """
+    block: dict[str, Any] = {"topology": result.topology, "applied": []}
+    log = result.fault_log
+    if log is None:
+        return block
+    h = result.history
+    start = h["submit_start"]
+    end = np.where(np.isfinite(h["done"]), h["done"], result.load_s)
+    troubled = (h["transport_errors"] > 0) | (h["submit_retries"] > 0) | (h["error"] != ErrorClass.NONE) | (h["repolls"] > 0)
+    for record in log.records:
+        entry = record.to_dict()
+        entry["spec"] = record.fault.to_spec()
+        if record.applied_at_s is not None:
+            removed = record.removed_at_s if record.removed_at_s is not None else result.load_s
+            overlap = np.isfinite(start) & (start <= removed) & (end >= record.applied_at_s)
+            hit = overlap & troubled
+            entry["requests_overlapping"] = int(np.count_nonzero(overlap))
+            entry["requests_with_errors"] = int(np.count_nonzero(hit))
+            entry["retries_caused"] = int(h["submit_retries"][hit].sum() + h["transport_errors"][hit].sum())
+            entry["repolls_during"] = int(h["repolls"][hit].sum())
+        block["applied"].append(entry)
+    block["trial_start_epoch"] = log.trial_start_epoch
+    return block
 
 
 def _config_dict(result: TrialResult) -> dict[str, Any]:
@@ -169,6 +202,13 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(
             f"cpu: server {cpu.get('server_s', 0):.1f}s, harness {cpu['harness_s']:.1f}s "
             f"({cpu['harness_share']:.0%} of the trial's CPU)"
+        )
+    for fault in report.get("faults", {}).get("applied", []):
+        applied, removed = fault.get("applied_at_s"), fault.get("removed_at_s")
+        window = f"{applied:.1f}s..{removed:.1f}s" if applied is not None and removed is not None else "not applied"
+        lines.append(
+            f"fault {fault['spec']}: {window}; {fault.get('requests_with_errors', 0)} requests hit, "
+            f"{fault.get('retries_caused', 0)} retries" + (f"; ERROR {fault['error']}" if fault.get("error") else "")
         )
     if report.get("interrupted"):
         lines.append("INTERRUPTED: partial report")

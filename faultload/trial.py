@@ -14,6 +14,7 @@ import resource
 import shutil
 import tempfile
 import time
+from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -23,6 +24,9 @@ import psutil
 from faultload.client.job import WorkerJob, WorkerResult
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool, source_ip
+from faultload.faults.schedule import FaultLog
+from faultload.faults.spec import FaultSchedule
+from faultload.faults.stack import FaultStack
 from faultload.history import History
 from faultload.monitor import Monitor, MonitorSamples, snapshot
 from faultload.netutil import pick_free_port
@@ -51,6 +55,9 @@ class TrialConfig:
     shape: LoadShape = field(default_factory=LoadShape)
     router: RouterConfig = field(default_factory=RouterConfig)
     regress: tuple[str, ...] = ()
+    faults: FaultSchedule = field(default_factory=FaultSchedule)
+    # Route load and forwards through Toxiproxy: "on", "off", or "auto" (on when faults are scheduled).
+    proxies: str = "auto"
     knobs: ServerKnobs = field(default_factory=ServerKnobs)
     allow_remote: bool = False
     server_pid: int | None = None
@@ -68,11 +75,21 @@ class TrialConfig:
             require_loopback(spec.url or "", self.allow_remote)
             if self.regress:
                 raise ValueError("--regress needs a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
+        if self.proxies not in ("on", "off", "auto"):
+            raise ValueError("proxies must be on, off or auto")
+        if self.proxies == "off" and any(f.link in ("edge", "backend") for f in self.faults.faults):
+            raise ValueError("edge/backend faults need the proxies; drop --proxies off")
+        if spec.kind == "url" and any(f.link != "edge" for f in self.faults.faults):
+            raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
         if self.max_wall_s <= 0:
             raise ValueError("max_wall_s must be > 0")
         if not 0 <= self.server_port < 65536:
             raise ValueError("server_port must be in [0, 65535]")
         return spec
+
+    @property
+    def uses_proxies(self) -> bool:
+        return self.proxies == "on" or (self.proxies == "auto" and bool(self.faults.faults))
 
 
 @dataclass
@@ -88,6 +105,9 @@ class TrialResult:
     cpu: dict[str, float]
     interrupted: bool = False
     error: str | None = None
+    fault_log: FaultLog | None = None
+    topology: dict[str, str] = field(default_factory=dict)
+    cleanup_errors: list[str] = field(default_factory=list)
 
 
 Progress = Callable[[float, dict[str, int], tuple], None]
@@ -133,14 +153,16 @@ def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, sal
     ]
 
 
-def _start_server(config: TrialConfig, spec: TargetSpec, workspace: Workspace, run_dir: Path, router_url: str) -> ServerHandle:
+def _start_server(
+    config: TrialConfig, spec: TargetSpec, workspace: Workspace, run_dir: Path, port: int, router_url: str
+) -> ServerHandle:
     if spec.kind == "url":
         return attach_url(spec, config.server_pid)
     python = install.target_python(workspace.targets, spec)
     if not install.is_installed(workspace.targets, spec):
         raise install.InstallError(f"target {spec.text} is not installed; run `faultload setup --target {spec.text}`")
     return launch_skyrl(
-        spec, python, run_dir, config.server_port or pick_free_port(), router_url,
+        spec, python, run_dir, port, router_url,
         regress=config.regress, time_scale=config.shape.time_scale,
         knobs=dataclasses.asdict(config.knobs),
         profile_path=Path(config.profile_server).resolve() if config.profile_server else None,
@@ -180,15 +202,24 @@ def run_trial(
     cpu_start = _self_cpu()
     workspace.runs.mkdir(parents=True, exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="trial-", dir=workspace.runs))
-    router = server = pool = monitor = None
+    router = server = pool = monitor = stack = None
     result = TrialResult(config, History.empty(0), [], None, {}, {"spec": spec.text}, 0.0, 0.0, {})
     try:
         router = start_router(config.router)
-        server = _start_server(config, spec, workspace, run_dir, router.url)
+        server_port = config.server_port or pick_free_port()
+        router_url_for_server = router.url
+        if config.uses_proxies:
+            stack = FaultStack(workspace.tools, run_dir, seed=config.shape.seed)
+            api_upstream = urlsplit(spec.url).netloc if spec.kind == "url" else f"127.0.0.1:{server_port}"
+            topology = stack.start_proxies(api_upstream, f"127.0.0.1:{router.port}")
+            router_url_for_server = topology.backend.url
+            result.topology = {"edge": topology.edge.url, "backend": topology.backend.url}
+        server = _start_server(config, spec, workspace, run_dir, server_port, router_url_for_server)
         result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
+        load_url = result.topology.get("edge", server.url)
         salt = random.Random(config.shape.seed).getrandbits(16)
         sampling_id = open_sampling_session(server.url, BASE_MODEL)
-        pool = WorkerPool(build_jobs(config, server.url, sampling_id, salt))
+        pool = WorkerPool(build_jobs(config, load_url, sampling_id, salt))
         pool.start()
         pool.wait_ready()
         t0 = time.monotonic()
@@ -196,6 +227,8 @@ def run_trial(
         monitor.start()
         router_cpu0 = _router_cpu(router.pids())
         pool.go(t0)
+        if stack is not None:
+            stack.start_schedule(config.faults, router, t0)
         try:
             _wait_load(pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s)
         except KeyboardInterrupt:
@@ -204,6 +237,9 @@ def run_trial(
         result.workers = pool.collect(timeout_s=30.0)
         result.load_s = time.monotonic() - t0
         result.history = History.merge(w.history for w in result.workers)
+        if stack is not None:  # heal before the drain, so the drain sees a healthy stack
+            result.cleanup_errors += stack.close()
+            result.fault_log = stack.log()
         drained = _drain(server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
         monitor.stop()
         result.monitor = monitor.result(drained)
@@ -224,6 +260,9 @@ def run_trial(
             pool.terminate()
         if monitor is not None:
             monitor.stop()
+        if stack is not None:
+            result.cleanup_errors += stack.close()
+            result.fault_log = stack.log()
         if server is not None:
             result.server["log_tail"] = server.log_tail(40)
             server.stop()
