@@ -10,6 +10,8 @@ a shared clock, stop early when told, and hand back their history.
 from __future__ import annotations
 
 import asyncio
+import cProfile
+import os
 import dataclasses
 import multiprocessing as mp
 import queue as queue_mod
@@ -58,6 +60,16 @@ async def _run(job: WorkerJob, counters: Any, stop: Any):
     return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set)
 
 
+def _event_loop_runner():
+    """uvloop's run when available (it halves the event loop's CPU per request), else asyncio's."""
+    try:
+        import uvloop
+
+        return uvloop.run
+    except ImportError:
+        return asyncio.run
+
+
 def _worker_main(job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any) -> None:
     # Ctrl-C reaches the whole foreground group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -68,8 +80,15 @@ def _worker_main(job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, st
         out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed="never told to start"))
         return
     job = dataclasses.replace(job, t0=t0.value)
+    profile_dir = os.environ.get("FAULTLOAD_PROFILE_WORKERS")  # bench/ uses this to find hot spots
+    profiler = cProfile.Profile() if profile_dir else None
     try:
-        client = asyncio.run(_run(job, counters, stop))
+        if profiler is not None:
+            profiler.enable()
+        client = _event_loop_runner()(_run(job, counters, stop))
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))
         submit, e2e = _histograms(client.history)
         result = WorkerResult(job.worker, client.history, submit, e2e, client.examples)
     except BaseException as exc:  # the worker must always report, never hang the trial

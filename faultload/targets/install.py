@@ -20,11 +20,14 @@ from typing import Callable
 from faultload.targets.spec import TargetSpec
 
 TORCH_REQUIREMENT = "torch==2.13.0"
-# What skyrl.tinker.api imports on the sampling path, beyond skyrl itself
-# (installed --no-deps: its declared deps pull training stacks we do not run).
+# The release's own `tinker` extra (fastapi[standard] brings uvicorn with uvloop
+# and httptools, as a production install has them) plus what skyrl.tinker.api
+# imports on the sampling path from skyrl's base deps. skyrl itself goes in
+# --no-deps: its declared deps pull training stacks we do not run.
 SERVER_REQUIREMENTS = [
-    "fastapi", "uvicorn", "sqlmodel", "sqlalchemy[asyncio]", "aiosqlite", "psutil", "zstandard",
-    "cloudpathlib", "rich", "aiohttp", "orjson", "httpx", "numpy", "typing_extensions", "xxhash",
+    "fastapi[standard]", "sqlmodel", "sqlalchemy[asyncio]", "aiosqlite", "asyncpg", "psycopg2-binary",
+    "psutil", "zstandard", "cloudpathlib", "rich", "aiohttp", "orjson", "httpx", "numpy", "typing_extensions",
+    "xxhash",
 ]
 # Per-release pins taken from each release's own metadata (its `tinker` extra
 # and its transformers range).
