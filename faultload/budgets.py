@@ -1,0 +1,297 @@
+"""Budgets: the numbers the invariants compare measurements against.
+
+A :class:`Budgets` value is plain, frozen, validated data. It is built from the
+defaults below, then ``[tool.faultload.budgets]`` of a ``pyproject.toml``, then
+command-line overrides (``NAME=VALUE``), each later source replacing earlier
+values key by key (:func:`load_budgets`). A bad name or value raises
+``ValueError`` with one line naming the key (and, for an unknown key, listing
+the known ones).
+
+Byte budgets accept an integer or a size string with a binary/decimal unit
+(``"256MiB"``, ``"1GiB"``, ``"64MB"``); ``clean_log_allow`` accepts a list of
+regular expressions (on the command line: one pattern, or a JSON list).
+
+The budgets live in the ``budgets`` sub-table rather than directly in
+``[tool.faultload]`` so that other faultload settings can share that table
+without tripping the unknown-key check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+MIB = 1024 * 1024
+
+PYPROJECT_TABLE = ("tool", "faultload", "budgets")
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Limits for one trial's invariants. Each field: unit — default — why.
+
+    File descriptors (``bounded_fds``):
+
+    * ``fds_per_in_flight`` — fds per request in flight at the server — 3.0.
+      Measured on SkyRL 0.4.0: the server holds about 2 fds per request in
+      flight (the client's connection and its forward to the router); one more
+      per request leaves room for keep-alive connections lingering between
+      polls and for the SQLite/aiohttp pools, while a server that leaks one
+      socket per request (unbounded growth with total requests) still fails.
+    * ``fds_slack`` — fds — 64. Constant headroom over the baseline for
+      listening sockets, pool warm-up, log files, the health prober.
+    * ``drain_fds_epsilon`` — fds — 8. After the load has drained, fds must be
+      back within this of the baseline: keep-alive connections and pools close
+      promptly, so anything more is a leak.
+
+    Memory (``bounded_rss``):
+
+    * ``rss_bytes_per_in_flight_result_byte`` — multiplier — 4.0. RSS may grow
+      by this many bytes per byte of result in flight (proto bytes from the
+      router, the response body, Python object overhead and allocator slack).
+    * ``rss_slack_bytes`` — bytes — 256 MiB. Constant headroom: imports done
+      lazily on the first request, aiohttp/uvicorn buffers, SQLite cache,
+      allocator arenas.
+    * ``drain_rss_epsilon_bytes`` — bytes — 64 MiB. After drain RSS must be
+      within this of the baseline plus the retained fraction below.
+    * ``drain_rss_growth_fraction`` — fraction of (peak − baseline) — 1.0.
+      A CPython process rarely gives freed memory back: glibc keeps freed heap
+      chunks behind long-lived allocations and pymalloc only returns wholly
+      empty arenas. Measured here (Python 3.11, 200k result-sized objects with
+      a few long-lived ones interleaved, all freed): 88% of the peak growth was
+      still resident. A smaller default would flag healthy servers, so by
+      default the drain check only demands that RSS stops growing once the load
+      is over (drained ≤ peak + epsilon); retention of results is caught by the
+      peak check, whose budget follows the in-flight count, not the total.
+      Lower it for servers known to return memory.
+
+    Health (``healthz_latency``):
+
+    * ``healthz_p99_s`` — seconds — 1.0. ``/healthz`` does no work; a p99 over
+      a second during load means the event loop is starved (blocking work,
+      log storms), which is exactly what the check is for.
+    * ``healthz_max_failures`` — probes — 0; ``healthz_failure_fraction`` —
+      fraction of probes — 0.0. Failed probes allowed during load; the larger
+      of the two allowances applies. The probe bypasses the fault proxies, so
+      by default no failure is excused.
+
+    Retries (``retry_amplification``):
+
+    * ``attempts_per_request`` — mean HTTP attempts per request — 3.0. A request
+      costs 2 attempts when all goes well (one ``asample`` POST, one
+      ``retrieve_future`` poll), so this allows one extra attempt per request
+      on average (re-polls after a long-poll timeout, one retried submit). The
+      shape's abandoned-poll fraction is added on top (each abandoned first
+      poll costs exactly one more).
+    * ``attempts_per_request_max`` — attempts for any one request — 50. Bounds
+      a single request's retry loop (the SDK retries connection errors 16
+      times with backoff; 50 leaves room for re-polls) so a retry storm shows.
+
+    Server log (``clean_server_log``):
+
+    * ``clean_log_allow`` — regular expressions — none. An error class whose
+      name or example line matches one (``re.search``) is not counted.
+    * ``log_fault_grace_s`` — trial seconds — 5.0. An error logged up to this
+      long after a fault was removed still counts as during the fault: the
+      server logs a failure when its timeout or retry ends, after the cause.
+    """
+
+    fds_per_in_flight: float = 3.0
+    fds_slack: int = 64
+    drain_fds_epsilon: int = 8
+    rss_bytes_per_in_flight_result_byte: float = 4.0
+    rss_slack_bytes: int = 256 * MIB
+    drain_rss_epsilon_bytes: int = 64 * MIB
+    drain_rss_growth_fraction: float = 1.0
+    healthz_p99_s: float = 1.0
+    healthz_max_failures: int = 0
+    healthz_failure_fraction: float = 0.0
+    attempts_per_request: float = 3.0
+    attempts_per_request_max: int = 50
+    clean_log_allow: tuple[str, ...] = ()
+    log_fault_grace_s: float = 5.0
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            object.__setattr__(self, f.name, _coerce(f.name, getattr(self, f.name)))
+        checks = [
+            ("fds_per_in_flight", self.fds_per_in_flight >= 0, "must be >= 0"),
+            ("fds_slack", self.fds_slack >= 0, "must be >= 0"),
+            ("drain_fds_epsilon", self.drain_fds_epsilon >= 0, "must be >= 0"),
+            ("rss_bytes_per_in_flight_result_byte", self.rss_bytes_per_in_flight_result_byte >= 0, "must be >= 0"),
+            ("rss_slack_bytes", self.rss_slack_bytes >= 0, "must be >= 0"),
+            ("drain_rss_epsilon_bytes", self.drain_rss_epsilon_bytes >= 0, "must be >= 0"),
+            ("drain_rss_growth_fraction", 0 <= self.drain_rss_growth_fraction <= 1, "must be in [0, 1]"),
+            ("healthz_p99_s", self.healthz_p99_s > 0, "must be > 0"),
+            ("healthz_max_failures", self.healthz_max_failures >= 0, "must be >= 0"),
+            ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),
+            ("attempts_per_request", self.attempts_per_request >= 2, "must be >= 2 (one asample + one poll)"),
+            ("attempts_per_request_max", self.attempts_per_request_max >= 2, "must be >= 2 (one asample + one poll)"),
+            ("log_fault_grace_s", self.log_fault_grace_s >= 0, "must be >= 0"),
+        ]
+        for name, ok, rule in checks:
+            if not ok:
+                raise ValueError(f"budget {name}: {getattr(self, name)!r} {rule}")
+        if self.attempts_per_request_max < self.attempts_per_request:
+            raise ValueError(
+                f"budget attempts_per_request_max: {self.attempts_per_request_max} is below "
+                f"attempts_per_request {self.attempts_per_request}"
+            )
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready values (``clean_log_allow`` as a list)."""
+        out = dataclasses.asdict(self)
+        out["clean_log_allow"] = list(self.clean_log_allow)
+        return out
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], source: str = "budgets") -> "Budgets":
+        """Defaults replaced by ``data``; unknown keys are an error naming ``source``."""
+        return cls().replace(data, source)
+
+    def replace(self, data: Mapping[str, Any], source: str = "budgets") -> "Budgets":
+        """A copy with the keys of ``data`` replaced (values as TOML or CLI strings give them)."""
+        known = self.names()
+        for key in data:
+            if key not in known:
+                raise ValueError(f"{source}: unknown budget {key!r}; known: {', '.join(known)}")
+        try:
+            return dataclasses.replace(self, **dict(data))
+        except ValueError as exc:
+            raise ValueError(f"{source}: {exc}") from None
+
+
+_BYTES_FIELDS = frozenset({"rss_slack_bytes", "drain_rss_epsilon_bytes"})
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3,
+}
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*$")
+
+
+def _field_types() -> dict[str, str]:
+    return {f.name: str(f.type) for f in dataclasses.fields(Budgets)}
+
+
+def _parse_size(name: str, text: str) -> int:
+    match = _SIZE_RE.match(text)
+    unit = match.group(2).lower() if match else None
+    if not match or unit not in _UNITS:
+        raise ValueError(f"budget {name}: {text!r} is not a size (e.g. 268435456, 256MiB, 1GiB, 64MB)")
+    value = float(match.group(1)) * _UNITS[unit]
+    if value != int(value):
+        raise ValueError(f"budget {name}: {text!r} is not a whole number of bytes")
+    return int(value)
+
+
+def _coerce(name: str, value: Any) -> Any:
+    """Turn a default, TOML value or CLI string into the field's type, or raise one line."""
+    kind = _field_types()[name]
+    if kind.startswith("tuple"):
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    value = json.loads(text)
+                except ValueError:
+                    raise ValueError(f"budget {name}: {value!r} is not a JSON list of patterns") from None
+            else:
+                value = [value] if text else []
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f"budget {name}: {value!r} is not a list of regular expressions")
+        for pattern in value:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"budget {name}: {pattern!r} is not a regular expression ({exc})") from None
+        return tuple(value)
+    if isinstance(value, bool):
+        raise ValueError(f"budget {name}: {value!r} is not a number")
+    if kind == "int":
+        if isinstance(value, str):
+            if name in _BYTES_FIELDS:
+                return _parse_size(name, value)
+            try:
+                return int(value.strip())
+            except ValueError:
+                raise ValueError(f"budget {name}: {value!r} is not a whole number") from None
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if not isinstance(value, int):
+            raise ValueError(f"budget {name}: {value!r} is not a whole number")
+        return value
+    # float
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValueError(f"budget {name}: {value!r} is not a number") from None
+    if not isinstance(value, (int, float)):
+        raise ValueError(f"budget {name}: {value!r} is not a number")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"budget {name}: {value!r} is not a finite number")
+    return value
+
+
+def parse_override(text: str) -> tuple[str, str]:
+    """``"NAME=VALUE"`` -> ``(NAME, VALUE)``; one-line ValueError otherwise."""
+    name, eq, value = text.partition("=")
+    if not eq or not name.strip():
+        raise ValueError(f"budget override: {text!r} is not NAME=VALUE; known: {', '.join(Budgets.names())}")
+    return name.strip(), value.strip()
+
+
+def read_pyproject_budgets(path: Path) -> dict[str, Any]:
+    """The ``[tool.faultload.budgets]`` table of ``path`` ({} when absent)."""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except FileNotFoundError:
+        raise ValueError(f"budgets: {path} not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"budgets: {path} is not valid TOML ({exc})") from None
+    table: Any = data
+    for key in PYPROJECT_TABLE:
+        if not isinstance(table, Mapping) or key not in table:
+            return {}
+        table = table[key]
+    if not isinstance(table, Mapping):
+        raise ValueError(f"budgets: [{'.'.join(PYPROJECT_TABLE)}] in {path} is not a table")
+    return dict(table)
+
+
+def load_budgets(
+    pyproject_path: Path | None,
+    overrides: Mapping[str, str] | Iterable[str] = (),
+) -> Budgets:
+    """Defaults, then ``[tool.faultload.budgets]`` of ``pyproject_path`` (if given), then overrides.
+
+    ``overrides`` is either a mapping NAME -> VALUE string or an iterable of
+    ``"NAME=VALUE"`` strings (as ``--budget`` gives them).
+    """
+    budgets = Budgets()
+    if pyproject_path is not None:
+        table = read_pyproject_budgets(Path(pyproject_path))
+        budgets = budgets.replace(table, f"{pyproject_path} [{'.'.join(PYPROJECT_TABLE)}]")
+    if isinstance(overrides, Mapping):
+        pairs = dict(overrides)
+    else:
+        pairs = {}
+        for item in overrides:
+            name, value = parse_override(item)
+            pairs[name] = value
+    if pairs:
+        budgets = budgets.replace(pairs, "budget override")
+    return budgets

@@ -1,0 +1,646 @@
+"""Was it right: the trial's invariants as pure functions of what was recorded.
+
+Each checker is ``check_x(inputs: CheckInputs, budgets: Budgets) -> Verdict``;
+it reads only its arguments (no clock, no network, no globals), so a stored
+history can be re-checked later. A verdict is ``ok=True`` (holds), ``False``
+(violated) or ``None`` (unknown: not enough data, or the checker crashed —
+:func:`check_all` turns an exception into ``None``, never into ``True``).
+
+``detail`` is one line that names the requests (nonce, server id) and times
+(seconds since the trial's start) a reader needs to go and look.
+
+Checkers, in :data:`CHECKERS` order:
+
+* ``no_lost_results`` — every request the server accepted ends OK;
+* ``result_integrity`` — no result belonged to another request or was damaged;
+* ``bounded_fds`` / ``bounded_rss`` — peak within a budget of the in-flight
+  count, and back near the baseline after drain;
+* ``healthz_latency`` — ``/healthz`` p99 and failures during load;
+* ``retry_amplification`` — HTTP attempts per request;
+* ``clean_server_log`` — no error lines unless a fault was active.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from faultload.budgets import Budgets
+from faultload.history import ErrorClass, History, Outcome
+from faultload.serverlog import ServerLogSummary
+from faultload.shape import LoadShape
+
+if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
+    from faultload.faults.schedule import FaultLog
+    from faultload.faults.spec import Fault
+    from faultload.monitor import MonitorSamples
+
+# Bytes a server holds per result token: a 4-byte token id and a 4-byte float32
+# logprob (the proto's packed fields; JSON is larger — see bounded_rss).
+RESULT_BYTES_PER_TOKEN = 8
+# How many requests/classes/times a detail line names before "...".
+DETAIL_ITEMS = 5
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One invariant's answer. ``ok=None`` means unknown (crashed, or not enough data)."""
+
+    name: str
+    ok: bool | None
+    figure: float | int | None  # the measured number compared to the budget
+    budget: float | int | None
+    detail: str  # one line: requests (nonce, server id), times
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "figure": _json_number(self.figure),
+                "budget": _json_number(self.budget), "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class CheckInputs:
+    """Everything the checkers may read about one trial.
+
+    ``faults`` None means no faults were scheduled. ``fatal_fault_kinds`` holds
+    the fault kinds the shape declares fatal to the requests they hit (a
+    request that gives up while one was in force is not a loss); an entry may be
+    a bare kind (``"crash"``) or ``"link:kind"`` (``"router:crash"``).
+    ``interrupted``: the trial was stopped early, so requests still pending
+    are unfinished, not lost. ``trial_start_epoch`` maps the server log's
+    wall-clock times to trial seconds (falls back to ``faults.trial_start_epoch``).
+    """
+
+    history: History
+    monitor: MonitorSamples | None
+    faults: FaultLog | None
+    shape: LoadShape
+    server_log: ServerLogSummary | None = None
+    fatal_fault_kinds: frozenset[str] = frozenset()
+    interrupted: bool = False
+    trial_start_epoch: float | None = None
+
+
+Checker = Callable[[CheckInputs, Budgets], Verdict]
+
+
+# -- small helpers -------------------------------------------------------------------
+
+def _json_number(value: Any) -> float | int | None:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _s(t: float | None) -> str:
+    """Trial seconds for a detail line."""
+    if t is None or not math.isfinite(t):
+        return "?"
+    return f"{t:.1f}s"
+
+
+def _mib(n: float) -> str:
+    """A byte count for a detail line: MiB, or smaller/larger units when that reads better."""
+    if abs(n) < 1024:
+        return f"{n:.0f} B"
+    if abs(n) < MIB:
+        return f"{n / 1024:.1f} KiB"
+    if abs(n) < 10 * 1024 * MIB:
+        return f"{n / MIB:.0f} MiB"
+    return f"{n / (1024 * MIB):.1f} GiB"
+
+
+def _few(items: Sequence[str], total: int | None = None) -> str:
+    total = len(items) if total is None else total
+    shown = ", ".join(items[:DETAIL_ITEMS])
+    return shown + (", ..." if total > DETAIL_ITEMS else "")
+
+
+def _request(history: History, i: int) -> str:
+    return f"nonce {int(history['nonce'][i])} (id {int(history['server_id'][i])})"
+
+
+def _fault_label(fault: Fault) -> str:
+    return f"{fault.link}:{fault.kind}"
+
+
+def _is_fatal(fault: Fault, kinds: Iterable[str]) -> bool:
+    kinds = set(kinds)
+    return fault.kind in kinds or _fault_label(fault) in kinds or fault.to_spec() in kinds
+
+
+def _windows(faults: FaultLog | None, keep: Callable[[Fault], bool] = lambda f: True,
+             grace_s: float = 0.0) -> list[tuple[float, float, Fault]]:
+    """(start, end, fault) in trial seconds for each fault that took effect."""
+    if faults is None:
+        return []
+    out = []
+    for record in faults.records:
+        if not record.applied or not keep(record.fault):
+            continue
+        end = math.inf if record.removed_at_s is None else record.removed_at_s + grace_s
+        out.append((float(record.applied_at_s), end, record.fault))  # type: ignore[arg-type]
+    return out
+
+
+def _request_spans(history: History) -> tuple[np.ndarray, np.ndarray]:
+    """[submit start, done] per request; unknown start -> 0, not done -> +inf."""
+    start = np.where(np.isfinite(history["submit_start"]), history["submit_start"], 0.0)
+    end = np.where(np.isfinite(history["done"]), history["done"], np.inf)
+    return start, end
+
+
+def _overlaps(history: History, windows: list[tuple[float, float, Fault]],
+              among: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
+    """Which requests (of ``among``) overlap any window, and the labels of the windows that hit one."""
+    start, end = _request_spans(history)
+    hit = np.zeros(len(history), dtype=bool)
+    labels: list[str] = []
+    for w_start, w_end, fault in windows:
+        mask = (start <= w_end) & (end >= w_start)
+        if among is not None:
+            mask &= among
+        if mask.any():
+            hit |= mask
+            label = _fault_label(fault)
+            if label not in labels:
+                labels.append(label)
+    return hit, labels
+
+
+def _event_times(history: History) -> np.ndarray:
+    """When each request's fate was seen: done, else submit end, else submit start (NaN: never)."""
+    t = history["done"]
+    t = np.where(np.isfinite(t), t, history["submit_end"])
+    return np.where(np.isfinite(t), t, history["submit_start"])
+
+
+def _event_time(history: History, i: int) -> float:
+    return _first_finite(history["done"][i], history["submit_end"][i], history["submit_start"][i])
+
+
+def _first_finite(*values: float) -> float:
+    for value in values:
+        if math.isfinite(float(value)):
+            return float(value)
+    return math.nan
+
+
+def _ordered(history: History, mask: np.ndarray) -> np.ndarray:
+    """Indices where ``mask`` holds, earliest event first (unknown times last)."""
+    idx = np.flatnonzero(mask)
+    times = _event_times(history)[idx]
+    order = np.argsort(np.where(np.isfinite(times), times, np.inf), kind="stable")
+    return idx[order]
+
+
+_OUTCOME_WORDS = {
+    Outcome.LOST: "404", Outcome.GAVE_UP: "gave up", Outcome.FAILED: "failed",
+    Outcome.PENDING: "never finished", Outcome.REJECTED: "rejected after acceptance",
+    Outcome.CORRUPT: "corrupt",
+}
+
+
+def _what(history: History, i: int) -> str:
+    outcome = Outcome(int(history["outcome"][i]))
+    word = _OUTCOME_WORDS.get(outcome, outcome.name.lower())
+    error = int(history["error"][i])
+    if outcome != Outcome.LOST and error != ErrorClass.NONE and error in ErrorClass._value2member_map_:
+        word += f" ({ErrorClass(error).key})"
+    return f"{_request(history, i)} {word} at {_s(_event_time(history, i))}"
+
+
+def _peak_in_flight(monitor: MonitorSamples | None, shape: LoadShape) -> tuple[float, str]:
+    """Peak requests in flight at the server, and where the number came from."""
+    if monitor is not None:
+        t = monitor.samples.get("t")
+        for key, label in (("client_in_flight", "client in-flight"), ("router_in_flight", "router in-flight")):
+            values = monitor.samples.get(key)
+            if values is None or values.size == 0:
+                continue
+            valid = np.isfinite(values) & (values >= 0)
+            if valid.any():
+                i = int(np.flatnonzero(valid)[np.argmax(values[valid])])
+                when = f" at {_s(float(t[i]))}" if t is not None and t.size > i else ""
+                return float(values[i]), f"peak {label} {int(values[i])}{when}"
+    cap = shape.max_outstanding or shape.requests
+    cap = min(cap, shape.requests)
+    return float(cap), f"shape cap {cap} (no in-flight samples)"
+
+
+def _series(monitor: MonitorSamples, key: str) -> tuple[np.ndarray, np.ndarray]:
+    values = monitor.samples.get(key)
+    t = monitor.samples.get("t")
+    if values is None or values.size == 0:
+        return np.empty(0), np.empty(0)
+    valid = np.isfinite(values) & (values >= 0)
+    t = t[valid] if t is not None and t.size == values.size else np.full(int(valid.sum()), np.nan)
+    return values[valid], t
+
+
+# -- no lost results -----------------------------------------------------------------
+
+def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Every request whose ``asample`` was accepted (server id != 0) ends OK.
+
+    A 404 for an accepted id is always a loss. Gave up / failed / never finished
+    (pending, unless the trial was interrupted) is a loss unless the request was
+    in flight ([submit start, done]) while a fault of a fatal kind was in force.
+    A corrupt result arrived, so it is left to ``result_integrity``.
+    """
+    name = "no_lost_results"
+    history = inputs.history
+    if len(history) == 0:
+        return Verdict(name, None, None, 0, "no requests in the history")
+    outcome = history["outcome"]
+    accepted = history["server_id"] != 0
+    n_accepted = int(accepted.sum())
+    rejected = int(np.count_nonzero(~accepted))
+    if n_accepted == 0:
+        return Verdict(name, None, 0, 0, f"no request was accepted ({rejected} of {len(history)} never got a server id)")
+    is_ok = outcome == Outcome.OK
+    corrupt = accepted & (outcome == Outcome.CORRUPT)
+    lost_404 = accepted & (outcome == Outcome.LOST)
+    open_ = accepted & ~is_ok & ~corrupt & ~lost_404
+    unfinished = 0
+    if inputs.interrupted:
+        pending = open_ & (outcome == Outcome.PENDING)
+        unfinished = int(pending.sum())
+        open_ &= ~pending
+    fatal = _windows(inputs.faults, lambda f: _is_fatal(f, inputs.fatal_fault_kinds))
+    explained, fatal_labels = _overlaps(history, fatal, among=open_)
+    lost = lost_404 | (open_ & ~explained)
+    n_lost = int(lost.sum())
+    notes = []
+    if int(explained.sum()):
+        notes.append(f"{int(explained.sum())} ended during fatal {'/'.join(fatal_labels)} (explained)")
+    if unfinished:
+        notes.append(f"{unfinished} unfinished (trial interrupted)")
+    if int(corrupt.sum()):
+        notes.append(f"{int(corrupt.sum())} corrupt (see result_integrity)")
+    if rejected:
+        notes.append(f"{rejected} never accepted")
+    tail = ("; " + "; ".join(notes)) if notes else ""
+    if n_lost:
+        idx = _ordered(history, lost)
+        items = [_what(history, int(i)) for i in idx[:DETAIL_ITEMS]]
+        return Verdict(name, False, n_lost, 0, f"{n_lost} lost of {n_accepted} accepted: {_few(items, n_lost)}{tail}")
+    return Verdict(name, True, 0, 0, f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK{tail}")
+
+
+# -- integrity -----------------------------------------------------------------------
+
+def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """No result arrived that did not match its request (wrong tokens, truncated, undecodable)."""
+    name = "result_integrity"
+    history = inputs.history
+    outcome = history["outcome"]
+    corrupt = outcome == Outcome.CORRUPT
+    arrived = int(np.count_nonzero((outcome == Outcome.OK) | corrupt))
+    if arrived == 0:
+        return Verdict(name, None, None, 0, f"no result arrived to check ({len(history)} requests)")
+    n_corrupt = int(corrupt.sum())
+    if n_corrupt:
+        idx = _ordered(history, corrupt)
+        items = [_what(history, int(i)) for i in idx[:DETAIL_ITEMS]]
+        return Verdict(name, False, n_corrupt, 0, f"{n_corrupt} of {arrived} results corrupt: {_few(items, n_corrupt)}")
+    return Verdict(name, True, 0, 0, f"{arrived} results all matched their requests")
+
+
+# -- resources -----------------------------------------------------------------------
+
+def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Peak fds ≤ baseline + fds_slack + fds_per_in_flight × peak in-flight; drained ≤ baseline + ε.
+
+    Reaching the server's own soft RLIMIT_NOFILE (``monitor.fd_limit``, when
+    known) is a violation whatever the budget: from there on every accept and
+    every forward fails with "Too many open files".
+    """
+    name = "bounded_fds"
+    monitor = inputs.monitor
+    if monitor is None:
+        return Verdict(name, None, None, None, "no monitor samples")
+    fds, t = _series(monitor, "fds")
+    if fds.size == 0:
+        return Verdict(name, None, None, None, "no process metrics (server fds not readable)")
+    if monitor.baseline is not None and monitor.baseline.fds >= 0:
+        baseline, base_note = int(monitor.baseline.fds), "baseline"
+    else:
+        baseline, base_note = int(fds[0]), "baseline (first sample)"
+    in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape)
+    i = int(np.argmax(fds))
+    peak, peak_t = int(fds[i]), float(t[i])
+    peak_budget = baseline + budgets.fds_slack + budgets.fds_per_in_flight * in_flight
+    head = (f"peak {peak} fds at {_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + "
+            f"{budgets.fds_per_in_flight:g}×{int(in_flight)} in flight ({in_flight_note}) = {peak_budget:g}")
+    drained = monitor.drained.fds if monitor.drained is not None and monitor.drained.fds >= 0 else None
+    drain_budget = baseline + budgets.drain_fds_epsilon
+    limit = getattr(monitor, "fd_limit", None)
+    soft = int(limit[0]) if limit and limit[0] and limit[0] > 0 else None
+    if soft is not None:
+        head += f"; fd limit {soft}"
+        if peak >= soft:  # the server could not open another socket: a collapse, not a slow leak
+            return Verdict(name, False, peak, min(peak_budget, soft - 1),
+                           f"reached the server's fd limit ({soft}): {head}")
+    if peak > peak_budget:
+        return Verdict(name, False, peak, peak_budget, f"over budget: {head}")
+    if drained is None:
+        return Verdict(name, None, peak, peak_budget, f"{head}; drained fds not measured")
+    drain_text = f"drained {drained} fds vs {baseline} + {budgets.drain_fds_epsilon} = {drain_budget}"
+    if drained > drain_budget:
+        return Verdict(name, False, int(drained), drain_budget, f"not back to baseline: {drain_text}; {head}")
+    return Verdict(name, True, peak, peak_budget, f"{head}; {drain_text}")
+
+
+def _result_bytes_per_request(inputs: CheckInputs) -> tuple[float, str]:
+    shape = inputs.shape
+    formula = float(shape.result_tokens * shape.num_samples * RESULT_BYTES_PER_TOKEN)
+    history = inputs.history
+    ok = history["outcome"] == Outcome.OK
+    observed = float(history["result_bytes"][ok].mean()) if ok.any() else 0.0
+    if observed > formula:
+        return observed, f"{observed:.0f} B/result observed"
+    return formula, f"{shape.result_tokens}×{shape.num_samples}×{RESULT_BYTES_PER_TOKEN} B/result"
+
+
+def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Peak RSS within a budget of the result bytes in flight; no growth left after drain.
+
+    In-flight result bytes = peak in-flight × result_tokens × num_samples ×
+    RESULT_BYTES_PER_TOKEN, or × the mean observed size of a result body when
+    that is larger (JSON bodies: the server holds the body it sends).
+    Peak ≤ baseline + rss_slack_bytes + rss_bytes_per_in_flight_result_byte × that.
+    Drained ≤ baseline + drain_rss_epsilon_bytes + drain_rss_growth_fraction ×
+    (peak − baseline): a Python process keeps much of its freed memory, so by
+    default (fraction 1.0) this asks only that RSS stopped growing after load.
+    """
+    name = "bounded_rss"
+    monitor = inputs.monitor
+    if monitor is None:
+        return Verdict(name, None, None, None, "no monitor samples")
+    rss, t = _series(monitor, "rss")
+    if rss.size == 0:
+        return Verdict(name, None, None, None, "no process metrics (server RSS not readable)")
+    if monitor.baseline is not None and monitor.baseline.rss >= 0:
+        baseline, base_note = int(monitor.baseline.rss), "baseline"
+    else:
+        baseline, base_note = int(rss[0]), "baseline (first sample)"
+    in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape)
+    per_request, per_note = _result_bytes_per_request(inputs)
+    in_flight_bytes = in_flight * per_request
+    i = int(np.argmax(rss))
+    peak, peak_t = int(rss[i]), float(t[i])
+    mult = budgets.rss_bytes_per_in_flight_result_byte
+    peak_budget = baseline + budgets.rss_slack_bytes + mult * in_flight_bytes
+    head = (f"peak {_mib(peak)} at {_s(peak_t)} vs {base_note} {_mib(baseline)} + {_mib(budgets.rss_slack_bytes)} + "
+            f"{mult:g}×{_mib(in_flight_bytes)} in flight ({in_flight_note}, {per_note}) = {_mib(peak_budget)}")
+    if peak > peak_budget:
+        return Verdict(name, False, peak, peak_budget, f"over budget: {head}")
+    drained = monitor.drained.rss if monitor.drained is not None and monitor.drained.rss >= 0 else None
+    if drained is None:
+        return Verdict(name, None, peak, peak_budget, f"{head}; drained RSS not measured")
+    growth = max(0, peak - baseline)
+    drain_budget = baseline + budgets.drain_rss_epsilon_bytes + budgets.drain_rss_growth_fraction * growth
+    drain_text = (f"drained {_mib(drained)} vs {_mib(baseline)} + {_mib(budgets.drain_rss_epsilon_bytes)} + "
+                  f"{budgets.drain_rss_growth_fraction:g}×{_mib(growth)} growth = {_mib(drain_budget)}")
+    if drained > drain_budget:
+        return Verdict(name, False, int(drained), drain_budget, f"not back to baseline: {drain_text}; {head}")
+    return Verdict(name, True, peak, peak_budget, f"{head}; {drain_text}")
+
+
+# -- health --------------------------------------------------------------------------
+
+def _load_window(history: History) -> tuple[float, float] | None:
+    starts = history["submit_start"]
+    ends = np.concatenate([history["done"], history["submit_end"], starts])
+    if len(history) == 0 or not np.isfinite(starts).any():
+        return None
+    return float(np.nanmin(starts)), float(np.nanmax(ends))
+
+
+def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """``/healthz`` p99 latency ≤ healthz_p99_s and failures within budget, during load.
+
+    "During load" is [first submit, last request event]; if no probe fell in it
+    (a very short trial), all probes are judged. Failed probes count with the
+    time they took (up to the prober's timeout). Failures allowed: the larger
+    of healthz_max_failures and healthz_failure_fraction × probes.
+    """
+    name = "healthz_latency"
+    monitor = inputs.monitor
+    if monitor is None:
+        return Verdict(name, None, None, budgets.healthz_p99_s, "no monitor samples")
+    t = np.asarray(monitor.healthz_t, dtype=np.float64)
+    latency = np.asarray(monitor.healthz_latency_s, dtype=np.float64)
+    ok = np.asarray(monitor.healthz_ok, dtype=bool)
+    if latency.size == 0:
+        return Verdict(name, None, None, budgets.healthz_p99_s, "no /healthz probes")
+    window = _load_window(inputs.history)
+    where = "over the trial"
+    select = np.ones(latency.size, dtype=bool)
+    if window is not None:
+        during = (t >= window[0]) & (t <= window[1])
+        if during.any():
+            select, where = during, f"during load {_s(window[0])}-{_s(window[1])}"
+        else:
+            where = f"over the trial (none during load {_s(window[0])}-{_s(window[1])})"
+    t, latency, ok = t[select], latency[select], ok[select]
+    n = int(latency.size)
+    finite = np.isfinite(latency)
+    p99 = float(np.percentile(latency[finite], 99)) if finite.any() else math.inf
+    worst = int(np.argmax(np.where(finite, latency, -1.0)))
+    failures = int(np.count_nonzero(~ok))
+    allowed = max(budgets.healthz_max_failures, math.floor(budgets.healthz_failure_fraction * n))
+    head = f"p99 {p99:.3f}s over {n} probes {where} (max {latency[worst]:.3f}s at {_s(float(t[worst]))})"
+    fail_times = [_s(float(x)) for x in t[~ok][:DETAIL_ITEMS]]
+    fail_text = f"{failures} failed (allowed {allowed})" + (f" at {_few(fail_times, failures)}" if failures else "")
+    if p99 > budgets.healthz_p99_s:
+        return Verdict(name, False, p99, budgets.healthz_p99_s, f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}")
+    if failures > allowed:
+        return Verdict(name, False, failures, allowed, f"failing: {fail_text}; {head}")
+    return Verdict(name, True, p99, budgets.healthz_p99_s, f"{head}; {fail_text}")
+
+
+# -- retries -------------------------------------------------------------------------
+
+def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """HTTP attempts per request: mean ≤ attempts_per_request (+ abandoned-poll fraction), max ≤ the max.
+
+    A request costs 2 attempts when nothing goes wrong: one ``asample`` POST and
+    one ``retrieve_future`` poll. The shape's abandoned first polls each cost
+    one more, so the mean budget is attempts_per_request + abandon fraction.
+    Requests whose [submit, done] overlapped any applied fault are expected to
+    retry: they are judged against attempts_per_request_max only, and the mean
+    is taken over the others. Requests with 0 attempts recorded (the real SDK
+    client does not count them) are left out; if none has a count: unknown.
+    """
+    name = "retry_amplification"
+    history = inputs.history
+    shape = inputs.shape
+    mean_budget = budgets.attempts_per_request + shape.abandon_polls.fraction
+    if len(history) == 0:
+        return Verdict(name, None, None, mean_budget, "no requests in the history")
+    attempts = history["attempts"].astype(np.int64)
+    started = np.isfinite(history["submit_start"]) | (attempts > 0)
+    recorded = started & (attempts > 0)
+    unrecorded = int(np.count_nonzero(started & (attempts == 0)))
+    if not recorded.any():
+        why = "the sdk client does not count attempts" if shape.client == "sdk" else "no attempt counts recorded"
+        return Verdict(name, None, None, mean_budget, f"{why} ({int(started.sum())} requests started)")
+    overlapped, labels = _overlaps(history, _windows(inputs.faults), among=recorded)
+    calm = recorded & ~overlapped
+    idx_max = int(np.flatnonzero(recorded)[np.argmax(attempts[recorded])])
+    worst = int(attempts[idx_max])
+    max_text = f"max {worst} by {_request(history, idx_max)} at {_s(_event_time(history, idx_max))}"
+    notes = []
+    n_faulted = int((recorded & overlapped).sum())
+    if n_faulted:
+        notes.append(f"{n_faulted} overlapping {'/'.join(labels)} judged on max only")
+    if unrecorded:
+        notes.append(f"{unrecorded} without attempt counts left out")
+    tail = ("; " + "; ".join(notes)) if notes else ""
+    if worst > budgets.attempts_per_request_max:
+        over = recorded & (attempts > budgets.attempts_per_request_max)
+        items = [f"{_request(history, int(i))} {int(attempts[i])}" for i in _ordered(history, over)[:DETAIL_ITEMS]]
+        return Verdict(name, False, worst, budgets.attempts_per_request_max,
+                       f"{int(over.sum())} requests over {budgets.attempts_per_request_max} attempts: "
+                       f"{_few(items, int(over.sum()))}{tail}")
+    if not calm.any():
+        return Verdict(name, True, worst, budgets.attempts_per_request_max,
+                       f"all {int(recorded.sum())} requests overlapped faults; {max_text} "
+                       f"≤ {budgets.attempts_per_request_max}{tail}")
+    mean = float(attempts[calm].mean())
+    head = (f"mean {mean:.2f} attempts over {int(calm.sum())} requests (baseline 2, budget {mean_budget:g}); "
+            f"{max_text} ≤ {budgets.attempts_per_request_max}")
+    if mean > mean_budget:
+        return Verdict(name, False, mean, mean_budget, f"amplified: {head}{tail}")
+    return Verdict(name, True, mean, mean_budget, f"{head}{tail}")
+
+
+# -- server log ----------------------------------------------------------------------
+
+def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """No error lines in the server log, unless every one was written while a fault was active.
+
+    An error counts as during a fault when its log time, mapped to trial
+    seconds with ``trial_start_epoch``, falls in [applied, removed +
+    log_fault_grace_s] of a fault that took effect. With faults injected but no
+    way to map the log's times (no start epoch, or lines without timestamps)
+    the verdict is unknown. Classes matching ``clean_log_allow`` are ignored.
+    """
+    name = "clean_server_log"
+    log = inputs.server_log
+    if log is None:
+        return Verdict(name, None, None, 0, "no server log")
+    patterns = [re.compile(p) for p in budgets.clean_log_allow]
+    classes = [c for c in log.classes.values() if not any(p.search(c.name) or p.search(c.example) for p in patterns)]
+    allowed = sum(c.count for c in log.classes.values()) - sum(c.count for c in classes)
+    allowed_note = f"; {allowed} allowed by clean_log_allow" if allowed else ""
+    total = sum(c.count for c in classes)
+    if total == 0:
+        return Verdict(name, True, 0, 0, f"no error lines in {log.lines} log lines{allowed_note}")
+
+    def summary(counts: dict[str, int]) -> str:
+        items = []
+        for c in classes:
+            if counts.get(c.name):
+                items.append(f"{c.name} ×{counts[c.name]}: {c.example[:160]}")
+        return _few(items, len(items))
+
+    all_counts = {c.name: c.count for c in classes}
+    windows = _windows(inputs.faults, grace_s=budgets.log_fault_grace_s)
+    if not windows:
+        return Verdict(name, False, total, 0, f"{total} error lines with no fault injected: {summary(all_counts)}")
+    start_epoch = inputs.trial_start_epoch
+    if start_epoch is None and inputs.faults is not None:
+        start_epoch = inputs.faults.trial_start_epoch
+    if start_epoch is None:
+        return Verdict(name, None, total, 0,
+                       f"faults were active; log not attributable (no trial start time): {summary(all_counts)}")
+    outside: dict[str, int] = {}
+    first_outside: list[float] = []
+    untimed = 0
+    for c in classes:
+        trial_t = np.asarray(c.times, dtype=np.float64) - start_epoch
+        inside = np.zeros(trial_t.size, dtype=bool)
+        for w_start, w_end, _ in windows:
+            inside |= (trial_t >= w_start) & (trial_t <= w_end)
+        n_out = int(np.count_nonzero(~inside))
+        if n_out:
+            outside[c.name] = n_out
+            first_outside.append(float(trial_t[~inside][0]))
+        untimed += c.untimed
+    labels = "/".join(dict.fromkeys(_fault_label(f) for _, _, f in windows))
+    if outside:
+        n_out = sum(outside.values())
+        return Verdict(name, False, n_out, 0,
+                       f"{n_out} of {total} error lines outside fault windows ({labels}), first at "
+                       f"{_s(min(first_outside))}: {summary(outside)}{allowed_note}")
+    if untimed:
+        return Verdict(name, None, untimed, 0,
+                       f"faults were active; log not attributable: {untimed} error lines without timestamps: "
+                       f"{summary(all_counts)}")
+    return Verdict(name, True, 0, 0,
+                   f"{total} error lines, all while faults were active ({labels}): {summary(all_counts)}{allowed_note}")
+
+
+# -- composition ---------------------------------------------------------------------
+
+CHECKERS: tuple[tuple[str, Checker], ...] = (
+    ("no_lost_results", check_no_lost_results),
+    ("result_integrity", check_result_integrity),
+    ("bounded_fds", check_bounded_fds),
+    ("bounded_rss", check_bounded_rss),
+    ("healthz_latency", check_healthz_latency),
+    ("retry_amplification", check_retry_amplification),
+    ("clean_server_log", check_clean_server_log),
+)
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def check_all(
+    inputs: CheckInputs,
+    budgets: Budgets,
+    checkers: Sequence[tuple[str, Checker]] = CHECKERS,
+) -> list[Verdict]:
+    """Run every checker; one that raises (or returns something else than a Verdict) gives ok=None."""
+    verdicts = []
+    for name, checker in checkers:
+        try:
+            verdict = checker(inputs, budgets)
+            if not isinstance(verdict, Verdict) or verdict.ok not in (True, False, None):
+                raise TypeError(f"returned {verdict!r} instead of a Verdict")
+            verdict = Verdict(name, verdict.ok, verdict.figure, verdict.budget, _one_line(verdict.detail, 1000))
+        except Exception as exc:  # a crashing checker is "unknown", never "ok"
+            verdict = Verdict(name, None, None, None, _one_line(f"checker crashed: {type(exc).__name__}: {exc}"))
+        verdicts.append(verdict)
+    return verdicts
+
+
+def overall(verdicts: Iterable[Verdict]) -> bool | None:
+    """False if any verdict is violated, else None if any is unknown, else True (Jepsen's merge)."""
+    result: bool | None = True
+    for verdict in verdicts:
+        if verdict.ok is False:
+            return False
+        if verdict.ok is None:
+            result = None
+    return result
+
+
+def to_report(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
+    """``[{name, ok, figure, budget, detail}]``, JSON-ready (NaN/inf figures become null)."""
+    return [v.to_dict() for v in verdicts]

@@ -1,0 +1,785 @@
+"""Invariants on hand-made histories, monitor samples, fault logs and server logs.
+
+Each invariant has cases that must hold and cases that must be violated, plus
+the edge cases: empty trial, all failed, a retried asample, give-ups explained
+(or not) by a fatal fault, a crashing checker (unknown, never ok).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from faultload.budgets import MIB, Budgets
+from faultload.faults.schedule import AppliedFault, FaultLog
+from faultload.faults.spec import Fault
+from faultload.history import ErrorClass, History, Outcome
+from faultload.invariants import (
+    CHECKERS,
+    RESULT_BYTES_PER_TOKEN,
+    CheckInputs,
+    Verdict,
+    check_all,
+    check_bounded_fds,
+    check_bounded_rss,
+    check_clean_server_log,
+    check_healthz_latency,
+    check_no_lost_results,
+    check_result_integrity,
+    check_retry_amplification,
+    overall,
+    to_report,
+)
+from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
+from faultload.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
+from faultload.shape import LoadShape, PollBehaviour
+
+BUDGETS = Budgets()
+SHAPE = LoadShape(requests=100, result_tokens=64, num_samples=1, max_outstanding=50)
+N = 100
+TRIAL_START_EPOCH = datetime(2026, 11, 30, 7, 50, 0).timestamp()  # local time, as logging prints it
+
+
+# --------------------------------------------------------------------------- builders
+
+def make_history(n: int = N, **columns: Any) -> History:
+    """``n`` requests that all went well: submitted every 10 ms, done 100 ms later, 2 attempts."""
+    h = History.empty(n)
+    h["nonce"][:] = np.arange(n) + 1000
+    h["server_id"][:] = -(np.arange(n) + 1) * 7
+    h["submit_start"][:] = np.arange(n) * 0.01
+    h["submit_end"][:] = h["submit_start"] + 0.005
+    h["done"][:] = h["submit_start"] + 0.1
+    h["result_bytes"][:] = 600
+    h["attempts"][:] = 2
+    h["outcome"][:] = Outcome.OK
+    for name, values in columns.items():
+        h[name][:] = values
+    return h
+
+
+def set_row(h: History, i: int, **values: Any) -> History:
+    for name, value in values.items():
+        h[name][i] = value
+    return h
+
+
+def make_monitor(
+    seconds: float = 10.0,
+    fds: np.ndarray | None = None,
+    rss: np.ndarray | None = None,
+    client_in_flight: np.ndarray | None = None,
+    router_in_flight: np.ndarray | None = None,
+    baseline: ProcessSnapshot | None = ProcessSnapshot(200 * MIB, 40, 1.0),
+    drained: ProcessSnapshot | None = ProcessSnapshot(230 * MIB, 42, 5.0),
+    healthz_latency: np.ndarray | None = None,
+    healthz_ok: np.ndarray | None = None,
+    healthz_t: np.ndarray | None = None,
+) -> MonitorSamples:
+    t = np.arange(0.0, seconds, 0.5)
+    n = t.size
+    ramp = np.minimum(np.arange(n), 10) / 10.0  # in flight ramps to 50, fds/rss follow
+    in_flight = np.round(50 * ramp)
+    samples = {name: np.full(n, -1.0) for name in SAMPLE_FIELDS}
+    samples["t"] = t
+    samples["fds"] = 40 + 2 * in_flight if fds is None else fds
+    samples["rss"] = 200 * MIB + in_flight * MIB if rss is None else rss
+    samples["cpu_s"] = np.linspace(1.0, 5.0, n)
+    samples["client_in_flight"] = in_flight if client_in_flight is None else client_in_flight
+    if router_in_flight is not None:
+        samples["router_in_flight"] = router_in_flight
+    ht = np.arange(0.0, 1.2, 0.01) if healthz_t is None else healthz_t
+    lat = np.full(ht.size, 0.01) if healthz_latency is None else healthz_latency
+    hok = np.ones(ht.size, dtype=bool) if healthz_ok is None else healthz_ok
+    return MonitorSamples(samples, ht, lat, hok, baseline=baseline, drained=drained)
+
+
+def applied(fault: Fault, at: float, until: float | None, index: int = 0, error: str | None = None) -> AppliedFault:
+    return AppliedFault(index, fault, applied_at_s=at, removed_at_s=until,
+                        applied_at_epoch=TRIAL_START_EPOCH + at,
+                        removed_at_epoch=None if until is None else TRIAL_START_EPOCH + until, error=error)
+
+
+CRASH = Fault("router", "crash", start_s=0.2, duration_s=0.3)
+RESET = Fault("edge", "reset_peer", start_s=0.2, duration_s=0.3)
+
+
+def fault_log(*records: AppliedFault, epoch: float | None = TRIAL_START_EPOCH) -> FaultLog:
+    return FaultLog(tuple(records), epoch)
+
+
+def make_inputs(**changes: Any) -> CheckInputs:
+    base = CheckInputs(history=make_history(), monitor=make_monitor(), faults=None, shape=SHAPE,
+                       server_log=classify_log(CLEAN_LOG), trial_start_epoch=TRIAL_START_EPOCH)
+    return dataclasses.replace(base, **changes)
+
+
+def log_time(seconds: float) -> str:
+    """Trial seconds -> the timestamp Python logging would print (local time)."""
+    dt = datetime.fromtimestamp(TRIAL_START_EPOCH + seconds)
+    return dt.strftime("%Y-%m-%d %H:%M:%S") + f",{dt.microsecond // 1000:03d}"
+
+
+# --------------------------------------------------------------------------- server log samples
+# As SkyRL 0.4.0 writes them under COLUMNS=250 (Rich handler, rich_tracebacks;
+# boxes shortened here, one line kept with Rich's trailing padding).
+
+CLEAN_LOG = f"""\
+faultload-launch: patches {{"router_url": "seeded", "engine": "sleeper", "time_scale": 1.0}}
+faultload-launch: version 0.4.0
+{log_time(-6.0)} - INFO - uvicorn.error: Started server process [6256]{' ' * 180}
+{log_time(-6.0)} - INFO - uvicorn.error: Waiting for application startup.
+{log_time(-5.9)} - INFO - skyrl: Using external inference forwarding to http://127.0.0.1:40123 (request timeout 30s)
+{log_time(-5.8)} - INFO - uvicorn.error: Application startup complete.
+{log_time(-5.8)} - INFO - uvicorn.error: Uvicorn running on http://127.0.0.1:41234 (Press CTRL+C to quit)
+{log_time(0.1)} - INFO - uvicorn.access: 127.0.0.2:50312 - "POST /api/v1/asample HTTP/1.1" 200
+{log_time(0.2)} - INFO - uvicorn.access: 127.0.0.2:50312 - "POST /api/v1/retrieve_future HTTP/1.1" 200
+{log_time(0.3)} - INFO - uvicorn.access: 127.0.0.1:50400 - "GET /api/v1/healthz HTTP/1.1" 200
+{log_time(9.0)} - INFO - uvicorn.error: Shutting down
+{log_time(9.1)} - INFO - uvicorn.error: Finished server process [6256]
+"""
+
+BOX_TOP = "╭" + "─" * 40 + " Traceback (most recent call last) " + "─" * 40 + "╮"
+BOX_BOTTOM = "╰" + "─" * 115 + "╯"
+
+
+def rich_traceback(header: str, frames: list[str], exception: list[str]) -> str:
+    body = [BOX_TOP] + [f"│ {line:<113}│" for line in frames] + [BOX_BOTTOM] + exception
+    return "\n".join([header] + body) + "\n"
+
+
+def emfile_log(t: float) -> str:
+    return rich_traceback(
+        f"{log_time(t)} - ERROR - skyrl: Backend-forwarded sample failed (request_id=4242)",
+        [
+            "/opt/skyrl/tinker/extra/skyrl_train_inference_forwarding.py:118 in call_and_store_result",
+            "",
+            "  117 │   │   try:",
+            "❱ 118 │   │   │   result = await self._forward_with_retry(sample_req, model_id, base_model=base_model)",
+            "  119 │   │   │   status = RequestStatus.COMPLETED",
+            "",
+            "/venv/lib/python3.11/site-packages/aiohttp/connector.py:1268 in _create_direct_connection",
+            "  1267 │   │   except (asyncio.TimeoutError, OSError) as exc:  # source text: must not be classified",
+        ],
+        ["OSError: [Errno 24] Too many open files"],
+    )
+
+
+def pool_log(t: float) -> str:
+    return rich_traceback(
+        f"{log_time(t)} - ERROR - uvicorn.error: Exception in ASGI application",
+        [
+            "/venv/lib/python3.11/site-packages/sqlalchemy/pool/impl.py:168 in _do_get",
+            "",
+            "  165 │   │   │   │   raise exc.TimeoutError(",
+            '❱ 168 │   │   │   │   │   "QueuePool limit of size %d overflow %d reached, "',
+        ],
+        ["TimeoutError: QueuePool limit of size 5 overflow 10 reached, connection timed out, timeout 30.00 "
+         "(Background on this error at: https://sqlalche.me/e/20/3o7r)"],
+    )
+
+
+def forwarding_timeout_log(t: float) -> str:
+    first = rich_traceback(
+        f"{log_time(t)} - ERROR - skyrl: Backend-forwarded sample failed (request_id=17)",
+        ["/opt/skyrl/tinker/extra/skyrl_train_inference_forwarding.py:140 in _forward_with_retry"],
+        ["SocketTimeoutError: Timeout on reading data from socket", "",
+         "The above exception was the direct cause of the following exception:", ""],
+    )
+    # Rich wraps the long exception line at 250 columns
+    second = "\n".join([BOX_TOP, "│ /opt/skyrl/tinker/extra/skyrl_train_inference_forwarding.py:146 in _forward_with_retry │",
+                        BOX_BOTTOM,
+                        "RuntimeError: Inference request to http://127.0.0.1:40123 timed out after 30s waiting for a "
+                        "response (read timeout). The request was not retried because vLLM may still be executing it. "
+                        "If requests are expected to take this long (long prompts, large",
+                        "max_tokens, or queueing behind other requests), increase the deadline with "
+                        "`--forwarding-inference-timeout-sec`."]) + "\n"
+    return first + second
+
+
+def plain_reset_log(t: float) -> str:
+    return (
+        f"{log_time(t)} - ERROR - uvicorn.error: Exception in ASGI application\n"
+        "Traceback (most recent call last):\n"
+        '  File "/venv/lib/python3.11/site-packages/uvicorn/protocols/http/h11_impl.py", line 408, in run_asgi\n'
+        "    result = await app(  # type: ignore[func-returns-value]\n"
+        '  File "/usr/lib/python3.11/asyncio/selector_events.py", line 970, in _read_ready__get_buffer\n'
+        "    nbytes = self._sock.recv_into(buf)\n"
+        "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    )
+
+
+# --------------------------------------------------------------------------- no_lost_results
+
+def test_no_lost_results_holds_when_all_ok() -> None:
+    v = check_no_lost_results(make_inputs(), BUDGETS)
+    assert v.ok is True and v.figure == 0 and v.budget == 0
+    assert "100 of 100" in v.detail
+
+
+def test_a_404_is_always_a_loss_even_during_a_fatal_fault() -> None:
+    h = set_row(make_history(), 30, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=12.3)
+    faults = fault_log(applied(CRASH, 0.0, None))
+    v = check_no_lost_results(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
+    assert v.ok is False and v.figure == 1
+    assert "nonce 1030 (id -217) 404 at 12.3s" in v.detail
+
+
+def test_give_up_without_fault_is_a_loss() -> None:
+    h = set_row(make_history(), 5, outcome=Outcome.GAVE_UP, error=ErrorClass.RESET, done=0.4)
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
+    assert v.ok is False and v.figure == 1
+    assert "nonce 1005 (id -42) gave up (reset) at 0.4s" in v.detail
+
+
+@pytest.mark.parametrize("kinds", [{"crash"}, {"router:crash"}])
+def test_give_up_explained_by_a_fatal_fault(kinds: set[str]) -> None:
+    # request 25 runs 0.25..0.35 s; the crash was in force 0.2..0.5 s
+    h = set_row(make_history(), 25, outcome=Outcome.GAVE_UP, error=ErrorClass.CONNECT, done=0.35)
+    faults = fault_log(applied(CRASH, 0.2, 0.5))
+    v = check_no_lost_results(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset(kinds)), BUDGETS)
+    assert v.ok is True and v.figure == 0
+    assert "1 ended during fatal router:crash (explained)" in v.detail
+
+
+def test_give_up_not_explained_when_the_fault_is_not_fatal_or_elsewhere() -> None:
+    h = set_row(make_history(), 25, outcome=Outcome.GAVE_UP, done=0.35)
+    crash = fault_log(applied(CRASH, 0.2, 0.5))
+    # the shape does not declare the crash fatal
+    assert check_no_lost_results(make_inputs(history=h, faults=crash), BUDGETS).ok is False
+    # a fatal fault, but not while the request was in flight
+    later = fault_log(applied(CRASH, 5.0, 6.0))
+    v = check_no_lost_results(make_inputs(history=h, faults=later, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
+    assert v.ok is False
+    # a fatal fault whose apply call failed never took effect
+    failed = fault_log(applied(CRASH, 0.2, 0.5, error="FaultControlError: router down"))
+    v = check_no_lost_results(make_inputs(history=h, faults=failed, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
+    assert v.ok is False
+
+
+def test_a_fault_lasting_to_the_end_explains_requests_never_done() -> None:
+    h = set_row(make_history(), 99, outcome=Outcome.PENDING, done=np.nan)
+    faults = fault_log(applied(CRASH, 5.0, None))
+    v = check_no_lost_results(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
+    assert v.ok is True
+
+
+def test_pending_is_a_loss_unless_the_trial_was_interrupted() -> None:
+    h = make_history()
+    for i in (97, 98, 99):
+        set_row(h, i, outcome=Outcome.PENDING, done=np.nan)
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
+    assert v.ok is False and v.figure == 3 and "never finished" in v.detail
+    v = check_no_lost_results(make_inputs(history=h, interrupted=True), BUDGETS)
+    assert v.ok is True and "3 unfinished (trial interrupted)" in v.detail
+
+
+def test_retried_asample_is_judged_on_its_final_outcome() -> None:
+    # one row: asample accepted after 3 retries (10 attempts in all), then the result arrived
+    h = set_row(make_history(), 10, submit_retries=3, attempts=10, transport_errors=3)
+    assert check_no_lost_results(make_inputs(history=h), BUDGETS).ok is True
+    # the same request finally gave up: one loss, not four
+    set_row(h, 10, outcome=Outcome.GAVE_UP, error=ErrorClass.TIMEOUT)
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
+    assert v.ok is False and v.figure == 1 and "nonce 1010" in v.detail
+
+
+def test_rejected_requests_are_not_losses_and_corrupt_is_left_to_integrity() -> None:
+    h = make_history()
+    set_row(h, 0, server_id=0, outcome=Outcome.REJECTED, error=ErrorClass.HTTP_5XX)
+    set_row(h, 1, outcome=Outcome.CORRUPT, error=ErrorClass.INTEGRITY)
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
+    assert v.ok is True
+    assert "1 never accepted" in v.detail and "1 corrupt" in v.detail
+
+
+def test_empty_trial_and_nothing_accepted_are_unknown() -> None:
+    v = check_no_lost_results(make_inputs(history=History.empty(0)), BUDGETS)
+    assert v.ok is None
+    h = make_history(server_id=0, outcome=Outcome.REJECTED)
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
+    assert v.ok is None and "no request was accepted" in v.detail
+
+
+def test_all_failed() -> None:
+    h = make_history(outcome=Outcome.FAILED, error=ErrorClass.SERVER_FAILED)
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
+    assert v.ok is False and v.figure == N
+    assert v.detail.startswith("100 lost of 100 accepted: nonce 1000 (id -7) failed (server_failed) at 0.1s")
+    assert v.detail.count("nonce") == 5 and v.detail.endswith("...") and "\n" not in v.detail
+
+
+def test_lost_requests_are_named_in_time_order() -> None:
+    h = make_history()
+    set_row(h, 80, outcome=Outcome.LOST, done=2.0)
+    set_row(h, 20, outcome=Outcome.LOST, done=9.0)
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
+    assert v.detail.index("nonce 1080") < v.detail.index("nonce 1020")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(list(Outcome)), st.booleans()), min_size=1, max_size=40))
+def test_no_lost_results_counts_exactly_the_unexplained(rows: list[tuple[Outcome, bool]]) -> None:
+    h = make_history(len(rows))
+    for i, (outcome, accepted) in enumerate(rows):
+        set_row(h, i, outcome=outcome, server_id=-(i + 1) if accepted else 0)
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
+    expected = sum(1 for o, a in rows if a and o not in (Outcome.OK, Outcome.CORRUPT))
+    if not any(a for _, a in rows):
+        assert v.ok is None
+    else:
+        assert v.figure == expected and v.ok is (expected == 0)
+
+
+# --------------------------------------------------------------------------- result_integrity
+
+def test_integrity_holds_and_fails() -> None:
+    assert check_result_integrity(make_inputs(), BUDGETS).ok is True
+    h = make_history()
+    set_row(h, 3, outcome=Outcome.CORRUPT, error=ErrorClass.INTEGRITY, done=1.5)
+    set_row(h, 4, outcome=Outcome.CORRUPT, error=ErrorClass.DECODE, done=1.6)
+    v = check_result_integrity(make_inputs(history=h), BUDGETS)
+    assert v.ok is False and v.figure == 2 and v.budget == 0
+    assert "nonce 1003 (id -28) corrupt (integrity) at 1.5s" in v.detail and "(decode)" in v.detail
+
+
+def test_integrity_unknown_without_results() -> None:
+    assert check_result_integrity(make_inputs(history=History.empty(0)), BUDGETS).ok is None
+    h = make_history(outcome=Outcome.FAILED)
+    assert check_result_integrity(make_inputs(history=h), BUDGETS).ok is None
+
+
+# --------------------------------------------------------------------------- bounded_fds
+
+def test_fds_within_budget() -> None:
+    v = check_bounded_fds(make_inputs(), BUDGETS)
+    assert v.ok is True
+    assert v.figure == 140 and v.budget == 40 + 64 + 3.0 * 50
+    assert "peak client in-flight 50" in v.detail and "drained 42" in v.detail
+
+
+def test_fd_leak_over_peak_budget() -> None:
+    leak = 40 + np.arange(20) * 30.0  # grows with requests served, not with in-flight
+    v = check_bounded_fds(make_inputs(monitor=make_monitor(fds=leak)), BUDGETS)
+    assert v.ok is False and v.figure == 610 and v.detail.startswith("over budget: peak 610 fds at 9.5s")
+
+
+def test_fds_reaching_the_servers_limit_is_a_collapse() -> None:
+    m = make_monitor()
+    if not hasattr(m, "fd_limit"):
+        pytest.skip("MonitorSamples has no fd_limit")
+    big = dataclasses.replace(make_monitor(fds=np.full(20, 1024.0), client_in_flight=np.full(20, 8192.0)),
+                              fd_limit=(1024, 1024))
+    v = check_bounded_fds(make_inputs(monitor=big), BUDGETS)  # within 3 fds per in-flight, but at the limit
+    assert v.ok is False and v.figure == 1024 and v.detail.startswith("reached the server's fd limit (1024)")
+    fine = dataclasses.replace(make_monitor(), fd_limit=(20000, 20000))
+    v = check_bounded_fds(make_inputs(monitor=fine), BUDGETS)
+    assert v.ok is True and "fd limit 20000" in v.detail
+
+
+def test_fds_not_back_after_drain() -> None:
+    m = make_monitor(drained=ProcessSnapshot(230 * MIB, 90, 5.0))
+    v = check_bounded_fds(make_inputs(monitor=m), BUDGETS)
+    assert v.ok is False and v.figure == 90 and v.budget == 48
+    assert v.detail.startswith("not back to baseline: drained 90 fds vs 40 + 8 = 48")
+
+
+def test_fds_unknown_without_process_metrics() -> None:
+    m = make_monitor(fds=np.full(20, -1.0), baseline=None, drained=None)
+    assert check_bounded_fds(make_inputs(monitor=m), BUDGETS).ok is None
+    assert check_bounded_fds(make_inputs(monitor=None), BUDGETS).ok is None
+    # peak fine but the drain was never measured: not "ok"
+    v = check_bounded_fds(make_inputs(monitor=make_monitor(drained=None)), BUDGETS)
+    assert v.ok is None and "not measured" in v.detail
+
+
+def test_fds_in_flight_falls_back_to_router_then_shape_cap() -> None:
+    router = np.full(20, 30.0)
+    m = make_monitor(client_in_flight=np.full(20, -1.0), router_in_flight=router)
+    v = check_bounded_fds(make_inputs(monitor=m), BUDGETS)
+    assert v.budget == 40 + 64 + 3.0 * 30 and "router in-flight 30" in v.detail
+    m = make_monitor(client_in_flight=np.full(20, -1.0))
+    v = check_bounded_fds(make_inputs(monitor=m), BUDGETS)
+    assert v.budget == 40 + 64 + 3.0 * 50 and "shape cap 50" in v.detail
+
+
+def test_fds_baseline_from_first_sample_when_missing() -> None:
+    v = check_bounded_fds(make_inputs(monitor=make_monitor(baseline=None)), BUDGETS)
+    assert v.ok is True and "baseline (first sample) 40" in v.detail
+
+
+# --------------------------------------------------------------------------- bounded_rss
+
+def test_rss_within_budget() -> None:
+    v = check_bounded_rss(make_inputs(), BUDGETS)
+    assert v.ok is True and v.figure == 250 * MIB
+    # results of 600 B observed beat the proto formula (64 tokens × 8 B = 512 B)
+    assert v.budget == 200 * MIB + 256 * MIB + 4.0 * 50 * 600
+    assert "600 B/result observed" in v.detail
+    proto_sized = make_history(result_bytes=500)
+    v = check_bounded_rss(make_inputs(history=proto_sized), BUDGETS)
+    assert v.budget == 200 * MIB + 256 * MIB + 4.0 * 50 * 64 * 1 * RESULT_BYTES_PER_TOKEN
+
+
+def test_rss_growth_over_budget() -> None:
+    rss = 200 * MIB + np.arange(20) * 40.0 * MIB  # retains results: 760 MiB of growth
+    v = check_bounded_rss(make_inputs(monitor=make_monitor(rss=rss)), BUDGETS)
+    assert v.ok is False and v.figure == 960 * MIB
+    assert v.detail.startswith("over budget: peak 960 MiB at 9.5s")
+
+
+def test_rss_budget_follows_big_results() -> None:
+    rss = np.full(20, 200.0 * MIB)
+    rss[10] = 700 * MIB  # 500 MiB over baseline: over the slack unless results are big
+    big = dataclasses.replace(SHAPE, result_tokens=400_000)  # 3.2 MB per result, 50 in flight
+    assert check_bounded_rss(make_inputs(monitor=make_monitor(rss=rss)), BUDGETS).ok is False
+    assert check_bounded_rss(make_inputs(monitor=make_monitor(rss=rss), shape=big), BUDGETS).ok is True
+    # JSON bodies larger than the proto formula raise the budget too
+    h = make_history(result_bytes=4_000_000)
+    assert check_bounded_rss(make_inputs(monitor=make_monitor(rss=rss), history=h), BUDGETS).ok is True
+
+
+def test_rss_drain() -> None:
+    # peak 250 MiB (growth 50), drained 240 MiB: fine by default (fraction 1.0) ...
+    m = make_monitor(drained=ProcessSnapshot(240 * MIB, 42, 5.0))
+    assert check_bounded_rss(make_inputs(monitor=m), BUDGETS).ok is True
+    # ... and too much with no retained fraction and a small epsilon
+    strict = Budgets(drain_rss_growth_fraction=0.0, drain_rss_epsilon_bytes=16 * MIB)
+    v = check_bounded_rss(make_inputs(monitor=m), strict)
+    assert v.ok is False and v.figure == 240 * MIB and v.budget == 216 * MIB
+    # still growing after the load: over even the default
+    m = make_monitor(drained=ProcessSnapshot(400 * MIB, 42, 5.0))
+    assert check_bounded_rss(make_inputs(monitor=m), BUDGETS).ok is False
+
+
+def test_rss_unknown_without_metrics() -> None:
+    m = make_monitor(rss=np.full(20, -1.0), baseline=None, drained=None)
+    assert check_bounded_rss(make_inputs(monitor=m), BUDGETS).ok is None
+    assert check_bounded_rss(make_inputs(monitor=make_monitor(drained=None)), BUDGETS).ok is None
+
+
+# --------------------------------------------------------------------------- healthz_latency
+
+def test_healthz_within_budget() -> None:
+    v = check_healthz_latency(make_inputs(), BUDGETS)
+    assert v.ok is True and v.figure == pytest.approx(0.01) and v.budget == 1.0
+    assert "during load" in v.detail
+
+
+def test_healthz_slow_p99() -> None:
+    lat = np.full(120, 0.01)
+    lat[::20] = 2.0  # 5% of probes take 2 s
+    v = check_healthz_latency(make_inputs(monitor=make_monitor(healthz_latency=lat)), BUDGETS)
+    assert v.ok is False and v.figure > 1.0 and v.detail.startswith("slow: p99")
+
+
+def test_healthz_failures() -> None:
+    hok = np.ones(120, dtype=bool)
+    hok[50] = False
+    v = check_healthz_latency(make_inputs(monitor=make_monitor(healthz_ok=hok)), BUDGETS)
+    assert v.ok is False and v.figure == 1 and v.budget == 0 and "at 0.5s" in v.detail
+    lenient = Budgets(healthz_failure_fraction=0.05)
+    assert check_healthz_latency(make_inputs(monitor=make_monitor(healthz_ok=hok)), lenient).ok is True
+    assert check_healthz_latency(make_inputs(monitor=make_monitor(healthz_ok=hok)),
+                                 Budgets(healthz_max_failures=1)).ok is True
+
+
+def test_healthz_only_during_load() -> None:
+    # load runs 0..1.09 s; a slow probe at 5 s (after the load) does not count
+    ht = np.concatenate([np.arange(0.0, 1.0, 0.1), [5.0]])
+    lat = np.concatenate([np.full(10, 0.01), [3.0]])
+    v = check_healthz_latency(make_inputs(monitor=make_monitor(healthz_t=ht, healthz_latency=lat)), BUDGETS)
+    assert v.ok is True and "10 probes" in v.detail
+
+
+def test_healthz_unknown_without_probes() -> None:
+    empty = np.empty(0)
+    m = make_monitor(healthz_t=empty, healthz_latency=empty, healthz_ok=np.empty(0, dtype=bool))
+    assert check_healthz_latency(make_inputs(monitor=m), BUDGETS).ok is None
+    assert check_healthz_latency(make_inputs(monitor=None), BUDGETS).ok is None
+
+
+# --------------------------------------------------------------------------- retry_amplification
+
+def test_retries_at_baseline() -> None:
+    v = check_retry_amplification(make_inputs(), BUDGETS)
+    assert v.ok is True and v.figure == 2.0 and v.budget == 3.0
+
+
+def test_retry_mean_amplified() -> None:
+    v = check_retry_amplification(make_inputs(history=make_history(attempts=4)), BUDGETS)
+    assert v.ok is False and v.figure == 4.0 and v.detail.startswith("amplified: mean 4.00")
+
+
+def test_one_request_in_a_retry_storm() -> None:
+    h = set_row(make_history(), 42, attempts=60, submit_retries=20)
+    v = check_retry_amplification(make_inputs(history=h), BUDGETS)
+    assert v.ok is False and v.figure == 60 and v.budget == 50
+    assert "nonce 1042 (id -301) 60" in v.detail
+
+
+def test_retries_during_faults_count_only_against_the_max() -> None:
+    h = make_history()
+    h["attempts"][20:50] = 12  # requests 20..49 (0.2..0.59 s) overlap the reset fault at 0.2..0.5 s
+    faults = fault_log(applied(RESET, 0.2, 0.5))
+    v = check_retry_amplification(make_inputs(history=h, faults=faults), BUDGETS)
+    assert v.ok is True and v.figure == 2.0 and "overlapping edge:reset_peer judged on max only" in v.detail
+    # without the fault the same history is amplified
+    assert check_retry_amplification(make_inputs(history=h), BUDGETS).ok is False
+
+
+def test_abandoned_polls_raise_the_mean_budget() -> None:
+    h = make_history(attempts=2)
+    h["attempts"][:70] = 4  # mean 3.4
+    abandon = dataclasses.replace(SHAPE, abandon_polls=PollBehaviour(fraction=0.5, after_s=1.0))
+    assert check_retry_amplification(make_inputs(history=h), BUDGETS).ok is False
+    v = check_retry_amplification(make_inputs(history=h, shape=abandon), BUDGETS)
+    assert v.ok is True and v.budget == 3.5
+
+
+def test_retries_unknown_without_attempt_counts() -> None:
+    sdk = dataclasses.replace(SHAPE, client="sdk")
+    v = check_retry_amplification(make_inputs(history=make_history(attempts=0), shape=sdk), BUDGETS)
+    assert v.ok is None and "sdk" in v.detail
+    assert check_retry_amplification(make_inputs(history=History.empty(0)), BUDGETS).ok is None
+
+
+# --------------------------------------------------------------------------- server log classifier
+
+def test_classify_clean_log() -> None:
+    summary = classify_log(CLEAN_LOG)
+    assert summary.clean and summary.errors == 0
+    assert summary.records == 10 and summary.lines == CLEAN_LOG.count("\n")
+    assert summary.first_ts == pytest.approx(TRIAL_START_EPOCH - 6.0)
+    json.dumps(summary.to_dict())
+
+
+def test_classify_too_many_open_files_traceback() -> None:
+    summary = classify_log(CLEAN_LOG + emfile_log(3.25) + emfile_log(4.5))
+    assert list(summary.classes) == ["too_many_open_files"]
+    cls = summary.classes["too_many_open_files"]
+    assert cls.count == 2 and cls.untimed == 0
+    assert cls.first_time == log_time(3.25) and cls.last_time == log_time(4.5)
+    assert cls.first_ts == pytest.approx(TRIAL_START_EPOCH + 3.25)
+    assert "Backend-forwarded sample failed" in cls.example and "OSError: [Errno 24] Too many open files" in cls.example
+    assert "\n" not in cls.example
+    d = summary.to_dict()
+    assert d["errors"] == 2 and d["classes"][0]["name"] == "too_many_open_files"
+
+
+def test_classify_queuepool_timeout() -> None:
+    summary = classify_log(pool_log(2.0))
+    assert list(summary.classes) == ["pool_timeout"]
+    assert "QueuePool limit of size 5 overflow 10 reached" in summary.classes["pool_timeout"].example
+
+
+def test_classify_forwarding_timeout_chain_and_wrapped_lines() -> None:
+    summary = classify_log(forwarding_timeout_log(1.0))
+    assert list(summary.classes) == ["forwarding_timeout"] and summary.errors == 1
+
+
+def test_classify_plain_python_traceback() -> None:
+    summary = classify_log(plain_reset_log(1.0))
+    assert list(summary.classes) == ["connection_reset"]
+    assert "ConnectionResetError: [Errno 104]" in summary.classes["connection_reset"].example
+
+
+def test_classify_message_wrapped_by_rich() -> None:
+    text = (f"{log_time(1.0)} - ERROR - skyrl: Forwarding task failed: ClientOSError(104, 'Connection\n"
+            "reset by peer')\n")
+    assert list(classify_log(text).classes) == ["connection_reset"]
+
+
+def test_classify_untimed_last_resort_output() -> None:
+    # asyncio's logger has no handler under SkyRL: Python's last-resort handler prints bare lines
+    text = CLEAN_LOG + (
+        "socket.accept() out of system resource\n"
+        "socket: <asyncio.TransportSocket fd=12, family=2, type=1, proto=6, laddr=('127.0.0.1', 41234)>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/asyncio/selector_events.py", line 165, in _accept_connection\n'
+        "OSError: [Errno 24] Too many open files\n"
+    )
+    summary = classify_log(text)
+    assert summary.classes["too_many_open_files"].count == 1
+
+
+def test_classify_warnings_levels_and_generic_errors() -> None:
+    text = "".join([
+        f"{log_time(1.0)} - WARNING - skyrl: Transient error talking to http://127.0.0.1:40123 "
+        "(ClientConnectorError: Cannot connect to host 127.0.0.1:40123 ssl:default [Connection refused]) "
+        "— refreshing proxy URL and retrying once\n",
+        f"{log_time(1.1)} - WARNING - skyrl: Requested prompt logprobs but vLLM /v1/completions returned none\n",
+        f"{log_time(1.2)} - WARNING - skyrl: External future 77 was evicted before its result arrived — dropping\n",
+        f"{log_time(1.3)} - INFO - uvicorn.access: 127.0.0.2:50312 - \"POST /api/v1/retrieve_future HTTP/1.1\" 500\n",
+        f"{log_time(1.4)} - ERROR - skyrl: Background engine crashed with exit code 137, exiting API server\n",
+        f"{log_time(1.5)} - ERROR - skyrl: Background engine crashed with exit code 1, exiting API server\n",
+        rich_traceback(f"{log_time(1.6)} - ERROR - skyrl: Future poller iteration failed",
+                       ["/opt/skyrl/tinker/api.py:205 in _poll"], ["KeyError: 123456"]),
+        "ERROR:    Exception in ASGI application\n",
+        "Traceback (most recent call last):\n",
+        '  File "x.py", line 1, in f\n',
+        "ValueError: bad request 0x7f3a\n",
+    ])
+    summary = classify_log(text)
+    assert summary.warnings == 1  # the logprobs warning is not an error
+    names = list(summary.classes)
+    assert names[:3] == ["connect_error", "future_evicted", "http_5xx"]
+    assert summary.classes["error: skyrl: Background engine crashed with exit code N, exiting API server"].count == 2
+    assert "KeyError: N" in names and "ValueError: bad request <hex>" in names
+    assert summary.classes["ValueError: bad request <hex>"].untimed == 1
+
+
+def test_classify_log_file(tmp_path) -> None:
+    path = tmp_path / "server.log"
+    path.write_bytes((CLEAN_LOG + pool_log(2.0)).encode() + b"\xff\xfe garbage\n")
+    summary = classify_log_file(path)
+    assert list(summary.classes) == ["pool_timeout"]
+
+
+def test_normalize_message() -> None:
+    assert normalize_message("request 123 at 0xdeadbeef  took   5s") == "request N at <hex> took Ns"
+
+
+# --------------------------------------------------------------------------- clean_server_log
+
+def test_clean_log_holds() -> None:
+    v = check_clean_server_log(make_inputs(), BUDGETS)
+    assert v.ok is True and v.figure == 0
+
+
+def test_errors_without_faults_violate() -> None:
+    log = classify_log(CLEAN_LOG + emfile_log(3.0) + pool_log(4.0))
+    v = check_clean_server_log(make_inputs(server_log=log), BUDGETS)
+    assert v.ok is False and v.figure == 2
+    assert v.detail.startswith(f"2 error lines with no fault injected: too_many_open_files ×1: {log_time(3.0)} ERROR skyrl")
+    assert "pool_timeout ×1" in v.detail
+
+
+def test_errors_inside_fault_windows_are_attributed() -> None:
+    log = classify_log(CLEAN_LOG + plain_reset_log(2.5) + plain_reset_log(7.0))
+    faults = fault_log(applied(RESET, 2.0, 3.0, 0), applied(Fault("backend", "down", start_s=6.5, duration_s=1.0),
+                                                            6.5, 7.5, 1))
+    v = check_clean_server_log(make_inputs(server_log=log, faults=faults), BUDGETS)
+    assert v.ok is True and "2 error lines, all while faults were active" in v.detail
+    # the start epoch may come from the fault log alone
+    v = check_clean_server_log(make_inputs(server_log=log, faults=faults, trial_start_epoch=None), BUDGETS)
+    assert v.ok is True
+
+
+def test_errors_outside_fault_windows_violate() -> None:
+    log = classify_log(CLEAN_LOG + plain_reset_log(2.5) + emfile_log(30.0))
+    faults = fault_log(applied(RESET, 2.0, 3.0))
+    v = check_clean_server_log(make_inputs(server_log=log, faults=faults), BUDGETS)
+    assert v.ok is False and v.figure == 1
+    assert "1 of 2 error lines outside fault windows (edge:reset_peer), first at 30.0s" in v.detail
+    assert "too_many_open_files" in v.detail
+
+
+def test_grace_after_fault_removal() -> None:
+    log = classify_log(plain_reset_log(6.0))  # 3 s after the fault was removed
+    faults = fault_log(applied(RESET, 2.0, 3.0))
+    assert check_clean_server_log(make_inputs(server_log=log, faults=faults), BUDGETS).ok is True
+    no_grace = Budgets(log_fault_grace_s=0.0)
+    assert check_clean_server_log(make_inputs(server_log=log, faults=faults), no_grace).ok is False
+
+
+def test_log_not_attributable_with_faults_is_unknown() -> None:
+    log = classify_log(plain_reset_log(2.5))
+    faults = fault_log(applied(RESET, 2.0, 3.0), epoch=None)
+    v = check_clean_server_log(make_inputs(server_log=log, faults=faults, trial_start_epoch=None), BUDGETS)
+    assert v.ok is None and v.detail.startswith("faults were active; log not attributable")
+    untimed = classify_log("Traceback (most recent call last):\n  File \"x\", line 1\nConnectionResetError: reset\n")
+    v = check_clean_server_log(make_inputs(server_log=untimed, faults=fault_log(applied(RESET, 2.0, 3.0))), BUDGETS)
+    assert v.ok is None and "without timestamps" in v.detail
+    # without faults, the same untimed error is a violation
+    assert check_clean_server_log(make_inputs(server_log=untimed), BUDGETS).ok is False
+
+
+def test_a_fault_that_never_applied_does_not_excuse_errors() -> None:
+    log = classify_log(plain_reset_log(2.5))
+    faults = fault_log(applied(RESET, 2.0, 3.0, error="FaultControlError: toxiproxy down"))
+    assert check_clean_server_log(make_inputs(server_log=log, faults=faults), BUDGETS).ok is False
+
+
+def test_allowed_patterns_and_missing_log() -> None:
+    log = classify_log(CLEAN_LOG + plain_reset_log(2.5))
+    allow = Budgets(clean_log_allow=("connection_reset",))
+    v = check_clean_server_log(make_inputs(server_log=log), allow)
+    assert v.ok is True and "1 allowed by clean_log_allow" in v.detail
+    assert check_clean_server_log(make_inputs(server_log=None), BUDGETS).ok is None
+
+
+# --------------------------------------------------------------------------- composition
+
+def test_check_all_on_a_healthy_trial() -> None:
+    verdicts = check_all(make_inputs(), BUDGETS)
+    assert [v.name for v in verdicts] == [name for name, _ in CHECKERS]
+    assert all(v.ok is True for v in verdicts), [v for v in verdicts if v.ok is not True]
+    assert overall(verdicts) is True
+    for v in verdicts:
+        assert "\n" not in v.detail
+
+
+def test_check_all_on_an_empty_trial_is_never_ok_about_requests() -> None:
+    inputs = make_inputs(history=History.empty(0), monitor=None, server_log=None)
+    verdicts = {v.name: v for v in check_all(inputs, BUDGETS)}
+    for name in ("no_lost_results", "result_integrity", "bounded_fds", "bounded_rss", "healthz_latency",
+                 "retry_amplification", "clean_server_log"):
+        assert verdicts[name].ok is None, verdicts[name]
+    assert overall(verdicts.values()) is None
+
+
+def test_a_crashing_checker_is_unknown_never_ok() -> None:
+    def crashes(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+        raise ZeroDivisionError("division by zero")
+
+    def returns_junk(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+        return True  # type: ignore[return-value]
+
+    verdicts = check_all(make_inputs(), BUDGETS, [("crashes", crashes), ("junk", returns_junk),
+                                                 ("no_lost_results", check_no_lost_results)])
+    assert verdicts[0] == Verdict("crashes", None, None, None, "checker crashed: ZeroDivisionError: division by zero")
+    assert verdicts[1].ok is None and verdicts[1].detail.startswith("checker crashed: TypeError")
+    assert verdicts[2].ok is True
+    assert overall(verdicts) is None
+
+
+def test_real_checkers_crash_to_unknown_on_broken_inputs() -> None:
+    broken = History({"nonce": np.zeros(3, dtype=np.int64)})  # columns missing
+    verdicts = check_all(make_inputs(history=broken), BUDGETS)
+    by_name = {v.name: v for v in verdicts}
+    assert by_name["no_lost_results"].ok is None
+    assert by_name["no_lost_results"].detail.startswith("checker crashed: KeyError")
+    assert not any(v.ok is True and v.name in ("no_lost_results", "result_integrity", "retry_amplification")
+                   for v in verdicts)
+
+
+def test_overall_merges_like_jepsen() -> None:
+    t, f, u = (Verdict("a", ok, None, None, "") for ok in (True, False, None))
+    assert overall([t, t]) is True
+    assert overall([t, u]) is None
+    assert overall([u, f, t]) is False
+    assert overall([]) is True
+
+
+def test_to_report_is_json_ready() -> None:
+    verdicts = check_all(make_inputs(), BUDGETS) + [Verdict("x", None, math.nan, np.float64(math.inf), "d"),
+                                                    Verdict("y", False, np.int64(3), np.float32(2.5), "d")]
+    report = to_report(verdicts)
+    assert all(set(r) == {"name", "ok", "figure", "budget", "detail"} for r in report)
+    assert report[-2]["figure"] is None and report[-2]["budget"] is None
+    assert report[-1]["figure"] == 3 and isinstance(report[-1]["figure"], int) and report[-1]["budget"] == 2.5
+    json.dumps(report, allow_nan=False)
+
+
+def test_server_log_summary_defaults() -> None:
+    empty = ServerLogSummary(lines=0, records=0, warnings=0)
+    assert empty.clean and empty.to_dict()["classes"] == []
