@@ -7,18 +7,24 @@ invariant violated), 2 bad usage or setup, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import math
 import signal
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from faultload import doctor as doctor_mod
+from faultload.budgets import load_budgets
 from faultload.faults.spec import FaultSchedule
+from faultload.watchdog import load_watchdog_limits
 from faultload.router import RouterConfig
 from faultload.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.targets.spec import DEFAULT_TARGET, parse_target
 from faultload.workspace import Workspace
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Connections one router process holds at most (the per-process open-file limit is 20,000).
+ROUTER_CONNECTIONS_PER_PROC = 8000
 
 
 class UsageError(Exception):
@@ -55,7 +61,7 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--barrier-timeout", type=float, default=60.0)
     p.add_argument("--max-num-seqs", type=_positive_int, default=256)
     p.add_argument("--gen-seconds", type=float, default=0.05)
-    p.add_argument("--router-procs", type=_positive_int, default=1)
+    p.add_argument("--router-procs", type=_positive_int, default=0, help="0 = auto: one per 8,000 requests held at once")
     p.add_argument("--regress", action="append", default=[], metavar="NAME")
     p.add_argument(
         "--fault", action="append", default=[], metavar="LINK:TYPE[:k=v,...][@START+DURATION]",
@@ -73,6 +79,10 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json-out", default=None, metavar="PATH")
     p.add_argument("--workdir", default=None, help="faultload's folder (default .faultload or $FAULTLOAD_HOME)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE", help="override one invariant budget")
+    p.add_argument("--config", default=None, metavar="PYPROJECT", help="read [tool.faultload.*] from this file (default ./pyproject.toml if present)")
+    p.add_argument("--fatal-fault", action="append", default=[], metavar="KIND", help="fault kind whose victims may give up (e.g. router:crash)")
+    p.add_argument("--no-early-stop", action="store_true", help="do not stop the trial on a recognised collapse (the verdict is still computed)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -109,9 +119,11 @@ def config_from_args(args: argparse.Namespace):
     if args.router_mode == "barrier" and barrier == 0:
         cap = args.max_outstanding or args.requests
         barrier = min(args.requests, cap)
+    held = barrier if args.router_mode == "barrier" else (args.max_outstanding or args.requests)
+    procs = args.router_procs or max(1, math.ceil(min(held, args.requests) / ROUTER_CONNECTIONS_PER_PROC))
     router = RouterConfig(
         mode=args.router_mode, barrier=barrier, barrier_timeout_s=args.barrier_timeout,
-        max_num_seqs=args.max_num_seqs, gen_seconds=args.gen_seconds, procs=args.router_procs,
+        max_num_seqs=args.max_num_seqs, gen_seconds=args.gen_seconds, procs=procs,
     )
     knobs = ServerKnobs(args.forwarding_max_connections, args.forwarding_timeout, args.retrieved_ttl)
     faults = FaultSchedule.parse(args.fault)
@@ -119,10 +131,22 @@ def config_from_args(args: argparse.Namespace):
         target=args.target, shape=shape, router=router, regress=tuple(args.regress), knobs=knobs,
         faults=faults, proxies=args.proxies,
         allow_remote=args.allow_remote, server_pid=args.server_pid, server_port=args.server_port,
-        max_wall_s=args.max_wall, profile_server=args.profile_server,
+        max_wall_s=args.max_wall, profile_server=args.profile_server, early_stop=not args.no_early_stop,
+        fatal_faults=tuple(args.fatal_fault), watchdog=load_watchdog_limits(_config_path(args)),
     )
     config.validate()
     return config
+
+
+def _config_path(args: argparse.Namespace) -> Path | None:
+    """The pyproject.toml holding [tool.faultload.*] settings: --config, or ./pyproject.toml."""
+    if args.config:
+        path = Path(args.config)
+        if not path.is_file():
+            raise ValueError(f"--config {args.config}: no such file")
+        return path
+    default = Path("pyproject.toml")
+    return default if default.is_file() else None
 
 
 def _progress_printer(total: int):
@@ -141,12 +165,17 @@ def _progress_printer(total: int):
 
 def cmd_run(args: argparse.Namespace) -> int:
     from faultload import report as report_mod
+    from faultload.judge import judge
     from faultload.targets.install import InstallError
     from faultload.targets.server import ServerStartError
     from faultload.trial import run_trial
 
     try:
         config = config_from_args(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    try:
+        budgets = load_budgets(_config_path(args), args.budget)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     progress = None if args.quiet else _progress_printer(config.shape.requests)
@@ -158,13 +187,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("faultload: interrupted before the load started; everything stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    report = report_mod.build_report(result)
+    verdicts = judge(result, budgets)
+    report = report_mod.build_report(result, verdicts)
     print(report_mod.render_text(report))
     if args.json_out:
         report_mod.write_json(report, args.json_out)
     if result.interrupted:
         return EXIT_INTERRUPTED
-    if result.error or report["completed"] < report["requested"]:
+    if result.error or any(v.ok is False for v in verdicts) or report["completed"] < report["requested"]:
         return EXIT_FAILED
     return EXIT_OK
 

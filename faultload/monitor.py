@@ -23,9 +23,12 @@ from urllib.parse import urlsplit
 import numpy as np
 import psutil
 
+from faultload import kernel
+
 SAMPLE_FIELDS = (
     "t", "rss", "fds", "cpu_s", "router_received", "router_completed", "router_in_flight",
     "client_completed", "client_failed", "client_in_flight",
+    "accept_queue", "listen_backlog", "listen_overflows", "listen_drops",
 )
 
 
@@ -78,6 +81,7 @@ class MonitorSamples:
     healthz_ok: np.ndarray
     baseline: ProcessSnapshot | None = None
     drained: ProcessSnapshot | None = None
+    fd_limit: tuple[int, int] | None = None  # the server's own (soft, hard) RLIMIT_NOFILE
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -97,6 +101,7 @@ class Monitor:
         t0: float,
         interval_s: float = 0.5,
         healthz_timeout_s: float = 2.0,
+        server_port: int | None = None,
     ) -> None:
         self.server_pid = server_pid
         self.healthz_url = healthz_url
@@ -105,18 +110,23 @@ class Monitor:
         self.t0 = t0
         self.interval_s = interval_s
         self.healthz_timeout_s = healthz_timeout_s
-        self._rows: list[tuple] = []
-        self._probes: list[tuple[float, float, bool]] = []
+        # Append-only, read by the trial's watchdog while the threads run.
+        self.rows: list[tuple] = []
+        self.probes: list[tuple[float, float, bool]] = []
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(target=self._sample_loop, name="faultload-monitor", daemon=True),
             threading.Thread(target=self._probe_loop, name="faultload-healthz", daemon=True),
         ]
+        self.server_port = server_port
         self.baseline: ProcessSnapshot | None = None
+        self.fd_limit: tuple[int, int] | None = None
+        self._listen0 = kernel.listen_counters() or (0, 0)
         self.latest: tuple = ()
 
     def start(self) -> None:
         self.baseline = snapshot(self.server_pid)
+        self.fd_limit = kernel.fd_limits(self.server_pid) if self.server_pid else None
         for thread in self._threads:
             thread.start()
 
@@ -130,6 +140,8 @@ class Monitor:
             _, stats = http_get_json(self.router_stats_url, timeout_s=1.0)
             stats = stats or {}
         live = self.live_counters() if self.live_counters else {}
+        listen = kernel.listen_state(self.server_port) if self.server_port else None
+        counters = kernel.listen_counters()
         row = (
             self._now(),
             snap.rss if snap else -1,
@@ -141,8 +153,12 @@ class Monitor:
             live.get("completed", -1),
             live.get("failed", -1),
             live.get("in_flight", -1),
+            listen.queued if listen else -1,
+            listen.backlog if listen else -1,
+            counters[0] - self._listen0[0] if counters else -1,
+            counters[1] - self._listen0[1] if counters else -1,
         )
-        self._rows.append(row)
+        self.rows.append(row)
         self.latest = row
         return row
 
@@ -156,7 +172,7 @@ class Monitor:
         while not self._stop.is_set():
             started = time.monotonic()
             elapsed, body = http_get_json(self.healthz_url, timeout_s=self.healthz_timeout_s)
-            self._probes.append((started - self.t0, elapsed, body is not None))
+            self.probes.append((started - self.t0, elapsed, body is not None))
             self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
 
     def stop(self) -> None:
@@ -166,8 +182,8 @@ class Monitor:
                 thread.join(timeout=self.healthz_timeout_s + 2.0)
 
     def result(self, drained: ProcessSnapshot | None = None) -> MonitorSamples:
-        rows = np.asarray(self._rows, dtype=np.float64).reshape(-1, len(SAMPLE_FIELDS))
-        probes = np.asarray(self._probes, dtype=np.float64).reshape(-1, 3)
+        rows = np.asarray(self.rows, dtype=np.float64).reshape(-1, len(SAMPLE_FIELDS))
+        probes = np.asarray(self.probes, dtype=np.float64).reshape(-1, 3)
         return MonitorSamples(
             samples={name: rows[:, i] for i, name in enumerate(SAMPLE_FIELDS)},
             healthz_t=probes[:, 0],
@@ -175,4 +191,5 @@ class Monitor:
             healthz_ok=probes[:, 2].astype(bool),
             baseline=self.baseline,
             drained=drained,
+            fd_limit=self.fd_limit,
         )

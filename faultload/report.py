@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from faultload.history import ErrorClass, Outcome
+from faultload.invariants import Verdict, to_report
 from faultload.stats import Histogram
 from faultload.trial import TrialResult
 
@@ -73,8 +74,8 @@ def _server_block(result: TrialResult) -> dict[str, Any]:
     return block
 
 
-def build_report(result: TrialResult) -> dict[str, Any]:
-    """The JSON report of one trial."""
+def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> dict[str, Any]:
+    """The JSON report of one trial (``verdicts``: the invariants, when judged)."""
     h = result.history
     config = result.config
     completed = h.count(Outcome.OK)
@@ -107,6 +108,9 @@ def build_report(result: TrialResult) -> dict[str, Any]:
         "target": {"spec": config.target, "version": result.server.get("version")},
         "config": _config_dict(result),
         "faults": _faults_block(result),
+        "verdict": result.verdict.to_dict() if result.verdict else None,
+        "invariants": to_report(verdicts) if verdicts is not None else None,
+        "server_log": result.server_log.to_dict() if result.server_log else None,
         "interrupted": result.interrupted,
         "error": result.error,
         "cleanup_errors": result.cleanup_errors,
@@ -210,6 +214,15 @@ def render_text(report: dict[str, Any]) -> str:
             f"fault {fault['spec']}: {window}; {fault.get('requests_with_errors', 0)} requests hit, "
             f"{fault.get('retries_caused', 0)} retries" + (f"; ERROR {fault['error']}" if fault.get("error") else "")
         )
+    for inv in report.get("invariants") or []:
+        mark = {True: "ok      ", False: "VIOLATED", None: "unknown "}[inv["ok"]]
+        lines.append(f"[{mark}] {inv['name']}: {inv['detail']}")
+    if report.get("verdict"):
+        v = report["verdict"]
+        chain = " -> ".join([f"{v['kind']} at t={v['at_s']:.0f}s"] + [f"{c['kind']} at t={c['at_s']:.0f}s" for c in v["consequences"]])
+        lines.append(f"VERDICT: {chain}")
+        lines += [f"  evidence: {e}" for e in v["evidence"]]
+        lines += [f"  then: {c['evidence']}" for c in v["consequences"]]
     if report.get("interrupted"):
         lines.append("INTERRUPTED: partial report")
     if report.get("error"):

@@ -28,13 +28,15 @@ from faultload.faults.schedule import FaultLog
 from faultload.faults.spec import FaultSchedule
 from faultload.faults.stack import FaultStack
 from faultload.history import History
-from faultload.monitor import Monitor, MonitorSamples, snapshot
+from faultload.monitor import SAMPLE_FIELDS, Monitor, MonitorSamples, snapshot
 from faultload.netutil import pick_free_port
 from faultload.router import RouterConfig, start_router
+from faultload.serverlog import ServerLogSummary, classify_log_file
 from faultload.shape import LoadShape
 from faultload.targets import install
 from faultload.targets.server import BASE_MODEL, ServerHandle, attach_url, launch_skyrl
 from faultload.targets.spec import TargetSpec, parse_target, require_loopback
+from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
 from faultload.workspace import Workspace
 
 
@@ -66,6 +68,10 @@ class TrialConfig:
     drain_s: float = 10.0  # after the load, wait up to this for fds to settle
     profile_server: str | None = None
     keep_run_dir: bool = False
+    watchdog: WatchdogLimits = field(default_factory=WatchdogLimits)
+    early_stop: bool = True  # stop the trial when the watchdog recognises a collapse
+    # Fault kinds ("crash" or "router:crash") whose victims may give up without it being a loss.
+    fatal_faults: tuple[str, ...] = ()
 
     def validate(self) -> TargetSpec:
         spec = parse_target(self.target)
@@ -106,6 +112,9 @@ class TrialResult:
     interrupted: bool = False
     error: str | None = None
     fault_log: FaultLog | None = None
+    verdict: Verdict | None = None
+    server_log: ServerLogSummary | None = None
+    start_epoch: float | None = None  # wall-clock time of the trial's t0, to place log lines
     topology: dict[str, str] = field(default_factory=dict)
     cleanup_errors: list[str] = field(default_factory=list)
 
@@ -169,13 +178,65 @@ def _start_server(
     )
 
 
-def _wait_load(pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float) -> None:
+class _LogFollower:
+    """Reads the server log as it grows and turns fatal lines into watchdog signals."""
+
+    FD_EXHAUSTION = "Too many open files"
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.offset = 0
+        self.fd_lines = 0
+
+    def poll(self, watchdog: Watchdog, t: float) -> None:
+        if self.path is None or not self.path.exists():
+            return
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            chunk = fh.read(8 << 20)
+        self.offset += len(chunk)
+        count = chunk.count(self.FD_EXHAUSTION.encode())
+        if count and not self.fd_lines:
+            watchdog.observe_log("fd_exhaustion", t, f"server log: {self.FD_EXHAUSTION!r} first seen by t={t:.1f}s")
+        self.fd_lines += count
+
+
+def _feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: bool) -> None:
+    rows, probes = monitor.rows, monitor.probes
+    for row in rows[fed[0]:len(rows)]:
+        sample = dict(zip(SAMPLE_FIELDS, row))
+        progress = (sample["client_completed"], sample["client_failed"], sample["router_received"], sample["router_completed"])
+        watchdog.observe_sample(
+            sample["t"], int(sample["fds"]), int(sample["accept_queue"]), int(sample["listen_backlog"]),
+            int(sample["listen_overflows"]), int(sample["client_in_flight"]), progress, alive,
+        )
+    fed[0] = len(rows)
+    for t, latency, ok in probes[fed[1]:len(probes)]:
+        watchdog.observe_probe(t, latency, ok)
+    fed[1] = len(probes)
+
+
+def _wait_load(
+    pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float,
+    watchdog: Watchdog, server: ServerHandle, log: _LogFollower, early_stop: bool,
+) -> bool:
+    """Wait for the load to finish; True if the watchdog stopped it early."""
     next_report = time.monotonic() + every_s
+    next_log = time.monotonic()
+    fed = [0, 0]
     while not pool.finished() and time.monotonic() < deadline:
         pool.poll(0.1)
-        if progress is not None and time.monotonic() >= next_report:
+        now = time.monotonic()
+        _feed_watchdog(watchdog, monitor, fed, server.alive())
+        if now >= next_log:
+            log.poll(watchdog, now - monitor.t0)
+            next_log = now + 1.0
+        if early_stop and watchdog.should_stop(now - monitor.t0):
+            return True
+        if progress is not None and now >= next_report:
             next_report += every_s
-            progress(time.monotonic() - monitor.t0, pool.live(), monitor.latest)
+            progress(now - monitor.t0, pool.live(), monitor.latest)
+    return False
 
 
 def _drain(server_pid: int | None, baseline_fds: int | None, drain_s: float):
@@ -223,17 +284,32 @@ def run_trial(
         pool.start()
         pool.wait_ready()
         t0 = time.monotonic()
-        monitor = Monitor(server.pid, server.healthz_url, f"{router.url}/stats", pool.live, t0)
+        result.start_epoch = time.time()
+        monitor = Monitor(
+            server.pid, server.healthz_url, f"{router.url}/stats", pool.live, t0,
+            server_port=urlsplit(server.url).port,
+        )
         monitor.start()
         router_cpu0 = _router_cpu(router.pids())
         pool.go(t0)
         if stack is not None:
             stack.start_schedule(config.faults, router, t0)
+        watchdog = Watchdog(config.watchdog, monitor.fd_limit)
+        log = _LogFollower(server.log_path)
+        collapsed = False
         try:
-            _wait_load(pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s)
+            collapsed = _wait_load(
+                pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s,
+                watchdog, server, log, config.early_stop,
+            )
         except KeyboardInterrupt:
             result.interrupted = True
         pool.stop()
+        if collapsed:
+            server.stop(grace_s=3.0)  # a collapsed server may not honour SIGTERM: kill it, keep the history
+        log.poll(watchdog, time.monotonic() - t0)
+        evidence = [f"{log.fd_lines} 'Too many open files' lines in the server log"] if log.fd_lines else []
+        result.verdict = watchdog.verdict(evidence)
         result.workers = pool.collect(timeout_s=30.0)
         result.load_s = time.monotonic() - t0
         result.history = History.merge(w.history for w in result.workers)
@@ -264,8 +340,11 @@ def run_trial(
             result.cleanup_errors += stack.close()
             result.fault_log = stack.log()
         if server is not None:
-            result.server["log_tail"] = server.log_tail(40)
+            # Judged up to the end of the drain: what the server prints while we stop it is ours.
+            if server.log_path is not None and server.log_path.exists():
+                result.server_log = classify_log_file(server.log_path)
             server.stop()
+            result.server["log_tail"] = server.log_tail(40)
         if router is not None:
             router.stop()
         result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start

@@ -1,0 +1,34 @@
+"""Judge a finished trial: feed its history, samples, faults and log to the invariants.
+
+Kept apart from ``trial.py`` (which only runs and records) and from
+``invariants.py`` (pure functions): this is the one place that knows how a
+``TrialResult`` maps onto ``CheckInputs``, so a stored trial can be re-judged.
+"""
+
+from __future__ import annotations
+
+from faultload.budgets import Budgets
+from faultload.invariants import CheckInputs, Verdict, check_all
+from faultload.trial import TrialResult
+
+
+def collapse_verdict(result: TrialResult) -> Verdict:
+    """``no_collapse``: the watchdog recognised no collapse (fd exhaustion, stall, ...)."""
+    if result.verdict is None:
+        return Verdict("no_collapse", True, 0, 0, "the watchdog saw no collapse")
+    return Verdict("no_collapse", False, 1, 0, result.verdict.line())
+
+
+def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
+    config = result.config
+    inputs = CheckInputs(
+        history=result.history,
+        monitor=result.monitor,
+        faults=result.fault_log,
+        shape=config.shape,
+        server_log=result.server_log,
+        fatal_fault_kinds=frozenset(config.fatal_faults),
+        interrupted=result.interrupted,
+        trial_start_epoch=result.start_epoch,
+    )
+    return [*check_all(inputs, budgets), collapse_verdict(result)]

@@ -1,0 +1,223 @@
+"""Recognise a server collapse while the trial runs, name it, and say when to stop.
+
+A collapsed server does not answer; waiting out every client timeout (45 s
+polls, 300 s forwards, 16 retries) takes tens of minutes and teaches nothing.
+The watchdog reads the monitor's samples as they arrive and raises *signals*,
+each with an onset time and one line of evidence:
+
+- ``fd_exhaustion``: the server's open fds within ``fd_fraction`` of its own
+  soft RLIMIT_NOFILE (or "Too many open files" in its log);
+- ``accept_queue_overflow``: the listen queue pinned at its backlog while the
+  kernel's ListenOverflows rise, for ``accept_window_s``;
+- ``event_loop_stall``: every /healthz probe failing or slower than
+  ``stall_latency_s`` for ``stall_window_s``;
+- ``no_progress``: requests outstanding, yet neither the client nor the router
+  completed or received anything for ``no_progress_window_s``;
+- ``server_exit``: the server process is gone.
+
+Once a signal fires the watchdog keeps watching for ``confirm_s`` to collect
+what follows, then asks the trial to stop. The verdict names the signal with
+the earliest onset as the cause and lists the others, in time order, as
+consequences. Pure logic over numbers: unit-tested on synthetic samples.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+VERDICT_KINDS = ("fd_exhaustion", "accept_queue_overflow", "event_loop_stall", "no_progress", "server_exit")
+
+
+@dataclass(frozen=True)
+class WatchdogLimits:
+    fd_fraction: float = 0.97
+    stall_latency_s: float = 5.0
+    stall_window_s: float = 30.0
+    no_progress_window_s: float = 60.0
+    accept_window_s: float = 10.0
+    confirm_s: float = 20.0  # keep watching this long after the first signal, for consequences
+
+    def validate(self) -> None:
+        if not 0 < self.fd_fraction <= 1:
+            raise ValueError("watchdog fd_fraction must be in (0, 1]")
+        for name in ("stall_latency_s", "stall_window_s", "no_progress_window_s", "accept_window_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"watchdog {name} must be > 0")
+        if self.confirm_s < 0:
+            raise ValueError("watchdog confirm_s must be >= 0")
+
+
+@dataclass(frozen=True)
+class Signal:
+    kind: str
+    at_s: float  # onset, trial seconds
+    evidence: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "at_s": round(self.at_s, 2), "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: str
+    at_s: float
+    evidence: list[str]
+    consequences: list[Signal] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "at_s": round(self.at_s, 2),
+            "evidence": self.evidence,
+            "consequences": [c.to_dict() for c in self.consequences],
+        }
+
+    def line(self) -> str:
+        chain = " -> ".join([f"{self.kind} at t={self.at_s:.0f}s"] + [f"{c.kind} at t={c.at_s:.0f}s" for c in self.consequences])
+        return f"collapse: {chain}; {self.evidence[0] if self.evidence else ''}"
+
+
+class _Window:
+    """Tracks since when a condition has held continuously."""
+
+    def __init__(self) -> None:
+        self.since: float | None = None
+
+    def update(self, t: float, holds: bool) -> float | None:
+        if not holds:
+            self.since = None
+        elif self.since is None:
+            self.since = t
+        return self.since
+
+
+class Watchdog:
+    """Feed it samples in time order; ask ``should_stop`` and ``verdict``."""
+
+    def __init__(self, limits: WatchdogLimits, fd_limit: tuple[int, int] | None) -> None:
+        limits.validate()
+        self.limits = limits
+        self.fd_soft = fd_limit[0] if fd_limit else None
+        self.signals: dict[str, Signal] = {}
+        self._fired_at: dict[str, float] = {}  # when each signal was recognised (>= its onset)
+        self._now = 0.0
+        self._stall = _Window()
+        self._accept = _Window()
+        self._idle = _Window()
+        self._last_progress: tuple | None = None
+        self._peak_fds = 0
+        self._accept_peak = 0
+        self._overflow_start: int | None = None
+
+    def _raise(self, kind: str, at_s: float, evidence: str) -> None:
+        if kind not in self.signals:
+            self.signals[kind] = Signal(kind, at_s, evidence)
+            self._fired_at[kind] = max(self._now, at_s)
+
+    def observe_sample(
+        self,
+        t: float,
+        fds: int,
+        accept_queue: int,
+        backlog: int,
+        overflows: int,
+        client_in_flight: int,
+        progress: tuple,
+        server_alive: bool,
+    ) -> None:
+        """One monitor sample. ``progress`` is any tuple of counters that grows while work gets done."""
+        lim = self.limits
+        self._now = max(self._now, t)
+        if not server_alive:
+            self._raise("server_exit", t, f"server process gone at t={t:.1f}s")
+            return
+        if fds >= 0:
+            self._peak_fds = max(self._peak_fds, fds)
+            if self.fd_soft and fds >= lim.fd_fraction * self.fd_soft:
+                self._raise(
+                    "fd_exhaustion", t, f"server fds {fds} >= {lim.fd_fraction:.0%} of its limit {self.fd_soft} at t={t:.1f}s"
+                )
+        if overflows >= 0 and self._overflow_start is None:
+            self._overflow_start = overflows
+        pinned = backlog > 0 and accept_queue >= backlog
+        rising = overflows >= 0 and self._overflow_start is not None and overflows > self._overflow_start
+        self._accept_peak = max(self._accept_peak, accept_queue)
+        since = self._accept.update(t, pinned and rising)
+        if since is not None and t - since >= lim.accept_window_s:
+            self._raise(
+                "accept_queue_overflow", since,
+                f"accept queue {accept_queue}/{backlog} pinned since t={since:.1f}s, ListenOverflows +{overflows - (self._overflow_start or 0)}",
+            )
+        if self._last_progress is None or progress != self._last_progress:
+            self._last_progress = progress
+            self._idle.update(t, False)
+        else:
+            since = self._idle.update(t, client_in_flight > 0)
+            if since is not None and t - since >= lim.no_progress_window_s:
+                self._raise(
+                    "no_progress", since,
+                    f"{client_in_flight} requests outstanding, nothing completed or received from t={since:.1f}s to t={t:.1f}s",
+                )
+
+    def observe_probe(self, t: float, latency_s: float, ok: bool) -> None:
+        """One /healthz probe."""
+        lim = self.limits
+        self._now = max(self._now, t)
+        bad = (not ok) or latency_s > lim.stall_latency_s
+        since = self._stall.update(t, bad)
+        if since is not None and t - since >= lim.stall_window_s:
+            self._raise(
+                "event_loop_stall", since,
+                f"/healthz failing or slower than {lim.stall_latency_s:g}s from t={since:.1f}s to t={t:.1f}s",
+            )
+
+    def observe_log(self, kind: str, at_s: float, evidence: str) -> None:
+        """A signal read from the server's log (e.g. fd exhaustion from 'Too many open files')."""
+        self._raise(kind, at_s, evidence)
+
+    def first_signal(self) -> Signal | None:
+        return min(self.signals.values(), key=lambda s: s.at_s) if self.signals else None
+
+    def should_stop(self, now_s: float) -> bool:
+        """True once a signal has fired and ``confirm_s`` has passed since (or the server is gone)."""
+        if "server_exit" in self.signals:
+            return True
+        if not self._fired_at:
+            return False
+        return now_s - min(self._fired_at.values()) >= self.limits.confirm_s
+
+    def verdict(self, extra_evidence: list[str] | None = None) -> Verdict | None:
+        """The first cause in time and its consequences; None when nothing fired."""
+        ordered = sorted(self.signals.values(), key=lambda s: s.at_s)
+        if not ordered:
+            return None
+        cause = ordered[0]
+        evidence = [cause.evidence]
+        if cause.kind == "fd_exhaustion" and self.fd_soft:
+            evidence.append(f"server fd peak {self._peak_fds} against its soft limit {self.fd_soft}")
+        evidence += extra_evidence or []
+        return Verdict(cause.kind, cause.at_s, evidence, ordered[1:])
+
+
+def load_watchdog_limits(pyproject: Path | None) -> WatchdogLimits:
+    """Defaults, replaced key by key by ``[tool.faultload.watchdog]`` of ``pyproject``."""
+    if pyproject is None:
+        return WatchdogLimits()
+    try:
+        table = tomllib.loads(Path(pyproject).read_text()).get("tool", {}).get("faultload", {}).get("watchdog", {})
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{pyproject}: cannot read [tool.faultload.watchdog]: {exc}") from None
+    known = {f.name for f in dataclasses.fields(WatchdogLimits)}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ValueError(f"{pyproject} [tool.faultload.watchdog]: unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}")
+    try:
+        limits = WatchdogLimits(**{k: float(v) for k, v in table.items()})
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{pyproject} [tool.faultload.watchdog]: {exc}") from None
+    limits.validate()
+    return limits
