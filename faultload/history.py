@@ -99,8 +99,13 @@ class History:
         return int(np.count_nonzero(self.columns["outcome"] == outcome))
 
     def save(self, path: str) -> None:
-        """Write the columns as a compressed ``.npz`` for later study."""
-        np.savez_compressed(path, **self.columns)
+        """Write the columns as a compressed ``.npz`` for later study, at exactly ``path``.
+
+        (Through a file object: given a name, numpy appends ``.npz`` when it is
+        missing, and ``load(path)`` would then not find the file.)
+        """
+        with open(path, "wb") as fh:
+            np.savez_compressed(fh, **self.columns)
 
     @classmethod
     def load(cls, path: str) -> "History":

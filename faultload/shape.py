@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,8 @@ class LoadShape:
 
     def validate(self) -> None:
         """Raise ValueError with one line naming the first bad field."""
+        _check_types(self)
+        policy = self.policy
         checks = [
             (self.requests >= 1, "requests must be >= 1"),
             (1 <= self.result_tokens <= MAX_RESULT_TOKENS, f"result_tokens must be in [1, {MAX_RESULT_TOKENS}]"),
@@ -86,13 +89,17 @@ class LoadShape:
             (self.client in CLIENTS, f"client must be one of {', '.join(CLIENTS)}"),
             (self.accept in ACCEPTS, f"accept must be one of {', '.join(ACCEPTS)}"),
             (0 < self.time_scale <= 10, "time_scale must be in (0, 10]"),
-            (self.policy.submit_concurrency >= 1, "policy.submit_concurrency must be >= 1"),
-            (self.policy.poll_timeout_s > 0, "policy.poll_timeout_s must be > 0"),
+            (policy.submit_concurrency >= 1, "policy.submit_concurrency must be >= 1"),
+            (0 < policy.poll_timeout_s < math.inf, "policy.poll_timeout_s must be > 0 and finite"),
+            (0 <= policy.backoff_cap_s < math.inf, "policy.backoff_cap_s must be >= 0 and finite"),
+            (policy.max_connection_retries >= 0, "policy.max_connection_retries must be >= 0"),
+            (policy.max_polls >= 1, "policy.max_polls must be >= 1"),
+            (0 < policy.connect_timeout_s < math.inf, "policy.connect_timeout_s must be > 0 and finite"),
         ]
         for name in ("delay_polls", "abandon_polls"):
             behaviour: PollBehaviour = getattr(self, name)
             checks.append((0 <= behaviour.fraction <= 1, f"{name} fraction must be in [0, 1]"))
-            checks.append((behaviour.after_s >= 0, f"{name} delay must be >= 0 seconds"))
+            checks.append((0 <= behaviour.after_s < math.inf, f"{name} delay must be >= 0 seconds and finite"))
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
@@ -106,14 +113,13 @@ class LoadShape:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "LoadShape":
+        """The inverse of :meth:`to_dict`; ValueError naming any unknown field (nested ones too)."""
         data = dict(data)
+        _reject_unknown(cls, data, "load shape")
         for name, sub in (("delay_polls", PollBehaviour), ("abandon_polls", PollBehaviour), ("policy", ClientPolicy)):
             if name in data and isinstance(data[name], dict):
+                _reject_unknown(sub, data[name], name)
                 data[name] = sub(**data[name])
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ValueError(f"unknown load shape field(s): {', '.join(unknown)}")
         return cls(**data)
 
     def to_json(self) -> str:
@@ -122,6 +128,41 @@ class LoadShape:
     @classmethod
     def from_json(cls, text: str) -> "LoadShape":
         return cls.from_dict(json.loads(text))
+
+
+def _reject_unknown(cls: type, data: dict[str, Any], what: str) -> None:
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"unknown {what} field(s): {', '.join(unknown)}")
+
+
+# Field -> the types it accepts (bool is an int to Python, but never a count here).
+_NUMBER = (int, float)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "requests": (int,), "result_tokens": (int,), "num_samples": (int,), "prompt_extra_tokens": (int,),
+    "max_outstanding": (int,), "workers": (int,), "client": (str,), "accept": (str,), "time_scale": _NUMBER,
+    "seed": (int,), "delay_polls": (PollBehaviour,), "abandon_polls": (PollBehaviour,), "policy": (ClientPolicy,),
+    "policy.submit_concurrency": (int,), "policy.poll_timeout_s": _NUMBER, "policy.backoff_cap_s": _NUMBER,
+    "policy.max_connection_retries": (int,), "policy.max_polls": (int,), "policy.connect_timeout_s": _NUMBER,
+}
+
+
+def _check_types(shape: "LoadShape") -> None:
+    """ValueError naming the first field whose value has the wrong type (e.g. a string from a hand-edited repro)."""
+    for name, types in _TYPES.items():
+        obj: Any = shape
+        for part in name.split("."):
+            obj = getattr(obj, part)
+        if isinstance(obj, bool) or not isinstance(obj, types):
+            wanted = " or ".join(t.__name__ for t in types)
+            raise ValueError(f"{name} must be {wanted}, got {obj!r}")
+    for name in ("delay_polls", "abandon_polls"):
+        behaviour = getattr(shape, name)
+        for part in ("fraction", "after_s"):
+            value = getattr(behaviour, part)
+            if isinstance(value, bool) or not isinstance(value, _NUMBER):
+                raise ValueError(f"{name} {part} must be a number, got {value!r}")
 
 
 def parse_poll_behaviour(text: str, flag: str) -> PollBehaviour:

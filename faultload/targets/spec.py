@@ -53,8 +53,12 @@ def parse_target(text: str) -> TargetSpec:
     if text.startswith("url="):
         url = text[len("url="):].rstrip("/")
         parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname or parts.port is None:
-            raise ValueError(f"target {text!r}: expected url=http://HOST:PORT")
+        try:
+            port = parts.port  # raises ValueError for a non-numeric or out-of-range port
+        except ValueError:
+            port = None
+        if parts.scheme != "http" or not parts.hostname or port is None or not 1 <= port <= 65535:
+            raise ValueError(f"target {text!r}: expected url=http://HOST:PORT (PORT in 1-65535)")
         return TargetSpec("url", text, url=url)
     raise ValueError(f"target {text!r}: expected skyrl==X.Y.Z, skyrl@PATH or url=http://HOST:PORT")
 
