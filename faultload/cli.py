@@ -106,7 +106,8 @@ def _workspace(args: argparse.Namespace) -> Workspace:
 
 def config_from_args(args: argparse.Namespace):
     """Build and validate a TrialConfig from parsed args (ValueError on bad input)."""
-    from faultload.trial import ServerKnobs, TrialConfig
+    from faultload.stack import ServerKnobs
+    from faultload.trial import TrialConfig
 
     shape = LoadShape(
         requests=args.requests, result_tokens=args.result_tokens, num_samples=args.num_samples,

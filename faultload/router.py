@@ -1025,6 +1025,12 @@ class RouterHandle:
         """SIGKILL every router process; the port stops answering until :meth:`restart`."""
         self._kill_all()
 
+    def reconfigure(self, config: RouterConfig, ready_timeout_s: float = 20.0) -> None:
+        """Restart on the same port with ``config`` (a new mode, barrier or latency)."""
+        config.validate()
+        self.config = config
+        self.restart(ready_timeout_s)
+
     def restart(self, ready_timeout_s: float = 20.0) -> None:
         """Start again on the same port and config (stopping a live one first); wait until ready."""
         self.stop(remove_logs=False)

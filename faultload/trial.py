@@ -1,23 +1,21 @@
-"""Run one trial end to end: router, server, load workers, monitor; return what happened.
+"""Run one trial: load workers, monitor, watchdog and fault schedule against a stack.
 
-``run_trial(config, workspace)`` is the only entry point. It owns every
-process it starts and stops all of them on every path out (done, error,
-Ctrl-C), keeping whatever history the workers had when it stopped them.
+``run_trial(config, workspace, stack=None)`` is the entry point. Without a
+stack it starts one for the trial and stops it after; with one (the pytest
+suite reuses a stack across examples) it leaves it running. Either way every
+process the trial itself starts is stopped on every path out (done, error,
+Ctrl-C), keeping whatever history the workers had when they were stopped.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import random
 import resource
-import shutil
-import tempfile
 import time
-from urllib.parse import urlsplit
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 import psutil
 
@@ -26,27 +24,16 @@ from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool, source_ip
 from faultload.faults.schedule import FaultLog
 from faultload.faults.spec import FaultSchedule
-from faultload.faults.stack import FaultStack
 from faultload.history import History
 from faultload.monitor import SAMPLE_FIELDS, Monitor, MonitorSamples, snapshot
-from faultload.netutil import pick_free_port
-from faultload.router import RouterConfig, start_router
-from faultload.serverlog import ServerLogSummary, classify_log_file
+from faultload.router import RouterConfig
+from faultload.serverlog import ServerLogSummary, classify_log
 from faultload.shape import LoadShape
-from faultload.targets import install
-from faultload.targets.server import BASE_MODEL, ServerHandle, attach_url, launch_skyrl
-from faultload.targets.spec import TargetSpec, parse_target, require_loopback
+from faultload.stack import ServerKnobs, Stack, StackConfig
+from faultload.targets.server import BASE_MODEL, ServerHandle
+from faultload.targets.spec import TargetSpec, parse_target, require_loopback  # noqa: F401
 from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
 from faultload.workspace import Workspace
-
-
-@dataclass(frozen=True)
-class ServerKnobs:
-    """The server's own forwarding and store settings, passed through when it has them."""
-
-    forwarding_max_connections: int | None = None
-    forwarding_timeout_s: float | None = None
-    retrieved_ttl_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +83,14 @@ class TrialConfig:
     @property
     def uses_proxies(self) -> bool:
         return self.proxies == "on" or (self.proxies == "auto" and bool(self.faults.faults))
+
+    def stack_config(self) -> StackConfig:
+        """The part of this config a reusable stack is made of."""
+        return StackConfig(
+            target=self.target, regress=self.regress, knobs=self.knobs, time_scale=self.shape.time_scale,
+            proxies=self.uses_proxies, server_pid=self.server_pid, server_port=self.server_port,
+            profile_server=self.profile_server, keep_run_dir=self.keep_run_dir,
+        )
 
 
 @dataclass
@@ -162,22 +157,6 @@ def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, sal
     ]
 
 
-def _start_server(
-    config: TrialConfig, spec: TargetSpec, workspace: Workspace, run_dir: Path, port: int, router_url: str
-) -> ServerHandle:
-    if spec.kind == "url":
-        return attach_url(spec, config.server_pid)
-    python = install.target_python(workspace.targets, spec)
-    if not install.is_installed(workspace.targets, spec):
-        raise install.InstallError(f"target {spec.text} is not installed; run `faultload setup --target {spec.text}`")
-    return launch_skyrl(
-        spec, python, run_dir, port, router_url,
-        regress=config.regress, time_scale=config.shape.time_scale,
-        knobs=dataclasses.asdict(config.knobs),
-        profile_path=Path(config.profile_server).resolve() if config.profile_server else None,
-    )
-
-
 class _LogFollower:
     """Reads the server log as it grows and turns fatal lines into watchdog signals."""
 
@@ -185,8 +164,18 @@ class _LogFollower:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.offset = 0
+        # A reused stack's log holds earlier trials too: this trial's part starts here.
+        self.start = path.stat().st_size if path is not None and path.exists() else 0
+        self.offset = self.start
         self.fd_lines = 0
+
+    def text(self) -> str:
+        """This trial's part of the log."""
+        if self.path is None or not self.path.exists():
+            return ""
+        with open(self.path, "rb") as fh:
+            fh.seek(self.start)
+            return fh.read().decode(errors="replace")
 
     def poll(self, watchdog: Watchdog, t: float) -> None:
         if self.path is None or not self.path.exists():
@@ -256,33 +245,36 @@ def run_trial(
     workspace: Workspace,
     progress: Progress | None = None,
     progress_every_s: float = 2.0,
+    stack: Stack | None = None,
 ) -> TrialResult:
-    """Run ``config`` once. Raises ValueError for bad config before starting anything."""
+    """Run ``config`` once, on ``stack`` or on a stack of its own.
+
+    Raises ValueError for a bad config (or a stack that does not fit it)
+    before starting anything.
+    """
     spec = config.validate()
+    if stack is not None and stack.config != config.stack_config():
+        raise ValueError("this trial's target/regressions/knobs/time scale/proxies differ from the running stack's")
     started = time.monotonic()
     cpu_start = _self_cpu()
-    workspace.runs.mkdir(parents=True, exist_ok=True)
-    run_dir = Path(tempfile.mkdtemp(prefix="trial-", dir=workspace.runs))
-    router = server = pool = monitor = stack = None
+    own_stack = stack is None
+    pool = monitor = None
     result = TrialResult(config, History.empty(0), [], None, {}, {"spec": spec.text}, 0.0, 0.0, {})
     try:
-        router = start_router(config.router)
-        server_port = config.server_port or pick_free_port()
-        router_url_for_server = router.url
-        if config.uses_proxies:
-            stack = FaultStack(workspace.tools, run_dir, seed=config.shape.seed)
-            api_upstream = urlsplit(spec.url).netloc if spec.kind == "url" else f"127.0.0.1:{server_port}"
-            topology = stack.start_proxies(api_upstream, f"127.0.0.1:{router.port}")
-            router_url_for_server = topology.backend.url
-            result.topology = {"edge": topology.edge.url, "backend": topology.backend.url}
-        server = _start_server(config, spec, workspace, run_dir, server_port, router_url_for_server)
+        if stack is None:
+            stack = Stack(config.stack_config(), config.router, workspace).start()
+        else:
+            stack.use_router(config.router)
+        router, server = stack.router, stack.server
+        assert router is not None and server is not None
+        result.topology = dict(stack.topology)
         result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
-        load_url = result.topology.get("edge", server.url)
         salt = random.Random(config.shape.seed).getrandbits(16)
         sampling_id = open_sampling_session(server.url, BASE_MODEL)
-        pool = WorkerPool(build_jobs(config, load_url, sampling_id, salt))
+        pool = WorkerPool(build_jobs(config, stack.load_url, sampling_id, salt))
         pool.start()
         pool.wait_ready()
+        log = _LogFollower(server.log_path)
         t0 = time.monotonic()
         result.start_epoch = time.time()
         monitor = Monitor(
@@ -292,10 +284,9 @@ def run_trial(
         monitor.start()
         router_cpu0 = _router_cpu(router.pids())
         pool.go(t0)
-        if stack is not None:
-            stack.start_schedule(config.faults, router, t0)
+        if stack.faults is not None:
+            stack.faults.start_schedule(config.faults, router, t0)
         watchdog = Watchdog(config.watchdog, monitor.fd_limit)
-        log = _LogFollower(server.log_path)
         collapsed = False
         try:
             collapsed = _wait_load(
@@ -313,12 +304,14 @@ def run_trial(
         result.workers = pool.collect(timeout_s=30.0)
         result.load_s = time.monotonic() - t0
         result.history = History.merge(w.history for w in result.workers)
-        if stack is not None:  # heal before the drain, so the drain sees a healthy stack
-            result.cleanup_errors += stack.close()
-            result.fault_log = stack.log()
+        if stack.faults is not None:  # heal before the drain, so the drain sees a healthy stack
+            result.cleanup_errors += stack.faults.stop_schedule()
+            result.fault_log = stack.faults.log()
         drained = _drain(server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
         monitor.stop()
         result.monitor = monitor.result(drained)
+        # Judged up to the end of the drain: what the server prints while we stop it is ours.
+        result.server_log = classify_log(log.text())
         result.router_stats = router.stats()
         result.cpu = {
             "workers_s": sum(w.cpu_s for w in result.workers),
@@ -336,21 +329,14 @@ def run_trial(
             pool.terminate()
         if monitor is not None:
             monitor.stop()
-        if stack is not None:
+        if stack is not None and stack.faults is not None:
+            result.cleanup_errors += stack.faults.stop_schedule()
+        if stack is not None and stack.server is not None:
+            result.server["log_tail"] = stack.server.log_tail(40)
+        if own_stack and stack is not None:
             result.cleanup_errors += stack.close()
-            result.fault_log = stack.log()
-        if server is not None:
-            # Judged up to the end of the drain: what the server prints while we stop it is ours.
-            if server.log_path is not None and server.log_path.exists():
-                result.server_log = classify_log_file(server.log_path)
-            server.stop()
-            result.server["log_tail"] = server.log_tail(40)
-        if router is not None:
-            router.stop()
         result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start
         result.wall_s = time.monotonic() - started
-        if not config.keep_run_dir:
-            shutil.rmtree(run_dir, ignore_errors=True)
     return result
 
 

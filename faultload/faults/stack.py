@@ -44,6 +44,7 @@ class FaultStack:
 
     def start_schedule(self, schedule: FaultSchedule, router: RouterController | None, t0: float) -> None:
         """Run ``schedule`` relative to ``t0`` (time.monotonic) in the stack's own loop thread."""
+        self.runner = None
         if not schedule.faults:
             return
         names = self.topology.names if self.topology else {}
@@ -71,11 +72,8 @@ class FaultStack:
     def log(self) -> FaultLog | None:
         return self.runner.log() if self.runner else None
 
-    def close(self) -> list[str]:
-        """Heal, tear down, stop; never raises; returns what failed. Idempotent."""
-        if self._closed:
-            return []
-        self._closed = True
+    def stop_schedule(self) -> list[str]:
+        """Heal the running schedule and stop its loop thread; the proxies stay. Idempotent."""
         errors: list[str] = []
         if self.runner is not None and self._loop is not None:
             future = asyncio.run_coroutine_threadsafe(self.runner.heal(), self._loop)
@@ -86,5 +84,12 @@ class FaultStack:
             self._loop.call_soon_threadsafe(self._loop.stop)
             if self._thread is not None:
                 self._thread.join(timeout=5.0)
-        errors += teardown(self.control, self.server)
+        self._loop = self._thread = None
         return errors
+
+    def close(self) -> list[str]:
+        """Heal, tear down, stop; never raises; returns what failed. Idempotent."""
+        if self._closed:
+            return []
+        self._closed = True
+        return self.stop_schedule() + teardown(self.control, self.server)

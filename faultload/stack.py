@@ -1,0 +1,140 @@
+"""The system under test for one or more trials: router, proxies, server.
+
+Started once and reused across trials when their stack-level settings agree
+(target, regressions, server knobs, time scale, proxies); the pytest suite
+does that across Hypothesis examples. A trial may still bring its own router
+mode: the router is restarted on the same port, so the server's router URL
+stays valid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from faultload.faults.stack import FaultStack
+from faultload.monitor import snapshot
+from faultload.netutil import pick_free_port
+from faultload.router import RouterConfig, RouterHandle, start_router
+from faultload.targets import install
+from faultload.targets.server import ServerHandle, attach_url, launch_skyrl
+from faultload.targets.spec import TargetSpec, parse_target
+from faultload.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class ServerKnobs:
+    """The server's own forwarding and store settings, passed through when it has them."""
+
+    forwarding_max_connections: int | None = None
+    forwarding_timeout_s: float | None = None
+    retrieved_ttl_s: float | None = None
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """What is fixed for a stack's whole life."""
+
+    target: str
+    regress: tuple[str, ...] = ()
+    knobs: ServerKnobs = dataclasses.field(default_factory=ServerKnobs)
+    time_scale: float = 1.0
+    proxies: bool = False
+    server_pid: int | None = None  # for url= targets
+    server_port: int = 0
+    profile_server: str | None = None
+    keep_run_dir: bool = False
+
+
+class Stack:
+    """Router (+ Toxiproxy edge/backend proxies) + server, started together, stopped together."""
+
+    def __init__(self, config: StackConfig, router_config: RouterConfig, workspace: Workspace) -> None:
+        self.config = config
+        self.spec: TargetSpec = parse_target(config.target)
+        self.workspace = workspace
+        self.router_config = router_config
+        self.router: RouterHandle | None = None
+        self.server: ServerHandle | None = None
+        self.faults: FaultStack | None = None
+        self.topology: dict[str, str] = {}
+        self.run_dir: Path | None = None
+        self.baseline_fds: int | None = None
+
+    @property
+    def load_url(self) -> str:
+        """Where load goes: the edge proxy when there is one."""
+        assert self.server is not None
+        return self.topology.get("edge", self.server.url)
+
+    def start(self) -> "Stack":
+        """Start everything; on any failure stop what was started and re-raise."""
+        self.workspace.runs.mkdir(parents=True, exist_ok=True)
+        self.run_dir = Path(tempfile.mkdtemp(prefix="stack-", dir=self.workspace.runs))
+        try:
+            self.router = start_router(self.router_config)
+            server_port = self.config.server_port or pick_free_port()
+            router_url = self.router.url
+            if self.config.proxies:
+                self.faults = FaultStack(self.workspace.tools, self.run_dir)
+                api = urlsplit(self.spec.url).netloc if self.spec.kind == "url" else f"127.0.0.1:{server_port}"
+                topology = self.faults.start_proxies(api, f"127.0.0.1:{self.router.port}")
+                router_url = topology.backend.url
+                self.topology = {"edge": topology.edge.url, "backend": topology.backend.url}
+            self.server = self._start_server(server_port, router_url)
+            snap = snapshot(self.server.pid)
+            self.baseline_fds = snap.fds if snap else None
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start_server(self, port: int, router_url: str) -> ServerHandle:
+        cfg = self.config
+        if self.spec.kind == "url":
+            return attach_url(self.spec, cfg.server_pid)
+        targets = self.workspace.targets
+        if not install.is_installed(targets, self.spec):
+            raise install.InstallError(f"target {self.spec.text} is not installed; run `faultload setup --target {self.spec.text}`")
+        assert self.run_dir is not None
+        return launch_skyrl(
+            self.spec, install.target_python(targets, self.spec), self.run_dir, port, router_url,
+            regress=cfg.regress, time_scale=cfg.time_scale, knobs=dataclasses.asdict(cfg.knobs),
+            profile_path=Path(cfg.profile_server).resolve() if cfg.profile_server else None,
+        )
+
+    def use_router(self, router_config: RouterConfig) -> None:
+        """Give the next trial its own router mode (restart on the same port if it differs)."""
+        assert self.router is not None
+        if router_config != self.router.config:
+            self.router.reconfigure(router_config)
+
+    def wait_baseline(self, timeout_s: float, slack_fds: int = 2) -> bool:
+        """Wait (bounded) until the server's fds are back near their start-up baseline."""
+        if self.server is None or self.baseline_fds is None:
+            return True
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            snap = snapshot(self.server.pid)
+            if snap is None or snap.fds <= self.baseline_fds + slack_fds:
+                return True
+            time.sleep(0.25)
+        return False
+
+    def close(self) -> list[str]:
+        """Stop everything (bounded); never raises; returns what failed to clean up."""
+        errors: list[str] = []
+        if self.faults is not None:
+            errors += self.faults.close()
+        if self.server is not None:
+            self.server.stop()
+        if self.router is not None:
+            self.router.stop()
+        if self.run_dir is not None and not self.config.keep_run_dir:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+        return errors
