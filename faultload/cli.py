@@ -77,6 +77,8 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-wall", type=float, default=1800.0, help="stop the load after this many seconds")
     p.add_argument("--profile-server", default=None, metavar="PATH", help="write a cProfile of the server process")
     p.add_argument("--json-out", default=None, metavar="PATH")
+    p.add_argument("--plot", default=None, metavar="PNG", help="draw the trial's timeline (confirm: beside the JSON)")
+    p.add_argument("--history", default=None, metavar="NPZ", help="write the per-request history (compressed numpy)")
     p.add_argument("--workdir", default=None, help="faultload's folder (default .faultload or $FAULTLOAD_HOME)")
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE", help="override one invariant budget")
@@ -89,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="faultload", description="Fault-injection and load suite for Tinker-API servers")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     _add_trial_args(sub.add_parser("run", help="run one load trial and report it"))
+    confirm = sub.add_parser("confirm", help="the full-size run (131,072 requests), fitted to this machine")
+    _add_trial_args(confirm)
+    confirm.set_defaults(
+        requests=131_072, router_mode="latency", max_num_seqs=1024, gen_seconds=1.0, max_outstanding=0, workers=0,
+    )
     setup = sub.add_parser("setup", help="install target venvs (idempotent)")
     setup.add_argument("--target", action="append", default=[])
     setup.add_argument("--workdir", default=None)
@@ -150,36 +157,24 @@ def _config_path(args: argparse.Namespace) -> Path | None:
     return default if default.is_file() else None
 
 
-def _progress_printer(total: int):
-    def show(t: float, live: dict[str, int], sample: tuple) -> None:
-        fds = int(sample[2]) if len(sample) > 2 else -1
-        rss = sample[1] / 2**20 if len(sample) > 1 and sample[1] >= 0 else -1
-        rate = live["completed"] / t if t > 0 else 0.0
-        print(
-            f"[{t:7.1f}s] completed {live['completed']}/{total} failed {live['failed']} in-flight {live['in_flight']} "
-            f"{rate:.0f}/s | server fds {fds} rss {rss:.0f}MiB",
-            file=sys.stderr, flush=True,
-        )
-
-    return show
+def _build(args: argparse.Namespace):
+    """(config, budgets) from args; UsageError on bad input."""
+    try:
+        return config_from_args(args), load_budgets(_config_path(args), args.budget)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
+    """Run one trial, judge it, print and write what was asked; the exit code."""
     from faultload import report as report_mod
     from faultload.judge import judge
+    from faultload.progress import ProgressLine
     from faultload.targets.install import InstallError
     from faultload.targets.server import ServerStartError
     from faultload.trial import run_trial
 
-    try:
-        config = config_from_args(args)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    try:
-        budgets = load_budgets(_config_path(args), args.budget)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    progress = None if args.quiet else _progress_printer(config.shape.requests)
+    progress = None if args.quiet else ProgressLine(config.shape.requests, sys.stderr)
     try:
         result = run_trial(config, _workspace(args), progress=progress)
     except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
@@ -188,8 +183,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("faultload: interrupted before the load started; everything stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        if progress is not None:
+            progress.close()
     verdicts = judge(result, budgets)
     report = report_mod.build_report(result, verdicts)
+    if args.history:
+        result.history.save(args.history)
+        report["history_path"] = str(args.history)
+    if args.plot:
+        from faultload.plot import write_timeline
+
+        report["plot_path"] = str(write_timeline(result, args.plot))
     print(report_mod.render_text(report))
     if args.json_out:
         report_mod.write_json(report, args.json_out)
@@ -198,6 +203,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     if result.error or any(v.ok is False for v in verdicts) or report["completed"] < report["requested"]:
         return EXIT_FAILED
     return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config, budgets = _build(args)
+    return _run_and_report(args, config, budgets)
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    """The full-size run: fit it to the machine first, say what changed, then run and judge it."""
+    from faultload.preflight import DoesNotFit, current_limits, plan
+
+    try:
+        fit = plan(args.requests, args.max_outstanding, args.workers, current_limits())
+    except DoesNotFit as exc:
+        raise UsageError(f"confirm run does not fit this machine: {exc}") from None
+    for note in fit.notes:
+        print(f"faultload: preflight: {note}", file=sys.stderr)
+    print(
+        f"faultload: preflight: {args.requests} requests, outstanding {fit.max_outstanding}, "
+        f"{fit.workers} workers, {fit.router_procs} router processes",
+        file=sys.stderr,
+    )
+    args.max_outstanding, args.workers = fit.max_outstanding, fit.workers
+    args.router_procs = args.router_procs or fit.router_procs
+    if args.json_out:
+        stem = Path(args.json_out).with_suffix("")
+        args.plot = args.plot or f"{stem}.png"
+        args.history = args.history or f"{stem}-history.npz"
+    config, budgets = _build(args)
+    return _run_and_report(args, config, budgets)
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -231,7 +266,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if all(c.ok for c in checks) else EXIT_USAGE
 
 
-COMMANDS = {"run": cmd_run, "setup": cmd_setup, "doctor": cmd_doctor}
+COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor": cmd_doctor}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -1,0 +1,95 @@
+"""A trial's timeline as one PNG: what a person reads first.
+
+Five panels over trial time, fault windows shaded in each: completions per
+second (client), requests in flight at the router, server open fds (with its
+limit), server RSS, /healthz latency (failed probes marked). Built from the
+monitor's samples and the history; matplotlib with the Agg backend, so it
+needs no display.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from faultload.history import Outcome
+from faultload.trial import TrialResult
+
+_FAULT_COLOURS = {"edge": "tab:red", "backend": "tab:orange", "router": "tab:purple"}
+
+
+def _completions_per_s(result: TrialResult, bin_s: float) -> tuple[np.ndarray, np.ndarray]:
+    done = result.history["done"]
+    ok = result.history["outcome"] == Outcome.OK
+    times = done[ok & np.isfinite(done)]
+    end = max(result.load_s, float(times.max()) if times.size else 0.0, bin_s)
+    edges = np.arange(0.0, end + bin_s, bin_s)
+    counts, _ = np.histogram(times, bins=edges)
+    return edges[:-1], counts / bin_s
+
+
+def fds_peak(samples: dict[str, np.ndarray]) -> float:
+    fds = samples["fds"]
+    return float(fds.max()) if fds.size else 0.0
+
+
+def write_timeline(result: TrialResult, path: str | Path, title: str | None = None) -> Path:
+    """Draw ``result``'s timeline to ``path`` (PNG) and return the path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    mon = result.monitor
+    fig, axes = plt.subplots(5, 1, figsize=(11, 12), sharex=True, constrained_layout=True)
+    bin_s = max(0.5, result.load_s / 200) if result.load_s else 1.0
+    t_bins, rate = _completions_per_s(result, bin_s)
+    axes[0].step(t_bins, rate, where="post", color="tab:green")
+    axes[0].set_ylabel("completions/s")
+    if mon is not None and mon.samples["t"].size:
+        s = mon.samples
+        t = s["t"]
+        valid = s["router_in_flight"] >= 0
+        axes[1].plot(t[valid], s["router_in_flight"][valid], label="router in flight", color="tab:blue")
+        valid = s["client_in_flight"] >= 0
+        axes[1].plot(t[valid], s["client_in_flight"][valid], label="client outstanding", color="tab:gray", alpha=0.7)
+        axes[1].legend(loc="upper right", fontsize=8)
+        valid = s["fds"] >= 0
+        axes[2].plot(t[valid], s["fds"][valid], color="tab:brown")
+        if mon.fd_limit and fds_peak(s) > 0.25 * mon.fd_limit[0]:
+            axes[2].axhline(mon.fd_limit[0], color="black", linestyle="--", linewidth=0.8, label=f"soft limit {mon.fd_limit[0]}")
+            axes[2].legend(loc="upper right", fontsize=8)
+        valid = s["rss"] >= 0
+        axes[3].plot(t[valid], s["rss"][valid] / 2**20, color="tab:cyan")
+        ok = mon.healthz_ok
+        axes[4].plot(mon.healthz_t[ok], mon.healthz_latency_s[ok] * 1000, ".", markersize=3, color="tab:olive", label="ok")
+        if (~ok).any():
+            axes[4].plot(mon.healthz_t[~ok], mon.healthz_latency_s[~ok] * 1000, "x", color="tab:red", label="failed")
+        axes[4].legend(loc="upper right", fontsize=8)
+    axes[1].set_ylabel("in flight")
+    axes[2].set_ylabel("server fds")
+    axes[3].set_ylabel("server RSS (MiB)")
+    axes[4].set_ylabel("/healthz (ms)")
+    axes[4].set_xlabel("trial time (s)")
+    if result.fault_log is not None:
+        for record in result.fault_log.records:
+            if record.applied_at_s is None:
+                continue
+            end = record.removed_at_s if record.removed_at_s is not None else result.load_s
+            colour = _FAULT_COLOURS.get(record.fault.link, "tab:red")
+            for ax in axes:
+                ax.axvspan(record.applied_at_s, end, color=colour, alpha=0.12)
+            axes[0].text(record.applied_at_s, 0, record.fault.to_spec(), fontsize=7, rotation=90, va="bottom", color=colour)
+    if result.verdict is not None:
+        for ax in axes:
+            ax.axvline(result.verdict.at_s, color="red", linewidth=1.0)
+    cfg = result.config
+    fig.suptitle(title or f"{cfg.target}: {cfg.shape.requests} requests, {cfg.router.mode} router", fontsize=11)
+    for ax in axes:
+        ax.grid(True, alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
