@@ -107,8 +107,8 @@ class Watchdog:
         self._now = 0.0
         self._stall = _Window()
         self._accept = _Window()
-        self._idle = _Window()
         self._last_progress: tuple | None = None
+        self._last_progress_t = 0.0
         self._peak_fds = 0
         self._accept_peak = 0
         self._overflow_start: int | None = None
@@ -152,16 +152,15 @@ class Watchdog:
                 "accept_queue_overflow", since,
                 f"accept queue {accept_queue}/{backlog} pinned since t={since:.1f}s, ListenOverflows +{overflows - (self._overflow_start or 0)}",
             )
-        if self._last_progress is None or progress != self._last_progress:
+        if self._last_progress is None or progress != self._last_progress or client_in_flight <= 0:
             self._last_progress = progress
-            self._idle.update(t, False)
-        else:
-            since = self._idle.update(t, client_in_flight > 0)
-            if since is not None and t - since >= lim.no_progress_window_s:
-                self._raise(
-                    "no_progress", since,
-                    f"{client_in_flight} requests outstanding, nothing completed or received from t={since:.1f}s to t={t:.1f}s",
-                )
+            self._last_progress_t = t  # the onset of any idle stretch that follows
+        elif t - self._last_progress_t >= lim.no_progress_window_s:
+            since = self._last_progress_t
+            self._raise(
+                "no_progress", since,
+                f"{client_in_flight} requests outstanding, nothing completed or received from t={since:.1f}s to t={t:.1f}s",
+            )
 
     def observe_probe(self, t: float, latency_s: float, ok: bool) -> None:
         """One /healthz probe."""
