@@ -28,7 +28,7 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         shape=config.shape,
         server_log=result.server_log,
         fatal_fault_kinds=frozenset(config.fatal_faults),
-        interrupted=result.interrupted,
+        interrupted=result.interrupted or result.stopped_early,
         trial_start_epoch=result.start_epoch,
     )
     return [*check_all(inputs, budgets), collapse_verdict(result)]

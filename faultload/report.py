@@ -112,6 +112,7 @@ def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> 
         "invariants": to_report(verdicts) if verdicts is not None else None,
         "server_log": result.server_log.to_dict() if result.server_log else None,
         "interrupted": result.interrupted,
+        "stopped_early": result.stopped_early,
         "error": result.error,
         "cleanup_errors": result.cleanup_errors,
     }

@@ -562,6 +562,7 @@ class RouterApp:
         self._barrier = Barrier(shared, config.barrier, config.barrier_timeout_s) if config.mode == "barrier" else None
         self._slots = SlotPool(shared, config.max_num_seqs, config.procs > 1) if config.mode == "latency" else None
         self._headers = {"X-Router-Pid": str(os.getpid())}  # which process answered
+        self._stall_over: asyncio.Event | None = None  # set when the current stall window ends
 
     def build(self) -> web.Application:
         app = web.Application(client_max_size=CLIENT_MAX_SIZE)
@@ -672,19 +673,34 @@ class RouterApp:
                 self._slots.release()
 
     async def _stall_gate(self) -> None:
-        """Wait out a stall window (re-read each tick, so reset or extension take effect)."""
+        """Wait out a stall window.
+
+        All stalled requests of this process wait on one event, set by one
+        watcher task that re-reads the shared window each tick (so a reset or
+        an extension takes effect): thousands of held requests cost one timer,
+        not one each.
+        """
         if self._s.window_left("stall_until") <= 0:
             return
         self._s.add("stalled", 1)
         try:
-            deadline = time.monotonic() + MAX_FAULT_S
+            if self._stall_over is None or self._stall_over.is_set():
+                self._stall_over = asyncio.Event()
+                asyncio.ensure_future(self._watch_stall(self._stall_over))
+            await self._stall_over.wait()
+        finally:
+            self._s.add("stalled", -1)
+
+    async def _watch_stall(self, over: asyncio.Event) -> None:
+        deadline = time.monotonic() + MAX_FAULT_S
+        try:
             while time.monotonic() < deadline:
                 left = self._s.window_left("stall_until")
                 if left <= 0:
                     break
                 await asyncio.sleep(min(left, STALL_POLL_S))
         finally:
-            self._s.add("stalled", -1)
+            over.set()
 
 
 # --------------------------------------------------------------------------- processes

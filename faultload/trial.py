@@ -9,6 +9,7 @@ Ctrl-C), keeping whatever history the workers had when they were stopped.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import resource
 import time
@@ -108,6 +109,7 @@ class TrialResult:
     error: str | None = None
     fault_log: FaultLog | None = None
     verdict: Verdict | None = None
+    stopped_early: bool = False  # the watchdog ended the load (requests left are unfinished, not lost)
     server_log: ServerLogSummary | None = None
     start_epoch: float | None = None  # wall-clock time of the trial's t0, to place log lines
     topology: dict[str, str] = field(default_factory=dict)
@@ -228,6 +230,21 @@ def _wait_load(
     return False
 
 
+def _watchdog_limits(config: TrialConfig) -> WatchdogLimits:
+    """The configured limits, with no_progress never shorter than what the router holds by design.
+
+    A barrier router holds requests (nothing completes) for up to its barrier
+    timeout, and a latency router for its generation time: idleness the trial
+    asked for is not a collapse.
+    """
+    limits = config.watchdog
+    expected_idle = config.router.gen_seconds
+    if config.router.mode == "barrier":
+        expected_idle = max(expected_idle, config.router.barrier_timeout_s)
+    window = max(limits.no_progress_window_s, expected_idle + 10.0)
+    return dataclasses.replace(limits, no_progress_window_s=window)
+
+
 def _drain(server_pid: int | None, baseline_fds: int | None, drain_s: float):
     """Wait (bounded) for the server's fds to come back near baseline; return the last snapshot."""
     deadline = time.monotonic() + drain_s
@@ -286,7 +303,7 @@ def run_trial(
         pool.go(t0)
         if stack.faults is not None:
             stack.faults.start_schedule(config.faults, router, t0)
-        watchdog = Watchdog(config.watchdog, monitor.fd_limit)
+        watchdog = Watchdog(_watchdog_limits(config), monitor.fd_limit)
         collapsed = False
         try:
             collapsed = _wait_load(
@@ -296,10 +313,19 @@ def run_trial(
         except KeyboardInterrupt:
             result.interrupted = True
         pool.stop()
+        result.stopped_early = collapsed
         if collapsed:
             server.stop(grace_s=3.0)  # a collapsed server may not honour SIGTERM: kill it, keep the history
         log.poll(watchdog, time.monotonic() - t0)
         evidence = [f"{log.fd_lines} 'Too many open files' lines in the server log"] if log.fd_lines else []
+        first = watchdog.first_signal()
+        if first is not None and stack.faults is not None and stack.faults.runner is not None:
+            evidence += [
+                f"fault {r.fault.to_spec()} active from t={r.applied_at_s:.1f}s"
+                + (f" to t={r.removed_at_s:.1f}s" if r.removed_at_s is not None else "")
+                for r in stack.faults.runner.records()
+                if r.applied_at_s is not None and r.applied_at_s <= first.at_s + config.watchdog.confirm_s
+            ]
         result.verdict = watchdog.verdict(evidence)
         result.workers = pool.collect(timeout_s=30.0)
         result.load_s = time.monotonic() - t0

@@ -37,7 +37,7 @@ class WatchdogLimits:
     fd_fraction: float = 0.97
     stall_latency_s: float = 5.0
     stall_window_s: float = 30.0
-    no_progress_window_s: float = 60.0
+    no_progress_window_s: float = 30.0
     accept_window_s: float = 10.0
     confirm_s: float = 20.0  # keep watching this long after the first signal, for consequences
 
