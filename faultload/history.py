@@ -8,7 +8,8 @@ request; nothing here holds result bodies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import array
+from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable
 
@@ -64,11 +65,52 @@ COLUMNS: dict[str, np.dtype] = {
 }
 
 
+class AttemptKind(IntEnum):
+    SUBMIT = 0  # an asample POST
+    POLL = 1  # a retrieve_future POST
+    ABANDONED = 2  # a poll the client dropped on purpose (--abandon-polls)
+
+
+# One row per HTTP attempt (~13 bytes): which request, what, when, and how it ended:
+# the HTTP status, or minus the ErrorClass of a transport error.
+ATTEMPT_COLUMNS: dict[str, np.dtype] = {
+    "row": np.dtype(np.int32),
+    "kind": np.dtype(np.uint8),
+    "start": np.dtype(np.float32),
+    "end": np.dtype(np.float32),
+    "status": np.dtype(np.int16),
+}
+_ARRAY_CODES = {"row": "i", "kind": "B", "start": "f", "end": "f", "status": "h"}
+
+
+class AttemptRecorder:
+    """Appends attempts into typed arrays (no Python object per attempt)."""
+
+    def __init__(self) -> None:
+        self._cols = {name: array.array(code) for name, code in _ARRAY_CODES.items()}
+
+    def add(self, row: int, kind: AttemptKind, start: float, end: float, status: int) -> None:
+        c = self._cols
+        c["row"].append(row)
+        c["kind"].append(kind)
+        c["start"].append(start)
+        c["end"].append(end)
+        c["status"].append(status)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        return {name: np.frombuffer(col, dtype=ATTEMPT_COLUMNS[name]).copy() for name, col in self._cols.items()}
+
+
+def empty_attempts() -> dict[str, np.ndarray]:
+    return {name: np.zeros(0, dtype=dtype) for name, dtype in ATTEMPT_COLUMNS.items()}
+
+
 @dataclass
 class History:
-    """Columns of equal length, one row per request."""
+    """Columns of equal length, one row per request; and one row per HTTP attempt."""
 
     columns: dict[str, np.ndarray]
+    attempts: dict[str, np.ndarray] = field(default_factory=empty_attempts)
 
     @classmethod
     def empty(cls, size: int) -> "History":
@@ -86,14 +128,19 @@ class History:
 
     @property
     def nbytes(self) -> int:
-        return sum(col.nbytes for col in self.columns.values())
+        return sum(col.nbytes for col in self.columns.values()) + sum(c.nbytes for c in self.attempts.values())
 
     @classmethod
     def merge(cls, parts: Iterable["History"]) -> "History":
+        """Concatenate workers' histories; attempt rows are re-pointed at the merged rows."""
         parts = list(parts)
         if not parts:
             return cls.empty(0)
-        return cls({name: np.concatenate([p.columns[name] for p in parts]) for name in COLUMNS})
+        columns = {name: np.concatenate([p.columns[name] for p in parts]) for name in COLUMNS}
+        offsets = np.cumsum([0] + [len(p) for p in parts[:-1]])
+        attempts = {name: np.concatenate([p.attempts[name] for p in parts]) for name in ATTEMPT_COLUMNS}
+        attempts["row"] = np.concatenate([p.attempts["row"] + off for p, off in zip(parts, offsets)]).astype(np.int32)
+        return cls(columns, attempts)
 
     def count(self, outcome: Outcome) -> int:
         return int(np.count_nonzero(self.columns["outcome"] == outcome))
@@ -104,10 +151,15 @@ class History:
         (Through a file object: given a name, numpy appends ``.npz`` when it is
         missing, and ``load(path)`` would then not find the file.)
         """
+        attempts = {f"attempt_{name}": col for name, col in self.attempts.items()}
         with open(path, "wb") as fh:
-            np.savez_compressed(fh, **self.columns)
+            np.savez_compressed(fh, **self.columns, **attempts)
 
     @classmethod
     def load(cls, path: str) -> "History":
         with np.load(path) as data:
-            return cls({name: data[name] for name in COLUMNS})
+            attempts = (
+                {name: data[f"attempt_{name}"] for name in ATTEMPT_COLUMNS}
+                if "attempt_row" in data.files else empty_attempts()
+            )
+            return cls({name: data[name] for name in COLUMNS}, attempts)

@@ -15,6 +15,8 @@ from typing import Any
 
 CLIENTS = ("raw", "sdk")
 ACCEPTS = ("proto", "json")
+# How requests arrive over the trial (see arrival_offsets); the raw client implements them.
+ARRIVALS = ("burst", "waves", "ramp", "poisson")
 
 # Largest result a trial may ask for, in tokens per sample (the router's cap).
 MAX_RESULT_TOKENS = 2_000_000
@@ -74,6 +76,13 @@ class LoadShape:
     abandon_polls: PollBehaviour = field(default_factory=PollBehaviour)
     policy: ClientPolicy = field(default_factory=ClientPolicy)
     seed: int = 0
+    # "burst": every request may start at t=0 (the outstanding cap still applies);
+    # "waves": arrival_waves equal waves, one every arrival_span_s / arrival_waves;
+    # "ramp": a rate rising linearly from 0 over arrival_span_s; "poisson": a
+    # constant rate, exponential gaps (seeded), over about arrival_span_s.
+    arrival: str = "burst"
+    arrival_span_s: float = 0.0  # SDK seconds
+    arrival_waves: int = 1
 
     def validate(self) -> None:
         """Raise ValueError with one line naming the first bad field."""
@@ -89,6 +98,10 @@ class LoadShape:
             (self.client in CLIENTS, f"client must be one of {', '.join(CLIENTS)}"),
             (self.accept in ACCEPTS, f"accept must be one of {', '.join(ACCEPTS)}"),
             (0 < self.time_scale <= 10, "time_scale must be in (0, 10]"),
+            (self.arrival in ARRIVALS, f"arrival must be one of {', '.join(ARRIVALS)}"),
+            (0 <= self.arrival_span_s < math.inf, "arrival_span_s must be >= 0 and finite"),
+            (1 <= self.arrival_waves <= 1_000_000, "arrival_waves must be in [1, 1000000]"),
+            (self.arrival == "burst" or self.client == "raw", "arrival patterns other than burst need client raw"),
             (policy.submit_concurrency >= 1, "policy.submit_concurrency must be >= 1"),
             (0 < policy.poll_timeout_s < math.inf, "policy.poll_timeout_s must be > 0 and finite"),
             (0 <= policy.backoff_cap_s < math.inf, "policy.backoff_cap_s must be >= 0 and finite"),
@@ -142,7 +155,7 @@ _NUMBER = (int, float)
 _TYPES: dict[str, tuple[type, ...]] = {
     "requests": (int,), "result_tokens": (int,), "num_samples": (int,), "prompt_extra_tokens": (int,),
     "max_outstanding": (int,), "workers": (int,), "client": (str,), "accept": (str,), "time_scale": _NUMBER,
-    "seed": (int,), "delay_polls": (PollBehaviour,), "abandon_polls": (PollBehaviour,), "policy": (ClientPolicy,),
+    "seed": (int,), "arrival": (str,), "arrival_span_s": _NUMBER, "arrival_waves": (int,), "delay_polls": (PollBehaviour,), "abandon_polls": (PollBehaviour,), "policy": (ClientPolicy,),
     "policy.submit_concurrency": (int,), "policy.poll_timeout_s": _NUMBER, "policy.backoff_cap_s": _NUMBER,
     "policy.max_connection_retries": (int,), "policy.max_polls": (int,), "policy.connect_timeout_s": _NUMBER,
 }
@@ -163,6 +176,27 @@ def _check_types(shape: "LoadShape") -> None:
             value = getattr(behaviour, part)
             if isinstance(value, bool) or not isinstance(value, _NUMBER):
                 raise ValueError(f"{name} {part} must be a number, got {value!r}")
+
+
+def arrival_offsets(shape: LoadShape, first: int, count: int):
+    """Earliest start (trial seconds) of requests ``[first, first + count)``; None for a burst.
+
+    A numpy float64 array; the same for a request whichever worker runs it.
+    """
+    if shape.arrival == "burst" or shape.arrival_span_s <= 0 or count <= 0:
+        return None
+    import numpy as np
+
+    n = shape.requests
+    span = shape.scaled(shape.arrival_span_s)
+    index = np.arange(first, first + count, dtype=np.float64)
+    if shape.arrival == "waves":
+        waves = min(shape.arrival_waves, n)
+        return np.floor(index * waves / n) * (span / waves)
+    if shape.arrival == "ramp":
+        return span * np.sqrt(index / n)
+    gaps = np.random.default_rng(shape.seed).exponential(span / n, size=n)  # poisson
+    return (np.cumsum(gaps) - gaps[0])[first:first + count]
 
 
 def parse_poll_behaviour(text: str, flag: str) -> PollBehaviour:

@@ -1,4 +1,4 @@
-"""The SDK-shaped raw client: the Tinker SDK's sampling retry policy over aiohttp.
+"""The SDK-shaped raw client: the Tinker SDK's sampling retry policy over a lean HTTP pool.
 
 Why not the SDK itself for load: one SDK client holds a thread, an httpx/pyqwest
 pool and telemetry per process, and cannot bind a source address; the load
@@ -6,15 +6,23 @@ needs thousands of requests per second from a few processes on distinct
 127.x.y.z addresses. This client reproduces what matters for the server:
 
 - asample POSTs: at most ``submit_concurrency`` in flight, retried on transport
-  errors, 408, 429 and 5xx with backoff ``min(2**n, 30)`` (scaled);
+  errors, 408, 409, 429 and 5xx with backoff ``min(2**n, 30)`` (scaled);
 - an outstanding cap like ``sample_max_concurrent_requests``;
 - retrieve_future polls with a 45 s (scaled) client timeout, immediate re-poll
-  on 408/5xx, re-poll after backoff on transport errors and timeouts, three
-  re-polls of a bare 400 (the SDK's bad-request budget), 404 final;
+  on 408/5xx, re-poll after backoff on transport errors, timeouts and 429,
+  three re-polls of a bare 400 (the SDK's bad-request budget, re-opened by a
+  408), 404 final;
 - ``Accept: application/x-protobuf`` as the SDK sends for sample results.
 
 Every loop is bounded: ``max_connection_retries`` consecutive transport
 errors, ``max_polls`` polls, and the job's deadline.
+
+HTTP goes through :class:`faultload.client.http.HttpPool` (one per worker,
+keep-alive, bound to the worker's source address), which costs about a quarter
+of aiohttp's client CPU per request (``bench/client_cpu.py``). It is built with
+``retry_stale=False``: like aiohttp for a POST, a reused connection that fails
+before any response byte is an error the policy here sees and counts, never a
+silent retry, so an injected drop is never hidden.
 """
 
 from __future__ import annotations
@@ -24,17 +32,22 @@ import contextlib
 import random
 import time
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
-import aiohttp
 import numpy as np
 import simdjson
 
 from faultload import tokens
 from faultload.client import decode
+from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
 from faultload.history import ErrorClass, History, Outcome
+from faultload.shape import arrival_offsets
 
 _BAD_REQUEST_RETRIES = 3
+# asample statuses retried with backoff besides 5xx (the SDK's _is_retryable_status_code).
+RETRYABLE_SUBMIT_STATUSES = (408, 409, 429)
+_JSON = b"Content-Type: application/json\r\n"
 # How long an abandoned poll stays open at the server before the client drops it.
 ABANDON_AFTER_S = 0.25
 # How often a running worker checks for a stop request.
@@ -57,19 +70,42 @@ SUBMITTED, ACCEPTED, COMPLETED, FAILED, IN_FLIGHT, ATTEMPTS = range(6)
 
 
 def _classify(exc: BaseException) -> ErrorClass:
-    if isinstance(exc, asyncio.TimeoutError):
+    # Timeouts first: a connect timeout (ConnectTimeout is a ConnectError and an
+    # HttpTimeout) is TIMEOUT, as aiohttp's ConnectionTimeoutError was.
+    if isinstance(exc, (HttpTimeout, asyncio.TimeoutError)):
         return ErrorClass.TIMEOUT
-    if isinstance(exc, aiohttp.ClientConnectorError):
+    if isinstance(exc, ConnectError):
         return ErrorClass.CONNECT
-    if isinstance(exc, (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError, aiohttp.ClientPayloadError)):
+    if isinstance(exc, ResetError):
         return ErrorClass.RESET
+    if isinstance(exc, ProtocolError):
+        return ErrorClass.DECODE
     return ErrorClass.OTHER
+
+
+def _split_base_url(base_url: str) -> tuple[str, int, str]:
+    """(host, port, path prefix) of an ``http://host[:port][/prefix]`` URL."""
+    parts = urlsplit(base_url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError(f"the raw client speaks plain http to host:port, not {base_url!r}")
+    return parts.hostname, parts.port or 80, parts.path.rstrip("/")
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _unit(seed: int, nonce: int, stream: int) -> float:
+    """A uniform number in [0, 1) fixed by (seed, nonce, stream): splitmix64 of their mix."""
+    x = (seed * 0x9E3779B97F4A7C15 + nonce * 0xD1B54A32D192ED03 + stream * 0x8CB92BA72F3D8DD7) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return (x ^ (x >> 31)) / 2.0**64
 
 
 class RawClient:
     """Runs one worker's share of a trial against ``job.base_url``."""
 
-    def __init__(self, job: WorkerJob, session: aiohttp.ClientSession, counters: _Counters) -> None:
+    def __init__(self, job: WorkerJob, session: HttpPool, counters: _Counters) -> None:
         self.job = job
         self.shape = job.shape
         self.policy = job.shape.policy
@@ -80,10 +116,11 @@ class RawClient:
         self.examples: dict[str, str] = {}
         self._parser = simdjson.Parser()
         self._rng = random.Random((job.shape.seed << 16) ^ job.worker)
-        self._url_sample = f"{job.base_url}/api/v1/asample"
-        self._url_poll = f"{job.base_url}/api/v1/retrieve_future"
+        prefix = _split_base_url(job.base_url)[2]
+        self._url_sample = f"{prefix}/api/v1/asample"
+        self._url_poll = f"{prefix}/api/v1/retrieve_future"
         accept = decode.PROTO_CONTENT_TYPE if self.shape.accept == "proto" else "application/json"
-        self._poll_headers = {"Accept": accept}
+        self._poll_headers = f"Accept: {accept}\r\n".encode() + _JSON
         cap = self.shape.max_outstanding
         per_worker = max(1, cap // self.shape.workers) if cap else 0
         self._outstanding = asyncio.Semaphore(per_worker) if per_worker else None
@@ -122,8 +159,11 @@ class RawClient:
             raise self._error
 
     async def _feed(self) -> None:
+        offsets = arrival_offsets(self.shape, self.job.first, self.job.count)  # None: a burst
         try:
             for row in range(self.job.count):
+                if offsets is not None and offsets[row] > self.now():
+                    await asyncio.sleep(offsets[row] - self.now())
                 if self._outstanding is not None:
                     await self._outstanding.acquire()
                 task = asyncio.ensure_future(self._one(row))
@@ -170,29 +210,28 @@ class RawClient:
         finally:
             self.counters.add(IN_FLIGHT, -1)
 
-    def _sample_body(self, row: int, nonce: int) -> dict:
-        prompt = tokens.prompt_tokens(nonce, self.shape.prompt_extra_tokens)
-        return {
-            "sampling_session_id": self.job.sampling_session_id,
-            "seq_id": self.job.first + row,
-            "num_samples": self.shape.num_samples,
-            "prompt": {"chunks": [{"type": "encoded_text", "tokens": prompt}]},
-            "sampling_params": {"max_tokens": self.shape.result_tokens, "temperature": 1.0, "seed": nonce % (1 << 31)},
-        }
+    def _sample_body(self, row: int, nonce: int) -> bytes:
+        """The asample JSON body, formatted directly (json.dumps of a dict per request is
+        a measurable share of the worker's CPU at thousands of requests per second)."""
+        prompt = ",".join(map(str, tokens.prompt_tokens(nonce, self.shape.prompt_extra_tokens)))
+        return (
+            f'{{"sampling_session_id":"{self.job.sampling_session_id}","seq_id":{self.job.first + row},'
+            f'"num_samples":{self.shape.num_samples},"type":"sample",'
+            f'"prompt":{{"chunks":[{{"type":"encoded_text","tokens":[{prompt}]}}]}},'
+            f'"sampling_params":{{"max_tokens":{self.shape.result_tokens},"temperature":1.0,"seed":{nonce % (1 << 31)}}}}}'
+        ).encode()
 
     async def _asample(self, row: int, nonce: int) -> int | None:
         h = self.history
         body = self._sample_body(row, nonce)
-        timeout = aiohttp.ClientTimeout(total=60.0 * self.shape.time_scale, sock_connect=self.policy.connect_timeout_s)
+        timeout_s = 60.0 * self.shape.time_scale  # connects are bounded by the pool's connect_timeout_s
         failures = 0
         while failures <= self.policy.max_connection_retries:
             h["attempts"][row] += 1
             self.counters.add(ATTEMPTS)
             try:
-                async with self.session.post(self._url_sample, json=body, timeout=timeout) as resp:
-                    payload = await resp.read()
-                    status = resp.status
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+                status, _, payload = await self.session.post(self._url_sample, body, _JSON, timeout_s)
+            except OSError as exc:  # every HttpError, and TimeoutError
                 h["transport_errors"][row] += 1
                 self._note(row, _classify(exc), f"asample: {type(exc).__name__}: {exc}")
             else:
@@ -204,31 +243,36 @@ class RawClient:
                         return None
                 error = ErrorClass.HTTP_5XX if status >= 500 else ErrorClass.HTTP_4XX
                 self._note(row, error, f"asample: HTTP {status}: {payload[:200]!r}")
-                if status not in (408, 429) and status < 500:
+                if status not in RETRYABLE_SUBMIT_STATUSES and status < 500:
                     return None
+            if failures >= self.policy.max_connection_retries:
+                break  # out of retries: no retry to count, no backoff to sleep
             h["submit_retries"][row] += 1
             await self._backoff(failures)
             failures += 1
         return None
 
-    def _first_poll_plan(self) -> tuple[float, bool]:
-        """(delay before the first poll in trial seconds, abandon the first poll?)"""
+    def _first_poll_plan(self, nonce: int) -> tuple[float, bool]:
+        """(delay before the first poll in trial seconds, abandon the first poll?)
+
+        A function of (seed, request) only: drawing from a shared generator in
+        the order submits happen to complete would make a replayed repro delay
+        or abandon different requests.
+        """
         delay = 0.0
         shape = self.shape
-        if shape.delay_polls.fraction and self._rng.random() < shape.delay_polls.fraction:
+        if shape.delay_polls.fraction and _unit(shape.seed, nonce, 1) < shape.delay_polls.fraction:
             delay = shape.scaled(shape.delay_polls.after_s)
-        abandon = bool(shape.abandon_polls.fraction) and self._rng.random() < shape.abandon_polls.fraction
+        abandon = bool(shape.abandon_polls.fraction) and _unit(shape.seed, nonce, 2) < shape.abandon_polls.fraction
         return delay, abandon
 
     async def _retrieve(self, row: int, nonce: int, server_id: int) -> Outcome:
         h = self.history
-        delay, abandon = self._first_poll_plan()
+        delay, abandon = self._first_poll_plan(nonce)
         if delay:
             await asyncio.sleep(delay)
-        body = {"request_id": str(server_id)}
-        poll_timeout = aiohttp.ClientTimeout(
-            total=self.shape.scaled(self.policy.poll_timeout_s), sock_connect=self.policy.connect_timeout_s
-        )
+        body = f'{{"request_id":"{server_id}"}}'.encode()
+        poll_timeout = self.shape.scaled(self.policy.poll_timeout_s)
         transport_failures = 0
         bad_requests = 0
         for poll in range(self.policy.max_polls):
@@ -246,9 +290,18 @@ class RawClient:
                     status, ctype, payload = result
                 else:
                     status, ctype, payload = await request
-            except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            except OSError as exc:  # every HttpError, and TimeoutError
                 h["transport_errors"][row] += 1
                 self._note(row, _classify(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
+                if transport_failures >= self.policy.max_connection_retries:
+                    return Outcome.GAVE_UP
+                await self._backoff(transport_failures)
+                transport_failures += 1
+                continue
+            if status == 429:
+                # As the SDK: rate limited -> re-poll after the connection-error backoff,
+                # whose exponent a 429 does not reset.
+                self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP 429: {payload[:200]!r}")
                 if transport_failures >= self.policy.max_connection_retries:
                     return Outcome.GAVE_UP
                 await self._backoff(transport_failures)
@@ -261,6 +314,7 @@ class RawClient:
                 self._note(row, ErrorClass.HTTP_404, f"retrieve_future {server_id}: HTTP 404: {payload[:200]!r}")
                 return Outcome.LOST
             if status == 408:
+                bad_requests = 0  # as the SDK: a 408 is a round trip, re-opening the bare-400 budget
                 continue
             if status >= 500:
                 self._note(row, ErrorClass.HTTP_5XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
@@ -275,9 +329,9 @@ class RawClient:
             return Outcome.FAILED
         return Outcome.GAVE_UP
 
-    async def _post_poll(self, body: dict, timeout: aiohttp.ClientTimeout) -> tuple[int, str, bytes]:
-        async with self.session.post(self._url_poll, json=body, headers=self._poll_headers, timeout=timeout) as resp:
-            return resp.status, resp.headers.get("Content-Type", ""), await resp.read()
+    def _post_poll(self, body: bytes, timeout_s: float):
+        """The poll request (a coroutine: awaited, or wrapped in a task to abandon)."""
+        return self.session.post(self._url_poll, body, self._poll_headers, timeout_s)
 
     async def _abandon(self, request) -> tuple[int, str, bytes] | None:
         """Start a poll and drop it client-side unless it answers within ABANDON_AFTER_S."""
@@ -304,15 +358,13 @@ class RawClient:
         return Outcome.OK
 
 
-def make_session(job: WorkerJob) -> aiohttp.ClientSession:
-    """One pooled session per worker, bound to the worker's source address."""
-    connector = aiohttp.TCPConnector(
-        limit=0,
-        local_addr=(job.source_ip, 0) if job.source_ip else None,
-        keepalive_timeout=60.0,
-        happy_eyeballs_delay=None,
-    )
-    return aiohttp.ClientSession(connector=connector, auto_decompress=False)
+def make_session(job: WorkerJob) -> HttpPool:
+    """One keep-alive pool per worker for ``job.base_url``, bound to the worker's source address.
+
+    No connection limit (the semaphores bound concurrency); usable as ``async with``.
+    """
+    host, port, _ = _split_base_url(job.base_url)
+    return HttpPool(host, port, job.source_ip, job.shape.policy.connect_timeout_s, keepalive=True, retry_stale=False)
 
 
 async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool]) -> RawClient:

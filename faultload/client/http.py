@@ -1,0 +1,366 @@
+"""A minimal HTTP/1.1 client for the load workers: asyncio Protocols + httptools.
+
+Why hand-assembled and not aiohttp: this is the load *generator*, and its CPU
+per request is the budget that matters. Every sample is one ``asample`` POST
+and at least one ``retrieve_future`` POST, thousands per second from a few
+processes sharing the machine with the server under test. aiohttp's general
+machinery (request/response objects, URL handling, header multidicts, stream
+readers, timers, tracing hooks, connector bookkeeping) costs ~0.3 ms of CPU
+per request here, as measured by ``bench/client_cpu.py`` (aiohttp vs this
+module, same load, side by side). This client does only what the workers
+need: POST a pre-encoded body with a pre-encoded header block to one
+``host:port``, read the status, Content-Type and body, reuse the connection.
+Response parsing is ``httptools.HttpResponseParser`` (llhttp, the C parser
+uvicorn uses), so the framing rules (Content-Length, chunked, keep-alive)
+are a well-kept parser's, not ours. Works under asyncio and uvloop.
+
+Behaviour:
+
+- Keep-alive: finished connections go back on an idle stack (LIFO, so a few
+  hot connections serve a light load and the rest age out at the server).
+  A connection whose response said ``Connection: close`` (or that llhttp says
+  cannot be kept, e.g. HTTP/1.0 or a body delimited by EOF) is closed, not
+  reused; one the server closed while idle is noticed (EOF or
+  ``connection_lost``) and skipped when taken off the stack.
+- Keep-alive race: the server may close an idle connection just as a request
+  is written on it; the request then fails before any response byte. With
+  ``retry_stale=True`` (the default) such a failure on a *reused* connection
+  is retried once on a fresh connection, like aiohttp's retry of
+  ``ServerDisconnectedError``/``ClientOSError`` on a persistent connection.
+  Note aiohttp (>= 3.10) does that only for idempotent methods (RFC 9112
+  section 9.3.1.1), never for POST, and a client cannot tell this race apart
+  from a server that read the request and then dropped the connection. A
+  caller that must see every drop (a fault-injection load whose retries are
+  counted, like ``faultload.client.raw``) passes ``retry_stale=False``.
+- No connection limit: the caller's semaphores bound concurrency.
+- ``source_ip``: outgoing sockets are bound to ``(source_ip, 0)`` before connect.
+- Timeouts: ``timeout_s`` of :meth:`HttpPool.post` bounds the whole request,
+  connect included; ``connect_timeout_s`` bounds the connect alone. A timed
+  out connection is aborted, never reused.
+- Cancellation of :meth:`HttpPool.post` aborts its connection, so the server
+  sees the client go away (the raw client's "abandoned poll" relies on it).
+- Errors are :class:`HttpError` (an ``OSError``) subclasses: :class:`ConnectError`
+  (refused, unreachable, bind failure; :class:`ConnectTimeout` is both a
+  ``ConnectError`` and an :class:`HttpTimeout`), :class:`ResetError` (the
+  connection reset or closed mid-request or mid-response, body incomplete),
+  :class:`HttpTimeout` (also a builtin ``TimeoutError``), :class:`ProtocolError`
+  (an unparseable response).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httptools
+
+__all__ = [
+    "HttpPool",
+    "HttpError",
+    "ConnectError",
+    "ConnectTimeout",
+    "ResetError",
+    "HttpTimeout",
+    "ProtocolError",
+]
+
+
+class HttpError(OSError):
+    """Any transport-level failure of an :class:`HttpPool` request."""
+
+
+class ConnectError(HttpError):
+    """Could not connect: refused, unreachable, source address unusable, or connect timeout."""
+
+
+class HttpTimeout(HttpError, TimeoutError):
+    """The request's total timeout passed; its connection was closed."""
+
+
+class ConnectTimeout(ConnectError, HttpTimeout):
+    """The connect did not finish within ``connect_timeout_s`` (or the total timeout)."""
+
+
+class ResetError(HttpError):
+    """The connection was reset or closed before the response was complete."""
+
+
+class ProtocolError(HttpError):
+    """The server's bytes are not a valid HTTP/1.1 response."""
+
+
+class _Stale(ResetError):
+    """A reused connection failed before any response byte (the keep-alive race)."""
+
+
+_CONTENT_TYPE = b"content-type"
+_CONTENT_LENGTH = b"content-length"
+_TRANSFER_ENCODING = b"transfer-encoding"
+
+
+class _Conn(asyncio.Protocol):
+    """One connection; at most one request in flight on it."""
+
+    __slots__ = (
+        "pool", "transport", "parser", "closed", "fut", "timer", "status", "ctype",
+        "chunks", "got_bytes", "headers_done", "framed", "keep_alive", "reused",
+    )
+
+    def __init__(self, pool: HttpPool) -> None:
+        self.pool = pool
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.closed = False
+        self.fut: asyncio.Future | None = None  # the request in flight
+        self.timer: asyncio.TimerHandle | None = None
+        self.status = 0
+        self.ctype = b""
+        self.chunks: list[bytes] = []
+        self.got_bytes = False
+        self.headers_done = False
+        self.framed = False  # Content-Length or Transfer-Encoding seen (else the body ends at EOF)
+        self.keep_alive = False
+        self.reused = False
+
+    # ------------------------------------------------------------------ asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        self.pool._live.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.fut is None:
+            # Bytes on an idle connection: nothing may follow a complete response.
+            self._discard()
+            return
+        self.got_bytes = True
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._fail(ProtocolError("unexpected protocol upgrade in a response"))
+        except httptools.HttpParserError as exc:
+            self._fail(ProtocolError(f"bad HTTP response: {exc}"))
+
+    def eof_received(self) -> bool:
+        self.closed = True  # never reuse; a body delimited by EOF is finished in connection_lost
+        return False  # close our side too; connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.pool._live.discard(self)
+        if self.fut is None:
+            return
+        if self.headers_done and not self.framed and exc is None:
+            self._complete(keep_alive=False)  # a body delimited by the end of the connection
+            return
+        if not self.got_bytes and self.reused:
+            error: HttpError = _Stale("reused keep-alive connection closed before any response byte")
+        elif not self.got_bytes:
+            error = ResetError("connection closed before any response byte")
+        else:
+            error = ResetError("connection closed mid-response (incomplete body)")
+        if exc is not None:
+            error.__cause__ = exc
+            error.args = (f"{error.args[0]}: {exc!r}",)
+        self._fail(error, abort=False)
+
+    # ------------------------------------------------------------------ httptools callbacks
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        n = len(name)
+        if n == 12 and name.lower() == _CONTENT_TYPE:
+            self.ctype = value
+        elif (n == 14 and name.lower() == _CONTENT_LENGTH) or (n == 17 and name.lower() == _TRANSFER_ENCODING):
+            self.framed = True
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        self.status = self.parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        self.chunks.append(body)
+
+    def on_message_begin(self) -> None:
+        if self.fut is None:  # bytes after a complete response: a parser error, the connection is discarded
+            raise ProtocolError("a response nobody asked for")
+
+    def on_message_complete(self) -> None:
+        if self.status < 200:  # 1xx interim response: the real one follows
+            self.headers_done = self.framed = False
+            self.ctype = b""
+            self.chunks = []
+            return
+        self._complete(self.parser.should_keep_alive())
+
+    # ------------------------------------------------------------------ request state
+
+    def start(self, data: bytes, deadline: float, reused: bool) -> asyncio.Future:
+        loop = self.pool._loop
+        fut = self.fut = loop.create_future()
+        self.status = 0
+        self.ctype = b""
+        self.chunks = []
+        self.got_bytes = self.headers_done = self.framed = False
+        self.reused = reused
+        self.timer = loop.call_at(deadline, self._on_timeout)
+        self.transport.write(data)  # type: ignore[union-attr]
+        return fut
+
+    def _complete(self, keep_alive: bool) -> None:
+        fut, self.fut = self.fut, None
+        self.timer.cancel()  # type: ignore[union-attr]
+        chunks = self.chunks
+        self.chunks = []
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        self.keep_alive = keep_alive and self.pool._keepalive
+        if not fut.done():  # type: ignore[union-attr]
+            fut.set_result((self.status, self.ctype.decode("latin-1"), body))  # type: ignore[union-attr]
+
+    def _fail(self, error: HttpError, abort: bool = True) -> None:
+        fut, self.fut = self.fut, None
+        if self.timer is not None:
+            self.timer.cancel()
+        self.chunks = []
+        if abort:
+            self._discard()
+        if fut is not None and not fut.done():
+            fut.set_exception(error)
+
+    def _on_timeout(self) -> None:
+        if self.fut is not None:
+            self._fail(HttpTimeout("request timed out"))
+
+    def _discard(self) -> None:
+        """Never reuse this connection; close it at once (unsent data is dropped)."""
+        self.closed = True
+        self.keep_alive = False
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.abort()
+
+
+class HttpPool:
+    """Keep-alive HTTP/1.1 POSTs to one ``host:port`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        source_ip: str | None,
+        connect_timeout_s: float,
+        keepalive: bool = True,
+        retry_stale: bool = True,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.source_ip = source_ip
+        self.connect_timeout_s = connect_timeout_s
+        self._keepalive = keepalive
+        self._retry_stale = retry_stale
+        self._local_addr = (source_ip, 0) if source_ip else None
+        authority = f"[{host}]" if ":" in host else host
+        self._host_line = f"Host: {authority}:{port}\r\n".encode()
+        self._conn_line = b"" if keepalive else b"Connection: close\r\n"
+        self._idle: list[_Conn] = []
+        self._live: set[_Conn] = set()
+        self._heads: dict[str, bytes] = {}
+        self._loop: Any = None
+        self._closed = False
+        # Counters for tests and benchmarks.
+        self.connections_made = 0
+        self.stale_retries = 0
+
+    async def __aenter__(self) -> HttpPool:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    def _head(self, path: str) -> bytes:
+        head = self._heads.get(path)
+        if head is None:
+            head = b"POST " + path.encode("ascii") + b" HTTP/1.1\r\n" + self._host_line + self._conn_line
+            if len(self._heads) < 64:  # the workers use two paths; never grow without bound
+                self._heads[path] = head
+        return head
+
+    async def post(self, path: str, body: bytes, headers: bytes, timeout_s: float) -> tuple[int, str, bytes]:
+        """POST ``body`` to ``path``; return (status, content type, body).
+
+        ``headers`` is a pre-encoded block of ``Name: value\\r\\n`` lines; Host,
+        Content-Length and (without keep-alive) ``Connection: close`` are added.
+        Raises an :class:`HttpError` subclass on any transport failure.
+        """
+        if self._closed:
+            raise HttpError("the pool is closed")
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        data = b"%s%sContent-Length: %d\r\n\r\n%s" % (self._head(path), headers, len(body), body)
+        conn = self._take_idle()
+        if conn is None:
+            conn = await self._connect(deadline)
+            reused = False
+        else:
+            reused = True
+        try:
+            return await self._exchange(conn, data, deadline, reused)
+        except _Stale as exc:
+            if not self._retry_stale:
+                raise ResetError(*exc.args) from exc.__cause__
+            self.stale_retries += 1
+        conn = await self._connect(deadline)
+        return await self._exchange(conn, data, deadline, False)
+
+    async def _exchange(self, conn: _Conn, data: bytes, deadline: float, reused: bool) -> tuple[int, str, bytes]:
+        fut = conn.start(data, deadline, reused)
+        try:
+            result = await fut
+        except BaseException:  # failed, timed out, or cancelled: never reuse this connection
+            conn.fut = None
+            if conn.timer is not None:
+                conn.timer.cancel()
+            conn._discard()
+            raise
+        if conn.keep_alive and not conn.closed and not self._closed:
+            self._idle.append(conn)
+        elif not conn.closed:
+            conn.closed = True
+            conn.transport.close()  # type: ignore[union-attr]
+        return result
+
+    def _take_idle(self) -> _Conn | None:
+        idle = self._idle
+        while idle:
+            conn = idle.pop()
+            if not conn.closed:
+                return conn
+        return None
+
+    async def _connect(self, deadline: float) -> _Conn:
+        loop = self._loop
+        conn = _Conn(self)
+        timeout = min(self.connect_timeout_s, deadline - loop.time())
+        try:
+            async with asyncio.timeout(max(timeout, 0.0)):
+                await loop.create_connection(lambda: conn, self.host, self.port, local_addr=self._local_addr)
+        except TimeoutError as exc:
+            raise ConnectTimeout(f"connect to {self.host}:{self.port} timed out after {timeout:.3g}s") from exc
+        except OSError as exc:
+            message = f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
+            raise (ConnectError(exc.errno, message) if exc.errno is not None else ConnectError(message)) from exc
+        self.connections_made += 1
+        return conn
+
+    @property
+    def idle_count(self) -> int:
+        return sum(1 for c in self._idle if not c.closed)
+
+    async def close(self) -> None:
+        """Close every connection (idle or in flight); later posts fail."""
+        self._closed = True
+        self._idle.clear()
+        for conn in list(self._live):
+            conn._discard()
+        await asyncio.sleep(0)  # let the transports run connection_lost
