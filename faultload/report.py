@@ -93,6 +93,7 @@ def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> 
         "outcomes": outcomes,
         "errors": _errors(result),
         "attempts": {
+            "history_bytes_per_request": h.nbytes / len(h) if len(h) else None,
             "http_attempts": int(h["attempts"].sum()),
             "submit_retries": int(h["submit_retries"].sum()),
             "repolls": int(h["repolls"].sum()),

@@ -41,7 +41,7 @@ from faultload import tokens
 from faultload.client import decode
 from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
-from faultload.history import ErrorClass, History, Outcome
+from faultload.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome
 from faultload.shape import arrival_offsets
 
 _BAD_REQUEST_RETRIES = 3
@@ -112,6 +112,7 @@ class RawClient:
         self.session = session
         self.counters = counters
         self.history = History.empty(job.count)
+        self._attempts = AttemptRecorder()
         self.history["worker"][:] = job.worker
         self.examples: dict[str, str] = {}
         self._parser = simdjson.Parser()
@@ -128,6 +129,9 @@ class RawClient:
 
     def now(self) -> float:
         return time.monotonic() - self.job.t0
+
+    def _record(self, row: int, kind: AttemptKind, started: float, status: int) -> None:
+        self._attempts.add(row, kind, started, self.now(), status)
 
     def _note(self, row: int, error: ErrorClass, message: str) -> None:
         self.history["error"][row] = error
@@ -155,6 +159,7 @@ class RawClient:
         for task in leftovers:
             task.cancel()
         await asyncio.gather(*leftovers, return_exceptions=True)
+        self.history.attempts = self._attempts.columns()
         if self._error is not None:
             raise self._error
 
@@ -229,12 +234,15 @@ class RawClient:
         while failures <= self.policy.max_connection_retries:
             h["attempts"][row] += 1
             self.counters.add(ATTEMPTS)
+            started = self.now()
             try:
                 status, _, payload = await self.session.post(self._url_sample, body, _JSON, timeout_s)
             except OSError as exc:  # every HttpError, and TimeoutError
                 h["transport_errors"][row] += 1
                 self._note(row, _classify(exc), f"asample: {type(exc).__name__}: {exc}")
+                self._record(row, AttemptKind.SUBMIT, started, -_classify(exc))
             else:
+                self._record(row, AttemptKind.SUBMIT, started, status)
                 if status == 200:
                     try:
                         return int(self._parser.parse(payload)["request_id"])
@@ -280,11 +288,13 @@ class RawClient:
                 h["repolls"][row] += 1
             h["attempts"][row] += 1
             self.counters.add(ATTEMPTS)
+            started = self.now()
             try:
                 request = self._post_poll(body, poll_timeout)
                 if abandon and poll == 0:
                     result = await self._abandon(request)
                     if result is None:
+                        self._record(row, AttemptKind.ABANDONED, started, 0)
                         await asyncio.sleep(self.shape.scaled(self.shape.abandon_polls.after_s))
                         continue
                     status, ctype, payload = result
@@ -293,11 +303,13 @@ class RawClient:
             except OSError as exc:  # every HttpError, and TimeoutError
                 h["transport_errors"][row] += 1
                 self._note(row, _classify(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
+                self._record(row, AttemptKind.POLL, started, -_classify(exc))
                 if transport_failures >= self.policy.max_connection_retries:
                     return Outcome.GAVE_UP
                 await self._backoff(transport_failures)
                 transport_failures += 1
                 continue
+            self._record(row, AttemptKind.POLL, started, status)
             if status == 429:
                 # As the SDK: rate limited -> re-poll after the connection-error backoff,
                 # whose exponent a 429 does not reset.
