@@ -10,6 +10,7 @@ Ctrl-C), keeping whatever history the workers had when they were stopped.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import resource
 import time
@@ -32,6 +33,7 @@ from faultload.serverlog import ServerLogSummary, classify_log
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs, Stack, StackConfig
 from faultload.targets.server import BASE_MODEL, ServerHandle
+from faultload.targets.skyrl_patches import REGRESSIONS
 from faultload.targets.spec import TargetSpec, parse_target, require_loopback  # noqa: F401
 from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
 from faultload.workspace import Workspace
@@ -75,8 +77,14 @@ class TrialConfig:
             raise ValueError("edge/backend faults need the proxies; drop --proxies off")
         if spec.kind == "url" and any(f.link != "edge" for f in self.faults.faults):
             raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
-        if self.max_wall_s <= 0:
-            raise ValueError("max_wall_s must be > 0")
+        if not 0 < self.max_wall_s < math.inf:
+            raise ValueError("max_wall_s must be > 0 and finite")
+        unknown = [name for name in self.regress if name not in REGRESSIONS]
+        if unknown:
+            raise ValueError(f"unknown regression {unknown[0]!r}; known: {', '.join(sorted(REGRESSIONS))}")
+        for name, value in dataclasses.asdict(self.knobs).items():
+            if value is not None and not 0 < value < math.inf:
+                raise ValueError(f"{name} must be > 0 and finite, got {value}")
         if not 0 <= self.server_port < 65536:
             raise ValueError("server_port must be in [0, 65535]")
         return spec

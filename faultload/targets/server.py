@@ -142,7 +142,12 @@ def launch_skyrl(
             cwd=run_dir, env=child_env, start_new_session=True, preexec_fn=tied_to_this_process(),
         )
     handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc)
-    if not wait_healthy(handle.url, STARTUP_TIMEOUT_S, proc):
+    try:
+        healthy = wait_healthy(handle.url, STARTUP_TIMEOUT_S, proc)
+    except BaseException:  # Ctrl-C while starting: the handle never reaches the caller, so stop it here
+        handle.stop(grace_s=3)
+        raise
+    if not healthy:
         code = proc.poll()
         handle.stop(grace_s=3)
         state = f"exited with code {code}" if code is not None else f"no /healthz within {STARTUP_TIMEOUT_S:.0f}s"

@@ -1,0 +1,145 @@
+"""Shared fixtures and helpers for faultload's tests.
+
+Every wait here is bounded; nothing asserts a duration.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKDIR = ROOT / ".faultload"
+VENV_PYTHON = WORKDIR / "venv" / "bin" / "python"
+TARGETS = WORKDIR / "targets"
+# Marks every process a CLI test starts (children inherit the environment), so
+# leftovers are found without confusing them with other people's runs.
+TAG_VAR = "FAULTLOAD_TEST_TAG"
+
+
+def python_exe() -> str:
+    return str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+
+
+def target_installed(version: str) -> bool:
+    venv = TARGETS / f"skyrl-{version}"
+    return (venv / "faultload-installed.json").exists() and (venv / "bin" / "python").exists()
+
+
+def require_target(version: str) -> None:
+    if not target_installed(version):
+        pytest.skip(f"skyrl=={version} is not installed under {TARGETS} (run `make targets`)")
+
+
+@pytest.fixture
+def isolated_workdir(tmp_path: Path) -> Path:
+    """A private faultload folder: its own runs/, the real installed targets (symlinked).
+
+    Other engineers run trials on this machine too; a private runs/ lets a test
+    check that *its* trial left no directory behind.
+    """
+    root = tmp_path / "fl"
+    root.mkdir()
+    (root / "targets").symlink_to(TARGETS, target_is_directory=True)
+    if (WORKDIR / "tools").exists():
+        (root / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
+    return root
+
+
+def leftover_dirs(workdir: Path) -> list[str]:
+    runs = workdir / "runs"
+    return sorted(p.name for p in runs.iterdir()) if runs.exists() else []
+
+
+def tagged_processes(tag: str) -> list[psutil.Process]:
+    """Live processes (not zombies, not this one) whose environment carries ``tag``."""
+    found = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == me:
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.environ().get(TAG_VAR) == tag:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def named_processes_since(
+    started: float,
+    needles: tuple[str, ...] = ("faultload.router", "skyrl_launch.py"),
+    tags: set[str] | None = None,
+) -> list[str]:
+    """Live processes started at/after ``started`` (epoch s) whose cmdline contains a needle,
+    restricted to those carrying one of ``tags`` when given (other people run trials here too)."""
+    out = []
+    for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
+        try:
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if proc.info["create_time"] + 0.01 < started or proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if not any(n in cmdline for n in needles):
+                continue
+            if tags is not None and proc.environ().get(TAG_VAR) not in tags:
+                continue
+        except (psutil.Error, OSError, TypeError):
+            continue
+        out.append(f"{proc.pid}: {cmdline[:200]}")
+    return out
+
+
+def wait_until(predicate, timeout_s: float, every_s: float = 0.1):
+    """Poll ``predicate`` until truthy or the bound passes; return its last value."""
+    deadline = time.monotonic() + timeout_s
+    value = predicate()
+    while not value and time.monotonic() < deadline:
+        time.sleep(every_s)
+        value = predicate()
+    return value
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    tag: str
+
+    def error_line(self) -> str:
+        """The first stderr line starting with 'faultload' (the one-line error)."""
+        for line in self.stderr.splitlines():
+            if line.startswith("faultload"):
+                return line
+        return ""
+
+
+def cli_env(tag: str, tmpdir: Path | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env[TAG_VAR] = tag
+    env["PYTHONPATH"] = str(ROOT)
+    env.pop("FAULTLOAD_HOME", None)
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
+    return env
+
+
+def run_cli(args: list[str], timeout_s: float = 240.0, tmpdir: Path | None = None, prefix: list[str] | None = None) -> CliRun:
+    """Run ``python -m faultload.cli ARGS`` (or ``python PREFIX... ARGS``) with a bound."""
+    tag = uuid.uuid4().hex
+    cmd = [python_exe(), *(prefix or ["-m", "faultload.cli"]), *args]
+    proc = subprocess.run(
+        cmd, cwd=ROOT, env=cli_env(tag, tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+    )
+    return CliRun(proc.returncode, proc.stdout, proc.stderr, tag)

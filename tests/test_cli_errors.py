@@ -1,0 +1,165 @@
+"""Bad input to ``faultload run``, end to end through a subprocess.
+
+Each case must exit 2 with a one-line error (the first stderr line starting
+with "faultload" names what is wrong) and leave nothing behind: no process
+(every process the CLI starts inherits a unique tag in its environment, so
+leftovers are found without mistaking other people's runs for ours), no
+directory under the workdir's runs/, no router log folder in TMPDIR.
+
+Runs use a private workdir whose ``targets`` is the real installed one.
+"""
+
+from __future__ import annotations
+
+import socket
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import CliRun, leftover_dirs, named_processes_since, require_target, run_cli, tagged_processes, wait_until
+
+
+@pytest.fixture
+def cli(isolated_workdir: Path, tmp_path: Path):
+    """Run the CLI with a private workdir and TMPDIR; afterwards check nothing is left behind."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    started = time.time()
+    runs: list[CliRun] = []
+
+    def call(*args: str, timeout_s: float = 240.0, prefix: list[str] | None = None) -> CliRun:
+        result = run_cli(["run", "--workdir", str(isolated_workdir), *args], timeout_s=timeout_s, tmpdir=tmpdir, prefix=prefix)
+        runs.append(result)
+        return result
+
+    yield call
+    for result in runs:
+        left = wait_until(lambda: not tagged_processes(result.tag), timeout_s=15.0)
+        assert left, f"processes left behind: {[p.cmdline() for p in tagged_processes(result.tag)]}"
+    # The router and the SkyRL launcher by name, among processes carrying our tags.
+    tags = {r.tag for r in runs}
+    named = [line for line in named_processes_since(started, tags=tags)]
+    assert not named, named
+    assert leftover_dirs(isolated_workdir) == []
+    assert not [p.name for p in tmpdir.iterdir() if p.name.startswith("faultload-router-")]
+
+
+def assert_usage_error(result: CliRun, *needles: str, one_line: bool = True) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    line = result.error_line()
+    assert line, f"no line starting with 'faultload' in stderr: {result.stderr[-2000:]!r}"
+    for needle in needles:
+        assert needle in line, (needle, line)
+    if one_line:
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        assert lines == [line], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    return line
+
+
+# --------------------------------------------------------------------------- refused while parsing
+
+
+@pytest.mark.parametrize(
+    "target, needle",
+    [("skyrl=0.4.0", "skyrl=0.4.0"), ("skyrl==latest", "skyrl==latest"), ("url=http://127.0.0.1", "url=http://127.0.0.1"),
+     ("skyrl@/no/such/checkout", "not a directory")],
+)
+def test_malformed_target(cli, target, needle):
+    assert_usage_error(cli("--target", target, "--quiet"), "target", needle)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--requests", "0"], "requests"),
+        (["--requests", "-5"], "--requests"),
+        (["--time-scale", "0"], "time_scale"),
+        (["--time-scale", "-1"], "time_scale"),
+        (["--workers", "0"], "workers"),
+        (["--max-wall", "0"], "max_wall"),
+        (["--client", "grpc"], "--client"),
+        (["--accept", "xml"], "--accept"),
+        (["--delay-polls", "half@10"], "--delay-polls"),
+        (["--requests", "many"], "--requests"),
+    ],
+)
+def test_bad_values(cli, args, needle):
+    assert_usage_error(cli(*args, "--quiet"), needle)
+
+
+def test_unknown_option(cli):
+    assert_usage_error(cli("--requestz", "10", "--quiet"), "--requestz")
+
+
+# Prints each socket connect / process start the CLI attempts (audit hooks), then runs it.
+AUDITED = [
+    "-c",
+    textwrap.dedent(
+        """
+        import sys
+        def hook(event, args):
+            if event == "socket.connect":
+                print(f"AUDIT connect {args[1]!r}", file=sys.stderr, flush=True)
+            elif event in ("subprocess.Popen", "os.posix_spawn", "os.fork"):
+                print(f"AUDIT spawn {event}", file=sys.stderr, flush=True)
+        sys.addaudithook(hook)
+        from faultload.cli import main
+        sys.exit(main())
+        """
+    ),
+]
+
+
+def test_remote_url_refused_before_any_connection(cli):
+    result = cli("--target", "url=http://10.1.2.3:8000", "--quiet", prefix=AUDITED)
+    assert "AUDIT" not in result.stderr, result.stderr  # no socket connected, no process started
+    assert_usage_error(result, "10.1.2.3", "--allow-remote")
+
+
+def test_remote_url_refused_without_audit(cli):
+    assert_usage_error(cli("--target", "url=http://10.1.2.3:8000", "--quiet"), "--allow-remote")
+
+
+# --------------------------------------------------------------------------- refused while setting up
+# (these start real components: the router, and the SkyRL server)
+
+
+@pytest.mark.integration
+def test_unreachable_url_target(cli):
+    result = cli("--target", "url=http://127.0.0.1:1", "--quiet")
+    assert_usage_error(result, "url=http://127.0.0.1:1", "no answer")
+
+
+@pytest.mark.integration
+def test_server_port_in_use(cli):
+    require_target("0.4.0")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        result = cli("--target", "skyrl==0.4.0", "--server-port", str(port), "--requests", "10", "--quiet")
+    assert_usage_error(result, f"port {port}", "in use")
+
+
+@pytest.mark.integration
+def test_uninstalled_release(cli):
+    assert_usage_error(cli("--target", "skyrl==0.0.1", "--requests", "10", "--quiet"), "skyrl==0.0.1", "not installed")
+
+
+def test_unknown_regression_is_refused_before_anything_starts(cli):
+    result = cli("--target", "skyrl==0.4.0", "--regress", "nonsense", "--requests", "10", "--quiet")
+    assert_usage_error(result, "unknown regression 'nonsense'", "retention")
+
+
+@pytest.mark.integration
+def test_target_that_fails_to_start_shows_its_log_tail(cli):
+    """0.3.0 has no retrieved TTL setting: the launcher refuses it inside the server process."""
+    require_target("0.3.0")
+    result = cli("--target", "skyrl==0.3.0", "--retrieved-ttl", "5", "--requests", "10", "--quiet")
+    line = assert_usage_error(result, "skyrl==0.3.0", "failed to start", one_line=False)
+    assert line.startswith("faultload: ")
+    tail = result.stderr[result.stderr.index(line) + len(line):]
+    assert "external_future_retrieved_ttl_sec" in tail

@@ -1,0 +1,249 @@
+"""Targets: install bookkeeping, server handles, the SkyRL patch switches, and (integration)
+launching the real installed SkyRL releases.
+
+The patch tests run ``skyrl_patches.apply_patches`` on a stand-in module
+namespace (plain dicts and a fake store class), which is what it receives
+inside a launched server. The integration tests start the real 0.4.0/0.3.0
+servers through ``launch_skyrl`` (with a fake router URL nobody calls) and
+check they answer /healthz and leave no process behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+
+import psutil
+import pytest
+
+from faultload.monitor import http_get_json
+from faultload.netutil import pick_free_port
+from faultload.targets import install, skyrl_patches
+from faultload.targets.server import ServerHandle, ServerStartError, launch_skyrl, wait_healthy
+from faultload.targets.spec import parse_target
+
+from conftest import TARGETS, require_target, wait_until
+
+# --------------------------------------------------------------------------- install bookkeeping
+
+
+def test_target_python_and_is_installed(tmp_path: Path):
+    spec = parse_target("skyrl==9.9.9")
+    python = install.target_python(tmp_path, spec)
+    assert python == tmp_path / "skyrl-9.9.9" / "bin" / "python"
+    assert not install.is_installed(tmp_path, spec)
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    assert not install.is_installed(tmp_path, spec)  # no stamp: a half-finished install
+    (tmp_path / "skyrl-9.9.9" / install.STAMP).write_text("{}")
+    assert install.is_installed(tmp_path, spec)
+
+
+def test_url_targets_are_not_installed(tmp_path: Path):
+    with pytest.raises(install.InstallError):
+        install.ensure_target(tmp_path, parse_target("url=http://127.0.0.1:8000"), log=lambda m: None)
+
+
+@pytest.mark.parametrize("version", ["0.4.0", "0.3.0"])
+def test_installed_targets_have_their_stamp_and_shared_torch(version):
+    require_target(version)
+    venv = TARGETS / f"skyrl-{version}"
+    stamp = json.loads((venv / install.STAMP).read_text())
+    assert stamp["target"] == f"skyrl=={version}"
+    pth = install.site_packages(venv) / "_faultload_shared_torch.pth"
+    assert Path(pth.read_text().strip()).is_dir()
+
+
+# --------------------------------------------------------------------------- server handles
+
+
+def test_log_tail(tmp_path: Path):
+    log = tmp_path / "server.log"
+    log.write_text("\n".join(f"line {i}" for i in range(100)) + "\n")
+    handle = ServerHandle(parse_target("skyrl==0.4.0"), "http://127.0.0.1:1", None, None, log)
+    assert handle.log_tail(3) == "line 97\nline 98\nline 99"
+    assert ServerHandle(parse_target("skyrl==0.4.0"), "http://127.0.0.1:1", None, None).log_tail() == ""
+
+
+def test_stop_kills_the_whole_process_group():
+    """stop() must reach the server's children too (the engine sleeper lives in its group)."""
+    proc = subprocess.Popen(["sh", "-c", "sleep 60 & sleep 60 & wait"], start_new_session=True)
+    try:
+        assert wait_until(lambda: len(psutil.Process(proc.pid).children()) == 2, timeout_s=10.0)
+        children = [c.pid for c in psutil.Process(proc.pid).children()]
+        handle = ServerHandle(parse_target("skyrl==0.4.0"), "http://127.0.0.1:1", proc.pid, None, process=proc)
+        assert handle.alive()
+        handle.stop(grace_s=5)
+        assert not handle.alive()
+        assert wait_until(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in children), 10.0)
+        handle.stop()  # idempotent
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def test_stop_escalates_to_sigkill():
+    proc = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 60 & wait; sleep 60"], start_new_session=True)
+    try:
+        # Once the shell's first child runs, its trap (set before it) is in place.
+        assert wait_until(lambda: len(psutil.Process(proc.pid).children()) >= 1, timeout_s=10.0)
+        handle = ServerHandle(parse_target("skyrl==0.4.0"), "http://127.0.0.1:1", proc.pid, None, process=proc)
+        handle.stop(grace_s=0.5)
+        assert proc.poll() is not None
+        assert "killed" in handle.details.get("stop", "")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def test_wait_healthy_gives_up_when_the_process_exits():
+    proc = subprocess.Popen(["true"])
+    proc.wait(timeout=10)
+    assert wait_healthy(f"http://127.0.0.1:{pick_free_port()}", timeout_s=30.0, process=proc) is False
+
+
+def test_launch_refuses_a_port_in_use_before_starting_anything(tmp_path: Path):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(ServerStartError, match=f"port {port}.*in use"):
+            launch_skyrl(parse_target("skyrl==0.4.0"), Path("/nonexistent/python"), tmp_path, port, "http://127.0.0.1:1")
+    assert not (tmp_path / "launch.json").exists()
+
+
+# --------------------------------------------------------------------------- patches (on a stand-in namespace)
+
+
+class _FakeStore:
+    _SWEEP_INTERVAL_SECONDS = 30.0
+    _RETRIEVED_TTL_SECONDS = 300.0
+    _COMPLETED_TTL_SECONDS = 600.0
+    _PENDING_TTL_SECONDS = 3600.0
+
+    def __init__(self, *, retrieved_ttl_sec=None, completed_ttl_sec=None):
+        self.retrieved = retrieved_ttl_sec
+        self.completed = completed_ttl_sec
+
+
+def _namespace() -> dict:
+    store = type("ExternalFutureStore", (_FakeStore,), {})
+    return {
+        "ExternalFutureStore": store,
+        "RETRIEVE_FUTURE_TIMEOUT_SECONDS": 300.0,
+        "HTTP_KEEP_ALIVE_TIMEOUT_SECONDS": 75,
+        "SKYRL_HTTP_CONNECTION_LIMIT": 8192,
+        "get_uvicorn_log_config": lambda: {"handlers": {"default": {"class": "rich.logging.RichHandler"}, "access": {"class": "logging.StreamHandler"}}},
+    }
+
+
+def test_time_scale_scales_every_server_timer():
+    ns = _namespace()
+    applied = skyrl_patches.apply_patches(ns, [], 0.1)
+    store = ns["ExternalFutureStore"]
+    assert store._SWEEP_INTERVAL_SECONDS == pytest.approx(3.0)
+    assert store._PENDING_TTL_SECONDS == pytest.approx(360.0)
+    assert ns["RETRIEVE_FUTURE_TIMEOUT_SECONDS"] == pytest.approx(30.0)
+    default = store()
+    assert (default.retrieved, default.completed) == (pytest.approx(30.0), pytest.approx(60.0))
+    configured = store(retrieved_ttl_sec=50.0, completed_ttl_sec=70.0)
+    assert (configured.retrieved, configured.completed) == (pytest.approx(5.0), pytest.approx(7.0))
+    assert any("x0.1" in line for line in applied)
+
+
+def test_regressions_apply_and_report(monkeypatch):
+    from starlette.requests import Request
+
+    monkeypatch.setattr(Request, "is_disconnected", Request.is_disconnected)  # restored after the test
+    ns = _namespace()
+    applied = skyrl_patches.apply_patches(ns, ["keepalive", "rich-access-log", "retention"], 1.0)
+    assert ns["HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"] == 5
+    assert ns["SKYRL_HTTP_CONNECTION_LIMIT"] == 2048
+    config = ns["get_uvicorn_log_config"]()
+    assert config["handlers"]["access"] == config["handlers"]["default"]
+    store = ns["ExternalFutureStore"](retrieved_ttl_sec=300.0)
+    assert store.retrieved == pytest.approx(skyrl_patches.PRE_FIX_RETRIEVED_TTL_S)
+    assert len(applied) == 4 and applied[0].startswith("keepalive")
+
+
+def test_unknown_regression_is_refused_by_name():
+    with pytest.raises(skyrl_patches.PatchError, match="nonsense.*known: keepalive, retention, rich-access-log"):
+        skyrl_patches.apply_patches(_namespace(), ["nonsense"], 1.0)
+
+
+def test_missing_patch_point_is_refused_by_name():
+    ns = _namespace()
+    del ns["HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"]
+    with pytest.raises(skyrl_patches.PatchError, match="HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"):
+        skyrl_patches.apply_patches(ns, ["keepalive"], 1.0)
+
+
+def test_version_without_store_says_nothing_to_scale():
+    ns = _namespace()
+    del ns["ExternalFutureStore"]
+    applied = skyrl_patches.apply_patches(ns, [], 0.5)
+    assert ns["RETRIEVE_FUTURE_TIMEOUT_SECONDS"] == 300.0
+    assert any("nothing to scale" in line for line in applied)
+
+
+# --------------------------------------------------------------------------- the real servers
+
+
+def _launch(tmp_path: Path, version: str, **kwargs) -> ServerHandle:
+    spec = parse_target(f"skyrl=={version}")
+    python = install.target_python(TARGETS, spec)
+    return launch_skyrl(spec, python, tmp_path, pick_free_port(), "http://127.0.0.1:9", **kwargs)
+
+
+def _group_gone(pid: int) -> bool:
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.pid) == pid and proc.status() != psutil.STATUS_ZOMBIE:
+                return False
+        except (ProcessLookupError, psutil.Error, OSError):
+            continue
+    return True
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("version, scale_note", [("0.4.0", "x0.5"), ("0.3.0", "nothing to scale")])
+def test_launch_real_release(tmp_path: Path, version: str, scale_note: str):
+    require_target(version)
+    handle = _launch(tmp_path, version, time_scale=0.5)
+    try:
+        assert handle.version == version
+        _, body = http_get_json(handle.healthz_url, timeout_s=10.0)
+        assert body is not None
+        log = (tmp_path / "server.log").read_text()
+        assert "faultload-launch: patches" in log and scale_note in log
+        server = psutil.Process(handle.pid)
+        assert server.is_running()
+        assert len(server.children()) >= 1  # the engine sleeper stands in for the GPU engine
+    finally:
+        handle.stop()
+    assert wait_until(lambda: _group_gone(handle.pid), timeout_s=20.0)
+
+
+@pytest.mark.integration
+def test_launch_with_unknown_regression_fails_with_log_tail(tmp_path: Path):
+    require_target("0.4.0")
+    with pytest.raises(ServerStartError) as info:
+        _launch(tmp_path, "0.4.0", regress=("nonsense",))
+    message = str(info.value)
+    assert message.startswith("target skyrl==0.4.0 failed to start (exited with code 3)")
+    assert "unknown regression 'nonsense'" in message
+
+
+@pytest.mark.integration
+def test_knob_a_release_lacks_is_refused_by_name(tmp_path: Path):
+    """0.3.0 has no in-memory future store, so no retrieved-TTL setting: say so, don't ignore it."""
+    require_target("0.3.0")
+    with pytest.raises(ServerStartError) as info:
+        _launch(tmp_path, "0.3.0", knobs={"retrieved_ttl_s": 30.0})
+    assert "no EngineConfig.external_future_retrieved_ttl_sec" in str(info.value)
