@@ -50,6 +50,12 @@ def _errors(result: TrialResult) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _peak(values: np.ndarray) -> int | None:
+    """Largest sampled value, None when never measured (-1)."""
+    valid = values[values >= 0]
+    return int(valid.max()) if valid.size else None
+
+
 def _server_block(result: TrialResult) -> dict[str, Any]:
     mon = result.monitor
     block: dict[str, Any] = {k: v for k, v in result.server.items() if k != "log_tail"}
@@ -69,6 +75,11 @@ def _server_block(result: TrialResult) -> dict[str, Any]:
             "healthz_probes": int(mon.healthz_t.size),
             "healthz_failures": mon.healthz_failures,
             "samples": int(mon.samples["t"].size),
+            "fd_limit": list(mon.fd_limit) if mon.fd_limit else None,
+            "peak_accept_queue": _peak(mon.samples["accept_queue"]),
+            "listen_backlog": _peak(mon.samples["listen_backlog"]),
+            "listen_overflows": _peak(mon.samples["listen_overflows"]),
+            "listen_drops": _peak(mon.samples["listen_drops"]),
         }
     )
     return block
@@ -202,6 +213,10 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(
             f"/healthz p50 {_fmt_s(hz['p50'])} p99 {_fmt_s(hz['p99'])} max {_fmt_s(hz['max'])}, "
             f"failures {server['healthz_failures']}/{server['healthz_probes']}"
+        )
+        lines.append(
+            f"accept queue peak {server.get('peak_accept_queue')}/{server.get('listen_backlog')}, "
+            f"listen overflows +{server.get('listen_overflows')}, drops +{server.get('listen_drops')}"
         )
     cpu = report["cpu_s"]
     if cpu.get("harness_share") is not None:

@@ -105,7 +105,7 @@ import numpy as np
 import psutil
 from aiohttp import web
 
-from faultload import tokens
+from faultload import aio, tokens
 from faultload.procutil import tied_to_this_process
 
 MODES = ("barrier", "latency", "immediate")
@@ -132,7 +132,7 @@ class RouterConfig:
     barrier: int = 0  # wave size N in barrier mode
     barrier_timeout_s: float = 60.0
     max_num_seqs: int = 256
-    gen_seconds: float = 0.05
+    gen_seconds: float = 1.0
     procs: int = 1
 
     def validate(self) -> None:
@@ -765,7 +765,7 @@ def _worker_main(config: RouterConfig, shared: SharedState, host: str, port: int
     reservation.close()
     raise_nofile_limit()
     sock = _bind_socket(host, port, reuse_port=True)
-    asyncio.run(_serve(config, shared, sock, lambda: shared.add("procs_ready", 1)))
+    aio.run(_serve(config, shared, sock, lambda: shared.add("procs_ready", 1)))
 
 
 def _announce(port: int) -> None:
@@ -896,7 +896,7 @@ def main(argv: list[str] | None = None) -> int:
             shared.add("procs_ready", 1)
             _announce(port)
 
-        asyncio.run(_serve(config, shared, sock, on_ready))
+        aio.run(_serve(config, shared, sock, on_ready))
         return 0
     except OSError as e:
         sys.stderr.write(f"faultload.router: error: cannot serve on {args.host}:{args.port}: {e}\n")

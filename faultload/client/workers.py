@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from faultload import aio
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
 from faultload.history import History
 from faultload.stats import Histogram
@@ -60,16 +61,6 @@ async def _run(job: WorkerJob, counters: Any, stop: Any):
     return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set)
 
 
-def _event_loop_runner():
-    """uvloop's run when available (it halves the event loop's CPU per request), else asyncio's."""
-    try:
-        import uvloop
-
-        return uvloop.run
-    except ImportError:
-        return asyncio.run
-
-
 def _worker_main(job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any) -> None:
     # Ctrl-C reaches the whole foreground group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -85,7 +76,7 @@ def _worker_main(job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, st
     try:
         if profiler is not None:
             profiler.enable()
-        client = _event_loop_runner()(_run(job, counters, stop))
+        client = aio.run(_run(job, counters, stop))
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))

@@ -7,12 +7,32 @@
 * :mod:`.schedule` — ``FaultRunner`` applies a schedule on time and heals.
 """
 
-from .control import FaultControlError, ProxyInfo, ToxiproxyControl
-from faultload.netutil import ephemeral_range, pick_free_port
-from .schedule import AppliedFault, FaultLog, FaultRunner, RouterController, toxic_name
-from .spec import Fault, FaultSchedule, parse_fault
-from .topology import BACKEND, EDGE, Topology, create_proxy_on_free_port, create_topology, teardown
-from .toxiproxy import PINNED_VERSION, ToxiproxyServer, check_toxiproxy, find_toxiproxy, reap_stale
+import importlib
+from typing import Any
+
+# Names are imported on first use (PEP 562): `faultload.faults.spec` is needed by
+# every process (the CLI, each spawned load worker), the Toxiproxy client only by
+# the trial's parent.
+_WHERE = {
+    "FaultControlError": "control", "ProxyInfo": "control", "ToxiproxyControl": "control",
+    "ephemeral_range": "faultload.netutil", "pick_free_port": "faultload.netutil",
+    "AppliedFault": "schedule", "FaultLog": "schedule", "FaultRunner": "schedule",
+    "RouterController": "schedule", "toxic_name": "schedule",
+    "Fault": "spec", "FaultSchedule": "spec", "parse_fault": "spec",
+    "BACKEND": "topology", "EDGE": "topology", "Topology": "topology",
+    "create_proxy_on_free_port": "topology", "create_topology": "topology", "teardown": "topology",
+    "PINNED_VERSION": "toxiproxy", "ToxiproxyServer": "toxiproxy", "check_toxiproxy": "toxiproxy",
+    "find_toxiproxy": "toxiproxy", "reap_stale": "toxiproxy",
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = importlib.import_module(where if "." in where else f"{__name__}.{where}")
+    return getattr(module, name)
+
 
 __all__ = [
     "AppliedFault", "BACKEND", "EDGE", "Fault", "FaultControlError", "FaultLog", "FaultRunner",
