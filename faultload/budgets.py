@@ -73,9 +73,13 @@ class Budgets:
 
     Health (``healthz_latency``):
 
-    * ``healthz_p99_s`` — seconds — 1.0. ``/healthz`` does no work; a p99 over
-      a second during load means the event loop is starved (blocking work,
-      log storms), which is exactly what the check is for.
+    * ``healthz_p99_s`` — seconds — 2.5. ``/healthz`` does no work, so its
+      latency is the time the server's one event loop makes it wait. Calibrated
+      on this machine class (2 cores shared with the load): clean SkyRL 0.4.0
+      under the plain 20,000-request trial (2,000 outstanding, engine-bound
+      router) answers with p99 1.1-2.0 s across runs; 2.5 s is above that
+      spread, and far below what a starved loop shows (10 s+ once the server is
+      saturated). Set it to your liveness probe's timeout in production terms.
     * ``healthz_max_failures`` — probes — 0; ``healthz_failure_fraction`` —
       fraction of probes — 0.0. Failed probes allowed during load; the larger
       of the two allowances applies. The probe bypasses the fault proxies, so
@@ -109,7 +113,7 @@ class Budgets:
     rss_slack_bytes: int = 256 * MIB
     drain_rss_epsilon_bytes: int = 64 * MIB
     drain_rss_growth_fraction: float = 1.0
-    healthz_p99_s: float = 1.0
+    healthz_p99_s: float = 2.5
     healthz_max_failures: int = 0
     healthz_failure_fraction: float = 0.0
     attempts_per_request: float = 3.0

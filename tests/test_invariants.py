@@ -470,15 +470,15 @@ def test_rss_unknown_without_metrics() -> None:
 
 def test_healthz_within_budget() -> None:
     v = check_healthz_latency(make_inputs(), BUDGETS)
-    assert v.ok is True and v.figure == pytest.approx(0.01) and v.budget == 1.0
+    assert v.ok is True and v.figure == pytest.approx(0.01) and v.budget == BUDGETS.healthz_p99_s
     assert "during load" in v.detail
 
 
 def test_healthz_slow_p99() -> None:
     lat = np.full(120, 0.01)
-    lat[::20] = 2.0  # 5% of probes take 2 s
+    lat[::20] = 2 * BUDGETS.healthz_p99_s  # 5% of probes take twice the budget
     v = check_healthz_latency(make_inputs(monitor=make_monitor(healthz_latency=lat)), BUDGETS)
-    assert v.ok is False and v.figure > 1.0 and v.detail.startswith("slow: p99")
+    assert v.ok is False and v.figure > BUDGETS.healthz_p99_s and v.detail.startswith("slow: p99")
 
 
 def test_healthz_failures() -> None:
