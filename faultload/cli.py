@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from faultload import doctor as doctor_mod
+# Only light modules at the top: load workers are spawned processes that import
+# this module again (as __mp_main__), and each heavy import here costs every worker.
 from faultload.budgets import load_budgets
 from faultload.faults.spec import FaultSchedule
-from faultload.watchdog import load_watchdog_limits
-from faultload.router import RouterConfig
 from faultload.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.targets.spec import DEFAULT_TARGET, parse_target
+from faultload.watchdog import load_watchdog_limits
 from faultload.workspace import Workspace
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -59,8 +59,10 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--router-mode", choices=("barrier", "latency", "immediate"), default="latency")
     p.add_argument("--barrier", type=_positive_int, default=0, help="barrier size (default: min(requests, max-outstanding))")
     p.add_argument("--barrier-timeout", type=float, default=60.0)
+    # Defaults model an engine slower than the API server, as in production (vLLM's
+    # default max_num_seqs, ~1 s per short generation): 256 results/s.
     p.add_argument("--max-num-seqs", type=_positive_int, default=256)
-    p.add_argument("--gen-seconds", type=float, default=0.05)
+    p.add_argument("--gen-seconds", type=float, default=1.0)
     p.add_argument("--router-procs", type=_positive_int, default=0, help="0 = auto: one per 8,000 requests held at once")
     p.add_argument("--regress", action="append", default=[], metavar="NAME")
     p.add_argument(
@@ -88,14 +90,24 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="faultload", description="Fault-injection and load suite for Tinker-API servers")
+    parser = _Parser(prog="faultload", description="Fault-injection and load suite for Tinker-API servers", allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub_parser = sub.add_parser
+
+    def add_parser(name: str, **kw):  # no prefix matching: `--request 10` must not mean --requests
+        return sub_parser(name, allow_abbrev=False, **kw)
+
+    sub.add_parser = add_parser
     _add_trial_args(sub.add_parser("run", help="run one load trial and report it"))
     confirm = sub.add_parser("confirm", help="the full-size run (131,072 requests), fitted to this machine")
     _add_trial_args(confirm)
     confirm.set_defaults(
-        requests=131_072, router_mode="latency", max_num_seqs=1024, gen_seconds=1.0, max_outstanding=0, workers=0,
+        requests=131_072, router_mode="latency", max_num_seqs=256, gen_seconds=1.0, max_outstanding=0, workers=0,
     )
+    replay = sub.add_parser("replay", help="run a repro file's trial again on a fresh stack")
+    replay.add_argument("file", metavar="FILE", help="a repro JSON written by `pytest faultload`")
+    replay.add_argument("--json-out", default=None, metavar="PATH")
+    replay.add_argument("--workdir", default=None)
     setup = sub.add_parser("setup", help="install target venvs (idempotent)")
     setup.add_argument("--target", action="append", default=[])
     setup.add_argument("--workdir", default=None)
@@ -106,13 +118,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:
-    from pathlib import Path
-
     return Workspace(Path(args.workdir).resolve()) if args.workdir else Workspace.default()
 
 
 def config_from_args(args: argparse.Namespace):
     """Build and validate a TrialConfig from parsed args (ValueError on bad input)."""
+    from faultload.router import RouterConfig
     from faultload.stack import ServerKnobs
     from faultload.trial import TrialConfig
 
@@ -235,6 +246,24 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     return _run_and_report(args, config, budgets)
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Run a repro file again: 1 if its failure reproduces, 0 if not (reported as flaky)."""
+    from faultload.repro import replay
+    from faultload.targets.install import InstallError
+    from faultload.targets.server import ServerStartError
+
+    try:
+        return replay(args.file, _workspace(args), args.json_out)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
+        print(f"faultload: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("faultload: interrupted; everything stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from faultload.targets.install import InstallError, ensure_target
 
@@ -261,12 +290,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         specs = [parse_target(t) for t in targets]
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    from faultload import doctor as doctor_mod
+
     checks = doctor_mod.run_checks(_workspace(args), specs)
     print(doctor_mod.render(checks))
     return EXIT_OK if all(c.ok for c in checks) else EXIT_USAGE
 
 
-COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor": cmd_doctor}
+COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor": cmd_doctor, "replay": cmd_replay}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:
