@@ -73,8 +73,8 @@ class TrialConfig:
                 raise ValueError("--regress needs a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
         if self.proxies not in ("on", "off", "auto"):
             raise ValueError("proxies must be on, off or auto")
-        if self.proxies == "off" and any(f.link in ("edge", "backend") for f in self.faults.faults):
-            raise ValueError("edge/backend faults need the proxies; drop --proxies off")
+        if self.proxies == "off" and self.faults.faults:
+            raise ValueError("--proxies off leaves no fault stack: edge/backend faults need Toxiproxy, router faults its scheduler")
         if spec.kind == "url" and any(f.link != "edge" for f in self.faults.faults):
             raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
         if not 0 < self.max_wall_s < math.inf:

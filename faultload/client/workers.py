@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from faultload import aio
+from faultload.procutil import die_with_parent
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
 from faultload.history import History
 from faultload.stats import Histogram
@@ -61,7 +62,11 @@ async def _run(job: WorkerJob, counters: Any, stop: Any):
     return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set)
 
 
-def _worker_main(job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any) -> None:
+def _worker_main(
+    job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any, parent_pid: int
+) -> None:
+    # A worker never outlives the trial that started it, even one killed with SIGKILL.
+    die_with_parent(parent_pid)
     # Ctrl-C reaches the whole foreground group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise_nofile_limit()
@@ -109,7 +114,7 @@ class WorkerPool:
         for job in self.jobs:
             proc = self._ctx.Process(
                 target=_worker_main,
-                args=(job, self.counters, self._ready, self._go, self._t0, self._stop, self._out),
+                args=(job, self.counters, self._ready, self._go, self._t0, self._stop, self._out, os.getpid()),
                 name=f"faultload-worker-{job.worker}",
                 daemon=True,
             )

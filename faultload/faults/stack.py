@@ -2,8 +2,12 @@
 
 The trial itself is synchronous; ``FaultRunner`` is asyncio. The runner gets
 an event loop of its own in a thread, so applying a fault never waits on the
-trial's loop and vice versa. ``close()`` heals (removes every toxic, re-enables
-proxies, resets/restarts the router), deletes the proxies and stops the server,
+trial's loop and vice versa. That thread lives as long as the FaultStack, not
+one schedule: a router restarted by a ``router:crash`` fault is forked from
+it, and the restarted router's parent-death signal (PR_SET_PDEATHSIG) follows
+the *thread* that forked it, so ending the thread after each trial killed the
+router. ``close()`` heals (removes every toxic, re-enables proxies,
+resets/restarts the router), deletes the proxies and stops the server,
 bounded in time, and is safe to call on any path out.
 """
 
@@ -33,6 +37,7 @@ class FaultStack:
         self.runner: FaultRunner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        self._healed = True
         self._closed = False
 
     def start_proxies(self, api_upstream: str, router_upstream: str) -> Topology:
@@ -45,10 +50,20 @@ class FaultStack:
     def start_schedule(self, schedule: FaultSchedule, router: RouterController | None, t0: float) -> None:
         """Run ``schedule`` relative to ``t0`` (time.monotonic) in the stack's own loop thread."""
         self.runner = None
+        self._healed = True
         if not schedule.faults:
             return
         names = self.topology.names if self.topology else {}
         self.runner = FaultRunner(schedule, self.control, names, router=router)
+        self._ensure_loop()
+        assert self._loop is not None
+        self._healed = False
+        asyncio.run_coroutine_threadsafe(self._start(t0), self._loop).result(_LOOP_START_TIMEOUT_S)
+
+    def _ensure_loop(self) -> None:
+        """Start the loop thread once; it is reused by every schedule until :meth:`close`."""
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            return
         ready = threading.Event()
 
         def loop_main() -> None:
@@ -63,7 +78,6 @@ class FaultStack:
         self._thread.start()
         if not ready.wait(_LOOP_START_TIMEOUT_S):
             raise RuntimeError("fault scheduler thread did not start")
-        asyncio.run_coroutine_threadsafe(self._start(t0), self._loop).result(_LOOP_START_TIMEOUT_S)
 
     async def _start(self, t0: float) -> None:
         assert self.runner is not None
@@ -73,23 +87,29 @@ class FaultStack:
         return self.runner.log() if self.runner else None
 
     def stop_schedule(self) -> list[str]:
-        """Heal the running schedule and stop its loop thread; the proxies stay. Idempotent."""
+        """Heal the running schedule; the proxies and the loop thread stay. Idempotent."""
         errors: list[str] = []
-        if self.runner is not None and self._loop is not None:
+        if self.runner is not None and self._loop is not None and not self._healed:
+            self._healed = True
             future = asyncio.run_coroutine_threadsafe(self.runner.heal(), self._loop)
             try:
                 errors += future.result(self.runner.heal_timeout_s + 5.0)
             except Exception as exc:  # a heal that cannot finish must not stop the teardown
                 errors.append(f"heal: {exc!r}")
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            if self._thread is not None:
-                self._thread.join(timeout=5.0)
-        self._loop = self._thread = None
         return errors
+
+    def _stop_loop(self) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        self._loop = self._thread = None
 
     def close(self) -> list[str]:
         """Heal, tear down, stop; never raises; returns what failed. Idempotent."""
         if self._closed:
             return []
         self._closed = True
-        return self.stop_schedule() + teardown(self.control, self.server)
+        errors = self.stop_schedule()
+        self._stop_loop()
+        return errors + teardown(self.control, self.server)
