@@ -75,10 +75,13 @@ class Budgets:
       server keeps a delivered result for a retrying client: SkyRL 0.4.0's
       retrieved TTL (``--retrieved-ttl``). Results completed within this window
       before a sample count towards that sample's RSS budget.
-    * ``retained_result_overhead_bytes`` — bytes per retained result — 8 KiB.
-      Measured on 0.4.0 in the 131,072-request confirm run: RSS grew ~6.5 KB
-      per retained 64-token result (its future object, event, dict entry and
-      proto bytes), on top of which the result's own bytes count as above.
+    * ``retained_result_overhead_bytes`` — bytes per retained result — 4 KiB;
+      ``in_flight_request_overhead_bytes`` — bytes per request in flight — 64 KiB.
+      What the server holds besides the result bytes: for a retained result its
+      future object, event, dict entry; for a request in flight its connection,
+      handler coroutine, forwarding task and client connection. Measured on 0.4.0
+      in the 131,072-request confirm run (7,896 in flight): RSS grew ~48 KB per
+      request in flight and ~2.5 KB per retained 64-token result.
 
     Health (``healthz_latency``):
 
@@ -123,7 +126,8 @@ class Budgets:
     drain_rss_epsilon_bytes: int = 64 * MIB
     drain_rss_growth_fraction: float = 1.0
     retention_window_s: float = 300.0
-    retained_result_overhead_bytes: int = 8 * 1024
+    retained_result_overhead_bytes: int = 4 * 1024
+    in_flight_request_overhead_bytes: int = 64 * 1024
     healthz_p99_s: float = 2.5
     healthz_max_failures: int = 0
     healthz_failure_fraction: float = 0.0
@@ -145,6 +149,7 @@ class Budgets:
             ("drain_rss_growth_fraction", 0 <= self.drain_rss_growth_fraction <= 1, "must be in [0, 1]"),
             ("retention_window_s", 0 <= self.retention_window_s < math.inf, "must be >= 0 and finite"),
             ("retained_result_overhead_bytes", self.retained_result_overhead_bytes >= 0, "must be >= 0"),
+            ("in_flight_request_overhead_bytes", self.in_flight_request_overhead_bytes >= 0, "must be >= 0"),
             ("healthz_p99_s", self.healthz_p99_s > 0, "must be > 0"),
             ("healthz_max_failures", self.healthz_max_failures >= 0, "must be >= 0"),
             ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),

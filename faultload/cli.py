@@ -226,7 +226,13 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     from faultload.preflight import DoesNotFit, current_limits, plan
 
     try:
-        fit = plan(args.requests, args.max_outstanding, args.workers, current_limits())
+        limits = current_limits()
+        fit = plan(args.requests, args.max_outstanding, args.workers, limits)
+        if not args.max_outstanding:
+            # As many SDK sampling clients as workers, each at its default
+            # sample_max_concurrent_requests, within what the machine holds.
+            sdk_like = LoadShape().max_outstanding * fit.workers
+            fit = plan(args.requests, min(sdk_like, fit.max_outstanding), fit.workers, limits)
     except DoesNotFit as exc:
         raise UsageError(f"confirm run does not fit this machine: {exc}") from None
     for note in fit.notes:

@@ -408,12 +408,13 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     window = budgets.retention_window_s * inputs.shape.time_scale
     retained = np.searchsorted(done, t, side="right") - np.searchsorted(done, t - window, side="left")
     per_retained = budgets.retained_result_overhead_bytes + mult * per_request
-    budget_at = baseline + budgets.rss_slack_bytes + mult * in_flight_bytes + retained * per_retained
+    in_flight_budget = mult * in_flight_bytes + in_flight * budgets.in_flight_request_overhead_bytes
+    budget_at = baseline + budgets.rss_slack_bytes + in_flight_budget + retained * per_retained
     over = rss - budget_at
     i = int(np.argmax(over)) if (over > 0).any() else int(np.argmax(rss))
     peak, peak_t, peak_budget = int(rss[i]), float(t[i]), float(budget_at[i])
     head = (f"{'peak' if over[i] <= 0 else 'RSS'} {_mib(peak)} at {_s(peak_t)} vs {base_note} {_mib(baseline)} + "
-            f"{_mib(budgets.rss_slack_bytes)} + {mult:g}×{_mib(in_flight_bytes)} in flight ({in_flight_note}, {per_note})"
+            f"{_mib(budgets.rss_slack_bytes)} + {_mib(in_flight_budget)} for {int(in_flight)} in flight ({in_flight_note}, {per_note})"
             f" + {int(retained[i])} retained × {_mib(per_retained)} = {_mib(peak_budget)}")
     if over[i] > 0:
         return Verdict(name, False, peak, peak_budget, f"over budget: {head}")

@@ -418,7 +418,7 @@ def test_fds_baseline_from_first_sample_when_missing() -> None:
 
 # --------------------------------------------------------------------------- bounded_rss
 
-NO_RETENTION = dataclasses.replace(BUDGETS, retention_window_s=0.0)
+NO_RETENTION = dataclasses.replace(BUDGETS, retention_window_s=0.0, in_flight_request_overhead_bytes=0)
 
 
 def test_rss_within_budget() -> None:
@@ -427,6 +427,8 @@ def test_rss_within_budget() -> None:
     # results of 600 B observed beat the proto formula (64 tokens × 8 B = 512 B)
     assert v.budget == 200 * MIB + 256 * MIB + 4.0 * 50 * 600
     assert "600 B/result observed" in v.detail
+    with_overhead = check_bounded_rss(make_inputs(), dataclasses.replace(NO_RETENTION, in_flight_request_overhead_bytes=1000))
+    assert with_overhead.budget == v.budget + 50 * 1000
     proto_sized = make_history(result_bytes=500)
     v = check_bounded_rss(make_inputs(history=proto_sized), NO_RETENTION)
     assert v.budget == 200 * MIB + 256 * MIB + 4.0 * 50 * 64 * 1 * RESULT_BYTES_PER_TOKEN
