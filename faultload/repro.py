@@ -1,0 +1,262 @@
+"""Repro files: a failing trial as JSON, and ``faultload replay FILE`` to run it again.
+
+A repro file holds everything a trial is made of — the shrunk ``TrialConfig``
+(shape + faults + router + target + regressions + time scale), its seed, the
+budgets it was judged against — plus what failed (the invariants' verdicts
+and figures) and how it was found (property, Hypothesis profile, how far the
+shrinker got). ``faultload replay`` runs the config on a fresh stack, judges it
+against the same budgets and exits 1 when the failure reproduces, 0 when it
+does not (reported as *flaky*, with both runs' figures). The file itself is
+never rewritten by a replay: it keeps the original figures.
+
+``config_to_dict``/``config_from_dict`` are exact inverses for every
+``TrialConfig`` (tested): nested dataclasses become objects, tuples become
+lists, unknown keys are an error naming the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping
+
+from faultload.budgets import Budgets
+from faultload.faults.spec import FaultSchedule
+from faultload.router import RouterConfig
+from faultload.shape import LoadShape
+from faultload.stack import ServerKnobs
+from faultload.watchdog import WatchdogLimits
+
+REPRO_VERSION = 1
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+# --------------------------------------------------------------------------- TrialConfig <-> JSON
+
+
+def _plain(cls: type, data: Mapping[str, Any], what: str):
+    """A flat frozen dataclass from a mapping; unknown keys are an error."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{what}: expected an object, got {data!r}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"{what}: unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return cls(**dict(data))
+
+
+def _tuple_of_str(value: Any, what: str) -> tuple[str, ...]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{what}: expected a list of strings, got {value!r}")
+    return tuple(value)
+
+
+# field -> (to JSON, from JSON)
+_CODECS: dict[str, tuple[Any, Any]] = {
+    "shape": (LoadShape.to_dict, lambda d: LoadShape.from_dict(d)),
+    "router": (dataclasses.asdict, lambda d: _plain(RouterConfig, d, "router")),
+    "faults": (FaultSchedule.to_dict, lambda d: FaultSchedule.from_dict(d)),
+    "knobs": (dataclasses.asdict, lambda d: _plain(ServerKnobs, d, "knobs")),
+    "watchdog": (dataclasses.asdict, lambda d: _plain(WatchdogLimits, d, "watchdog")),
+    "regress": (list, lambda v: _tuple_of_str(v, "regress")),
+    "fatal_faults": (list, lambda v: _tuple_of_str(v, "fatal_faults")),
+}
+
+
+def config_to_dict(config) -> dict[str, Any]:
+    """A ``TrialConfig`` as JSON-ready data (``config_from_dict`` is its inverse)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        codec = _CODECS.get(f.name)
+        if codec is not None:
+            out[f.name] = codec[0](value)
+        elif dataclasses.is_dataclass(value):  # a nested value added to TrialConfig later
+            out[f.name] = dataclasses.asdict(value)
+        elif isinstance(value, tuple):
+            out[f.name] = list(value)
+        else:
+            out[f.name] = value
+    return out
+
+
+def config_from_dict(data: Mapping[str, Any]):
+    """The inverse of :func:`config_to_dict`; ValueError naming a bad or unknown field.
+
+    Fields missing from ``data`` take ``TrialConfig``'s defaults, so a repro
+    written before a field existed still loads.
+    """
+    from faultload.trial import TrialConfig
+
+    if not isinstance(data, Mapping):
+        raise ValueError("config: expected an object")
+    fields = {f.name: f for f in dataclasses.fields(TrialConfig)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"config: unknown field(s) {', '.join(unknown)}")
+    kwargs: dict[str, Any] = {}
+    for name, value in data.items():
+        codec = _CODECS.get(name)
+        try:
+            kwargs[name] = codec[1](value) if codec is not None else value
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"config.{name}: {exc}") from None
+    if "target" not in kwargs:
+        raise ValueError("config.target: missing")
+    try:
+        return TrialConfig(**kwargs)
+    except TypeError as exc:
+        raise ValueError(f"config: {exc}") from None
+
+
+def config_key(config) -> str:
+    """A stable short hash of a config (names repro files, keys caches)."""
+    text = json.dumps(config_to_dict(config), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+# --------------------------------------------------------------------------- the repro file
+
+
+def figures_of(result, verdicts) -> dict[str, Any]:
+    """The numbers a reader compares between runs: each verdict's figure, plus what the
+    suite targets (fds per in-flight request, RSS growth, /healthz p99, lost results)."""
+    figures: dict[str, Any] = {}
+    for v in verdicts:
+        d = v.to_dict()
+        figures[v.name] = {"ok": d["ok"], "figure": d["figure"], "budget": d["budget"]}
+    mon = getattr(result, "monitor", None)
+    if mon is not None:
+        try:
+            fds = mon.samples["fds"]
+            rss = mon.samples["rss"]
+            in_flight = mon.samples.get("client_in_flight")
+            base_fds = mon.baseline.fds if mon.baseline else None
+            base_rss = mon.baseline.rss if mon.baseline else None
+            peak_in_flight = float(in_flight.max()) if in_flight is not None and in_flight.size else 0.0
+            if fds.size and base_fds is not None and base_fds >= 0 and fds.max() >= 0:
+                figures["fds_per_in_flight"] = float(fds.max() - base_fds) / max(1.0, peak_in_flight)
+            if rss.size and base_rss is not None and base_rss >= 0 and rss.max() >= 0:
+                figures["rss_growth_mib"] = float(rss.max() - base_rss) / 2**20
+            import numpy as np
+
+            latency = np.asarray(mon.healthz_latency_s, dtype=np.float64)
+            latency = latency[np.isfinite(latency)]
+            if latency.size:
+                figures["healthz_p99_s"] = float(np.percentile(latency, 99))
+        except (KeyError, AttributeError, ValueError):
+            pass
+    return figures
+
+
+def build_repro(
+    config, verdicts, figures: Mapping[str, Any], budgets: Budgets, *, checked: tuple[str, ...] = (),
+    found_by: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    failing = [v.to_dict() for v in verdicts if v.ok is False]
+    return {
+        "repro_version": REPRO_VERSION,
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "target": config.target,
+        "regress": list(config.regress),
+        "time_scale": config.shape.time_scale,
+        "seed": config.shape.seed,
+        "requests": config.shape.requests,
+        "checked": list(checked or [v.name for v in verdicts]),
+        "failing": failing,
+        "verdicts": [v.to_dict() for v in verdicts],
+        "figures": dict(figures),
+        "budgets": budgets.to_dict(),
+        "found_by": dict(found_by or {}),
+        "config": config_to_dict(config),
+    }
+
+
+def write_repro(repro: Mapping[str, Any], directory: Path, stem: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{stem}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(repro, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def replay_command(path: Path | str) -> str:
+    return f"faultload replay {path}"
+
+
+def load_repro(path: Path | str) -> tuple[dict[str, Any], Any, Budgets]:
+    """(the file's data, its TrialConfig, its budgets); ValueError naming what is wrong."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except OSError as exc:
+        raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or "config" not in data:
+        raise ValueError(f"{path}: not a faultload repro (no 'config')")
+    version = data.get("repro_version")
+    if version != REPRO_VERSION:
+        raise ValueError(f"{path}: repro_version {version!r}; this faultload reads {REPRO_VERSION}")
+    config = config_from_dict(data["config"])
+    budgets = Budgets.from_mapping(data.get("budgets") or {}, f"{path} budgets")
+    config.validate()
+    return data, config, budgets
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def _figure_line(name: str, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> str:
+    def fmt(block):
+        if not block:
+            return "-"
+        mark = {True: "ok", False: "VIOLATED", None: "unknown"}[block.get("ok")]
+        return f"{block.get('figure')} (budget {block.get('budget')}, {mark})"
+
+    return f"  {name:<22} original {fmt(old)}  |  replay {fmt(new)}"
+
+
+def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.stdout) -> int:
+    """Run a repro file's trial on a fresh stack; 1 if its failure reproduces, 0 if not (flaky)."""
+    from faultload import report as report_mod
+    from faultload.judge import judge
+    from faultload.trial import run_trial
+
+    data, config, budgets = load_repro(path)
+    checked = tuple(data.get("checked") or ())
+    original_failing = [v["name"] for v in data.get("failing", [])]
+    print(f"replaying {path}: {config.shape.requests} requests, target {config.target}"
+          + (f", regress {','.join(config.regress)}" if config.regress else "")
+          + f", time scale {config.shape.time_scale:g}; originally failed: {', '.join(original_failing) or 'nothing'}",
+          file=out, flush=True)
+    result = run_trial(config, workspace)
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    verdicts = judge(result, budgets)
+    report = report_mod.build_report(result, verdicts)
+    print(report_mod.render_text(report), file=out)
+    figures = figures_of(result, verdicts)
+    relevant = set(checked) if checked else {v.name for v in verdicts}
+    failing_now = [v.name for v in verdicts if v.ok is False and v.name in relevant]
+    reproduced = bool(failing_now) or bool(result.error)
+    names = sorted(set(original_failing) | set(failing_now))
+    status = "reproduced" if reproduced else "flaky"
+    print(f"{status}: " + (f"failing now: {', '.join(failing_now)}" if failing_now else
+                            "the failure did not reproduce on a fresh stack")
+          + (f"; harness error: {result.error}" if result.error else ""), file=out)
+    old_figures = data.get("figures") or {}
+    for name in names or sorted(relevant):
+        print(_figure_line(name, old_figures.get(name), figures.get(name)), file=out)
+    if json_out:
+        report["replay"] = {
+            "repro": str(path), "status": status, "failing_now": failing_now, "originally_failing": original_failing,
+            "original_figures": old_figures, "replay_figures": figures,
+        }
+        report_mod.write_json(report, json_out)
+    return EXIT_FAILED if reproduced else EXIT_OK

@@ -1,0 +1,216 @@
+"""``pytest faultload``: the pytest plugin (entry point ``pytest11: faultload``).
+
+Registered for every pytest run in an environment where faultload is
+installed, so importing it is cheap (stdlib and pytest only) and it does
+nothing unless the suite's properties (``faultload/suite/test_*.py``) are
+collected. Options::
+
+    --faultload-target SPEC      the server under test (default skyrl==0.4.0)
+    --faultload-regress NAME     undo a known fix in it (repeatable)
+    --faultload-profile NAME     ci (default) | nightly | confirm
+    --faultload-workdir DIR      faultload's folder (default .faultload or $FAULTLOAD_HOME)
+    --faultload-shrink-s S       override the profile's shrink budget (seconds)
+    --faultload-examples N       override the profile's examples per property
+
+The session fixture ``faultload_suite`` is the :class:`~faultload.suite.runner.SuiteRunner`
+(one shared stack, started on first use). On a failing property the plugin
+writes its repro (``.faultload/repros/*.json`` with the JSON report and PNG
+beside it), adds it to the failure report and lists every repro with its
+``faultload replay FILE`` command at the end of the run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+DEFAULT_PROFILE = "ci"
+_state: dict = {"options": None, "runner": None, "config": None}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("faultload", "faultload: property-based fault-injection and load suite")
+    group.addoption("--faultload-target", default=None, metavar="SPEC",
+                    help="server under test: skyrl==X.Y.Z | skyrl@PATH | url=... (default skyrl==0.4.0)")
+    group.addoption("--faultload-regress", action="append", default=[], metavar="NAME",
+                    help="undo a known fix in the launched server (repeatable): retention, keepalive, rich-access-log")
+    group.addoption("--faultload-profile", default=None, choices=("ci", "nightly", "confirm"),
+                    help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
+                         "example database kept; confirm: the 131,072-request shape once")
+    group.addoption("--faultload-workdir", default=None, metavar="DIR",
+                    help="faultload's folder (default .faultload or $FAULTLOAD_HOME)")
+    group.addoption("--faultload-shrink-s", default=None, type=float, metavar="S",
+                    help="stop shrinking a failure after S seconds (default: the profile's)")
+    group.addoption("--faultload-examples", default=None, type=int, metavar="N",
+                    help="examples per property (default: the profile's)")
+
+
+class SuiteOptions:
+    """The plugin's options, resolved once per session (read by the properties at import)."""
+
+    def __init__(self, config: pytest.Config | None = None) -> None:
+        get = (lambda name: config.getoption(name)) if config is not None else (lambda name: None)
+        from faultload.suite.profiles import get_profile
+        from faultload.targets.spec import DEFAULT_TARGET
+
+        profile = get_profile(get("faultload_profile") or os.environ.get("FAULTLOAD_PROFILE") or DEFAULT_PROFILE)
+        examples = get("faultload_examples")
+        if examples:
+            import dataclasses
+
+            profile = dataclasses.replace(profile, max_examples=max(1, examples))
+        self.profile = profile
+        self.target: str = get("faultload_target") or DEFAULT_TARGET
+        self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
+        self.workdir: str | None = get("faultload_workdir")
+        self.shrink_s: float | None = get("faultload_shrink_s")
+        self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
+
+    def workspace(self):
+        from faultload.workspace import Workspace
+
+        return Workspace(Path(self.workdir).resolve()) if self.workdir else Workspace.default()
+
+    def pyproject(self) -> Path | None:
+        path = self.rootdir / "pyproject.toml"
+        return path if path.is_file() else None
+
+
+def options() -> SuiteOptions:
+    """The session's options (defaults when the plugin was not configured, e.g. a bare import)."""
+    if _state["options"] is None:
+        _state["options"] = SuiteOptions(None)
+    return _state["options"]
+
+
+def runner():
+    """The session's SuiteRunner, made on first use (starting nothing until the first trial)."""
+    if _state["runner"] is None:
+        from faultload.budgets import load_budgets
+        from faultload.suite.runner import SuiteRunner
+        from faultload.watchdog import load_watchdog_limits
+
+        opts = options()
+        pyproject = opts.pyproject()
+        _state["runner"] = SuiteRunner(
+            opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject),
+            watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=_terminal_log(),
+        )
+    return _state["runner"]
+
+
+def _terminal_log():
+    """Progress lines straight to the terminal (pytest captures the tests' own stdout/stderr)."""
+    config = _state.get("config")
+    reporter = config.pluginmanager.get_plugin("terminalreporter") if config is not None else None
+    if reporter is None:
+        return None
+
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def log(message: str) -> None:
+        if capture is not None:
+            with capture.global_and_fixture_disabled():
+                reporter.ensure_newline()
+                reporter.write_line(f"faultload: {message}")
+        else:
+            reporter.ensure_newline()
+            reporter.write_line(f"faultload: {message}")
+
+    return log
+
+
+def _is_property(item: pytest.Item) -> bool:
+    return "faultload_suite" in getattr(item, "fixturenames", ())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _state["options"] = None
+    _state["runner"] = None
+    _state["config"] = config
+    if any(config.getoption(name) for name in ("faultload_profile", "faultload_target", "faultload_regress")) \
+            or _collects_suite(config):
+        _state["options"] = SuiteOptions(config)
+
+
+def _collects_suite(config: pytest.Config) -> bool:
+    for arg in config.args:
+        text = str(arg).split("::")[0].rstrip("/")
+        if text == "faultload" or text.endswith("/faultload") or "faultload/suite" in text or text.startswith("faultload/"):
+            return True
+    return False
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _state["runner"] is not None:
+        _state["runner"].close()
+    _state["runner"] = None
+    _state["options"] = None
+    _state["config"] = None
+
+
+@pytest.fixture(scope="session")
+def faultload_suite():
+    """The session's :class:`~faultload.suite.runner.SuiteRunner` (one shared stack)."""
+    suite = runner()
+    yield suite
+    suite.close()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _state["property_ids"] = [
+        item.nodeid for item in session.items
+        if _is_property(item) and not any(m.args and m.args[0] is True for m in item.iter_markers("skipif"))
+    ]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    if not _is_property(item):
+        yield
+        return
+    suite = runner()
+    ids = _state.get("property_ids") or []
+    remaining = len(ids) - ids.index(item.nodeid) - 1 if item.nodeid in ids else 0
+    suite.begin(item.nodeid, remaining)
+    try:
+        yield
+    finally:
+        suite.end()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or not _is_property(item) or _state["runner"] is None:
+        return
+    suite = _state["runner"]
+    state = suite.states.get(item.nodeid)
+    if state is None:
+        return
+    lines = []
+    if report.failed and state.best is not None:
+        seed = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_generated_seed", None)
+        path = suite.write_repro(state, hypothesis_seed=seed)
+        config, _ = state.best
+        lines += [
+            f"repro: {path}",
+            f"replay: faultload replay {path}",
+            f"shrunk from {state.first_failure_requests} to {config.shape.requests} requests in "
+            f"{state.shrink_seconds:.0f}s ({state.failures} failing examples"
+            + (", cut by the shrink budget)" if state.shrink_cut else ")"),
+        ]
+    lines.append(f"{state.trials} trials run, {state.cached} cached, {state.not_run} not run (time bound)")
+    report.sections.append(("faultload", "\n".join(lines)))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    suite = _state["runner"]
+    if suite is None or not suite.states:
+        return
+    terminalreporter.section("faultload")
+    for line in suite.summary_lines():
+        terminalreporter.write_line(line)

@@ -1,0 +1,68 @@
+"""The suite's profiles: how many trials, how big, how long to shrink.
+
+``ci``      few small examples, derandomized (the same trials every run), a
+            whole run in ≤ 10 minutes on 2 cores at time scale 0.05.
+``nightly`` more and larger examples, random, Hypothesis's example database in
+            ``.faultload/hypothesis`` (a failure is retried first next night),
+            ≤ 60 minutes.
+``confirm`` one example: the 131,072-request shape at time scale 1, fitted to
+            this machine (``faultload.preflight``); the combined property only.
+
+Time is bounded three ways, because Hypothesis has no shrink-time cap of its
+own that fits trials of tens of seconds: a property stops drawing new trials
+after ``property_s`` (the rest of its examples are counted as *not run*, and
+said so), stops shrinking ``shrink_s`` after its first failure (candidates not
+yet tried are reported, the smallest failure so far is the repro), and the
+whole session stops starting trials after ``session_s``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strategies.limits import CI, NIGHTLY, Limits
+
+CONFIRM_REQUESTS = 131_072
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    time_scale: float
+    limits: Limits
+    max_examples: int  # per property
+    derandomize: bool
+    use_database: bool
+    property_s: float  # a property's trials (before its first failure) stop here
+    shrink_s: float  # a property's shrinking stops this long after its first failure
+    session_s: float  # no trial starts after this, whole session
+    baseline_wait_s: float  # before each trial: wait this long for the server's fds to settle
+    # Share of shrink_s the suite's own greedy reduction (1 request, half the
+    # requests, drop each fault, ...) may use at a first failure, before
+    # Hypothesis's shrinker gets the rest.
+    reduce_share: float = 0.75
+    confirm: bool = False
+
+
+PROFILES: dict[str, Profile] = {
+    "ci": Profile(
+        name="ci", time_scale=0.05, limits=CI, max_examples=6, derandomize=True, use_database=False,
+        property_s=50.0, shrink_s=180.0, session_s=520.0, baseline_wait_s=20.0,
+    ),
+    "nightly": Profile(
+        name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,
+        property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0,
+    ),
+    "confirm": Profile(
+        name="confirm", time_scale=1.0, limits=CI.replace(max_faults=0), max_examples=1, derandomize=True,
+        use_database=False, property_s=3600.0 * 4, shrink_s=0.0, session_s=3600.0 * 4, baseline_wait_s=120.0,
+        confirm=True,
+    ),
+}
+
+
+def get_profile(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ValueError(f"unknown faultload profile {name!r}; known: {', '.join(PROFILES)}") from None

@@ -1,0 +1,132 @@
+"""The suite's properties: one per invariant family, plus one asserting them all.
+
+Run with ``pytest faultload [--faultload-profile ci|nightly|confirm]
+[--faultload-target SPEC] [--faultload-regress NAME]``. Each example draws a
+whole ``TrialConfig`` (``strategies.trial_configs``), runs it on the session's
+shared stack, judges it and asserts its family's invariants; Hypothesis
+shrinks a failure toward fewer requests, smaller results, no faults and one
+burst, and the plugin writes the shrunk trial as a repro for
+``faultload replay``.
+
+Some families draw a restricted space (``Family.limits``):
+
+* ``no_lost_results`` is about results outliving the polls that ask for them,
+  so every trial drops a fraction of its first polls and re-polls after a
+  timer landmark (45, 75, 200 or 400 SDK s), and the router always takes time
+  (latency or barrier): with an immediate router the result is there before
+  the first poll and nothing can outlive anything.
+* ``retry_amplification`` (and so the combined property) draws no retry
+  storms and keeps a request's wait for its result under 60 SDK seconds: the
+  retry budget is stated for the SDK's own policy, and a storm, or a result
+  that takes several poll timeouts, multiplies the client's attempts by
+  design — the other families put that load on the server.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from faultload.suite import plugin
+from faultload.suite.runner import Family, family_examples, family_limits
+
+OPTIONS = plugin.options()
+PROFILE = OPTIONS.profile
+
+LOST = Family("no_lost_results", ("no_lost_results",), ("lost_results",), weight=2.0,
+              limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))))
+INTEGRITY = Family("result_integrity", ("result_integrity",), ("corrupt_results",))
+RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss"), ("fds_per_in_flight", "rss_growth_mib"))
+HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_p99_s",))
+RETRIES = Family("bounded_retries", ("retry_amplification",), ("attempts_per_request",),
+                 limits=(("storms", False), ("max_result_wait_s", 60.0)))
+SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("server_log_errors",))
+COMBINED = Family(
+    "all_invariants", (), ("lost_results", "fds_per_in_flight", "rss_growth_mib", "healthz_p99_s"),
+    limits=(("storms", False), ("max_result_wait_s", 60.0)),
+)
+FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, COMBINED)
+
+only_combined = pytest.mark.skipif(PROFILE.confirm, reason="the confirm profile runs the combined property once")
+
+
+def _settings(family: Family) -> settings:
+    database = None
+    if PROFILE.use_database and not PROFILE.derandomize:
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
+        database = DirectoryBasedExampleDatabase(str(OPTIONS.workspace().root / "hypothesis"))
+    phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
+    if PROFILE.confirm or PROFILE.shrink_s <= 0:
+        phases = (Phase.explicit, Phase.reuse, Phase.generate)
+    return settings(
+        max_examples=family_examples(PROFILE, family), derandomize=PROFILE.derandomize, database=database,
+        deadline=None, phases=phases, suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
+        print_blob=True,
+    )
+
+
+def _configs(family: Family) -> st.SearchStrategy:
+    if PROFILE.confirm:
+        from faultload.suite.confirm import confirm_config
+
+        return st.just(confirm_config(OPTIONS.target, OPTIONS.regress))
+    from strategies import trial_configs
+
+    return trial_configs(OPTIONS.target, PROFILE.time_scale, OPTIONS.regress, family_limits(PROFILE, family))
+
+
+@only_combined
+@settings(_settings(LOST))
+@given(config=_configs(LOST))
+def test_no_lost_results(faultload_suite, config):
+    """Every accepted request ends with its result (no 404s, no give-ups outside fatal faults)."""
+    faultload_suite.check(LOST, config)
+
+
+@only_combined
+@settings(_settings(INTEGRITY))
+@given(config=_configs(INTEGRITY))
+def test_result_integrity(faultload_suite, config):
+    """Every result that arrives is its own request's, whole."""
+    faultload_suite.check(INTEGRITY, config)
+
+
+@only_combined
+@settings(_settings(RESOURCES))
+@given(config=_configs(RESOURCES))
+def test_bounded_resources(faultload_suite, config):
+    """Server fds and RSS stay within a budget of what is in flight, and come back after the load."""
+    faultload_suite.check(RESOURCES, config)
+
+
+@only_combined
+@settings(_settings(HEALTH))
+@given(config=_configs(HEALTH))
+def test_health(faultload_suite, config):
+    """/healthz stays fast and answering under load; the server never collapses."""
+    faultload_suite.check(HEALTH, config)
+
+
+@only_combined
+@settings(_settings(RETRIES))
+@given(config=_configs(RETRIES))
+def test_bounded_retries(faultload_suite, config):
+    """HTTP attempts per request stay within budget under the SDK's own policy."""
+    faultload_suite.check(RETRIES, config)
+
+
+@only_combined
+@settings(_settings(SERVER_LOG))
+@given(config=_configs(SERVER_LOG))
+def test_clean_server_log(faultload_suite, config):
+    """No error lines in the server log unless a fault was active."""
+    faultload_suite.check(SERVER_LOG, config)
+
+
+@settings(_settings(COMBINED))
+@given(config=_configs(COMBINED))
+def test_all_invariants(faultload_suite, config):
+    """Every invariant at once."""
+    faultload_suite.check(COMBINED, config)

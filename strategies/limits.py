@@ -1,0 +1,87 @@
+"""How big the generated trials may get: one frozen value per suite profile.
+
+The strategies never read settings behind the caller's back: every bound is a
+field here, passed in. ``CI`` fits a whole ``pytest faultload`` run in ten
+minutes on two cores at time scale 0.05; ``NIGHTLY`` goes bigger.
+
+Times are in *SDK seconds* (the tinker SDK's and the server's own timers, before
+the time scale) unless a name ends in ``_real_s``: the strategies multiply SDK
+seconds by the trial's time scale, so a shape keeps the same meaning at 0.05 and
+at 1.0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The server's and the SDK's timers (SDK seconds), the landmarks retention bugs live on.
+SDK_POLL_TIMEOUT_S = 45.0  # retrieve_future client timeout
+SDK_BACKOFF_CAP_S = 30.0  # connection-error backoff cap; also the store's sweep interval
+RETRIEVED_TTL_S = 300.0  # a retrieved result is kept this long (pre-fix: 120 s)
+COMPLETED_TTL_S = 600.0  # a completed, never-retrieved result is kept this long
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Upper bounds of the generated trials (lower bounds are always the simplest case)."""
+
+    max_requests: int = 256
+    max_result_tokens: int = 1024
+    max_num_samples: int = 4
+    max_workers: int = 1
+    accepts: tuple[str, ...] = ("proto", "json")
+    # A request's result bytes held at the server at once, summed over the
+    # outstanding cap (tokens x samples x 16 B, a JSON-sized token): keeps RSS
+    # sane on a 24 GiB machine shared with others.
+    max_in_flight_result_bytes: int = 64 << 20
+    # Delayed first poll + abandoned-poll re-poll, SDK seconds. Kept under the
+    # completed TTL (600 s) with room for generation: a client that polls
+    # after the server was entitled to drop the result is not a server bug.
+    max_poll_after_s: float = 450.0
+    # True: every trial drops a fraction of its first polls (abandoned polls
+    # always drawn), re-polling after a timer landmark; False: sometimes.
+    late_polls: bool = False
+    # Retry storms: the client's poll timeout may drop (see client_policies).
+    storms: bool = True
+    # Router modes drawn, simplest first.
+    router_modes: tuple[str, ...] = ("immediate", "latency", "barrier")
+    # Router time a request waits for its result (queue + generation, or a
+    # barrier timeout), SDK seconds. Above ~2 poll timeouts the SDK policy
+    # itself re-polls more than the retry budget's one extra attempt.
+    max_result_wait_s: float = 200.0
+    # Router time for the whole load (an estimate, real seconds at the trial's scale).
+    max_router_real_s: float = 30.0
+    # Faults: at most this many per trial; their windows start within
+    # fault_horizon_s and last at most max_fault_s (SDK seconds).
+    max_faults: int = 2
+    fault_links: tuple[str, ...] = ("edge", "backend", "router")
+    fault_horizon_s: float = 40.0
+    max_fault_s: float = 60.0
+    router_crash: bool = True
+    # Arrival patterns the shapes may use (the first is the simplest).
+    arrivals: tuple[str, ...] = ("burst", "waves", "ramp", "poisson")
+    max_arrival_span_s: float = 100.0
+    # The trial's own wall bound (real seconds) and post-load drain wait.
+    max_wall_real_s: float = 120.0
+    drain_real_s: float = 10.0
+
+    def replace(self, **changes) -> "Limits":
+        import dataclasses
+
+        return dataclasses.replace(self, **changes)
+
+
+CI = Limits()
+NIGHTLY = Limits(
+    max_requests=8192,
+    max_result_tokens=16384,
+    max_num_samples=8,
+    max_workers=4,
+    max_in_flight_result_bytes=1 << 30,
+    max_router_real_s=120.0,
+    max_faults=4,
+    fault_horizon_s=120.0,
+    max_fault_s=120.0,
+    max_arrival_span_s=300.0,
+    max_wall_real_s=600.0,
+)

@@ -1,0 +1,96 @@
+"""Strategies for the fake vLLM router: how long results take, and in what waves.
+
+Generation times and barrier timeouts are drawn in SDK seconds and multiplied
+by the time scale, so "a result takes 40 s" means the same against the SDK's
+45 s poll timeout at every scale.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+
+from faultload.router import RouterConfig
+from faultload.shape import LoadShape
+from strategies.limits import CI, Limits
+from strategies.shapes import held_at_once
+
+# Connections one router process holds at most (the CLI's rule: one process per 8,000 held).
+ROUTER_CONNECTIONS_PER_PROC = 8000
+# Generation time of one request (SDK seconds), fastest first.
+GEN_SECONDS_SDK = (1.0, 5.0, 20.0, 40.0, 80.0)
+# Router-wide generation slots (vLLM's max_num_seqs), the default first.
+MAX_NUM_SEQS = (256, 1024, 64, 16, 4, 1)
+# Barrier timeouts (SDK seconds), shortest first.
+BARRIER_TIMEOUTS_SDK = (20.0, 40.0, 80.0, 160.0)
+
+
+def router_procs(held: int) -> int:
+    return max(1, math.ceil(held / ROUTER_CONNECTIONS_PER_PROC))
+
+
+def immediate_router(shape: LoadShape) -> RouterConfig:
+    """The simplest router: answers at once."""
+    return RouterConfig(mode="immediate", barrier=0, procs=router_procs(held_at_once(shape)))
+
+
+@st.composite
+def latency_routers(draw, shape: LoadShape, limits: Limits = CI) -> RouterConfig:
+    """``max_num_seqs`` slots, each generation ``gen_seconds`` long.
+
+    Minimal: ``RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=1 SDK s
+    × scale)``. Only combinations whose queue keeps a request's wait under
+    ``limits.max_result_wait_s`` and the whole load under
+    ``limits.max_router_real_s`` are drawn.
+    """
+    scale = shape.time_scale
+    held = held_at_once(shape)
+    wait_budget = limits.max_result_wait_s * scale
+    feasible = []
+    for gen_sdk in GEN_SECONDS_SDK:
+        gen = round(gen_sdk * scale, 6)
+        seqs = [s for s in MAX_NUM_SEQS if _latency_fits(shape.requests, held, s, gen, wait_budget, limits)]
+        if seqs:
+            feasible.append((gen, seqs))
+    if not feasible:  # nothing fits: the fastest generation with every request in its own slot
+        gen = round(GEN_SECONDS_SDK[0] * scale, 6)
+        return RouterConfig(mode="latency", max_num_seqs=max(held, 1), gen_seconds=gen, procs=router_procs(held))
+    gen, seqs = draw(st.sampled_from(feasible))
+    max_num_seqs = draw(st.sampled_from(seqs))
+    return RouterConfig(mode="latency", max_num_seqs=max_num_seqs, gen_seconds=gen, procs=router_procs(held))
+
+
+def _latency_fits(requests: int, held: int, seqs: int, gen: float, wait_budget: float, limits: Limits) -> bool:
+    rounds_held = math.ceil(held / seqs)
+    rounds_all = math.ceil(requests / seqs)
+    return rounds_held * gen <= wait_budget and rounds_all * gen <= limits.max_router_real_s
+
+
+@st.composite
+def barrier_routers(draw, shape: LoadShape, limits: Limits = CI) -> RouterConfig:
+    """Results released in waves of ``barrier`` requests (or after ``barrier_timeout_s``).
+
+    Minimal: one wave of every request held at once (``barrier`` = the cap, or
+    all requests) with the shortest timeout that fits (20 SDK s × scale).
+    """
+    scale = shape.time_scale
+    held = held_at_once(shape)
+    timeouts = [t for t in BARRIER_TIMEOUTS_SDK if t <= limits.max_result_wait_s] or [BARRIER_TIMEOUTS_SDK[0]]
+    smaller = draw(st.integers(0, held - 1))
+    timeout = round(draw(st.sampled_from(timeouts)) * scale, 6)
+    return RouterConfig(mode="barrier", barrier=held - smaller, barrier_timeout_s=timeout, procs=router_procs(held))
+
+
+def router_configs(shape: LoadShape, limits: Limits = CI) -> st.SearchStrategy[RouterConfig]:
+    """Immediate, latency or barrier router for ``shape`` (those of ``limits.router_modes``).
+
+    Minimal: the immediate router (``RouterConfig(mode="immediate", barrier=0,
+    procs=1)`` for shapes under 8,000 held); without it, the minimal latency router.
+    """
+    options = {
+        "immediate": st.just(immediate_router(shape)),
+        "latency": latency_routers(shape, limits),
+        "barrier": barrier_routers(shape, limits),
+    }
+    return st.one_of(*[options[m] for m in limits.router_modes])

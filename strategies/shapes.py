@@ -1,0 +1,179 @@
+"""Strategies for the load side: ``LoadShape`` and its parts.
+
+Every strategy here shrinks toward the simplest case; the minimal example of
+each is stated in its docstring (and checked by ``tests/test_strategies.py``
+with ``hypothesis.find(strategy, lambda x: True)``). Alternatives of
+``st.one_of`` are listed simplest first, integers are drawn with the simple end
+as the lower bound, and ``sampled_from`` lists start with the simplest value.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+
+from faultload.shape import ClientPolicy, LoadShape, PollBehaviour
+from strategies.limits import CI, COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_POLL_TIMEOUT_S, Limits
+
+# Where a late poll is interesting (SDK seconds): just past the SDK's poll
+# timeout, past timeout + backoff cap (what the SDK does after a timeout), past
+# the pre-fix retrieved TTL + one sweep, past the retrieved TTL + one sweep.
+POLL_LANDMARKS_S = (
+    SDK_POLL_TIMEOUT_S,
+    SDK_POLL_TIMEOUT_S + SDK_BACKOFF_CAP_S,
+    200.0,
+    RETRIEVED_TTL_S + 2 * SDK_BACKOFF_CAP_S + 40.0,
+)
+assert max(POLL_LANDMARKS_S) < COMPLETED_TTL_S
+# Fractions of requests a poll behaviour applies to: "all" first (the repro
+# with the fewest moving parts: every request does the same thing).
+POLL_FRACTIONS = (1.0, 0.5, 0.25, 0.1)
+# A retry storm's client poll timeout (SDK seconds), mildest first. Not below
+# 5 s: at time scale 0.05 that is a 0.25 s HTTP timeout, and a shorter one
+# times out answers a loaded 2-core server is already sending (16 such in a
+# row and the client gives up: a loss the client made, not the server).
+STORM_POLL_TIMEOUTS_S = (15.0, 10.0, 5.0)
+# Requests above which a shape must cap what is outstanding (the server holds
+# ~2 fds per request in flight; one process may open 20,000).
+MAX_UNCAPPED = 4096
+BYTES_PER_RESULT_TOKEN = 16  # a JSON-sized token id + logprob, for the in-flight memory bound
+
+
+def request_counts(max_requests: int = CI.max_requests) -> st.SearchStrategy[int]:
+    """Requests in a trial. Minimal: 1."""
+    return st.integers(1, max(1, max_requests))
+
+
+def result_sizes(max_tokens: int = CI.max_result_tokens) -> st.SearchStrategy[int]:
+    """Tokens per sample. Minimal: 1."""
+    return st.integers(1, max(1, max_tokens))
+
+
+def sample_counts(max_samples: int = CI.max_num_samples) -> st.SearchStrategy[int]:
+    """Samples per request (``num_samples``). Minimal: 1."""
+    return st.integers(1, max(1, max_samples))
+
+
+def outstanding_caps(requests: int) -> st.SearchStrategy[int]:
+    """``max_outstanding`` for ``requests``. Minimal: 0 (no cap: one burst) when
+    ``requests`` <= MAX_UNCAPPED, else MAX_UNCAPPED (the largest cap allowed).
+
+    Drawn caps lie in [min(requests, 16), requests]: a cap of 1 turns a load
+    test into a serial one.
+    """
+    if requests <= MAX_UNCAPPED:
+        return st.one_of(st.just(0), st.integers(min(requests, 16), requests))
+    low = 16
+    return st.integers(0, MAX_UNCAPPED - low).map(lambda k: MAX_UNCAPPED - k)
+
+
+def poll_behaviours(max_after_s: float = CI.max_poll_after_s, always: bool = False) -> st.SearchStrategy[PollBehaviour]:
+    """A fraction of requests whose first poll is late or abandoned, ``after_s`` SDK seconds.
+
+    Minimal: ``PollBehaviour()`` (no request affected). The minimal *affected*
+    behaviour is ``PollBehaviour(1.0, 45.0)``: every request, just past the
+    SDK's poll timeout. ``after_s`` comes from the timer landmarks
+    (:data:`POLL_LANDMARKS_S`) or any whole second up to ``max_after_s``.
+    ``always``: only affected behaviours, from the landmarks only (minimal
+    ``PollBehaviour(1.0, 45.0)``): for properties about results outliving polls.
+    """
+    landmarks = [x for x in POLL_LANDMARKS_S if x <= max_after_s]
+    if max_after_s < 1:
+        return st.just(PollBehaviour())
+    if always and landmarks:
+        after = st.sampled_from(landmarks)
+    elif landmarks:
+        after = st.one_of(st.sampled_from(landmarks), st.integers(1, int(max_after_s)).map(float))
+    else:
+        after = st.integers(1, int(max_after_s)).map(float)
+    affected = st.builds(PollBehaviour, fraction=st.sampled_from(POLL_FRACTIONS), after_s=after)
+    return affected if always else st.one_of(st.just(PollBehaviour()), affected)
+
+
+def client_policies(storms: bool = True) -> st.SearchStrategy[ClientPolicy]:
+    """The SDK's sampling policy, or a retry storm: a short client poll timeout.
+
+    Minimal: ``ClientPolicy()`` (tinker 0.25's constants). A storm keeps the
+    SDK's backoff and retry counts and drops the poll timeout to 15, 10 or 5
+    SDK seconds, so every request still waiting re-polls, all at once.
+    """
+    if not storms:
+        return st.just(ClientPolicy())
+    storm = st.sampled_from(STORM_POLL_TIMEOUTS_S).map(lambda t: ClientPolicy(poll_timeout_s=t))
+    return st.one_of(st.just(ClientPolicy()), storm)
+
+
+def arrivals(requests: int, limits: Limits = CI) -> st.SearchStrategy[tuple[str, float, int]]:
+    """(arrival, arrival_span_s, arrival_waves). Minimal: ``("burst", 0.0, 1)``: one burst.
+
+    Waves: 2-8 waves over the span; ramp: a rate rising linearly over it;
+    poisson: a constant random rate over it. Spans are whole SDK seconds in
+    [1, max_arrival_span_s].
+    """
+    kinds = [a for a in limits.arrivals if a != "burst"]
+    burst = st.just(("burst", 0.0, 1))
+    if not kinds or requests < 2 or limits.max_arrival_span_s < 1:
+        return burst
+    span = st.integers(1, int(limits.max_arrival_span_s)).map(float)
+    options = []
+    if "waves" in kinds:
+        options.append(st.tuples(st.just("waves"), span, st.integers(2, max(2, min(8, requests)))))
+    for kind in ("ramp", "poisson"):
+        if kind in kinds:
+            options.append(st.tuples(st.just(kind), span, st.just(1)))
+    return st.one_of(burst, *options)
+
+
+def _max_tokens(limits: Limits, held: int, num_samples: int) -> int:
+    per_token = held * num_samples * BYTES_PER_RESULT_TOKEN
+    return max(1, min(limits.max_result_tokens, limits.max_in_flight_result_bytes // max(1, per_token)))
+
+
+@st.composite
+def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape:
+    """A whole ``LoadShape`` at ``time_scale``, within ``limits``.
+
+    Minimal: ``LoadShape(requests=1, result_tokens=1, num_samples=1,
+    max_outstanding=0, workers=1, client="raw", accept="proto",
+    time_scale=time_scale, seed=0)`` with no delayed or abandoned polls, the
+    SDK's policy and one burst (see :data:`MINIMAL_SHAPE` in
+    ``strategies``). Result tokens are bounded so that the results held
+    at once stay under ``limits.max_in_flight_result_bytes``; a delayed first
+    poll plus an abandoned-poll re-poll stay under ``limits.max_poll_after_s``.
+    """
+    requests = draw(request_counts(limits.max_requests))
+    max_outstanding = draw(outstanding_caps(requests))
+    num_samples = draw(sample_counts(limits.max_num_samples))
+    held = min(requests, max_outstanding or requests)
+    result_tokens = draw(result_sizes(_max_tokens(limits, held, num_samples)))
+    arrival, span, waves = draw(arrivals(requests, limits))
+    abandon = draw(poll_behaviours(limits.max_poll_after_s, always=limits.late_polls))
+    delay = draw(poll_behaviours(limits.max_poll_after_s - abandon.after_s))
+    policy = draw(client_policies(limits.storms))
+    workers = draw(st.integers(1, max(1, min(limits.max_workers, requests))))
+    accept = draw(st.sampled_from(limits.accepts))
+    seed = draw(st.integers(0, 255))
+    return LoadShape(
+        requests=requests, result_tokens=result_tokens, num_samples=num_samples, max_outstanding=max_outstanding,
+        workers=workers, client="raw", accept=accept, time_scale=time_scale, delay_polls=delay,
+        abandon_polls=abandon, policy=policy, seed=seed, arrival=arrival, arrival_span_s=span, arrival_waves=waves,
+    )
+
+
+def minimal_shape(time_scale: float = 1.0) -> LoadShape:
+    """What :func:`load_shapes` shrinks to."""
+    return LoadShape(
+        requests=1, result_tokens=1, num_samples=1, max_outstanding=0, workers=1, client="raw", accept="proto",
+        time_scale=time_scale, delay_polls=PollBehaviour(), abandon_polls=PollBehaviour(), policy=ClientPolicy(),
+        seed=0, arrival="burst", arrival_span_s=0.0, arrival_waves=1,
+    )
+
+
+def held_at_once(shape: LoadShape) -> int:
+    """Requests the server may hold at once under ``shape`` (its cap, or all of them)."""
+    return min(shape.requests, shape.max_outstanding or shape.requests)
+
+
+def ceil_div(a: float, b: float) -> int:
+    return int(math.ceil(a / b)) if b > 0 else 0

@@ -1,0 +1,239 @@
+"""The strategies build valid, JSON-round-tripping trials and shrink to their documented minimal examples.
+
+Pure and fast: nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+import strategies as S
+from faultload.faults.spec import Fault, FaultSchedule
+from faultload.repro import build_repro, config_from_dict, config_to_dict, load_repro, write_repro
+from faultload.router import RouterConfig
+from faultload.shape import ClientPolicy, LoadShape, PollBehaviour, arrival_offsets
+
+TARGET = "skyrl==0.4.0"
+SCALE = 0.05
+FAST = settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+
+
+def minimal(strategy):
+    return find(strategy, lambda x: True, settings=settings(database=None, max_examples=2000))
+
+
+# ---------------------------------------------------------------- validity and round trips
+
+
+@FAST
+@given(S.trial_configs(TARGET, SCALE))
+def test_generated_trials_are_valid(config):
+    config.validate()
+    shape = config.shape
+    assert shape.time_scale == SCALE
+    assert shape.delay_polls.after_s + shape.abandon_polls.after_s <= S.CI.max_poll_after_s
+    held = min(shape.requests, shape.max_outstanding or shape.requests)
+    assert held * shape.result_tokens * shape.num_samples * 16 <= max(S.CI.max_in_flight_result_bytes, 16 * held)
+    assert config.proxies == "on"
+    assert set(config.fatal_faults) <= S.FATAL
+    if config.router.mode == "barrier":
+        assert 1 <= config.router.barrier <= held
+
+
+@settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(S.trial_configs(TARGET, SCALE, limits=S.NIGHTLY))
+def test_nightly_trials_are_valid(config):
+    config.validate()
+    shape = config.shape
+    if shape.requests > 4096:
+        assert 0 < shape.max_outstanding <= 4096  # a big shape always caps what is in flight
+
+
+@FAST
+@given(S.load_shapes(SCALE))
+def test_shapes_round_trip_through_json(shape):
+    assert LoadShape.from_json(shape.to_json()) == shape
+
+
+@FAST
+@given(S.trial_configs(TARGET, SCALE, regress=("retention",)))
+def test_trial_configs_round_trip_through_json(config):
+    data = json.loads(json.dumps(config_to_dict(config)))
+    assert config_from_dict(data) == config
+
+
+@FAST
+@given(S.fault_schedules(SCALE, S.CI.replace(max_faults=4)))
+def test_fault_schedules_round_trip(schedule):
+    assert FaultSchedule.from_json(schedule.to_json()) == schedule
+
+
+def test_config_from_dict_names_unknown_fields():
+    data = config_to_dict(S.minimal_trial_config(TARGET, SCALE))
+    data["bogus"] = 1
+    with pytest.raises(ValueError, match="bogus"):
+        config_from_dict(data)
+    data = config_to_dict(S.minimal_trial_config(TARGET, SCALE))
+    data["router"]["speed"] = 3
+    with pytest.raises(ValueError, match="router.*speed"):
+        config_from_dict(data)
+
+
+def test_repro_file_round_trip(tmp_path):
+    from faultload.budgets import Budgets
+    from faultload.invariants import Verdict
+
+    config = S.minimal_trial_config(TARGET, SCALE, regress=("retention",))
+    verdicts = [Verdict("no_lost_results", False, 3, 0, "3 lost"), Verdict("bounded_fds", True, 20, 100, "ok")]
+    budgets = Budgets().replace({"healthz_p99_s": 2.0})
+    repro = build_repro(config, verdicts, {"no_lost_results": {"ok": False, "figure": 3, "budget": 0}}, budgets,
+                        checked=("no_lost_results",))
+    path = write_repro(repro, tmp_path, "r")
+    data, loaded, loaded_budgets = load_repro(path)
+    assert loaded == config
+    assert loaded_budgets == budgets
+    assert [v["name"] for v in data["failing"]] == ["no_lost_results"]
+    assert data["seed"] == config.shape.seed and data["time_scale"] == SCALE and data["regress"] == ["retention"]
+
+
+# ---------------------------------------------------------------- documented minimal examples
+
+
+def test_minimal_trial_config():
+    assert minimal(S.trial_configs(TARGET, SCALE)) == S.minimal_trial_config(TARGET, SCALE)
+    assert minimal(S.trial_configs(TARGET, SCALE, ("retention",))) == S.minimal_trial_config(TARGET, SCALE, ("retention",))
+
+
+def test_minimal_shape():
+    shape = minimal(S.load_shapes(SCALE))
+    assert shape == S.minimal_shape(SCALE)
+    assert (shape.requests, shape.result_tokens, shape.num_samples, shape.max_outstanding) == (1, 1, 1, 0)
+    assert shape.arrival == "burst" and shape.abandon_polls == PollBehaviour() and shape.policy == ClientPolicy()
+
+
+@pytest.mark.parametrize("strategy, expected", [
+    (S.request_counts(512), 1),
+    (S.result_sizes(4096), 1),
+    (S.sample_counts(8), 1),
+    (S.outstanding_caps(300), 0),
+    (S.outstanding_caps(100_000), 4096),
+    (S.poll_behaviours(), PollBehaviour()),
+    (S.client_policies(), ClientPolicy()),
+    (S.arrivals(100), ("burst", 0.0, 1)),
+    (S.fault_schedules(SCALE), FaultSchedule()),
+])
+def test_minimal_examples(strategy, expected):
+    assert minimal(strategy) == expected
+
+
+def test_minimal_affected_poll_behaviour_is_everyone_past_the_poll_timeout():
+    assert find(S.poll_behaviours(), lambda p: p.fraction > 0, settings=settings(database=None)) == PollBehaviour(1.0, 45.0)
+
+
+def test_minimal_routers():
+    shape = S.minimal_shape(SCALE)
+    assert minimal(S.router_configs(shape)) == S.immediate_router(shape) == RouterConfig(mode="immediate", barrier=0, procs=1)
+    assert minimal(S.latency_routers(shape)) == RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=0.05, procs=1)
+    big = LoadShape(requests=300, max_outstanding=0, time_scale=SCALE)
+    assert minimal(S.barrier_routers(big)) == RouterConfig(mode="barrier", barrier=300, barrier_timeout_s=1.0, procs=1)
+
+
+def test_minimal_fault():
+    assert minimal(S.faults(SCALE)) == Fault("edge", "reset_peer", {"timeout": 0}, start_s=0.0, duration_s=0.25)
+
+
+# ---------------------------------------------------------------- what the suite needs to be able to draw
+
+
+def test_ci_space_holds_the_retention_shape():
+    """The retention regression needs: slow results, an abandoned first poll, a re-poll after TTL + sweep."""
+    def retention_like(config):
+        s, r = config.shape, config.router
+        slow = (r.mode == "latency" and r.gen_seconds >= 1.0) or r.mode == "barrier"
+        return slow and s.abandon_polls.fraction > 0 and s.abandon_polls.after_s >= 200 and s.requests >= 8
+
+    found = find(S.trial_configs(TARGET, SCALE), retention_like,
+                 settings=settings(database=None, max_examples=5000, suppress_health_check=list(HealthCheck)))
+    assert found.shape.abandon_polls.after_s >= 200
+
+
+def test_limits_bound_the_router_wait():
+    limits = S.CI.replace(max_result_wait_s=60.0, storms=False)
+
+    @FAST
+    @given(S.trial_configs(TARGET, SCALE, limits=limits))
+    def check(config):
+        s, r = config.shape, config.router
+        held = min(s.requests, s.max_outstanding or s.requests)
+        if r.mode == "latency":
+            assert -(-held // r.max_num_seqs) * r.gen_seconds <= 60.0 * SCALE + 1e-9
+        if r.mode == "barrier":
+            assert r.barrier_timeout_s <= 60.0 * SCALE + 1e-9
+        assert s.policy == ClientPolicy()
+
+    check()
+
+
+# ---------------------------------------------------------------- arrivals (the raw client's feeder)
+
+
+@pytest.mark.parametrize("arrival", ["waves", "ramp", "poisson"])
+def test_arrival_offsets_are_ordered_within_the_span_and_split_across_workers(arrival):
+    shape = LoadShape(requests=100, arrival=arrival, arrival_span_s=40.0, arrival_waves=4, time_scale=0.5, seed=3)
+    shape.validate()
+    whole = arrival_offsets(shape, 0, 100)
+    assert whole[0] == 0.0 and np.all(np.diff(whole) >= 0)
+    assert whole[-1] <= 40.0 * 0.5 * (1.5 if arrival == "poisson" else 1.0)
+    assert np.array_equal(np.concatenate([arrival_offsets(shape, 0, 37), arrival_offsets(shape, 37, 63)]), whole)
+    if arrival == "waves":
+        assert sorted(set(whole.tolist())) == [0.0, 5.0, 10.0, 15.0]
+
+
+def test_burst_has_no_offsets_and_arrivals_need_the_raw_client():
+    assert arrival_offsets(LoadShape(), 0, 10) is None
+    with pytest.raises(ValueError, match="arrival"):
+        LoadShape(arrival="trickle").validate()
+    with pytest.raises(ValueError, match="raw"):
+        LoadShape(client="sdk", arrival="ramp", arrival_span_s=5.0).validate()
+
+
+# ---------------------------------------------------------------- the suite's reducer
+
+
+@FAST
+@given(S.trial_configs(TARGET, SCALE))
+def test_reductions_are_valid_and_simpler(config):
+    from faultload.suite.runner import complexity, reductions
+
+    for label, candidate in reductions(config):
+        candidate.validate()
+        assert candidate != config, label
+        assert complexity(candidate) <= complexity(config) or label == "every request abandons", label
+
+
+def test_profiles_are_registered():
+    from faultload.suite.profiles import PROFILES
+
+    assert set(PROFILES) == {"ci", "nightly", "confirm"}
+    assert PROFILES["ci"].derandomize and not PROFILES["ci"].use_database
+    assert PROFILES["nightly"].use_database and not PROFILES["nightly"].derandomize
+    assert PROFILES["confirm"].max_examples == 1
+
+
+def test_st_is_hypothesis():  # the strategies are plain Hypothesis strategies, composable by users
+    assert isinstance(S.trial_configs(TARGET, SCALE), st.SearchStrategy)
+
+
+def test_family_restrictions_shrink_to_their_own_minimum():
+    """no_lost_results draws only late polls and slow routers; its minimum says so."""
+    assert minimal(S.poll_behaviours(always=True)) == PollBehaviour(1.0, 45.0)
+    limits = S.CI.replace(late_polls=True, router_modes=("latency", "barrier"))
+    config = minimal(S.trial_configs(TARGET, SCALE, limits=limits))
+    assert config.shape.abandon_polls == PollBehaviour(1.0, 45.0)
+    assert config.router == RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=0.05, procs=1)
+    assert config.shape.requests == 1 and config.faults == FaultSchedule()
