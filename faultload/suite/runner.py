@@ -507,7 +507,7 @@ def complexity(config) -> tuple:
     return (
         s.requests, len(config.faults.faults), int(s.abandon_polls.fraction > 0) + int(s.delay_polls.fraction > 0),
         int(s.arrival != "burst"), int(s.policy != type(s.policy)()), int(r.mode != "immediate"),
-        s.result_tokens * s.num_samples, s.workers, s.max_outstanding,
+        s.result_tokens * s.num_samples, s.workers, int(s.accept != "proto"), s.max_outstanding,
         s.abandon_polls.after_s + s.delay_polls.after_s,
     )
 
