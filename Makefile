@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.faultload-deps
 TARGETS ?= skyrl==0.4.0 skyrl==0.3.0
 
-.PHONY: setup toxiproxy targets run test unit clean
+.PHONY: setup toxiproxy targets run test test-all unit clean
 
 setup: $(DEPS_STAMP) toxiproxy targets
 
@@ -25,7 +25,12 @@ run: setup
 	mkdir -p reports
 	$(BIN)/faultload run --json-out reports/run.json
 
+# Everything but the minutes-long integration tests (CI has a 30-minute budget).
 test: setup
+	$(BIN)/python -m pytest -q tests -m "not slow"
+
+# All tests, the slow ones too (nightly).
+test-all: setup
 	$(BIN)/python -m pytest -q tests
 
 unit: $(DEPS_STAMP)

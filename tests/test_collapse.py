@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import leftover_dirs, require_target, run_cli, tagged_processes, wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SHAPE = ["run", "--target", "skyrl==0.4.0", "--requests", "20000", "--workers", "2", "--router-mode", "barrier", "--quiet"]
 

@@ -55,14 +55,14 @@ from faultload.workspace import Workspace
 
 from conftest import TARGETS, WORKDIR, require_target
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 TARGET = "skyrl==0.4.0"
 TIME_SCALE = 0.1  # client poll timeout 4.5 s, asample timeout 6 s, backoff 0.1 s * 2**n
 # A read deadline on forwards so that a held backend connection can never hang a trial
 # for the default 2048 s; far above any forward here (the slowest, bandwidth, keeps reading).
 KNOBS = ServerKnobs(forwarding_timeout_s=5.0)
-ROUTER = RouterConfig()  # latency mode: 256 generate at once, 50 ms each
+ROUTER = RouterConfig(gen_seconds=0.05)  # latency mode: 256 generate at once, 50 ms each (effects are measured against a fast engine)
 SMALL = dict(requests=300, max_outstanding=16, result_tokens=16)
 BIG = dict(requests=32, max_outstanding=16, result_tokens=4096)  # ~32 KB proto results
 
