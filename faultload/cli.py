@@ -206,9 +206,9 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
         from faultload.plot import write_timeline
 
         report["plot_path"] = str(write_timeline(result, args.plot))
-    print(report_mod.render_text(report))
-    if args.json_out:
+    if args.json_out:  # before printing: a closed stdout (`| head`) must not lose the report
         report_mod.write_json(report, args.json_out)
+    print(report_mod.render_text(report))
     if result.interrupted:
         return EXIT_INTERRUPTED
     if result.error or any(v.ok is False for v in verdicts) or report["completed"] < report["requested"]:
