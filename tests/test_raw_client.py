@@ -13,7 +13,6 @@ every wait is bounded and nothing asserts a duration.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -22,6 +21,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 
+from tests.results import json_result, proto_result
 from faultload import tokens
 from faultload.client import decode
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
@@ -36,27 +36,6 @@ BOUND_S = 60.0  # upper bound on any one client run here (never reached when thi
 SCALE = 0.05
 # Backoff cap for tests that exhaust retries: min(2**n, cap) * SCALE <= 10 ms per retry.
 FAST_POLICY = ClientPolicy(backoff_cap_s=0.2)
-
-
-def _proto_result(nonce: int, samples: int, length: int) -> bytes:
-    message = decode.pb.SampleResponse()
-    for j in range(samples):
-        seq = message.sequences.add()
-        seq.tokens = tokens.output_tokens(nonce, j, length).astype("<i4").tobytes()
-        seq.logprobs = tokens.output_logprobs(nonce, j, length).astype("<f4").tobytes()
-    return message.SerializeToString()
-
-
-def _json_result(nonce: int, samples: int, length: int) -> bytes:
-    sequences = [
-        {
-            "tokens": tokens.output_tokens(nonce, j, length).tolist(),
-            "logprobs": [float(x) for x in -(tokens.logprob_digits(nonce, j, length) / tokens.LOGPROB_SCALE)],
-            "stop_reason": "length",
-        }
-        for j in range(samples)
-    ]
-    return json.dumps({"sequences": sequences, "type": "sample"}).encode()
 
 
 @dataclass
@@ -183,8 +162,8 @@ class StubServer:
         self.events.append(("answered", n))
         self.delivered.add(rid)
         if decode.PROTO_CONTENT_TYPE in request.headers.get("Accept", ""):
-            return web.Response(body=_proto_result(nonce, samples, length), content_type="application/x-protobuf")
-        return web.Response(body=_json_result(nonce, samples, length), content_type="application/json")
+            return web.Response(body=proto_result(nonce, samples, length), content_type="application/x-protobuf")
+        return web.Response(body=json_result(nonce, samples, length), content_type="application/json")
 
     def polls_seen(self) -> list[tuple]:
         return [e for e in self.events if e[0] == "poll"]
@@ -265,7 +244,7 @@ def test_one_request_ok_proto():
     assert run.row("error") == ErrorClass.NONE
     assert (run.row("attempts"), run.row("submit_retries"), run.row("repolls"), run.row("transport_errors")) == (2, 0, 0, 0)
     assert run.row("server_id") == 1
-    assert run.row("result_bytes") == len(_proto_result(run.row("nonce"), 1, 8))
+    assert run.row("result_bytes") == len(proto_result(run.row("nonce"), 1, 8))
     assert run.row("submit_start") <= run.row("submit_end") <= run.row("done")
     assert run.stub.poll_accepts == [decode.PROTO_CONTENT_TYPE]
     assert (run.counter(SUBMITTED), run.counter(ACCEPTED), run.counter(COMPLETED), run.counter(FAILED)) == (1, 1, 1, 0)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import simdjson
 
+from tests.results import json_result, proto_result
 from faultload import tokens
 from faultload.client import decode
 from faultload.history import COLUMNS, ErrorClass, History, Outcome
@@ -219,35 +220,13 @@ NONCE = (3 << 24) | 17
 LENGTH = 12
 
 
-def _proto_body(nonce: int, samples: int, length: int) -> bytes:
-    message = decode.pb.SampleResponse()
-    for j in range(samples):
-        seq = message.sequences.add()
-        seq.tokens = tokens.output_tokens(nonce, j, length).astype("<i4").tobytes()
-        seq.logprobs = tokens.output_logprobs(nonce, j, length).astype("<f4").tobytes()
-    return message.SerializeToString()
-
-
-def _json_body(nonce: int, samples: int, length: int) -> bytes:
-    """A SkyRL 0.3.0-style JSON SampleOutput (logprobs printed as Python floats, as pydantic does)."""
-    sequences = [
-        {
-            "tokens": tokens.output_tokens(nonce, j, length).tolist(),
-            "logprobs": [float(x) for x in -(tokens.logprob_digits(nonce, j, length) / tokens.LOGPROB_SCALE)],
-            "stop_reason": "length",
-        }
-        for j in range(samples)
-    ]
-    return json.dumps({"sequences": sequences, "type": "sample", "prompt_logprobs": None}).encode()
-
-
 def _decoded(kind: str, nonce: int, samples: int, length: int) -> list[decode.Sequence]:
     if kind == "proto":
-        body = _proto_body(nonce, samples, length)
+        body = proto_result(nonce, samples, length)
         out = decode.decode(body, "application/x-protobuf")
         assert [s.tokens.tolist() for s in out] == [s.tokens.tolist() for s in decode.decode_proto(body)]
         return out
-    body = _json_body(nonce, samples, length)
+    body = json_result(nonce, samples, length)
     out = decode.decode(body, "application/json", simdjson.Parser())
     assert [s.tokens.tolist() for s in out] == [s.tokens.tolist() for s in decode.decode_json(body)]
     return out
@@ -306,6 +285,6 @@ def test_parser_reusable_after_decode_error():
     parser = simdjson.Parser()
     with pytest.raises(decode.DecodeError):
         decode.decode_json(b'{"sequences": [{"tokens": [1], "logprobs": ["x"]}]}', parser)
-    good = decode.decode_json(_json_body(NONCE, 1, LENGTH), parser)
+    good = decode.decode_json(json_result(NONCE, 1, LENGTH), parser)
     assert decode.check(good, NONCE, 1, LENGTH) is None
 

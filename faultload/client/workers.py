@@ -9,7 +9,6 @@ a shared clock, stop early when told, and hand back their history.
 
 from __future__ import annotations
 
-import asyncio
 import cProfile
 import os
 import dataclasses
