@@ -323,6 +323,9 @@ def run_trial(
         pool.stop()
         result.stopped_early = collapsed
         if collapsed:
+            # Judge the log as it was when the collapse was called: what the server
+            # prints while we kill it (its engine "crashing") is ours, not its.
+            result.server_log = classify_log(log.text())
             server.stop(grace_s=3.0)  # a collapsed server may not honour SIGTERM: kill it, keep the history
         log.poll(watchdog, time.monotonic() - t0)
         evidence = [f"{log.fd_lines} 'Too many open files' lines in the server log"] if log.fd_lines else []
@@ -345,7 +348,8 @@ def run_trial(
         monitor.stop()
         result.monitor = monitor.result(drained)
         # Judged up to the end of the drain: what the server prints while we stop it is ours.
-        result.server_log = classify_log(log.text())
+        if result.server_log is None:
+            result.server_log = classify_log(log.text())
         result.router_stats = router.stats()
         result.cpu = {
             "workers_s": sum(w.cpu_s for w in result.workers),

@@ -8,7 +8,6 @@ nothing asserts a duration.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
