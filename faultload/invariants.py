@@ -83,6 +83,7 @@ class CheckInputs:
     fatal_fault_kinds: frozenset[str] = frozenset()
     interrupted: bool = False
     trial_start_epoch: float | None = None
+    router_peak_in_flight: int | None = None  # the router's exact peak (its /stats), when known
 
 
 Checker = Callable[[CheckInputs, Budgets], Verdict]
@@ -219,8 +220,17 @@ def _what(history: History, i: int) -> str:
     return f"{_request(history, i)} {word} at {_s(_event_time(history, i))}"
 
 
-def _peak_in_flight(monitor: MonitorSamples | None, shape: LoadShape) -> tuple[float, str]:
-    """Peak requests in flight at the server, and where the number came from."""
+def _peak_in_flight(
+    monitor: MonitorSamples | None, shape: LoadShape, router_peak: int | None = None
+) -> tuple[float, str]:
+    """Peak requests in flight at the server, and where the number came from.
+
+    The larger of the sampled client and router peaks and the router's own exact
+    peak: samples every 0.5 s miss short peaks (a barrier wave), and the client
+    does not count a resubmitted asample whose first copy the server still holds,
+    while the router sees every forward.
+    """
+    best, note = -1.0, ""
     if monitor is not None:
         t = monitor.samples.get("t")
         for key, label in (("client_in_flight", "client in-flight"), ("router_in_flight", "router in-flight")):
@@ -230,8 +240,13 @@ def _peak_in_flight(monitor: MonitorSamples | None, shape: LoadShape) -> tuple[f
             valid = np.isfinite(values) & (values >= 0)
             if valid.any():
                 i = int(np.flatnonzero(valid)[np.argmax(values[valid])])
-                when = f" at {_s(float(t[i]))}" if t is not None and t.size > i else ""
-                return float(values[i]), f"peak {label} {int(values[i])}{when}"
+                if values[i] > best:
+                    when = f" at {_s(float(t[i]))}" if t is not None and t.size > i else ""
+                    best, note = float(values[i]), f"peak {label} {int(values[i])}{when}"
+    if router_peak is not None and router_peak > best:
+        best, note = float(router_peak), f"router's exact peak in-flight {router_peak}"
+    if best >= 0:
+        return best, note
     cap = shape.max_outstanding or shape.requests
     cap = min(cap, shape.requests)
     return float(cap), f"shape cap {cap} (no in-flight samples)"
@@ -336,7 +351,7 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         baseline, base_note = int(monitor.baseline.fds), "baseline"
     else:
         baseline, base_note = int(fds[0]), "baseline (first sample)"
-    in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape)
+    in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
     i = int(np.argmax(fds))
     peak, peak_t = int(fds[i]), float(t[i])
     peak_budget = baseline + budgets.fds_slack + budgets.fds_per_in_flight * in_flight
@@ -398,7 +413,7 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         baseline, base_note = int(monitor.baseline.rss), "baseline"
     else:
         baseline, base_note = int(rss[0]), "baseline (first sample)"
-    in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape)
+    in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
     per_request, per_note = _result_bytes_per_request(inputs)
     in_flight_bytes = in_flight * per_request
     mult = budgets.rss_bytes_per_in_flight_result_byte

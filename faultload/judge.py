@@ -30,5 +30,6 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         fatal_fault_kinds=frozenset(config.fatal_faults),
         interrupted=result.interrupted or result.stopped_early,
         trial_start_epoch=result.start_epoch,
+        router_peak_in_flight=result.router_stats.get("peak_in_flight"),
     )
     return [*check_all(inputs, budgets), collapse_verdict(result)]

@@ -803,3 +803,14 @@ def test_to_report_is_json_ready() -> None:
 def test_server_log_summary_defaults() -> None:
     empty = ServerLogSummary(lines=0, records=0, warnings=0)
     assert empty.clean and empty.to_dict()["classes"] == []
+
+
+def test_fd_budget_uses_the_routers_exact_peak_when_sampling_missed_it() -> None:
+    """A barrier wave of 500 between two 0.5 s samples: the samples say 50 in flight, the router saw 500."""
+    fds = np.full(20, 40.0)
+    fds[10] = 40 + 2 * 500
+    inputs = make_inputs(monitor=make_monitor(fds=fds))
+    assert check_bounded_fds(inputs, BUDGETS).ok is False
+    with_router = dataclasses.replace(inputs, router_peak_in_flight=500)
+    v = check_bounded_fds(with_router, BUDGETS)
+    assert v.ok is True and "router's exact peak in-flight 500" in v.detail
