@@ -144,6 +144,15 @@ async def hold_until_client_leaves(reader: asyncio.StreamReader) -> bool:
         return False
 
 
+async def hold_first_connection_then_echo(req, reader, writer, stub) -> bool:
+    """Stub behaviour: never answer on the first connection (note when the client drops it), echo after."""
+    if req.conn == 0:
+        if await hold_until_client_leaves(reader):
+            stub.client_gone.append(req.conn)
+        return False
+    return await echo(req, reader, writer, stub)
+
+
 @pytest.fixture(params=["asyncio", "uvloop"])
 def run(request):
     if request.param == "uvloop":
@@ -428,12 +437,7 @@ def test_unusable_source_address_is_a_connect_error(run):
 
 
 def test_no_answer_is_a_timeout_and_the_connection_is_not_reused(run):
-    async def respond(req, reader, writer, stub):
-        if req.conn == 0:
-            if await hold_until_client_leaves(reader):
-                stub.client_gone.append(req.conn)
-            return False
-        return await echo(req, reader, writer, stub)
+    respond = hold_first_connection_then_echo
 
     async def main():
         async with StubHttp(respond) as stub, stub.pool() as pool:
@@ -575,12 +579,7 @@ def test_bytes_after_a_complete_response_discard_the_connection(run):
 
 
 def test_cancelling_a_request_closes_its_connection(run):
-    async def respond(req, reader, writer, stub):
-        if req.conn == 0:
-            if await hold_until_client_leaves(reader):
-                stub.client_gone.append(req.conn)
-            return False
-        return await echo(req, reader, writer, stub)
+    respond = hold_first_connection_then_echo
 
     async def main():
         async with StubHttp(respond) as stub, stub.pool() as pool:
