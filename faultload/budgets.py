@@ -96,6 +96,14 @@ class Budgets:
       fraction of probes — 0.0. Failed probes allowed during load; the larger
       of the two allowances applies. The probe bypasses the fault proxies, so
       by default no failure is excused.
+    * ``healthz_fault_recovery_s`` — seconds — 30.0. Probes from a fault's
+      start to this long after its end are reported but not judged against
+      the two budgets above: a server may slow down while its backend fails,
+      what production asks is that it recovers before its liveness probe
+      gives up. 30 s is Kubernetes' default liveness tolerance (period 10 s ×
+      failureThreshold 3). A stall that outlasts it is judged as usual, and a
+      collapse is judged by ``no_collapse`` (the watchdog) at any time.
+      Real seconds, not trial seconds: an event loop's stall does not scale.
 
     Retries (``retry_amplification``):
 
@@ -131,6 +139,7 @@ class Budgets:
     healthz_p99_s: float = 2.5
     healthz_max_failures: int = 0
     healthz_failure_fraction: float = 0.0
+    healthz_fault_recovery_s: float = 30.0
     attempts_per_request: float = 3.0
     attempts_per_request_max: int = 50
     clean_log_allow: tuple[str, ...] = ()
@@ -153,6 +162,7 @@ class Budgets:
             ("healthz_p99_s", self.healthz_p99_s > 0, "must be > 0"),
             ("healthz_max_failures", self.healthz_max_failures >= 0, "must be >= 0"),
             ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),
+            ("healthz_fault_recovery_s", self.healthz_fault_recovery_s >= 0, "must be >= 0"),
             ("attempts_per_request", self.attempts_per_request >= 2, "must be >= 2 (one asample + one poll)"),
             ("attempts_per_request_max", self.attempts_per_request_max >= 2, "must be >= 2 (one asample + one poll)"),
             ("log_fault_grace_s", self.log_fault_grace_s >= 0, "must be >= 0"),

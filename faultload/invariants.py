@@ -25,12 +25,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from faultload.budgets import Budgets
-from faultload.history import ErrorClass, History, Outcome
+from faultload.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.serverlog import ServerLogSummary
 from faultload.shape import LoadShape
 
@@ -84,6 +84,8 @@ class CheckInputs:
     interrupted: bool = False
     trial_start_epoch: float | None = None
     router_peak_in_flight: int | None = None  # the router's exact peak (its /stats), when known
+    # nonce -> trial seconds the router completed it (its completion log), when known
+    router_completed_s: Mapping[int, float] | None = None
 
 
 Checker = Callable[[CheckInputs, Budgets], Verdict]
@@ -267,7 +269,14 @@ def _series(monitor: MonitorSamples, key: str) -> tuple[np.ndarray, np.ndarray]:
 def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     """Every request whose ``asample`` was accepted (server id != 0) ends OK.
 
-    A 404 for an accepted id is always a loss. Gave up / failed / never finished
+    A 404 for an accepted id is a loss, with one exception: the request's
+    first poll was abandoned on purpose and the router had completed the
+    request before the client dropped that poll (``router_completed_s``). The
+    server may then have answered the poll just as it was dropped; it cannot
+    tell, treats the result as delivered, and keeps it for its retrieved TTL
+    only; a re-poll after that TTL is answered 404 by design. A 404 for a
+    result that did not exist yet when the poll was dropped is the retention
+    bug and always counts. Gave up / failed / never finished
     (pending, unless the trial was interrupted) is a loss unless the request was
     in flight ([submit start, done]) while a fault of a fatal kind was in force.
     A corrupt result arrived, so it is left to ``result_integrity``.
@@ -286,6 +295,8 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     corrupt = accepted & (outcome == Outcome.CORRUPT)
     lost_404 = accepted & (outcome == Outcome.LOST)
     open_ = accepted & ~is_ok & ~corrupt & ~lost_404
+    dropped = lost_404 & _answered_as_dropped(history, inputs.router_completed_s)
+    lost_404 &= ~dropped
     unfinished = 0
     if inputs.interrupted:
         pending = open_ & (outcome == Outcome.PENDING)
@@ -298,6 +309,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     notes = []
     if int(explained.sum()):
         notes.append(f"{int(explained.sum())} ended during fatal {'/'.join(fatal_labels)} (explained)")
+    if int(dropped.sum()):
+        notes.append(f"{int(dropped.sum())} 404 after a poll dropped when the result was already there "
+                     "(delivered as far as the server can tell; retained by design)")
     if unfinished:
         notes.append(f"{unfinished} unfinished (trial interrupted)")
     if int(corrupt.sum()):
@@ -310,6 +324,21 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         items = [_what(history, int(i)) for i in idx[:DETAIL_ITEMS]]
         return Verdict(name, False, n_lost, 0, f"{n_lost} lost of {n_accepted} accepted: {_few(items, n_lost)}{tail}")
     return Verdict(name, True, 0, 0, f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK{tail}")
+
+
+def _answered_as_dropped(history: History, completed_s: Mapping[int, float] | None) -> np.ndarray:
+    """Rows whose abandoned poll was dropped at or after the router completed the request."""
+    out = np.zeros(len(history), dtype=bool)
+    attempts = history.attempts
+    if not completed_s or attempts["row"].size == 0:
+        return out
+    abandoned = attempts["kind"] == AttemptKind.ABANDONED
+    nonces = history["nonce"]
+    for row, dropped_at in zip(attempts["row"][abandoned].tolist(), attempts["end"][abandoned].tolist()):
+        done_at = completed_s.get(int(nonces[row]))
+        if done_at is not None and done_at <= dropped_at:
+            out[row] = True
+    return out
 
 
 # -- integrity -----------------------------------------------------------------------
@@ -461,7 +490,10 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     "During load" is [first submit, last request event]; if no probe fell in it
     (a very short trial), all probes are judged. Failed probes count with the
     time they took (up to the prober's timeout). Failures allowed: the larger
-    of healthz_max_failures and healthz_failure_fraction × probes.
+    of healthz_max_failures and healthz_failure_fraction × probes. Probes
+    from a fault's start to healthz_fault_recovery_s after its end are counted
+    in the detail but not judged (see the budget); if every probe fell there
+    the verdict is unknown, never ok.
     """
     name = "healthz_latency"
     monitor = inputs.monitor
@@ -481,6 +513,20 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
             select, where = during, f"during load {_s(window[0])}-{_s(window[1])}"
         else:
             where = f"over the trial (none during load {_s(window[0])}-{_s(window[1])})"
+    recovering = np.zeros(t.size, dtype=bool)
+    for w_start, w_end, _ in _windows(inputs.faults, grace_s=budgets.healthz_fault_recovery_s):
+        recovering |= (t >= w_start) & (t <= w_end)
+    excused = select & recovering
+    fault_text = ""
+    if excused.any():
+        finite_excused = latency[excused][np.isfinite(latency[excused])]
+        worst_excused = float(finite_excused.max()) if finite_excused.size else math.inf
+        fault_text = (f"; {int(excused.sum())} probes during faults or {budgets.healthz_fault_recovery_s:g}s "
+                      f"after not judged (max {worst_excused:.3f}s, {int((~ok[excused]).sum())} failed)")
+    select = select & ~recovering
+    if not select.any():
+        return Verdict(name, None, None, budgets.healthz_p99_s,
+                       f"every probe {where} fell during a fault or its recovery allowance{fault_text}")
     t, latency, ok = t[select], latency[select], ok[select]
     n = int(latency.size)
     finite = np.isfinite(latency)
@@ -492,10 +538,11 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     fail_times = [_s(float(x)) for x in t[~ok][:DETAIL_ITEMS]]
     fail_text = f"{failures} failed (allowed {allowed})" + (f" at {_few(fail_times, failures)}" if failures else "")
     if p99 > budgets.healthz_p99_s:
-        return Verdict(name, False, p99, budgets.healthz_p99_s, f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}")
+        return Verdict(name, False, p99, budgets.healthz_p99_s,
+                       f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}{fault_text}")
     if failures > allowed:
-        return Verdict(name, False, failures, allowed, f"failing: {fail_text}; {head}")
-    return Verdict(name, True, p99, budgets.healthz_p99_s, f"{head}; {fail_text}")
+        return Verdict(name, False, failures, allowed, f"failing: {fail_text}; {head}{fault_text}")
+    return Verdict(name, True, p99, budgets.healthz_p99_s, f"{head}; {fail_text}{fault_text}")
 
 
 # -- retries -------------------------------------------------------------------------
@@ -561,9 +608,15 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 
     An error counts as during a fault when its log time, mapped to trial
     seconds with ``trial_start_epoch``, falls in [applied, removed +
-    log_fault_grace_s] of a fault that took effect. With faults injected but no
-    way to map the log's times (no start epoch, or lines without timestamps)
-    the verdict is unknown. Classes matching ``clean_log_allow`` are ignored.
+    log_fault_grace_s] of a fault that took effect, or when it names
+    (``request_id=N``) a request that was in flight while a fault was in
+    force. The second rule is needed because the server writes each failure
+    when its handler gets the event loop back: after a router crash SkyRL
+    0.4.0 prints one Rich traceback per failed forward (0.1-0.3 s each), so
+    the last of 50 failures is written ~8 s after the crash although every
+    one was caused by it. With faults injected but no way to map the log's
+    times (no start epoch, or lines without timestamps) the verdict is
+    unknown. Classes matching ``clean_log_allow`` are ignored.
     """
     name = "clean_server_log"
     log = inputs.server_log
@@ -597,11 +650,17 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     outside: dict[str, int] = {}
     first_outside: list[float] = []
     untimed = 0
+    faulted_ids = _faulted_server_ids(inputs.history, _windows(inputs.faults))
+    by_request = 0
     for c in classes:
         trial_t = np.asarray(c.times, dtype=np.float64) - start_epoch
         inside = np.zeros(trial_t.size, dtype=bool)
         for w_start, w_end, _ in windows:
             inside |= (trial_t >= w_start) & (trial_t <= w_end)
+        if faulted_ids.size and c.request_ids.size == trial_t.size:
+            named = ~inside & np.isin(c.request_ids, faulted_ids)
+            by_request += int(np.count_nonzero(named))
+            inside |= named
         n_out = int(np.count_nonzero(~inside))
         if n_out:
             outside[c.name] = n_out
@@ -617,8 +676,19 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, None, untimed, 0,
                        f"faults were active; log not attributable: {untimed} error lines without timestamps: "
                        f"{summary(all_counts)}")
+    by_request_note = f" ({by_request} by the request they name)" if by_request else ""
     return Verdict(name, True, 0, 0,
-                   f"{total} error lines, all while faults were active ({labels}): {summary(all_counts)}{allowed_note}")
+                   f"{total} error lines, all while faults were active{by_request_note} ({labels}): "
+                   f"{summary(all_counts)}{allowed_note}")
+
+
+def _faulted_server_ids(history: History, windows: list[tuple[float, float, Fault]]) -> np.ndarray:
+    """Server ids of the requests in flight while a fault was in force (sorted, unique, known ids only)."""
+    if not windows or len(history) == 0:
+        return np.empty(0, dtype=np.int64)
+    hit, _ = _overlaps(history, windows)
+    ids = history["server_id"][hit]
+    return np.unique(ids[ids != 0])
 
 
 # -- composition ---------------------------------------------------------------------

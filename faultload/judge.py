@@ -31,5 +31,6 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         interrupted=result.interrupted or result.stopped_early,
         trial_start_epoch=result.start_epoch,
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
+        router_completed_s=result.router_completed_s or None,
     )
     return [*check_all(inputs, budgets), collapse_verdict(result)]

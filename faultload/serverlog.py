@@ -73,6 +73,8 @@ _PLAIN_LEVEL_RE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)$")
 _EXC_LINE_RE = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Group|Failure))(?::\s*(.*))?$"
 )
+_REQUEST_ID_RE = re.compile(r"request_id=(-?\d+)")
+NO_REQUEST_ID = np.iinfo(np.int64).min
 _ACCESS_5XX_RE = re.compile(r'"\s+(5\d\d)\b[^"]*$')
 _BOX_START = ("╭", "│", "╰", "┃", "┏", "┗", "|", "+-")
 _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
@@ -106,6 +108,10 @@ class LogClass:
     last_time: str | None
     times: np.ndarray  # epoch seconds of every timestamped occurrence, in log order
     untimed: int  # occurrences without a timestamp
+    # The ``request_id=N`` each timestamped occurrence names (aligned with
+    # ``times``; NO_REQUEST_ID where it names none), so an error can be tied
+    # to the request it failed, not only to the time it was written.
+    request_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -157,12 +163,13 @@ class _Record:
 
 
 class _Acc:
-    __slots__ = ("count", "example", "times", "first_time", "last_time", "untimed")
+    __slots__ = ("count", "example", "times", "request_ids", "first_time", "last_time", "untimed")
 
     def __init__(self, example: str) -> None:
         self.count = 0
         self.example = example
         self.times: list[float] = []
+        self.request_ids: list[int] = []
         self.first_time: str | None = None
         self.last_time: str | None = None
         self.untimed = 0
@@ -252,6 +259,7 @@ class _Classifier:
             acc.untimed += 1
         else:
             acc.times.append(record.ts)
+            acc.request_ids.append(_request_id(record))
             acc.first_time = acc.first_time or record.time_text
             acc.last_time = record.time_text
 
@@ -293,8 +301,17 @@ class _Classifier:
                 first_ts=float(times[0]) if times.size else None,
                 last_ts=float(times[-1]) if times.size else None,
                 first_time=acc.first_time, last_time=acc.last_time, times=times, untimed=acc.untimed,
+                request_ids=np.asarray(acc.request_ids, dtype=np.int64),
             )
         return ServerLogSummary(self.lines, self.records, self.warnings, classes, self.first_ts, self.last_ts)
+
+
+def _request_id(record: _Record) -> int:
+    match = _REQUEST_ID_RE.search(record.message)
+    if match is None:
+        return NO_REQUEST_ID
+    value = int(match.group(1))
+    return value if NO_REQUEST_ID < value < 2**63 else NO_REQUEST_ID
 
 
 def _example(record: _Record) -> str:

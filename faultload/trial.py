@@ -122,6 +122,8 @@ class TrialResult:
     start_epoch: float | None = None  # wall-clock time of the trial's t0, to place log lines
     topology: dict[str, str] = field(default_factory=dict)
     cleanup_errors: list[str] = field(default_factory=list)
+    # nonce -> when the router completed it (trial seconds), for no_lost_results.
+    router_completed_s: dict[int, float] = field(default_factory=dict)
 
 
 Progress = Callable[[float, dict[str, int], tuple], None]
@@ -351,6 +353,11 @@ def run_trial(
         if result.server_log is None:
             result.server_log = classify_log(log.text())
         result.router_stats = router.stats()
+        if result.start_epoch is not None:
+            result.router_completed_s = {
+                nonce: epoch - result.start_epoch
+                for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
+            }
         result.cpu = {
             "workers_s": sum(w.cpu_s for w in result.workers),
             "router_s": _router_cpu(router.pids()) - router_cpu0,

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from faultload.budgets import MIB, Budgets
 from faultload.faults.schedule import AppliedFault, FaultLog
 from faultload.faults.spec import Fault
-from faultload.history import ErrorClass, History, Outcome
+from faultload.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.invariants import (
     CHECKERS,
     RESULT_BYTES_PER_TOKEN,
@@ -231,6 +231,35 @@ def test_a_404_is_always_a_loss_even_during_a_fatal_fault() -> None:
     v = check_no_lost_results(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
     assert v.ok is False and v.figure == 1
     assert "nonce 1030 (id -217) 404 at 12.3s" in v.detail
+
+
+def with_abandoned_polls(h: History, drops: dict[int, float]) -> History:
+    """Record one abandoned first poll (dropped at the given trial second) per row."""
+    rows = np.array(sorted(drops), dtype=np.int32)
+    h.attempts = {
+        "row": rows, "kind": np.full(rows.size, AttemptKind.ABANDONED, dtype=np.uint8),
+        "start": np.array([drops[r] - 0.25 for r in rows], dtype=np.float32),
+        "end": np.array([drops[r] for r in rows], dtype=np.float32),
+        "status": np.zeros(rows.size, dtype=np.int16),
+    }
+    return h
+
+
+def test_a_404_after_a_poll_dropped_when_the_result_was_there_is_retained_by_design() -> None:
+    # Rows 30 and 31 re-polled after the retrieved TTL and got 404. Row 30's
+    # result was complete at the router (1.0 s) before its poll was dropped
+    # (1.2 s): the server may have answered it. Row 31's result came after
+    # the drop: the server kept the clock of a poll nobody was waiting on.
+    h = make_history()
+    set_row(h, 30, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=20.4)
+    set_row(h, 31, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=20.4)
+    with_abandoned_polls(h, {30: 1.2, 31: 1.2})
+    completed = {int(h["nonce"][30]): 1.0, int(h["nonce"][31]): 1.5}
+    v = check_no_lost_results(make_inputs(history=h, router_completed_s=completed), BUDGETS)
+    assert v.ok is False and v.figure == 1 and "nonce 1031" in v.detail and "nonce 1030" not in v.detail
+    assert "1 404 after a poll dropped when the result was already there" in v.detail
+    # without the router's completion times nothing is excused
+    assert check_no_lost_results(make_inputs(history=h), BUDGETS).figure == 2
 
 
 def test_give_up_without_fault_is_a_loss() -> None:
@@ -520,6 +549,32 @@ def test_healthz_only_during_load() -> None:
     assert v.ok is True and "10 probes" in v.detail
 
 
+def test_healthz_probes_during_a_fault_and_its_recovery_are_not_judged() -> None:
+    t = np.arange(0.0, 60.0, 0.5)
+    lat = np.full(t.size, 0.01)
+    lat[(t >= 2.0) & (t < 12.0)] = 8.0  # a 10 s stall starting with a fault at 2-3 s
+    ok = np.ones(t.size, dtype=bool)
+    ok[t == 2.0] = False
+    h = make_history(8)
+    h["submit_start"][:] = 0.0
+    h["done"][:] = 55.0
+    monitor = make_monitor(healthz_t=t, healthz_latency=lat, healthz_ok=ok)
+    faults = fault_log(applied(CRASH, 2.0, 3.0))
+    v = check_healthz_latency(make_inputs(history=h, monitor=monitor, faults=faults), BUDGETS)
+    assert v.ok is True and "63 probes during faults or 30s after not judged (max 8.000s, 1 failed)" in v.detail
+    # without the fault the same stall is judged
+    assert check_healthz_latency(make_inputs(history=h, monitor=monitor), BUDGETS).ok is False
+    # a stall that outlasts the recovery allowance is judged as usual
+    short = Budgets(healthz_fault_recovery_s=5.0)
+    v = check_healthz_latency(make_inputs(history=h, monitor=monitor, faults=faults), short)
+    assert v.ok is False and v.detail.startswith("slow: p99")
+    # every probe inside the allowance: unknown, never ok
+    inside = make_monitor(healthz_t=np.arange(2.0, 20.0, 0.5), healthz_latency=np.full(36, 8.0),
+                          healthz_ok=np.ones(36, dtype=bool))
+    v = check_healthz_latency(make_inputs(history=h, monitor=inside, faults=faults), BUDGETS)
+    assert v.ok is None and "fell during a fault or its recovery allowance" in v.detail
+
+
 def test_healthz_unknown_without_probes() -> None:
     empty = np.empty(0)
     m = make_monitor(healthz_t=empty, healthz_latency=empty, healthz_ok=np.empty(0, dtype=bool))
@@ -709,6 +764,33 @@ def test_grace_after_fault_removal() -> None:
     assert check_clean_server_log(make_inputs(server_log=log, faults=faults), BUDGETS).ok is True
     no_grace = Budgets(log_fault_grace_s=0.0)
     assert check_clean_server_log(make_inputs(server_log=log, faults=faults), no_grace).ok is False
+
+
+def forward_failed_log(t: float, request_id: int) -> str:
+    return (f"{log_time(t)} - ERROR - skyrl: Backend-forwarded sample failed (request_id={request_id}) | "
+            "ServerDisconnectedError: Server disconnected\n")
+
+
+def test_errors_naming_a_request_in_flight_during_a_fault_are_attributed() -> None:
+    # A router crash at 2-3 s; the server writes the failures up to 8 s later
+    # (one slow traceback after another). Request 0 was in flight during the
+    # crash, request 1 was submitted after it.
+    h = make_history(4)
+    set_row(h, 0, submit_start=1.5, done=12.0, server_id=-18832780833000)
+    set_row(h, 1, submit_start=9.0, done=9.5, server_id=-18832780833001)
+    faults = fault_log(applied(CRASH, 2.0, 3.0))
+    log = classify_log(CLEAN_LOG + forward_failed_log(11.0, -18832780833000))
+    assert log.classes["connection_reset"].request_ids.tolist() == [-18832780833000]
+    v = check_clean_server_log(make_inputs(history=h, server_log=log, faults=faults), BUDGETS)
+    assert v.ok is True and "(1 by the request they name)" in v.detail
+    # the same line naming a request that was not in flight during the crash is not excused
+    log = classify_log(CLEAN_LOG + forward_failed_log(11.0, -18832780833001))
+    v = check_clean_server_log(make_inputs(history=h, server_log=log, faults=faults), BUDGETS)
+    assert v.ok is False and "1 of 1 error lines outside fault windows (router:crash), first at 11.0s" in v.detail
+    # nor one that names no request
+    v = check_clean_server_log(make_inputs(history=h, server_log=classify_log(plain_reset_log(11.0)),
+                                           faults=faults), BUDGETS)
+    assert v.ok is False
 
 
 def test_log_not_attributable_with_faults_is_unknown() -> None:
