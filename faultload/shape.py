@@ -29,7 +29,9 @@ class ClientPolicy:
     Values match tinker 0.25 (a unit test reads them from the installed SDK so
     a drift is caught): 400 asample POSTs in flight per client holder, 45 s
     retrieve_future timeout, connection-error backoff ``min(2**n, 30)`` s, 16
-    connection-error retries. The SDK's poll loop itself is unbounded; the raw
+    connection-error retries, idle connections closed after 5 s (httpx's
+    default ``keepalive_expiry``, which the SDK's ``DEFAULT_CONNECTION_LIMITS``
+    keeps). The SDK's poll loop itself is unbounded; the raw
     client stops after ``max_connection_retries`` consecutive transport errors
     and ``max_polls`` polls so every trial ends.
     """
@@ -40,6 +42,7 @@ class ClientPolicy:
     max_connection_retries: int = 16
     max_polls: int = 1000
     connect_timeout_s: float = 5.0
+    keepalive_expiry_s: float = 5.0
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,7 @@ class LoadShape:
             (policy.max_connection_retries >= 0, "policy.max_connection_retries must be >= 0"),
             (policy.max_polls >= 1, "policy.max_polls must be >= 1"),
             (0 < policy.connect_timeout_s < math.inf, "policy.connect_timeout_s must be > 0 and finite"),
+            (0 < policy.keepalive_expiry_s < math.inf, "policy.keepalive_expiry_s must be > 0 and finite"),
         ]
         for name in ("delay_polls", "abandon_polls"):
             behaviour: PollBehaviour = getattr(self, name)
@@ -158,6 +162,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "seed": (int,), "arrival": (str,), "arrival_span_s": _NUMBER, "arrival_waves": (int,), "delay_polls": (PollBehaviour,), "abandon_polls": (PollBehaviour,), "policy": (ClientPolicy,),
     "policy.submit_concurrency": (int,), "policy.poll_timeout_s": _NUMBER, "policy.backoff_cap_s": _NUMBER,
     "policy.max_connection_retries": (int,), "policy.max_polls": (int,), "policy.connect_timeout_s": _NUMBER,
+    "policy.keepalive_expiry_s": _NUMBER,
 }
 
 

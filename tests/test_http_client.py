@@ -282,6 +282,22 @@ def test_keepalive_reuses_one_connection_for_sequential_requests(run):
     run(main())
 
 
+def test_idle_connections_older_than_the_expiry_are_closed_not_reused(run):
+    # As httpx's keepalive_expiry (the Tinker SDK keeps its 5 s default).
+    async def main():
+        async with StubHttp() as stub, stub.pool(keepalive_expiry_s=0.2) as pool:
+            await pool.post("/a", b"1", b"", LONG_S)
+            await pool.post("/b", b"2", b"", LONG_S)  # reused within the expiry
+            assert pool.connections_made == 1
+            await asyncio.sleep(0.4)
+            await pool.post("/c", b"3", b"", LONG_S)  # the idle one expired: a new connection
+            assert pool.connections_made == 2 and pool.expired == 1
+            assert len(stub.peers) == 2
+            assert await until(lambda: len(stub.client_gone) == 1)  # the client closed the expired one
+
+    run(main())
+
+
 def test_concurrent_requests_open_connections_then_reuse_them(run):
     async def respond(req, reader, writer, stub):
         await asyncio.sleep(0.05)  # overlap the requests of a batch

@@ -95,3 +95,9 @@ def test_proto_module_is_the_sdks():
     spec = importlib.util.find_spec("tinker")
     assert Path(decode.pb.__file__).resolve() == (Path(spec.origin).parent / "proto" / "tinker_public_pb2.py").resolve()
     assert "SampleResponse" in decode.pb.DESCRIPTOR.message_types_by_name
+
+
+def test_keepalive_expiry_is_the_sdk_connection_limits():
+    constants = importlib.import_module("tinker._constants")
+    expiry = constants.DEFAULT_CONNECTION_LIMITS.keepalive_expiry
+    assert POLICY.keepalive_expiry_s == float(expiry) == 5.0

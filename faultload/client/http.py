@@ -17,7 +17,9 @@ are a well-kept parser's, not ours. Works under asyncio and uvloop.
 Behaviour:
 
 - Keep-alive: finished connections go back on an idle stack (LIFO, so a few
-  hot connections serve a light load and the rest age out at the server).
+  hot connections serve a light load and the rest age out). With
+  ``keepalive_expiry_s`` a connection idle longer than that is closed by the
+  client instead of reused, as httpx (the Tinker SDK's client) does.
   A connection whose response said ``Connection: close`` (or that llhttp says
   cannot be kept, e.g. HTTP/1.0 or a body delimited by EOF) is closed, not
   reused; one the server closed while idle is noticed (EOF or
@@ -103,7 +105,7 @@ class _Conn(asyncio.Protocol):
 
     __slots__ = (
         "pool", "transport", "parser", "closed", "fut", "timer", "status", "ctype",
-        "chunks", "got_bytes", "headers_done", "framed", "keep_alive", "reused",
+        "chunks", "got_bytes", "headers_done", "framed", "keep_alive", "reused", "idle_since",
     )
 
     def __init__(self, pool: HttpPool) -> None:
@@ -121,6 +123,7 @@ class _Conn(asyncio.Protocol):
         self.framed = False  # Content-Length or Transfer-Encoding seen (else the body ends at EOF)
         self.keep_alive = False
         self.reused = False
+        self.idle_since = 0.0  # loop time it went back on the idle stack
 
     # ------------------------------------------------------------------ asyncio.Protocol
 
@@ -250,6 +253,7 @@ class HttpPool:
         connect_timeout_s: float,
         keepalive: bool = True,
         retry_stale: bool = True,
+        keepalive_expiry_s: float | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -257,6 +261,7 @@ class HttpPool:
         self.connect_timeout_s = connect_timeout_s
         self._keepalive = keepalive
         self._retry_stale = retry_stale
+        self._expiry_s = keepalive_expiry_s
         self._local_addr = (source_ip, 0) if source_ip else None
         authority = f"[{host}]" if ":" in host else host
         self._host_line = f"Host: {authority}:{port}\r\n".encode()
@@ -269,6 +274,7 @@ class HttpPool:
         # Counters for tests and benchmarks.
         self.connections_made = 0
         self.stale_retries = 0
+        self.expired = 0
 
     async def __aenter__(self) -> HttpPool:
         return self
@@ -324,6 +330,7 @@ class HttpPool:
             conn._discard()
             raise
         if conn.keep_alive and not conn.closed and not self._closed:
+            conn.idle_since = self._loop.time()
             self._idle.append(conn)
         elif not conn.closed:
             conn.closed = True
@@ -332,6 +339,19 @@ class HttpPool:
 
     def _take_idle(self) -> _Conn | None:
         idle = self._idle
+        if self._expiry_s is not None and idle:
+            # The stack is ordered by idle_since (oldest at the bottom): close the expired prefix.
+            cutoff = self._loop.time() - self._expiry_s
+            expired = 0
+            while expired < len(idle) and idle[expired].idle_since < cutoff:
+                expired += 1
+            if expired:
+                for conn in idle[:expired]:
+                    if not conn.closed:
+                        conn.closed = True
+                        conn.transport.close()  # type: ignore[union-attr]
+                del idle[:expired]
+                self.expired += expired
         while idle:
             conn = idle.pop()
             if not conn.closed:

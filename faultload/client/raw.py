@@ -376,7 +376,9 @@ def make_session(job: WorkerJob) -> HttpPool:
     No connection limit (the semaphores bound concurrency); usable as ``async with``.
     """
     host, port, _ = _split_base_url(job.base_url)
-    return HttpPool(host, port, job.source_ip, job.shape.policy.connect_timeout_s, keepalive=True, retry_stale=False)
+    policy = job.shape.policy
+    return HttpPool(host, port, job.source_ip, policy.connect_timeout_s, keepalive=True, retry_stale=False,
+                    keepalive_expiry_s=job.shape.scaled(policy.keepalive_expiry_s))
 
 
 async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool]) -> RawClient:

@@ -12,6 +12,10 @@ trial runs S times faster:
 - ``ExternalFutureStore._SWEEP_INTERVAL_SECONDS`` (30 s) and ``_PENDING_TTL_SECONDS`` (3600 s)
 - the retrieved/completed TTLs the store is constructed with (300/600 s by
   default, or the ``--retrieved-ttl`` given), scaled in ``__init__``.
+- ``HTTP_KEEP_ALIVE_TIMEOUT_SECONDS`` (75 s; 5 s under ``--regress
+  keepalive``): uvicorn closes a connection idle this long. The client's own
+  idle expiry (the SDK's 5 s) is scaled the same way, so whether the server
+  or the client closes an idle connection first is what it is at full time.
 
 Versions without an in-memory future store (0.3.0 keeps futures in SQLite and
 holds polls with a local 300 s constant) have nothing to scale; that is
@@ -124,5 +128,9 @@ def apply_patches(ns: dict, regress: list[str], time_scale: float) -> list[str]:
     _scale_store(store_cls, time_scale, retrieved_override)
     if "RETRIEVE_FUTURE_TIMEOUT_SECONDS" in ns:
         ns["RETRIEVE_FUTURE_TIMEOUT_SECONDS"] = ns["RETRIEVE_FUTURE_TIMEOUT_SECONDS"] * time_scale
-    applied.append(f"time-scale: x{time_scale:g} on retrieve hold, sweep interval and store TTLs")
+    scaled = "retrieve hold, sweep interval and store TTLs"
+    if "HTTP_KEEP_ALIVE_TIMEOUT_SECONDS" in ns:
+        ns["HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"] = ns["HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"] * time_scale
+        scaled += f", keep-alive ({ns['HTTP_KEEP_ALIVE_TIMEOUT_SECONDS']:g} s)"
+    applied.append(f"time-scale: x{time_scale:g} on {scaled}")
     return applied
