@@ -117,6 +117,12 @@ class Budgets:
       a single request's retry loop (the SDK retries connection errors 16
       times with backoff; 50 leaves room for re-polls) so a retry storm shows.
 
+    * ``unprovoked_resets_max`` — HTTP attempts — 0. Attempts that ended in a
+      connection reset or a failed connect while no fault was in force. On a
+      healthy loopback network a correct server causes none: the client (as
+      the SDK) closes idle connections after 5 s, before the server's 75 s
+      keep-alive, and a connect waits in the accept backlog rather than fail.
+
     Server log (``clean_server_log``):
 
     * ``clean_log_allow`` — regular expressions — none. An error class whose
@@ -142,6 +148,7 @@ class Budgets:
     healthz_fault_recovery_s: float = 30.0
     attempts_per_request: float = 3.0
     attempts_per_request_max: int = 50
+    unprovoked_resets_max: int = 0
     clean_log_allow: tuple[str, ...] = ()
     log_fault_grace_s: float = 5.0
 
@@ -164,6 +171,7 @@ class Budgets:
             ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),
             ("healthz_fault_recovery_s", self.healthz_fault_recovery_s >= 0, "must be >= 0"),
             ("attempts_per_request", self.attempts_per_request >= 2, "must be >= 2 (one asample + one poll)"),
+            ("unprovoked_resets_max", self.unprovoked_resets_max >= 0, "must be >= 0"),
             ("attempts_per_request_max", self.attempts_per_request_max >= 2, "must be >= 2 (one asample + one poll)"),
             ("log_fault_grace_s", self.log_fault_grace_s >= 0, "must be >= 0"),
         ]

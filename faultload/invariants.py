@@ -557,6 +557,13 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     retry: they are judged against attempts_per_request_max only, and the mean
     is taken over the others. Requests with 0 attempts recorded (the real SDK
     client does not count them) are left out; if none has a count: unknown.
+
+    Retries the server provoked on a healthy network are judged apart: HTTP
+    attempts that ended in a connection reset or a failed connect while no
+    fault was in force (nor ``log_fault_grace_s`` after one) may number at most
+    ``unprovoked_resets_max``. Such a reset is the server closing a connection
+    the client was entitled to reuse (a keep-alive shorter than the client's
+    idle expiry) or refusing connects (an accept backlog overflowing).
     """
     name = "retry_amplification"
     history = inputs.history
@@ -583,6 +590,14 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if unrecorded:
         notes.append(f"{unrecorded} without attempt counts left out")
     tail = ("; " + "; ".join(notes)) if notes else ""
+    unprovoked, unprovoked_text = _unprovoked_resets(history, _windows(inputs.faults, grace_s=budgets.log_fault_grace_s))
+    if unprovoked > budgets.unprovoked_resets_max:
+        return Verdict(name, False, unprovoked, budgets.unprovoked_resets_max,
+                       f"{unprovoked} attempts reset or refused with no fault in force "
+                       f"(budget {budgets.unprovoked_resets_max}): {unprovoked_text}{tail}")
+    if unprovoked:
+        notes.append(f"{unprovoked} unprovoked resets ≤ {budgets.unprovoked_resets_max}")
+        tail = "; " + "; ".join(notes)
     if worst > budgets.attempts_per_request_max:
         over = recorded & (attempts > budgets.attempts_per_request_max)
         items = [f"{_request(history, int(i))} {int(attempts[i])}" for i in _ordered(history, over)[:DETAIL_ITEMS]]
@@ -599,6 +614,30 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if mean > mean_budget:
         return Verdict(name, False, mean, mean_budget, f"amplified: {head}{tail}")
     return Verdict(name, True, mean, mean_budget, f"{head}{tail}")
+
+
+def _unprovoked_resets(history: History, windows: list[tuple[float, float, Fault]]) -> tuple[int, str]:
+    """Attempts that ended in a reset or connect error outside every fault window; (count, detail)."""
+    attempts = history.attempts
+    if attempts["row"].size == 0:
+        return 0, ""
+    status = attempts["status"].astype(np.int64)
+    failed = (status == -int(ErrorClass.RESET)) | (status == -int(ErrorClass.CONNECT))
+    start = attempts["start"].astype(np.float64)
+    end = attempts["end"].astype(np.float64)
+    inside = np.zeros(status.size, dtype=bool)
+    for w_start, w_end, _ in windows:
+        inside |= (start <= w_end) & (end >= w_start)
+    out = failed & ~inside
+    n = int(out.sum())
+    if not n:
+        return 0, ""
+    resets = int((out & (status == -int(ErrorClass.RESET))).sum())
+    first = int(np.flatnonzero(out)[np.argmin(end[out])])
+    row = int(attempts["row"][first])
+    text = (f"{resets} resets, {n - resets} connect errors; first at {_s(float(end[first]))} "
+            f"({AttemptKind(int(attempts['kind'][first])).name.lower()} of {_request(history, row)})")
+    return n, text
 
 
 # -- server log ----------------------------------------------------------------------

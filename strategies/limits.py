@@ -19,6 +19,7 @@ SDK_POLL_TIMEOUT_S = 45.0  # retrieve_future client timeout
 SDK_BACKOFF_CAP_S = 30.0  # connection-error backoff cap; also the store's sweep interval
 RETRIEVED_TTL_S = 300.0  # a retrieved result is kept this long (pre-fix: 120 s)
 COMPLETED_TTL_S = 600.0  # a completed, never-retrieved result is kept this long
+SDK_KEEPALIVE_EXPIRY_S = 5.0  # the SDK's client closes a connection idle this long (httpx default)
 
 
 @dataclass(frozen=True)

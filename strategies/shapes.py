@@ -14,16 +14,22 @@ import math
 from hypothesis import strategies as st
 
 from faultload.shape import ClientPolicy, LoadShape, PollBehaviour
-from strategies.limits import CI, COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_POLL_TIMEOUT_S, Limits
+from strategies.limits import (
+    CI, COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, Limits,
+)
 
 # Where a late poll is interesting (SDK seconds): just past the SDK's poll
 # timeout, past timeout + backoff cap (what the SDK does after a timeout), past
-# the pre-fix retrieved TTL + one sweep, past the retrieved TTL + one sweep.
+# the pre-fix retrieved TTL + one sweep, past the retrieved TTL + one sweep;
+# and just under the SDK's idle-connection expiry, where a connection reused
+# after an idle wait meets a server keep-alive as short as that expiry (the
+# keep-alive race; last, so shrinking prefers the others).
 POLL_LANDMARKS_S = (
     SDK_POLL_TIMEOUT_S,
     SDK_POLL_TIMEOUT_S + SDK_BACKOFF_CAP_S,
     200.0,
     RETRIEVED_TTL_S + 2 * SDK_BACKOFF_CAP_S + 40.0,
+    SDK_KEEPALIVE_EXPIRY_S - 0.1,
 )
 assert max(POLL_LANDMARKS_S) < COMPLETED_TTL_S
 # Fractions of requests a poll behaviour applies to: "all" first (the repro

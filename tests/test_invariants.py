@@ -517,6 +517,34 @@ def test_rss_unknown_without_metrics() -> None:
 
 # --------------------------------------------------------------------------- healthz_latency
 
+def with_attempts(h: History, *rows: tuple[int, AttemptKind, float, int]) -> History:
+    """Attach attempt-log rows (row, kind, end time, status or -ErrorClass)."""
+    h.attempts = {
+        "row": np.array([r[0] for r in rows], dtype=np.int32),
+        "kind": np.array([r[1] for r in rows], dtype=np.uint8),
+        "start": np.array([r[2] - 0.01 for r in rows], dtype=np.float32),
+        "end": np.array([r[2] for r in rows], dtype=np.float32),
+        "status": np.array([r[3] for r in rows], dtype=np.int16),
+    }
+    return h
+
+
+def test_resets_with_no_fault_in_force_violate_retry_amplification() -> None:
+    reset, refused = -int(ErrorClass.RESET), -int(ErrorClass.CONNECT)
+    h = with_attempts(make_history(), (3, AttemptKind.POLL, 0.5, reset), (3, AttemptKind.POLL, 0.6, 200),
+                      (7, AttemptKind.SUBMIT, 0.9, refused), (8, AttemptKind.POLL, 0.9, -int(ErrorClass.TIMEOUT)))
+    v = check_retry_amplification(make_inputs(history=h), BUDGETS)
+    assert v.ok is False and v.figure == 2 and v.budget == 0
+    assert "2 attempts reset or refused with no fault in force (budget 0): 1 resets, 1 connect errors; " \
+           "first at 0.5s (poll of nonce 1003" in v.detail
+    # the same attempts while a fault was in force (or within the grace after it) are the fault's
+    faults = fault_log(applied(RESET, 0.2, 0.3))
+    assert check_retry_amplification(make_inputs(history=h, faults=faults), BUDGETS).ok is True
+    # a budget allows some
+    v = check_retry_amplification(make_inputs(history=h), Budgets(unprovoked_resets_max=2))
+    assert v.ok is True and "2 unprovoked resets ≤ 2" in v.detail
+
+
 def test_healthz_within_budget() -> None:
     v = check_healthz_latency(make_inputs(), BUDGETS)
     assert v.ok is True and v.figure == pytest.approx(0.01) and v.budget == BUDGETS.healthz_p99_s
