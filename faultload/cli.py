@@ -7,6 +7,7 @@ invariant violated), 2 bad usage or setup, 130 interrupted.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import signal
 import sys
@@ -108,6 +109,15 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("file", metavar="FILE", help="a repro JSON written by `pytest faultload`")
     replay.add_argument("--json-out", default=None, metavar="PATH")
     replay.add_argument("--workdir", default=None)
+    matrix = sub.add_parser("matrix", help="run the suite over (target, regression) rows: caught or clean as expected?")
+    matrix.add_argument("--profile", default="ci", choices=("ci", "nightly"), help="the suite profile for every row")
+    matrix.add_argument("--rows", default=None, metavar="A,B",
+                        help="rows to run, in order (default all: clean, retention, keepalive, rich-access-log, skyrl-0.3.0)")
+    matrix.add_argument("--all-properties", action="store_true",
+                        help="run every property of a row, not only up to its first failure")
+    matrix.add_argument("--json-out", default=None, metavar="PATH")
+    matrix.add_argument("--markdown-out", default=None, metavar="PATH", help="write the table as Markdown (the README's)")
+    matrix.add_argument("--logs", default=None, metavar="DIR", help="keep each row's pytest log and summary here")
     setup = sub.add_parser("setup", help="install target venvs (idempotent)")
     setup.add_argument("--target", action="append", default=[])
     setup.add_argument("--workdir", default=None)
@@ -270,6 +280,37 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """0 when every row came out as expected, 1 otherwise."""
+    from faultload import matrix as matrix_mod
+
+    try:
+        rows = matrix_mod.select_rows([n.strip() for n in args.rows.split(",") if n.strip()] if args.rows else None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for option in ("json_out", "markdown_out"):
+        path = getattr(args, option)
+        if path and not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"--{option.replace('_', '-')}: no such directory: {Path(path).parent}")
+    logs = Path(args.logs).resolve() if args.logs else None
+
+    def log(message: str) -> None:
+        print(f"faultload matrix: {message}", file=sys.stderr, flush=True)
+
+    try:
+        result = matrix_mod.run_matrix(rows, args.profile, all_properties=args.all_properties, workdir=logs, log=log)
+    except KeyboardInterrupt:
+        print("faultload: interrupted; every row's session stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    table = matrix_mod.markdown_table(result)
+    print(table)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
+    if args.markdown_out:
+        Path(args.markdown_out).write_text(table)
+    return EXIT_OK if result["ok"] else EXIT_FAILED
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     from faultload.targets.install import InstallError, ensure_target
 
@@ -303,7 +344,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if all(c.ok for c in checks) else EXIT_USAGE
 
 
-COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor": cmd_doctor, "replay": cmd_replay}
+COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor": cmd_doctor, "replay": cmd_replay,
+            "matrix": cmd_matrix}
 
 
 def _terminate_as_interrupt(signum: int, frame: object) -> None:

@@ -11,6 +11,7 @@ collected. Options::
     --faultload-workdir DIR      faultload's folder (default .faultload or $FAULTLOAD_HOME)
     --faultload-shrink-s S       override the profile's shrink budget (seconds)
     --faultload-examples N       override the profile's examples per property
+    --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
 
 The session fixture ``faultload_suite`` is the :class:`~faultload.suite.runner.SuiteRunner`
 (one shared stack, started on first use). On a failing property the plugin
@@ -27,7 +28,7 @@ from pathlib import Path
 import pytest
 
 DEFAULT_PROFILE = "ci"
-_state: dict = {"options": None, "runner": None, "config": None}
+_state: dict = {"options": None, "runner": None, "config": None, "outcomes": {}}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,6 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="stop shrinking a failure after S seconds (default: the profile's)")
     group.addoption("--faultload-examples", default=None, type=int, metavar="N",
                     help="examples per property (default: the profile's)")
+    group.addoption("--faultload-summary-json", default=None, metavar="FILE",
+                    help="write each property's outcome, violated invariants and repro as JSON")
 
 
 class SuiteOptions:
@@ -126,7 +129,23 @@ def _is_property(item: pytest.Item) -> bool:
     return "faultload_suite" in getattr(item, "fixturenames", ())
 
 
+def _write_summary(path: Path) -> None:
+    """The session's results as JSON, written even when no property ran (an empty list says so)."""
+    import json
+
+    runner_ = _state["runner"]
+    if runner_ is not None:
+        data = runner_.summary_dict(_state["outcomes"])
+    else:
+        opts = _state["options"]
+        data = {"profile": opts.profile.name, "target": opts.target, "regress": list(opts.regress),
+                "trials": 0, "wall_s": 0.0, "stack_starts": 0, "properties": []}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    _state["outcomes"] = {}
     _state["options"] = None
     _state["runner"] = None
     _state["config"] = config
@@ -144,6 +163,9 @@ def _collects_suite(config: pytest.Config) -> bool:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    path = config.getoption("faultload_summary_json", None)
+    if path and _state["options"] is not None:
+        _write_summary(Path(path))
     if _state["runner"] is not None:
         _state["runner"].close()
     _state["runner"] = None
@@ -185,6 +207,9 @@ def pytest_runtest_call(item: pytest.Item):
 def pytest_runtest_makereport(item: pytest.Item, call):
     outcome = yield
     report = outcome.get_result()
+    if _is_property(item) and (report.failed or call.when == "call"):
+        _state["outcomes"][item.nodeid] = ("error" if call.when != "call" else report.outcome) \
+            if report.failed else report.outcome
     if call.when != "call" or not _is_property(item) or _state["runner"] is None:
         return
     suite = _state["runner"]

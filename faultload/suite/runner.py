@@ -474,6 +474,38 @@ class SuiteRunner:
         write_repro(repro, directory, stem)
         return path
 
+    def summary_dict(self, outcomes: dict[str, str] | None = None) -> dict[str, Any]:
+        """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads).
+
+        ``outcomes``: pytest's outcome per property nodeid (passed, failed, skipped, error).
+        """
+        outcomes = outcomes or {}
+        properties = []
+        for state in self.states.values():
+            violated: list[str] = []
+            if state.best is not None:
+                family = state.family
+                checked = family.invariants if family and family.invariants else ALL
+                violated = [v.name for v in state.best[1].verdicts if v.name in checked and v.ok is False]
+            properties.append({
+                "nodeid": state.nodeid,
+                "name": state.nodeid.split("::")[-1],
+                "outcome": outcomes.get(state.nodeid, "unknown"),
+                "violated": violated,
+                "trials": state.trials,
+                "not_run": state.not_run,
+                "first_failure_requests": state.first_failure_requests,
+                "repro_requests": state.best[0].shape.requests if state.best else None,
+                "repro_path": str(state.repro_path) if state.repro_path else None,
+                "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
+                "error": state.broken,
+            })
+        return {
+            "profile": self.profile.name, "target": self.target, "regress": list(self.regress),
+            "trials": self.trials, "wall_s": round(time.monotonic() - self.session_started, 1),
+            "stack_starts": self.stack_starts, "properties": properties,
+        }
+
     def summary_lines(self) -> list[str]:
         lines = [
             f"profile {self.profile.name}: target {self.target}"
