@@ -363,9 +363,11 @@ def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 # -- resources -----------------------------------------------------------------------
 
 def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
-    """Peak fds ≤ baseline + fds_slack + fds_per_in_flight × peak in-flight; drained ≤ baseline + ε.
+    """Peak fds ≤ baseline + fds_slack + fds_per_in_flight × peak in-flight + idle connections; drained ≤ baseline + ε.
 
-    Reaching the server's own soft RLIMIT_NOFILE (``monitor.fd_limit``, when
+    Idle connections: the client's peak of open connections beyond the peak in
+    flight, one fd each at the server (the client keeps finished connections
+    for reuse until its 5 s idle expiry, as the SDK does). Reaching the server's own soft RLIMIT_NOFILE (``monitor.fd_limit``, when
     known) is a violation whatever the budget: from there on every accept and
     every forward fails with "Too many open files".
     """
@@ -381,11 +383,14 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     else:
         baseline, base_note = int(fds[0]), "baseline (first sample)"
     in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
+    connections, _ = _series(monitor, "client_connections_peak")
+    idle = max(0, int(connections.max()) - int(in_flight)) if connections.size else 0
     i = int(np.argmax(fds))
     peak, peak_t = int(fds[i]), float(t[i])
-    peak_budget = baseline + budgets.fds_slack + budgets.fds_per_in_flight * in_flight
+    peak_budget = baseline + budgets.fds_slack + budgets.fds_per_in_flight * in_flight + idle
+    idle_text = f" + {idle} idle client connections" if idle else ""
     head = (f"peak {peak} fds at {_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + "
-            f"{budgets.fds_per_in_flight:g}×{int(in_flight)} in flight ({in_flight_note}) = {peak_budget:g}")
+            f"{budgets.fds_per_in_flight:g}×{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}")
     drained = monitor.drained.fds if monitor.drained is not None and monitor.drained.fds >= 0 else None
     drain_budget = baseline + budgets.drain_fds_epsilon
     limit = getattr(monitor, "fd_limit", None)

@@ -31,6 +31,7 @@ SAMPLE_FIELDS = (
     "t", "rss", "fds", "cpu_s", "router_received", "router_completed", "router_in_flight",
     "client_completed", "client_failed", "client_in_flight",
     "accept_queue", "listen_backlog", "listen_overflows", "listen_drops",
+    "client_connections_peak",  # the workers' most open connections so far (summed per-worker peaks)
 )
 
 
@@ -159,6 +160,7 @@ class Monitor:
             listen.backlog if listen else -1,
             counters[0] - self._listen0[0] if counters else -1,
             counters[1] - self._listen0[1] if counters else -1,
+            live.get("connections_peak", -1),
         )
         self.rows.append(row)
         self.latest = row

@@ -129,7 +129,10 @@ class _Conn(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        self.pool._live.add(self)
+        live = self.pool._live
+        live.add(self)
+        if len(live) > self.pool.peak_live:
+            self.pool.peak_live = len(live)
 
     def data_received(self, data: bytes) -> None:
         if self.fut is None:
@@ -274,6 +277,7 @@ class HttpPool:
         # Counters for tests and benchmarks.
         self.connections_made = 0
         self.stale_retries = 0
+        self.peak_live = 0  # most connections open at once (in flight or idle)
         self.expired = 0
 
     async def __aenter__(self) -> HttpPool:

@@ -45,4 +45,4 @@ class WorkerResult:
 
 
 # Slots per worker in the shared live-counter array.
-COUNTER_SLOTS = ("submitted", "accepted", "completed", "failed", "in_flight", "attempts")
+COUNTER_SLOTS = ("submitted", "accepted", "completed", "failed", "in_flight", "attempts", "connections_peak")

@@ -65,8 +65,12 @@ class _Counters:
         if self._a is not None:
             self._a[self._base + slot] += delta
 
+    def set(self, slot: int, value: int) -> None:
+        if self._a is not None:
+            self._a[self._base + slot] = value
 
-SUBMITTED, ACCEPTED, COMPLETED, FAILED, IN_FLIGHT, ATTEMPTS = range(6)
+
+SUBMITTED, ACCEPTED, COMPLETED, FAILED, IN_FLIGHT, ATTEMPTS, CONNECTIONS_PEAK = range(7)
 
 
 def _classify(exc: BaseException) -> ErrorClass:
@@ -155,6 +159,8 @@ class RawClient:
             slice_s = min(_STOP_CHECK_S, max(0.0, self.job.deadline_s - self.now()))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._settled.wait(), slice_s)
+            self.counters.set(CONNECTIONS_PEAK, self.session.peak_live)
+        self.counters.set(CONNECTIONS_PEAK, self.session.peak_live)
         leftovers = [feeder, *self._tasks]
         for task in leftovers:
             task.cancel()
