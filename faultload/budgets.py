@@ -105,6 +105,21 @@ class Budgets:
       collapse is judged by ``no_collapse`` (the watchdog) at any time.
       Real seconds, not trial seconds: an event loop's stall does not scale.
 
+    CPU (``bounded_cpu``):
+
+    * ``server_cpu_ms_per_request`` — ms of server CPU per HTTP request — 1.4;
+      ``server_cpu_ms_per_result_kib`` — ms per KiB of result per HTTP
+      request — 0.01; ``cpu_min_requests`` — HTTP requests — 2000 (below
+      that the verdict is unknown: an idle loop, the probes and the drain
+      weigh too much). Calibrated on this machine class with
+      ``bench/server_cpu.py`` (clean 0.4.0 against ``--regress
+      rich-access-log``, alternating, fresh stack each, time scale 0.05):
+      clean 0.95-1.28 ms per HTTP request over 8 trials (1,000-2,000
+      samples of 64 tokens, or 1,024 tokens × 4 as proto or JSON: result size
+      moves it by ~0.1 ms), the regression 1.55-2.10. 1.4 sits between them;
+      the margin over clean is ~10%, so on a slower machine class
+      re-calibrate rather than raise it per row.
+
     Retries (``retry_amplification``):
 
     * ``attempts_per_request`` — mean HTTP attempts per request — 3.0. A request
@@ -146,6 +161,9 @@ class Budgets:
     healthz_max_failures: int = 0
     healthz_failure_fraction: float = 0.0
     healthz_fault_recovery_s: float = 30.0
+    server_cpu_ms_per_request: float = 1.4
+    server_cpu_ms_per_result_kib: float = 0.01
+    cpu_min_requests: int = 2000
     attempts_per_request: float = 3.0
     attempts_per_request_max: int = 50
     unprovoked_resets_max: int = 0
@@ -170,6 +188,9 @@ class Budgets:
             ("healthz_max_failures", self.healthz_max_failures >= 0, "must be >= 0"),
             ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),
             ("healthz_fault_recovery_s", self.healthz_fault_recovery_s >= 0, "must be >= 0"),
+            ("server_cpu_ms_per_request", self.server_cpu_ms_per_request > 0, "must be > 0"),
+            ("server_cpu_ms_per_result_kib", self.server_cpu_ms_per_result_kib >= 0, "must be >= 0"),
+            ("cpu_min_requests", self.cpu_min_requests >= 1, "must be >= 1"),
             ("attempts_per_request", self.attempts_per_request >= 2, "must be >= 2 (one asample + one poll)"),
             ("unprovoked_resets_max", self.unprovoked_resets_max >= 0, "must be >= 0"),
             ("attempts_per_request_max", self.attempts_per_request_max >= 2, "must be >= 2 (one asample + one poll)"),

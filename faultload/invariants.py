@@ -479,6 +479,52 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     return Verdict(name, True, peak, peak_budget, f"{head}; {drain_text}")
 
 
+# -- CPU ------------------------------------------------------------------------------
+
+def server_http_requests(history: History, monitor: MonitorSamples | None) -> int:
+    """HTTP requests the server answered in a trial: the client's attempts plus the /healthz probes."""
+    attempts = int(history["attempts"].astype(np.int64).sum()) if len(history) else 0
+    probes = int(np.asarray(monitor.healthz_t).size) if monitor is not None else 0
+    return attempts + probes
+
+
+def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Server CPU per HTTP request ≤ server_cpu_ms_per_request + server_cpu_ms_per_result_kib × result KiB.
+
+    The server's CPU (its own /proc counters, first to last monitor sample)
+    over the HTTP requests it answered (client attempts + /healthz probes).
+    Result KiB is the mean result body per request, spread over its attempts
+    (decoding the router's answer and encoding the client's cost in
+    proportion). Unknown below ``cpu_min_requests`` requests (the fixed cost
+    of an idle loop and the drain dominates) and when a fault took effect (a
+    failed forward costs the server a traceback, by design of its logging).
+    """
+    name = "bounded_cpu"
+    monitor = inputs.monitor
+    if monitor is None:
+        return Verdict(name, None, None, None, "no monitor samples")
+    cpu, _ = _series(monitor, "cpu_s")
+    if cpu.size < 2:
+        return Verdict(name, None, None, None, "no server CPU samples")
+    http = server_http_requests(inputs.history, monitor)
+    if http < budgets.cpu_min_requests:
+        return Verdict(name, None, None, None, f"{http} HTTP requests < cpu_min_requests {budgets.cpu_min_requests}")
+    if _windows(inputs.faults):
+        return Verdict(name, None, None, None, "faults took effect: CPU per request not judged")
+    history = inputs.history
+    ok = history["outcome"] == Outcome.OK
+    result_kib = float(history["result_bytes"][ok].astype(np.float64).sum()) / 1024.0 / http
+    server_ms = 1000.0 * float(cpu[-1] - cpu[0])
+    per_request = server_ms / http
+    budget = budgets.server_cpu_ms_per_request + budgets.server_cpu_ms_per_result_kib * result_kib
+    head = (f"{per_request:.3f} ms of server CPU per HTTP request ({server_ms / 1000:.1f} s over {http} requests, "
+            f"{result_kib:.1f} KiB of results each) vs {budgets.server_cpu_ms_per_request:g} + "
+            f"{budgets.server_cpu_ms_per_result_kib:g}×{result_kib:.1f} = {budget:.3f} ms")
+    if per_request > budget:
+        return Verdict(name, False, per_request, budget, f"over budget: {head}")
+    return Verdict(name, True, per_request, budget, head)
+
+
 # -- health --------------------------------------------------------------------------
 
 def _load_window(history: History) -> tuple[float, float] | None:
@@ -743,6 +789,7 @@ CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("bounded_fds", check_bounded_fds),
     ("bounded_rss", check_bounded_rss),
     ("healthz_latency", check_healthz_latency),
+    ("bounded_cpu", check_bounded_cpu),
     ("retry_amplification", check_retry_amplification),
     ("clean_server_log", check_clean_server_log),
 )

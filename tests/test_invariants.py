@@ -28,6 +28,7 @@ from faultload.invariants import (
     CheckInputs,
     Verdict,
     check_all,
+    check_bounded_cpu,
     check_bounded_fds,
     check_bounded_rss,
     check_clean_server_log,
@@ -36,6 +37,7 @@ from faultload.invariants import (
     check_result_integrity,
     check_retry_amplification,
     overall,
+    server_http_requests,
     to_report,
 )
 from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
@@ -545,6 +547,37 @@ def test_resets_with_no_fault_in_force_violate_retry_amplification() -> None:
     assert v.ok is True and "2 unprovoked resets ≤ 2" in v.detail
 
 
+def test_idle_client_connections_get_one_fd_each() -> None:
+    # 50 in flight at most, but the client held 120 connections open (70 idle, kept for reuse).
+    monitor = make_monitor(fds=np.full(20, 40 + 64 + 3 * 50 + 60.0))
+    assert check_bounded_fds(make_inputs(monitor=monitor), BUDGETS).ok is False
+    monitor.samples["client_connections_peak"] = np.full(20, 120.0)
+    v = check_bounded_fds(make_inputs(monitor=monitor), BUDGETS)
+    assert v.ok is True and "+ 70 idle client connections" in v.detail
+
+
+def test_bounded_cpu() -> None:
+    # 1,000 requests × 2 attempts + 120 probes; results of 600 B; CPU 1 s -> 4 s over the trial.
+    h = make_history(1000)
+    monitor = make_monitor()
+    v = check_bounded_cpu(make_inputs(history=h, monitor=monitor), BUDGETS)
+    http = 2000 + monitor.healthz_t.size
+    assert server_http_requests(h, monitor) == http
+    per_request = 4000.0 / http
+    assert v.figure == pytest.approx(per_request)
+    kib = 1000 * 600 / 1024 / http
+    assert v.budget == pytest.approx(BUDGETS.server_cpu_ms_per_request + BUDGETS.server_cpu_ms_per_result_kib * kib)
+    assert v.ok is (per_request <= v.budget)
+    tight = Budgets(server_cpu_ms_per_request=1.0, server_cpu_ms_per_result_kib=0.0)
+    v = check_bounded_cpu(make_inputs(history=h, monitor=monitor), tight)
+    assert v.ok is False and v.detail.startswith("over budget: 1.887 ms of server CPU per HTTP request")
+    # too few requests, or a fault in force: unknown, never ok
+    assert check_bounded_cpu(make_inputs(monitor=monitor), BUDGETS).ok is None
+    faulted = make_inputs(history=h, monitor=monitor, faults=fault_log(applied(RESET, 0.2, 0.3)))
+    assert check_bounded_cpu(faulted, tight).ok is None
+    assert check_bounded_cpu(make_inputs(history=h, monitor=None), tight).ok is None
+
+
 def test_healthz_within_budget() -> None:
     v = check_healthz_latency(make_inputs(), BUDGETS)
     assert v.ok is True and v.figure == pytest.approx(0.01) and v.budget == BUDGETS.healthz_p99_s
@@ -850,7 +883,7 @@ def test_allowed_patterns_and_missing_log() -> None:
 # --------------------------------------------------------------------------- composition
 
 def test_check_all_on_a_healthy_trial() -> None:
-    verdicts = check_all(make_inputs(), BUDGETS)
+    verdicts = check_all(make_inputs(history=make_history(2000)), BUDGETS)
     assert [v.name for v in verdicts] == [name for name, _ in CHECKERS]
     assert all(v.ok is True for v in verdicts), [v for v in verdicts if v.ok is not True]
     assert overall(verdicts) is True
@@ -862,7 +895,7 @@ def test_check_all_on_an_empty_trial_is_never_ok_about_requests() -> None:
     inputs = make_inputs(history=History.empty(0), monitor=None, server_log=None)
     verdicts = {v.name: v for v in check_all(inputs, BUDGETS)}
     for name in ("no_lost_results", "result_integrity", "bounded_fds", "bounded_rss", "healthz_latency",
-                 "retry_amplification", "clean_server_log"):
+                 "bounded_cpu", "retry_amplification", "clean_server_log"):
         assert verdicts[name].ok is None, verdicts[name]
     assert overall(verdicts.values()) is None
 

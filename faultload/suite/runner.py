@@ -35,7 +35,7 @@ from typing import Any
 
 from faultload.suite.profiles import Profile
 
-ALL = ("no_lost_results", "result_integrity", "bounded_fds", "bounded_rss", "healthz_latency",
+ALL = ("no_lost_results", "result_integrity", "bounded_fds", "bounded_rss", "healthz_latency", "bounded_cpu",
        "retry_amplification", "clean_server_log", "no_collapse")
 
 
@@ -81,6 +81,7 @@ TARGETS = {
     "rss_growth_mib": lambda f: f.get("rss_growth_mib"),
     "healthz_p99_s": lambda f: f.get("healthz_p99_s"),
     "attempts_per_request": _verdict_figure("retry_amplification"),
+    "server_cpu_ms_per_request": _verdict_figure("bounded_cpu"),
     "server_log_errors": _verdict_figure("clean_server_log"),
 }
 

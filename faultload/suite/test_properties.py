@@ -37,7 +37,8 @@ PROFILE = OPTIONS.profile
 LOST = Family("no_lost_results", ("no_lost_results",), ("lost_results",), weight=2.0,
               limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("corrupt_results",))
-RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss"), ("fds_per_in_flight", "rss_growth_mib"))
+RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
+                   ("fds_per_in_flight", "rss_growth_mib", "server_cpu_ms_per_request"))
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_p99_s",))
 RETRIES = Family("bounded_retries", ("retry_amplification",), ("attempts_per_request",),
                  limits=(("storms", False), ("max_result_wait_s", 60.0)))
@@ -97,7 +98,7 @@ def test_result_integrity(faultload_suite, config):
 @settings(_settings(RESOURCES))
 @given(config=_configs(RESOURCES))
 def test_bounded_resources(faultload_suite, config):
-    """Server fds and RSS stay within a budget of what is in flight, and come back after the load."""
+    """Server fds, RSS and CPU per request stay within budget, and fds and RSS come back after the load."""
     faultload_suite.check(RESOURCES, config)
 
 
