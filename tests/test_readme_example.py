@@ -1,0 +1,15 @@
+"""The README's "Writing your own property" example is the file that runs (examples/test_big_results.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_shows_the_example_file_verbatim():
+    readme = (ROOT / "README.md").read_text()
+    marker = "# examples/test_big_results.py  (run: pytest examples/test_big_results.py --faultload-profile ci)\n"
+    start = readme.index(marker) + len(marker)
+    block = readme[start: readme.index("```", start)]
+    assert block == (ROOT / "examples" / "test_big_results.py").read_text()
