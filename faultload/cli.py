@@ -117,7 +117,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="run every property of a row, not only up to its first failure")
     matrix.add_argument("--json-out", default=None, metavar="PATH")
     matrix.add_argument("--markdown-out", default=None, metavar="PATH", help="write the table as Markdown (the README's)")
-    matrix.add_argument("--logs", default=None, metavar="DIR", help="keep each row's pytest log and summary here")
+    matrix.add_argument("--logs", default=None, metavar="DIR",
+                        help="where each row's pytest log and summary go (default .faultload/matrix/TIME)")
     setup = sub.add_parser("setup", help="install target venvs (idempotent)")
     setup.add_argument("--target", action="append", default=[])
     setup.add_argument("--workdir", default=None)

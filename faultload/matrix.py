@@ -30,7 +30,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -206,7 +205,10 @@ def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = Fa
     """Run every row; the matrix as the JSON contract describes."""
     cwd = cwd or Path.cwd()
     suite_dir = Path(__file__).resolve().parent
-    workdir = workdir or Path(tempfile.mkdtemp(prefix="faultload-matrix-"))
+    if workdir is None:  # kept: the JSON points at each row's log; under the workspace, not /tmp
+        from faultload.workspace import Workspace
+
+        workdir = Workspace.default().root / "matrix" / time.strftime("%Y%m%dT%H%M%S")
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     results = []
