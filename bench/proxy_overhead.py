@@ -29,9 +29,9 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _trial import checked, fresh_stack  # noqa: E402
+
 from faultload import report as report_mod  # noqa: E402
-from faultload.cli import _parser, config_from_args  # noqa: E402
-from faultload.stack import Stack  # noqa: E402
 from faultload.trial import run_trial  # noqa: E402
 from faultload.workspace import Workspace  # noqa: E402
 
@@ -49,21 +49,12 @@ def _cpu_s(pid: int | None) -> float | None:
 
 
 def one_trial(run_args: list[str], proxies: str, workspace: Workspace) -> dict[str, Any]:
-    args = _parser().parse_args(["run", *run_args, "--proxies", proxies, "--quiet"])
-    config = config_from_args(args)
-    stack = Stack(config.stack_config(), config.router, workspace).start()
-    try:
+    with fresh_stack([*run_args, "--proxies", proxies], workspace) as (config, stack):
         toxiproxy_pid = stack.faults.server.pid if stack.faults is not None else None
         toxiproxy_cpu0 = _cpu_s(toxiproxy_pid)
-        result = run_trial(config, workspace, stack=stack)
+        result = checked(run_trial(config, workspace, stack=stack))
         toxiproxy_cpu1 = _cpu_s(toxiproxy_pid)
-    finally:
-        errors = stack.close()
-    if errors:
-        print(f"  cleanup errors: {errors}", file=sys.stderr)
     rep = report_mod.build_report(result)
-    if result.error:
-        raise RuntimeError(f"trial failed: {result.error}")
     done = max(rep["completed"], 1)
     server_s = rep["cpu_s"].get("server_s") or 0.0
     toxiproxy_s = (toxiproxy_cpu1 - toxiproxy_cpu0) if toxiproxy_cpu0 is not None and toxiproxy_cpu1 is not None else None

@@ -23,28 +23,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _trial import checked, fresh_stack  # noqa: E402
+
 from faultload import report as report_mod  # noqa: E402
-from faultload.cli import _parser, config_from_args  # noqa: E402
 from faultload.invariants import server_http_requests  # noqa: E402
-from faultload.stack import Stack  # noqa: E402
 from faultload.trial import run_trial  # noqa: E402
 from faultload.workspace import Workspace  # noqa: E402
 
 
 def one_trial(run_args: list[str], regress: list[str], workspace: Workspace) -> dict[str, Any]:
-    argv = ["run", *run_args, "--quiet"]
-    for name in regress:
-        argv += ["--regress", name]
-    config = config_from_args(_parser().parse_args(argv))
-    stack = Stack(config.stack_config(), config.router, workspace).start()
-    try:
-        result = run_trial(config, workspace, stack=stack)
-    finally:
-        errors = stack.close()
-    if errors:
-        print(f"  cleanup errors: {errors}", file=sys.stderr)
-    if result.error:
-        raise RuntimeError(f"trial failed: {result.error}")
+    regress_args = [arg for name in regress for arg in ("--regress", name)]
+    with fresh_stack([*run_args, *regress_args], workspace) as (config, stack):
+        result = checked(run_trial(config, workspace, stack=stack))
     rep = report_mod.build_report(result)
     server_s = result.cpu.get("server_s") or 0.0
     http = server_http_requests(result.history, result.monitor)
