@@ -120,7 +120,8 @@ def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | 
     result.trials = int(summary.get("trials", 0))
     failed = [p for p in props if p.get("outcome") in ("failed", "error")]
     caught = [p for p in failed if p.get("violated")]
-    broken = [p for p in failed if not p.get("violated")]
+    broken = "; ".join(p.get("error") or f"{p['name']} failed without a violated invariant"
+                       for p in failed if not p.get("violated"))
     if caught:
         result.result = "caught"
         result.caught_by = list(dict.fromkeys(name for p in caught for name in p["violated"]))
@@ -129,11 +130,9 @@ def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | 
             smallest = min(with_repro, key=lambda p: p["repro_requests"])
             result.repro_requests = smallest["repro_requests"]
             result.repro_path = smallest.get("repro_path")
-        if broken:
-            result.error = "; ".join(p.get("error") or f"{p['name']} failed without a violated invariant"
-                                     for p in broken)
+        result.error = broken or None
     elif broken:
-        result.error = "; ".join(p.get("error") or f"{p['name']} failed without a violated invariant" for p in broken)
+        result.error = broken
     elif note:
         result.error = note
     elif returncode not in (0, 1) or not props:

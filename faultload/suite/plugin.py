@@ -207,9 +207,10 @@ def pytest_runtest_call(item: pytest.Item):
 def pytest_runtest_makereport(item: pytest.Item, call):
     outcome = yield
     report = outcome.get_result()
-    if _is_property(item) and (report.failed or call.when == "call"):
-        _state["outcomes"][item.nodeid] = ("error" if call.when != "call" else report.outcome) \
-            if report.failed else report.outcome
+    if _is_property(item) and call.when == "call":
+        _state["outcomes"][item.nodeid] = report.outcome
+    elif _is_property(item) and report.failed:  # setup or teardown failed: not a verdict on the target
+        _state["outcomes"][item.nodeid] = "error"
     if call.when != "call" or not _is_property(item) or _state["runner"] is None:
         return
     suite = _state["runner"]
