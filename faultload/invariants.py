@@ -276,7 +276,12 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     tell, treats the result as delivered, and keeps it for its retrieved TTL
     only; a re-poll after that TTL is answered 404 by design. A 404 for a
     result that did not exist yet when the poll was dropped is the retention
-    bug and always counts. Gave up / failed / never finished
+    bug and always counts. A second exception is an artefact of the time
+    scale (:func:`_stall_artefacts`): the server's event loop stalled for real
+    seconds, which do not scale, while the result's TTL did, and the result
+    would have been at most ``retention_window_s`` SDK seconds old at full
+    time. The stall itself is judged by ``healthz_latency`` and
+    ``no_collapse``. Gave up / failed / never finished
     (pending, unless the trial was interrupted) is a loss unless the request was
     in flight ([submit start, done]) while a fault of a fatal kind was in force.
     A corrupt result arrived, so it is left to ``result_integrity``.
@@ -297,6 +302,8 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     open_ = accepted & ~is_ok & ~corrupt & ~lost_404
     dropped = lost_404 & _answered_as_dropped(history, inputs.router_completed_s)
     lost_404 &= ~dropped
+    stalled, stall_note = _stall_artefacts(inputs, budgets, lost_404)
+    lost_404 &= ~stalled
     unfinished = 0
     if inputs.interrupted:
         pending = open_ & (outcome == Outcome.PENDING)
@@ -312,6 +319,8 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if int(dropped.sum()):
         notes.append(f"{int(dropped.sum())} 404 after a poll dropped when the result was already there "
                      "(delivered as far as the server can tell; retained by design)")
+    if stall_note:
+        notes.append(stall_note)
     if unfinished:
         notes.append(f"{unfinished} unfinished (trial interrupted)")
     if int(corrupt.sum()):
@@ -339,6 +348,72 @@ def _answered_as_dropped(history: History, completed_s: Mapping[int, float] | No
         if done_at is not None and done_at <= dropped_at:
             out[row] = True
     return out
+
+
+def stall_spans(monitor: MonitorSamples | None, slow_s: float) -> list[tuple[float, float]]:
+    """Trial-second intervals the server's event loop was stalled, merged.
+
+    /healthz does no work, so a probe that failed or took longer than
+    ``slow_s`` waited on a stalled loop for [its start, its start + latency].
+    """
+    if monitor is None or monitor.healthz_latency_s.size == 0:
+        return []
+    t = np.asarray(monitor.healthz_t, dtype=np.float64)
+    latency = np.asarray(monitor.healthz_latency_s, dtype=np.float64)
+    bad = (~np.asarray(monitor.healthz_ok, dtype=bool)) | (latency > slow_s)
+    spans: list[tuple[float, float]] = []
+    for start, took in sorted(zip(t[bad].tolist(), latency[bad].tolist())):
+        end = start + (took if math.isfinite(took) else 0.0)
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _overlap_s(spans: list[tuple[float, float]], start: float, end: float) -> float:
+    return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+
+
+def _stall_artefacts(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarray) -> tuple[np.ndarray, str]:
+    """404s explained by a server stall that the time scale did not shrink, and a note saying so.
+
+    At time scale s the server's TTLs are s times shorter, but a stalled event
+    loop stalls for real seconds. A result completed by the router at c and
+    answered 404 at d lived L = d - c trial seconds, S of them inside a stall
+    (:func:`stall_spans`); at full time it would have lived (L - S) / s + S
+    SDK seconds. When that is within ``retention_window_s`` (the least a
+    correct server keeps a result) and L is not, the scale made the loss. Such
+    a trial cannot tell a correct server from one keeping results for less
+    than the window; trials without a stall can. Needs the router's completion
+    times; at s >= 1 nothing is excused.
+    """
+    out = np.zeros(len(inputs.history), dtype=bool)
+    scale = inputs.shape.time_scale
+    completed_s = inputs.router_completed_s
+    if scale >= 1.0 or not completed_s or not lost_404.any():
+        return out, ""
+    spans = stall_spans(inputs.monitor, budgets.healthz_p99_s)
+    if not spans:
+        return out, ""
+    history = inputs.history
+    window = budgets.retention_window_s
+    worst_stall = 0.0
+    for i in np.flatnonzero(lost_404).tolist():
+        done_at = completed_s.get(int(history["nonce"][i]))
+        answered = float(history["done"][i])
+        if done_at is None or not math.isfinite(answered) or answered <= done_at:
+            continue
+        lived = answered - done_at
+        stalled = _overlap_s(spans, done_at, answered)
+        if lived > window * scale and (lived - stalled) / scale + stalled <= window:
+            out[i] = True
+            worst_stall = max(worst_stall, stalled)
+    if not out.any():
+        return out, ""
+    return out, (f"{int(out.sum())} 404 after a server stall of up to {worst_stall:.1f} real s, which the time "
+                 f"scale does not shrink (each result at most {window:g} SDK s old at full time; "
+                 "the stall is judged by healthz_latency/no_collapse)")
 
 
 # -- integrity -----------------------------------------------------------------------

@@ -38,6 +38,7 @@ from faultload.invariants import (
     check_retry_amplification,
     overall,
     server_http_requests,
+    stall_spans,
     to_report,
 )
 from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
@@ -262,6 +263,51 @@ def test_a_404_after_a_poll_dropped_when_the_result_was_there_is_retained_by_des
     assert "1 404 after a poll dropped when the result was already there" in v.detail
     # without the router's completion times nothing is excused
     assert check_no_lost_results(make_inputs(history=h), BUDGETS).figure == 2
+
+
+def _stalled_monitor(stall: tuple[float, float]) -> MonitorSamples:
+    """Probes every 0.5 s over 60 s; those starting in ``stall`` time out after 10 s."""
+    ht = np.arange(0.0, 60.0, 0.5)
+    inside = (ht >= stall[0]) & (ht < stall[1])
+    return make_monitor(seconds=60.0, healthz_t=ht, healthz_latency=np.where(inside, 10.0, 0.01),
+                        healthz_ok=~inside)
+
+
+def test_stall_spans_merge_failed_and_slow_probes() -> None:
+    spans = stall_spans(_stalled_monitor((10.0, 30.0)), BUDGETS.healthz_p99_s)
+    assert spans == [(10.0, 39.5)]
+    assert stall_spans(make_monitor(), BUDGETS.healthz_p99_s) == []
+
+
+def test_a_404_made_by_an_unscaled_server_stall_is_not_a_loss() -> None:
+    # At time scale 0.05 a correct server keeps a result 300 SDK s = 15 real s.
+    # Row 40's result completed at 9 s and was answered 404 at 40 s: 31 s old,
+    # but 29.5 s of that the loop was stalled, which at full time is still
+    # 29.5 s, so the result would have been 1.5 / 0.05 + 29.5 = 59.5 SDK s
+    # old. Row 41 completed at 9 s and was answered 404 at 58 s with the same
+    # stall: 19.5 s outside it is 390 SDK s, beyond the window, so a loss.
+    shape = dataclasses.replace(SHAPE, time_scale=0.05)
+    h = make_history()
+    set_row(h, 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=40.0)
+    set_row(h, 41, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=58.0)
+    completed = {int(h["nonce"][40]): 9.0, int(h["nonce"][41]): 9.0}
+    inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)),
+                         router_completed_s=completed)
+    v = check_no_lost_results(inputs, BUDGETS)
+    assert v.ok is False and v.figure == 1 and "nonce 1041" in v.detail and "nonce 1040" not in v.detail
+    assert "1 404 after a server stall of up to 29.5 real s" in v.detail
+    # no stall, or full time scale: both are losses
+    assert check_no_lost_results(dataclasses.replace(inputs, monitor=make_monitor(seconds=60.0)), BUDGETS).figure == 2
+    assert check_no_lost_results(dataclasses.replace(inputs, shape=SHAPE), BUDGETS).figure == 2
+
+
+def test_a_404_inside_the_scaled_window_is_a_loss_whatever_the_stall() -> None:
+    # 10 s old at scale 0.05 is under the 15 s a correct server keeps a result.
+    shape = dataclasses.replace(SHAPE, time_scale=0.05)
+    h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=19.0)
+    inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)),
+                         router_completed_s={int(h["nonce"][40]): 9.0})
+    assert check_no_lost_results(inputs, BUDGETS).figure == 1
 
 
 def test_give_up_without_fault_is_a_loss() -> None:
