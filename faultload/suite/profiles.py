@@ -4,7 +4,7 @@
             whole run in ≤ 10 minutes on 2 cores at time scale 0.05.
 ``nightly`` more and larger examples, random, Hypothesis's example database in
             ``.faultload/hypothesis`` (a failure is retried first next night),
-            ≤ 60 minutes.
+            the known-bug trials (``strategies.known``) first, ≤ 60 minutes.
 ``confirm`` one example: the 131,072-request shape at time scale 1, fitted to
             this machine (``faultload.preflight``); the combined property only.
 
@@ -41,6 +41,8 @@ class Profile:
     # requests, drop each fault, ...) may use at a first failure, before
     # Hypothesis's shrinker gets the rest.
     reduce_share: float = 0.75
+    # Run the families' known-bug trials (strategies.known) before any random draw.
+    known_examples: bool = False
     confirm: bool = False
 
 
@@ -51,7 +53,7 @@ PROFILES: dict[str, Profile] = {
     ),
     "nightly": Profile(
         name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,
-        property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0,
+        property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0, known_examples=True,
     ),
     "confirm": Profile(
         name="confirm", time_scale=1.0, limits=CI.replace(max_faults=0), max_examples=1, derandomize=True,

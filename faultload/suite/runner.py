@@ -50,6 +50,17 @@ class Family:
     # max_result_wait_s only ever lowers the profile's.
     limits: tuple[tuple[str, Any], ...] = ()
     weight: float = 1.0  # multiplies the profile's examples and time per property
+    known: tuple[str, ...] = ()  # known-bug trials (strategies.known) run first when the profile asks
+
+
+def known_configs(profile: Profile, family: Family, target: str, regress: tuple[str, ...]) -> list:
+    """The family's known-bug trials as TrialConfigs, or none when the profile does not run them."""
+    if not profile.known_examples or profile.confirm:
+        return []
+    from strategies.known import known_trial_config
+
+    limits = family_limits(profile, family)
+    return [known_trial_config(name, target, profile.time_scale, regress, limits) for name in family.known]
 
 
 def family_limits(profile: Profile, family: Family):

@@ -20,16 +20,21 @@ Some families draw a restricted space (``Family.limits``):
   retry budget is stated for the SDK's own policy, and a storm, or a result
   that takes several poll timeouts, multiplies the client's attempts by
   design — the other families put that load on the server.
+
+On profiles with ``known_examples`` (nightly), ``bounded_resources`` and
+``bounded_retries`` first run the known-bug trials of ``strategies.known``
+as explicit examples: the load a fixed upstream bug needs, so a regression of
+it is met every run rather than when a random draw happens to make that load.
 """
 
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from faultload.suite import plugin
-from faultload.suite.runner import Family, family_examples, family_limits
+from faultload.suite.runner import Family, family_examples, family_limits, known_configs
 
 OPTIONS = plugin.options()
 PROFILE = OPTIONS.profile
@@ -38,10 +43,10 @@ LOST = Family("no_lost_results", ("no_lost_results",), ("lost_results",), weight
               limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("corrupt_results",))
 RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
-                   ("fds_per_in_flight", "rss_growth_mib", "server_cpu_ms_per_request"))
+                   ("fds_per_in_flight", "rss_growth_mib", "server_cpu_ms_per_request"), known=("completion_burst",))
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_p99_s",))
 RETRIES = Family("bounded_retries", ("retry_amplification",), ("attempts_per_request",),
-                 limits=(("storms", False), ("max_result_wait_s", 60.0)))
+                 limits=(("storms", False), ("max_result_wait_s", 60.0)), known=("completion_burst",))
 SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("server_log_errors",))
 COMBINED = Family(
     "all_invariants", (), ("lost_results", "fds_per_in_flight", "rss_growth_mib", "healthz_p99_s"),
@@ -78,6 +83,16 @@ def _configs(family: Family) -> st.SearchStrategy:
     return trial_configs(OPTIONS.target, PROFILE.time_scale, OPTIONS.regress, family_limits(PROFILE, family))
 
 
+def _known(family: Family):
+    """The family's known-bug trials (strategies.known) as explicit examples, when the profile runs them."""
+    def apply(test):
+        for config in known_configs(PROFILE, family, OPTIONS.target, OPTIONS.regress):
+            test = example(config=config)(test)
+        return test
+
+    return apply
+
+
 @only_combined
 @settings(_settings(LOST))
 @given(config=_configs(LOST))
@@ -96,6 +111,7 @@ def test_result_integrity(faultload_suite, config):
 
 @only_combined
 @settings(_settings(RESOURCES))
+@_known(RESOURCES)
 @given(config=_configs(RESOURCES))
 def test_bounded_resources(faultload_suite, config):
     """Server fds, RSS and CPU per request stay within budget, and fds and RSS come back after the load."""
@@ -112,6 +128,7 @@ def test_health(faultload_suite, config):
 
 @only_combined
 @settings(_settings(RETRIES))
+@_known(RETRIES)
 @given(config=_configs(RETRIES))
 def test_bounded_retries(faultload_suite, config):
     """HTTP attempts per request stay within budget under the SDK's own policy."""

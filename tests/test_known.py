@@ -1,0 +1,41 @@
+"""The known-bug trials are valid, round-trip through a repro file, and reach only the profiles that ask."""
+
+from __future__ import annotations
+
+import pytest
+
+from faultload.repro import config_from_dict, config_to_dict
+from faultload.suite.profiles import get_profile
+from faultload.suite.runner import Family, known_configs
+from strategies.known import KNOWN_SHAPES, known_trial_config
+from strategies.limits import NIGHTLY, SDK_KEEPALIVE_EXPIRY_S
+
+FAMILY = Family("bounded_retries", ("retry_amplification",), ("attempts_per_request",), known=("completion_burst",))
+
+
+@pytest.mark.parametrize("name", sorted(KNOWN_SHAPES))
+def test_known_trials_are_valid_and_round_trip(name: str) -> None:
+    config = known_trial_config(name, "skyrl==0.4.0", 0.05, ("keepalive",), NIGHTLY)
+    config.validate()
+    assert config.faults.faults == () and config.regress == ("keepalive",)
+    assert config_from_dict(config_to_dict(config)) == config
+
+
+def test_completion_burst_polls_just_before_the_idle_expiry() -> None:
+    shape = KNOWN_SHAPES["completion_burst"](0.05)
+    assert shape.delay_polls.fraction == 1.0
+    assert shape.delay_polls.after_s == pytest.approx(SDK_KEEPALIVE_EXPIRY_S - 0.1)
+    assert shape.time_scale == 0.05
+
+
+def test_only_profiles_that_ask_run_known_trials() -> None:
+    assert known_configs(get_profile("ci"), FAMILY, "skyrl==0.4.0", ()) == []
+    assert known_configs(get_profile("confirm"), FAMILY, "skyrl==0.4.0", ()) == []
+    nightly = known_configs(get_profile("nightly"), FAMILY, "skyrl==0.4.0", ("rich-access-log",))
+    assert [c.shape.requests for c in nightly] == [6000] and nightly[0].regress == ("rich-access-log",)
+    assert nightly[0].proxies == "on"  # the nightly stack routes through Toxiproxy for every trial
+
+
+def test_unknown_known_trial_is_named() -> None:
+    with pytest.raises(ValueError, match="unknown known-bug trial 'nope'"):
+        known_trial_config("nope", "skyrl==0.4.0", 0.05, (), NIGHTLY)
