@@ -118,7 +118,11 @@ class Budgets:
       samples of 64 tokens, or 1,024 tokens × 4 as proto or JSON: result size
       moves it by ~0.1 ms), the regression 1.55-2.10. 1.4 sits between them;
       the margin over clean is ~10%, so on a slower machine class
-      re-calibrate rather than raise it per row.
+      re-calibrate rather than raise it per row. It does not separate the
+      regression on every load: ``faultload run`` trials at time scale 0.05
+      (session 3) gave clean 0.78-0.88 ms and the regression 1.13 ms (4,000
+      requests, 2,000 outstanding, where poll timeouts add cheap attempts)
+      and 1.39 ms (6,000 requests, 400 outstanding).
 
     Retries (``retry_amplification``):
 
