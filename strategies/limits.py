@@ -20,6 +20,7 @@ SDK_BACKOFF_CAP_S = 30.0  # connection-error backoff cap; also the store's sweep
 RETRIEVED_TTL_S = 300.0  # a retrieved result is kept this long (pre-fix: 120 s)
 COMPLETED_TTL_S = 600.0  # a completed, never-retrieved result is kept this long
 SDK_KEEPALIVE_EXPIRY_S = 5.0  # the SDK's client closes a connection idle this long (httpx default)
+HTTP_REQUESTS_PER_REQUEST = 2  # one asample POST and one retrieve_future poll, when all goes well
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,29 @@ class Limits:
     # The trial's own wall bound (real seconds) and post-load drain wait.
     max_wall_real_s: float = 120.0
     drain_real_s: float = 10.0
+    # The time scale shrinks timers, not the server's work. The work queued
+    # by the requests held at once (HTTP_REQUESTS_PER_REQUEST each, at
+    # server_s_per_request of server CPU: the bounded_cpu budget, 1.4 ms)
+    # must fit in max_backlog_share of the client's poll timeout at the
+    # trial's scale; past that a trial's poll timeouts, re-polls and expired
+    # results are the scale's doing, not the server's (see max_faithful_held).
+    server_s_per_request: float = 1.4e-3
+    max_backlog_share: float = 0.5
+
+    def max_faithful_held(self, poll_timeout_s: float, time_scale: float) -> int:
+        """Most requests a shape may hold at once so that the server's queued work fits the scaled poll timeout.
+
+        At time scale 0.05 with the SDK's 45 s poll timeout: 401 (a storm's
+        15 s: 133). Measured on clean 0.4.0 at 0.05 (session 3): 6,000
+        requests with 400 held made 2.0 HTTP attempts per request; with 2,000
+        held, 3.7-4.0 (thousands of poll timeouts at 2.25 s while the server
+        worked through its queue); the nightly row drew 3,717 held with a
+        15 s poll timeout and lost 16-45 results to 404s after re-poll
+        cascades, on a healthy network. At full time the same work is queued
+        against 45 s, and none of that happens.
+        """
+        budget_s = self.max_backlog_share * poll_timeout_s * time_scale
+        return max(1, int(budget_s // (HTTP_REQUESTS_PER_REQUEST * self.server_s_per_request)))
 
     def replace(self, **changes) -> "Limits":
         import dataclasses

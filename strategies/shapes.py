@@ -74,6 +74,17 @@ def outstanding_caps(requests: int) -> st.SearchStrategy[int]:
     return st.integers(0, MAX_UNCAPPED - low).map(lambda k: MAX_UNCAPPED - k)
 
 
+def faithful_cap(requests: int, max_outstanding: int, max_held: int) -> int:
+    """``max_outstanding`` lowered so that at most ``max_held`` requests are held at once.
+
+    Unchanged when it already holds no more (including no cap with
+    ``requests`` <= ``max_held``); else ``max_held``. See
+    ``Limits.max_faithful_held`` for why a trial must not hold more.
+    """
+    held = min(requests, max_outstanding or requests)
+    return max_outstanding if held <= max_held else max(1, max_held)
+
+
 def poll_behaviours(max_after_s: float = CI.max_poll_after_s, always: bool = False) -> st.SearchStrategy[PollBehaviour]:
     """A fraction of requests whose first poll is late or abandoned, ``after_s`` SDK seconds.
 
@@ -146,7 +157,10 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     SDK's policy and one burst (see :data:`MINIMAL_SHAPE` in
     ``strategies``). Result tokens are bounded so that the results held
     at once stay under ``limits.max_in_flight_result_bytes``; a delayed first
-    poll plus an abandoned-poll re-poll stay under ``limits.max_poll_after_s``.
+    poll plus an abandoned-poll re-poll stay under ``limits.max_poll_after_s``;
+    the requests held at once are capped at ``limits.max_faithful_held`` for
+    the drawn policy's poll timeout (:func:`faithful_cap`), so the server's
+    unscaled work fits the scaled timers.
     """
     requests = draw(request_counts(limits.max_requests))
     max_outstanding = draw(outstanding_caps(requests))
@@ -160,6 +174,7 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     workers = draw(st.integers(1, max(1, min(limits.max_workers, requests))))
     accept = draw(st.sampled_from(limits.accepts))
     seed = draw(st.integers(0, 255))
+    max_outstanding = faithful_cap(requests, max_outstanding, limits.max_faithful_held(policy.poll_timeout_s, time_scale))
     return LoadShape(
         requests=requests, result_tokens=result_tokens, num_samples=num_samples, max_outstanding=max_outstanding,
         workers=workers, client="raw", accept=accept, time_scale=time_scale, delay_polls=delay,

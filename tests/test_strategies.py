@@ -50,8 +50,30 @@ def test_generated_trials_are_valid(config):
 def test_nightly_trials_are_valid(config):
     config.validate()
     shape = config.shape
-    if shape.requests > 4096:
-        assert 0 < shape.max_outstanding <= 4096  # a big shape always caps what is in flight
+    held = min(shape.requests, shape.max_outstanding or shape.requests)
+    # the server's queued work fits the scaled poll timeout: 401 held at 0.05 with the SDK's 45 s
+    assert held <= S.NIGHTLY.max_faithful_held(shape.policy.poll_timeout_s, SCALE) <= 401
+    if shape.requests > held:
+        assert 0 < shape.max_outstanding  # a shape bigger than that always caps what is in flight
+
+
+def test_faithful_hold_follows_the_poll_timeout_and_the_scale():
+    limits = S.NIGHTLY
+    assert limits.max_faithful_held(45.0, 0.05) == 401  # 0.5 x 2.25 s / (2 x 1.4 ms)
+    assert limits.max_faithful_held(15.0, 0.05) == 133
+    assert limits.max_faithful_held(45.0, 1.0) == 8035
+    assert limits.max_faithful_held(5.0, 0.001) == 1  # never below one request
+    assert limits.replace(max_backlog_share=0.25).max_faithful_held(45.0, 0.05) == 200
+
+
+def test_faithful_cap_lowers_only_a_hold_above_the_limit():
+    from strategies.shapes import faithful_cap
+
+    assert faithful_cap(300, 0, 401) == 0  # one burst of 300 fits
+    assert faithful_cap(300, 0, 133) == 133  # a storm's shorter timeout: capped
+    assert faithful_cap(8192, 3717, 401) == 401
+    assert faithful_cap(8192, 200, 401) == 200
+    assert faithful_cap(10, 0, 0) == 1
 
 
 @FAST
