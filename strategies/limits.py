@@ -67,28 +67,40 @@ class Limits:
     max_wall_real_s: float = 120.0
     drain_real_s: float = 10.0
     # The time scale shrinks timers, not the server's work. The work queued
-    # by the requests held at once (HTTP_REQUESTS_PER_REQUEST each, at
-    # server_s_per_request of server CPU: the bounded_cpu budget, 1.4 ms)
-    # must fit in max_backlog_share of the client's poll timeout at the
-    # trial's scale; past that a trial's poll timeouts, re-polls and expired
-    # results are the scale's doing, not the server's (see max_faithful_held).
+    # by the requests held at once (HTTP_REQUESTS_PER_REQUEST each at
+    # server_s_per_request, plus server_s_per_result_kib per KiB of result:
+    # about what clean 0.4.0 costs here, 0.8-1.5 ms measured, and ~0.01 ms
+    # per KiB; bounded_cpu's budget is the looser bound) must fit in
+    # max_backlog_share of the client's poll timeout at the trial's scale;
+    # past that a trial's poll timeouts, re-polls, expired results and slow
+    # /healthz are the scale's doing, not the server's (max_faithful_held).
     server_s_per_request: float = 1.4e-3
-    max_backlog_share: float = 0.5
+    server_s_per_result_kib: float = 1.0e-5
+    max_backlog_share: float = 0.25
 
-    def max_faithful_held(self, poll_timeout_s: float, time_scale: float) -> int:
+    def max_faithful_held(self, poll_timeout_s: float, time_scale: float, result_kib: float = 0.0) -> int:
         """Most requests a shape may hold at once so that the server's queued work fits the scaled poll timeout.
 
-        At time scale 0.05 with the SDK's 45 s poll timeout: 401 (a storm's
-        15 s: 133). Measured on clean 0.4.0 at 0.05 (session 3): 6,000
-        requests with 400 held made 2.0 HTTP attempts per request; with 2,000
-        held, 3.7-4.0 (thousands of poll timeouts at 2.25 s while the server
-        worked through its queue); the nightly row drew 3,717 held with a
-        15 s poll timeout and lost 16-45 results to 404s after re-poll
-        cascades, on a healthy network. At full time the same work is queued
-        against 45 s, and none of that happens.
+        At time scale 0.05 with the SDK's 45 s poll timeout and small
+        results: 200 (a storm's 15 s: 66; 360 KiB results: 87). Measured on
+        clean 0.4.0 at 0.05, 2 cores shared with the load (session 3):
+
+        * 2,000 held: 3.7-4.0 HTTP attempts per request (thousands of poll
+          timeouts at 2.25 s while the server worked through its queue);
+          3,717 held with a 15 s storm timeout: 16-45 results lost to 404s
+          after re-poll cascades, on a healthy network;
+        * 401 held (the limit at a share of 0.5): /healthz p99 2.55 s with
+          1-token results and 4.15 s with 360 KiB results, against a 2.5 s
+          budget; the queue took 2-3x the CPU estimate, the server sharing
+          the 2 cores with the load;
+        * 400 held, 6,000 requests, one worker: 2.0 attempts, p99 0.24 s.
+
+        At full time the same work is queued against 45 s, and none of that
+        happens; holding thousands at once is the confirmation run's job.
         """
         budget_s = self.max_backlog_share * poll_timeout_s * time_scale
-        return max(1, int(budget_s // (HTTP_REQUESTS_PER_REQUEST * self.server_s_per_request)))
+        per_request_s = HTTP_REQUESTS_PER_REQUEST * self.server_s_per_request + result_kib * self.server_s_per_result_kib
+        return max(1, int(budget_s // per_request_s))
 
     def replace(self, **changes) -> "Limits":
         import dataclasses

@@ -159,8 +159,8 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     at once stay under ``limits.max_in_flight_result_bytes``; a delayed first
     poll plus an abandoned-poll re-poll stay under ``limits.max_poll_after_s``;
     the requests held at once are capped at ``limits.max_faithful_held`` for
-    the drawn policy's poll timeout (:func:`faithful_cap`), so the server's
-    unscaled work fits the scaled timers.
+    the drawn policy's poll timeout and result size (:func:`faithful_cap`),
+    so the server's unscaled work fits the scaled timers.
     """
     requests = draw(request_counts(limits.max_requests))
     max_outstanding = draw(outstanding_caps(requests))
@@ -174,7 +174,9 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     workers = draw(st.integers(1, max(1, min(limits.max_workers, requests))))
     accept = draw(st.sampled_from(limits.accepts))
     seed = draw(st.integers(0, 255))
-    max_outstanding = faithful_cap(requests, max_outstanding, limits.max_faithful_held(policy.poll_timeout_s, time_scale))
+    result_kib = result_tokens * num_samples * BYTES_PER_RESULT_TOKEN / 1024
+    max_held = limits.max_faithful_held(policy.poll_timeout_s, time_scale, result_kib)
+    max_outstanding = faithful_cap(requests, max_outstanding, max_held)
     return LoadShape(
         requests=requests, result_tokens=result_tokens, num_samples=num_samples, max_outstanding=max_outstanding,
         workers=workers, client="raw", accept=accept, time_scale=time_scale, delay_polls=delay,
