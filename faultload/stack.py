@@ -66,11 +66,10 @@ class Stack:
         self.run_dir: Path | None = None
         self.baseline_fds: int | None = None
 
-    @property
-    def load_url(self) -> str:
-        """Where load goes: the edge proxy when there is one."""
+    def load_url_for(self, direct: bool) -> str:
+        """Where a trial's load goes: the edge proxy when there is one, unless ``direct``."""
         assert self.server is not None
-        return self.topology.get("edge", self.server.url)
+        return self.server.url if direct else self.topology.get("edge", self.server.url)
 
     def start(self) -> "Stack":
         """Start everything; on any failure stop what was started and re-raise."""

@@ -62,6 +62,11 @@ class TrialConfig:
     early_stop: bool = True  # stop the trial when the watchdog recognises a collapse
     # Fault kinds ("crash" or "router:crash") whose victims may give up without it being a loss.
     fatal_faults: tuple[str, ...] = ()
+    # Send the load to the server's own port even when the stack has an edge
+    # proxy: Toxiproxy makes two TCP connections of each client connection, so
+    # races that live on the client's connection to the server (a keep-alive
+    # close meeting a reused connection) cannot happen through it.
+    direct_edge: bool = False
 
     def validate(self) -> TargetSpec:
         spec = parse_target(self.target)
@@ -71,6 +76,10 @@ class TrialConfig:
             require_loopback(spec.url or "", self.allow_remote)
             if self.regress:
                 raise ValueError("--regress needs a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
+        if not isinstance(self.direct_edge, bool):
+            raise ValueError("direct_edge must be true or false")
+        if self.direct_edge and any(f.link == "edge" for f in self.faults.faults):
+            raise ValueError("direct_edge leaves the edge proxy out: edge faults cannot apply")
         if self.proxies not in ("on", "off", "auto"):
             raise ValueError("proxies must be on, off or auto")
         if self.proxies == "off" and self.faults.faults:
@@ -298,7 +307,7 @@ def run_trial(
         result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
         salt = random.Random(config.shape.seed).getrandbits(16)
         sampling_id = open_sampling_session(server.url, BASE_MODEL)
-        pool = WorkerPool(build_jobs(config, stack.load_url, sampling_id, salt))
+        pool = WorkerPool(build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt))
         pool.start()
         pool.wait_ready()
         log = _LogFollower(server.log_path)

@@ -39,3 +39,22 @@ def test_only_profiles_that_ask_run_known_trials() -> None:
 def test_unknown_known_trial_is_named() -> None:
     with pytest.raises(ValueError, match="unknown known-bug trial 'nope'"):
         known_trial_config("nope", "skyrl==0.4.0", 0.05, (), NIGHTLY)
+
+
+def test_known_trials_bypass_the_edge_proxy() -> None:
+    # The keep-alive race lives on the client's own connection to the server.
+    config = known_trial_config("completion_burst", "skyrl==0.4.0", 0.05, (), NIGHTLY)
+    assert config.direct_edge is True and config.uses_proxies
+
+
+def test_direct_edge_refuses_edge_faults() -> None:
+    import dataclasses
+
+    from faultload.faults.spec import Fault, FaultSchedule
+
+    config = known_trial_config("completion_burst", "skyrl==0.4.0", 0.05, (), NIGHTLY)
+    edge = dataclasses.replace(config, faults=FaultSchedule((Fault("edge", "down", start_s=1.0, duration_s=1.0),)))
+    with pytest.raises(ValueError, match="direct_edge leaves the edge proxy out"):
+        edge.validate()
+    backend = dataclasses.replace(config, faults=FaultSchedule((Fault("backend", "down", start_s=1.0, duration_s=1.0),)))
+    backend.validate()

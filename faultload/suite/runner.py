@@ -381,6 +381,8 @@ class SuiteRunner:
         router += f" {r.barrier}/{r.barrier_timeout_s:g}s" if r.mode == "barrier" else ""
         parts.append(router)
         parts += [f.to_spec() for f in config.faults.faults]
+        if config.direct_edge:
+            parts.append("direct edge")
         return ", ".join(parts)
 
     def _ready_stack(self, config):
