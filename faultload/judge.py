@@ -28,7 +28,7 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         shape=config.shape,
         server_log=result.server_log,
         fatal_fault_kinds=frozenset(config.fatal_faults),
-        interrupted=result.interrupted or result.stopped_early,
+        interrupted=result.interrupted or result.stopped_early or result.cut_off,
         trial_start_epoch=result.start_epoch,
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
         router_completed_s=result.router_completed_s or None,

@@ -125,6 +125,7 @@ def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> 
         "server_log": result.server_log.to_dict() if result.server_log else None,
         "interrupted": result.interrupted,
         "stopped_early": result.stopped_early,
+        "cut_off": result.cut_off,
         "error": result.error,
         "cleanup_errors": result.cleanup_errors,
     }

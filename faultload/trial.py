@@ -26,7 +26,7 @@ from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool, source_ip
 from faultload.faults.schedule import FaultLog
 from faultload.faults.spec import FaultSchedule
-from faultload.history import History
+from faultload.history import History, Outcome
 from faultload.monitor import SAMPLE_FIELDS, Monitor, MonitorSamples, snapshot
 from faultload.router import RouterConfig
 from faultload.serverlog import ServerLogSummary, classify_log
@@ -127,6 +127,7 @@ class TrialResult:
     fault_log: FaultLog | None = None
     verdict: Verdict | None = None
     stopped_early: bool = False  # the watchdog ended the load (requests left are unfinished, not lost)
+    cut_off: bool = False  # the load reached max_wall_s with requests pending (unfinished, not lost)
     server_log: ServerLogSummary | None = None
     start_epoch: float | None = None  # wall-clock time of the trial's t0, to place log lines
     topology: dict[str, str] = field(default_factory=dict)
@@ -352,6 +353,8 @@ def run_trial(
         result.workers = pool.collect(timeout_s=30.0)
         result.load_s = time.monotonic() - t0
         result.history = History.merge(w.history for w in result.workers)
+        result.cut_off = result.load_s >= config.max_wall_s and bool(
+            (result.history["outcome"] == Outcome.PENDING).any())
         if stack.faults is not None:  # heal before the drain, so the drain sees a healthy stack
             result.cleanup_errors += stack.faults.stop_schedule()
             result.fault_log = stack.faults.log()
