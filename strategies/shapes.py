@@ -85,6 +85,23 @@ def faithful_cap(requests: int, max_outstanding: int, max_held: int) -> int:
     return max_outstanding if held <= max_held else max(1, max_held)
 
 
+def wall_fitting_requests(requests: int, max_outstanding: int, late: tuple[PollBehaviour, ...],
+                          time_scale: float, limits: Limits) -> int:
+    """``requests`` lowered so that the rounds through the cap fit half the trial's wall bound.
+
+    Each request holds a slot of the cap for about 1 SDK s plus its late
+    polls' expected wait (fraction × after_s each); the requests go through
+    in ceil(requests / held) rounds. Past half of ``limits.max_wall_real_s``
+    the trial would be cut off by its own bound (the nightly row drew 7,919
+    requests, 36 held, half of them re-polled 418 SDK s late: ~2,300 s).
+    Never below one round (the requests held at once).
+    """
+    held = min(requests, max_outstanding or requests)
+    slot_s = (1.0 + sum(p.fraction * p.after_s for p in late)) * time_scale
+    rounds = max(1, int(0.5 * limits.max_wall_real_s // slot_s)) if slot_s > 0 else requests
+    return min(requests, max(held, rounds * held))
+
+
 def poll_behaviours(max_after_s: float = CI.max_poll_after_s, always: bool = False) -> st.SearchStrategy[PollBehaviour]:
     """A fraction of requests whose first poll is late or abandoned, ``after_s`` SDK seconds.
 
@@ -160,7 +177,9 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     poll plus an abandoned-poll re-poll stay under ``limits.max_poll_after_s``;
     the requests held at once are capped at ``limits.max_faithful_held`` for
     the drawn policy's poll timeout and result size (:func:`faithful_cap`),
-    so the server's unscaled work fits the scaled timers.
+    so the server's unscaled work fits the scaled timers; and the requests
+    then go through the cap within half the trial's wall bound
+    (:func:`wall_fitting_requests`).
     """
     requests = draw(request_counts(limits.max_requests))
     max_outstanding = draw(outstanding_caps(requests))
@@ -177,6 +196,8 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     result_kib = result_tokens * num_samples * BYTES_PER_RESULT_TOKEN / 1024
     max_held = limits.max_faithful_held(policy.poll_timeout_s, time_scale, result_kib)
     max_outstanding = faithful_cap(requests, max_outstanding, max_held)
+    requests = wall_fitting_requests(requests, max_outstanding, (abandon, delay), time_scale, limits)
+    workers, waves = min(workers, requests), min(waves, requests) if arrival == "waves" else waves
     return LoadShape(
         requests=requests, result_tokens=result_tokens, num_samples=num_samples, max_outstanding=max_outstanding,
         workers=workers, client="raw", accept=accept, time_scale=time_scale, delay_polls=delay,

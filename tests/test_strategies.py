@@ -68,6 +68,17 @@ def test_faithful_hold_follows_the_poll_timeout_and_the_scale():
     assert limits.replace(max_backlog_share=0.5).max_faithful_held(45.0, 0.05) == 401
 
 
+def test_requests_fit_half_the_wall_bound_through_the_cap():
+    from strategies.shapes import wall_fitting_requests
+
+    late = (PollBehaviour(0.5, 418.0), PollBehaviour())
+    # 36 held, each for (1 + 209) SDK s = 10.5 s at 0.05: 28 rounds fit 300 s
+    assert wall_fitting_requests(7919, 36, late, 0.05, S.NIGHTLY) == 28 * 36
+    assert wall_fitting_requests(500, 0, late, 0.05, S.NIGHTLY) == 500  # one burst: one round
+    assert wall_fitting_requests(7919, 36, (PollBehaviour(), PollBehaviour()), 0.05, S.NIGHTLY) == 7919
+    assert wall_fitting_requests(100, 1, late, 1.0, S.NIGHTLY) == 1  # never below one round
+
+
 def test_faithful_cap_lowers_only_a_hold_above_the_limit():
     from strategies.shapes import faithful_cap
 
