@@ -385,22 +385,27 @@ def _stall_artefacts(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarray
     SDK seconds. When that is within ``retention_window_s`` (the least a
     correct server keeps a result) and L is not, the scale made the loss. Such
     a trial cannot tell a correct server from one keeping results for less
-    than the window; trials without a stall can. Needs the router's completion
-    times; at s >= 1 nothing is excused.
+    than the window; trials without a stall can. c is the router's completion
+    time; a request the router never completed (its forward failed under a
+    fault, and the server stored the failure as its result) takes the start
+    of the first fault window it overlapped, the earliest its failure can
+    have been stored (so L is never shorter than it was). At s >= 1 nothing
+    is excused.
     """
     out = np.zeros(len(inputs.history), dtype=bool)
     scale = inputs.shape.time_scale
-    completed_s = inputs.router_completed_s
-    if scale >= 1.0 or not completed_s or not lost_404.any():
+    if scale >= 1.0 or not lost_404.any():
         return out, ""
     spans = stall_spans(inputs.monitor, budgets.healthz_p99_s)
     if not spans:
         return out, ""
     history = inputs.history
+    completed_s = inputs.router_completed_s or {}
+    failed_at = _first_fault_overlapped(history, _windows(inputs.faults))
     window = budgets.retention_window_s
     worst_stall = 0.0
     for i in np.flatnonzero(lost_404).tolist():
-        done_at = completed_s.get(int(history["nonce"][i]))
+        done_at = completed_s.get(int(history["nonce"][i]), failed_at[i] if math.isfinite(failed_at[i]) else None)
         answered = float(history["done"][i])
         if done_at is None or not math.isfinite(answered) or answered <= done_at:
             continue
@@ -414,6 +419,16 @@ def _stall_artefacts(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarray
     return out, (f"{int(out.sum())} 404 after a server stall of up to {worst_stall:.1f} real s, which the time "
                  f"scale does not shrink (each result at most {window:g} SDK s old at full time; "
                  "the stall is judged by healthz_latency/no_collapse)")
+
+
+def _first_fault_overlapped(history: History, windows: list[tuple[float, float, Fault]]) -> np.ndarray:
+    """Per request, the start of the earliest fault window its [submit, done] span overlapped (inf: none)."""
+    start, end = _request_spans(history)
+    first = np.full(len(history), np.inf)
+    for w_start, w_end, _ in windows:
+        hit = (start <= w_end) & (end >= w_start)
+        first = np.where(hit, np.minimum(first, max(w_start, 0.0)), first)
+    return np.maximum(first, start)
 
 
 # -- integrity -----------------------------------------------------------------------

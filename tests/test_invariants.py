@@ -301,6 +301,20 @@ def test_a_404_made_by_an_unscaled_server_stall_is_not_a_loss() -> None:
     assert check_no_lost_results(dataclasses.replace(inputs, shape=SHAPE), BUDGETS).figure == 2
 
 
+def test_a_failure_stored_under_a_fault_and_expired_in_the_stall_after_it_is_not_a_loss() -> None:
+    # Row 40's forward failed under a backend outage at 9 s (the router never
+    # completed it); the server stalled 10-39.5 s writing tracebacks and the
+    # stored failure expired: 404 at 40 s. Without a fault it would be a loss.
+    shape = dataclasses.replace(SHAPE, time_scale=0.05)
+    h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, submit_start=8.0, done=40.0)
+    down = Fault("backend", "down", start_s=9.0, duration_s=0.5)
+    inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)),
+                         faults=fault_log(applied(down, 9.0, 9.5)))
+    v = check_no_lost_results(inputs, BUDGETS)
+    assert v.ok is True and "1 404 after a server stall" in v.detail
+    assert check_no_lost_results(dataclasses.replace(inputs, faults=None), BUDGETS).figure == 1
+
+
 def test_a_404_inside_the_scaled_window_is_a_loss_whatever_the_stall() -> None:
     # 10 s old at scale 0.05 is under the 15 s a correct server keeps a result.
     shape = dataclasses.replace(SHAPE, time_scale=0.05)
