@@ -81,7 +81,7 @@ def faithful_cap(requests: int, max_outstanding: int, max_held: int) -> int:
     ``requests`` <= ``max_held``); else ``max_held``. See
     ``Limits.max_faithful_held`` for why a trial must not hold more.
     """
-    held = min(requests, max_outstanding or requests)
+    held = held_count(requests, max_outstanding)
     return max_outstanding if held <= max_held else max(1, max_held)
 
 
@@ -96,9 +96,9 @@ def wall_fitting_requests(requests: int, max_outstanding: int, late: tuple[PollB
     requests, 36 held, half of them re-polled 418 SDK s late: ~2,300 s).
     Never below one round (the requests held at once).
     """
-    held = min(requests, max_outstanding or requests)
+    held = held_count(requests, max_outstanding)
     slot_s = (1.0 + sum(p.fraction * p.after_s for p in late)) * time_scale
-    rounds = max(1, int(0.5 * limits.max_wall_real_s // slot_s)) if slot_s > 0 else requests
+    rounds = max(1, int(0.5 * limits.max_wall_real_s // slot_s))  # slot_s > 0: time_scale > 0
     return min(requests, max(held, rounds * held))
 
 
@@ -184,7 +184,7 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     requests = draw(request_counts(limits.max_requests))
     max_outstanding = draw(outstanding_caps(requests))
     num_samples = draw(sample_counts(limits.max_num_samples))
-    held = min(requests, max_outstanding or requests)
+    held = held_count(requests, max_outstanding)
     result_tokens = draw(result_sizes(_max_tokens(limits, held, num_samples)))
     arrival, span, waves = draw(arrivals(requests, limits))
     abandon = draw(poll_behaviours(limits.max_poll_after_s, always=limits.late_polls))
@@ -214,9 +214,14 @@ def minimal_shape(time_scale: float = 1.0) -> LoadShape:
     )
 
 
+def held_count(requests: int, max_outstanding: int) -> int:
+    """Requests the server may hold at once: the cap, or all of them (0 = no cap)."""
+    return min(requests, max_outstanding or requests)
+
+
 def held_at_once(shape: LoadShape) -> int:
     """Requests the server may hold at once under ``shape`` (its cap, or all of them)."""
-    return min(shape.requests, shape.max_outstanding or shape.requests)
+    return held_count(shape.requests, shape.max_outstanding)
 
 
 def ceil_div(a: float, b: float) -> int:
