@@ -63,9 +63,9 @@ class TrialConfig:
     # Fault kinds ("crash" or "router:crash") whose victims may give up without it being a loss.
     fatal_faults: tuple[str, ...] = ()
     # Send the load to the server's own port even when the stack has an edge
-    # proxy: Toxiproxy makes two TCP connections of each client connection, so
-    # races that live on the client's connection to the server (a keep-alive
-    # close meeting a reused connection) cannot happen through it.
+    # proxy: Toxiproxy makes two TCP connections of each client connection,
+    # so a race on the client's own connection to the server (a keep-alive
+    # close meeting a reused connection) is a different race through it.
     direct_edge: bool = False
 
     def validate(self) -> TargetSpec:
