@@ -71,7 +71,9 @@ class CheckInputs:
     request that gives up while one was in force is not a loss); an entry may be
     a bare kind (``"crash"``) or ``"link:kind"`` (``"router:crash"``).
     ``interrupted``: the trial was stopped early, so requests still pending
-    are unfinished, not lost. ``trial_start_epoch`` maps the server log's
+    are unfinished, not lost. ``load_stopped_s``: trial seconds when the harness
+    stopped the load (what the client met after it is the harness's doing, not
+    the server's). ``trial_start_epoch`` maps the server log's
     wall-clock times to trial seconds (falls back to ``faults.trial_start_epoch``).
     """
 
@@ -82,6 +84,7 @@ class CheckInputs:
     server_log: ServerLogSummary | None = None
     fatal_fault_kinds: frozenset[str] = frozenset()
     interrupted: bool = False
+    load_stopped_s: float | None = None
     trial_start_epoch: float | None = None
     router_peak_in_flight: int | None = None  # the router's exact peak (its /stats), when known
     # nonce -> trial seconds the router completed it (its completion log), when known
@@ -704,7 +707,9 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     fault was in force (nor ``log_fault_grace_s`` after one) may number at most
     ``unprovoked_resets_max``. Such a reset is the server closing a connection
     the client was entitled to reuse (a keep-alive shorter than the client's
-    idle expiry) or refusing connects (an accept backlog overflowing).
+    idle expiry) or refusing connects (an accept backlog overflowing). Attempts
+    that ended after the harness stopped the load (``load_stopped_s``: a
+    collapse called, Ctrl-C) are not counted: the harness cut them off.
     """
     name = "retry_amplification"
     history = inputs.history
@@ -731,7 +736,8 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if unrecorded:
         notes.append(f"{unrecorded} without attempt counts left out")
     tail = ("; " + "; ".join(notes)) if notes else ""
-    unprovoked, unprovoked_text = _unprovoked_resets(history, _windows(inputs.faults, grace_s=budgets.log_fault_grace_s))
+    unprovoked, unprovoked_text = _unprovoked_resets(
+        history, _windows(inputs.faults, grace_s=budgets.log_fault_grace_s), inputs.load_stopped_s)
     if unprovoked > budgets.unprovoked_resets_max:
         return Verdict(name, False, unprovoked, budgets.unprovoked_resets_max,
                        f"{unprovoked} attempts reset or refused with no fault in force "
@@ -757,8 +763,10 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     return Verdict(name, True, mean, mean_budget, f"{head}{tail}")
 
 
-def _unprovoked_resets(history: History, windows: list[tuple[float, float, Fault]]) -> tuple[int, str]:
-    """Attempts that ended in a reset or connect error outside every fault window; (count, detail)."""
+def _unprovoked_resets(history: History, windows: list[tuple[float, float, Fault]],
+                       load_stopped_s: float | None = None) -> tuple[int, str]:
+    """Attempts that ended in a reset or connect error outside every fault window, before the
+    harness stopped the load; (count, detail)."""
     attempts = history.attempts
     if attempts["row"].size == 0:
         return 0, ""
@@ -770,6 +778,8 @@ def _unprovoked_resets(history: History, windows: list[tuple[float, float, Fault
     for w_start, w_end, _ in windows:
         inside |= (start <= w_end) & (end >= w_start)
     out = failed & ~inside
+    if load_stopped_s is not None:
+        out &= end < load_stopped_s
     n = int(out.sum())
     if not n:
         return 0, ""

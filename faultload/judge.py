@@ -29,6 +29,7 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         server_log=result.server_log,
         fatal_fault_kinds=frozenset(config.fatal_faults),
         interrupted=result.interrupted or result.stopped_early or result.cut_off,
+        load_stopped_s=result.load_stopped_s,
         trial_start_epoch=result.start_epoch,
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
         router_completed_s=result.router_completed_s or None,

@@ -128,6 +128,9 @@ class TrialResult:
     verdict: Verdict | None = None
     stopped_early: bool = False  # the watchdog ended the load (requests left are unfinished, not lost)
     cut_off: bool = False  # the load reached max_wall_s with requests pending (unfinished, not lost)
+    # trial seconds when the harness stopped the load (collapse, Ctrl-C or wall bound); what
+    # the client meets after it (resets of the requests cut off) is the harness's doing
+    load_stopped_s: float | None = None
     server_log: ServerLogSummary | None = None
     start_epoch: float | None = None  # wall-clock time of the trial's t0, to place log lines
     topology: dict[str, str] = field(default_factory=dict)
@@ -332,6 +335,7 @@ def run_trial(
             )
         except KeyboardInterrupt:
             result.interrupted = True
+        result.load_stopped_s = time.monotonic() - t0
         pool.stop()
         result.stopped_early = collapsed
         if collapsed:

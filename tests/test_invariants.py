@@ -607,6 +607,17 @@ def test_resets_with_no_fault_in_force_violate_retry_amplification() -> None:
     assert v.ok is True and "2 unprovoked resets ≤ 2" in v.detail
 
 
+def test_resets_after_the_harness_stopped_the_load_are_not_the_servers() -> None:
+    # A collapse was called at 0.7 s and the harness killed the server: the connect error at
+    # 0.9 s is its doing; the reset at 0.5 s, before the stop, still counts.
+    reset, refused = -int(ErrorClass.RESET), -int(ErrorClass.CONNECT)
+    h = with_attempts(make_history(), (3, AttemptKind.POLL, 0.5, reset), (7, AttemptKind.SUBMIT, 0.9, refused))
+    v = check_retry_amplification(make_inputs(history=h, interrupted=True, load_stopped_s=0.7), BUDGETS)
+    assert v.ok is False and v.figure == 1 and "1 resets, 0 connect errors" in v.detail
+    v = check_retry_amplification(make_inputs(history=h, interrupted=True, load_stopped_s=0.4), BUDGETS)
+    assert v.ok is not False and "unprovoked" not in v.detail
+
+
 def test_idle_client_connections_get_one_fd_each() -> None:
     # 50 in flight at most, but the client held 120 connections open (70 idle, kept for reuse).
     monitor = make_monitor(fds=np.full(20, 40 + 64 + 3 * 50 + 60.0))
