@@ -65,7 +65,10 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-num-seqs", type=_positive_int, default=256)
     p.add_argument("--gen-seconds", type=float, default=1.0)
     p.add_argument("--router-procs", type=_positive_int, default=0, help="0 = auto: one per 8,000 requests held at once")
-    p.add_argument("--regress", action="append", default=[], metavar="NAME")
+    p.add_argument("--regress", action="append", default=[], metavar="NAME",
+                   help="undo a known upstream fix in the launched server: retention, keepalive, rich-access-log")
+    p.add_argument("--fix", action="append", default=[], metavar="NAME",
+                   help="apply a candidate fix in the launched server: plain-tracebacks")
     p.add_argument(
         "--fault", action="append", default=[], metavar="LINK:TYPE[:k=v,...][@START+DURATION]",
         help="e.g. edge:reset_peer:timeout=0@5+3, backend:latency:latency=2000@0+30, router:stall@5+60",
@@ -108,11 +111,15 @@ def _parser() -> argparse.ArgumentParser:
     replay = sub.add_parser("replay", help="run a repro file's trial again on a fresh stack")
     replay.add_argument("file", metavar="FILE", help="a repro JSON written by `pytest faultload`")
     replay.add_argument("--json-out", default=None, metavar="PATH")
+    replay.add_argument("--target", default=None, metavar="SPEC",
+                        help="replay against this build instead of the repro's (e.g. a fixed checkout: skyrl@PATH)")
+    replay.add_argument("--fix", action="append", default=[], metavar="NAME",
+                        help="apply a candidate fix in the launched server: plain-tracebacks")
     replay.add_argument("--workdir", default=None)
     matrix = sub.add_parser("matrix", help="run the suite over (target, regression) rows: caught or clean as expected?")
     matrix.add_argument("--profile", default="ci", choices=("ci", "nightly"), help="the suite profile for every row")
     matrix.add_argument("--rows", default=None, metavar="A,B",
-                        help="rows to run, in order (default all: clean, retention, keepalive, rich-access-log, skyrl-0.3.0)")
+                        help="rows to run, in order (default all: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0)")
     matrix.add_argument("--all-properties", action="store_true",
                         help="run every property of a row, not only up to its first failure")
     matrix.add_argument("--json-out", default=None, metavar="PATH")
@@ -158,7 +165,7 @@ def config_from_args(args: argparse.Namespace):
     knobs = ServerKnobs(args.forwarding_max_connections, args.forwarding_timeout, args.retrieved_ttl)
     faults = FaultSchedule.parse(args.fault)
     config = TrialConfig(
-        target=args.target, shape=shape, router=router, regress=tuple(args.regress), knobs=knobs,
+        target=args.target, shape=shape, router=router, regress=tuple(args.regress), fixes=tuple(args.fix), knobs=knobs,
         faults=faults, proxies=args.proxies,
         allow_remote=args.allow_remote, server_pid=args.server_pid, server_port=args.server_port,
         max_wall_s=args.max_wall, profile_server=args.profile_server, early_stop=not args.no_early_stop,
@@ -270,7 +277,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from faultload.targets.server import ServerStartError
 
     try:
-        return replay(args.file, _workspace(args), args.json_out)
+        return replay(args.file, _workspace(args), args.json_out, target=args.target, fixes=tuple(args.fix))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except (ServerStartError, InstallError, RuntimeError, OSError) as exc:

@@ -1,7 +1,7 @@
 """``faultload matrix``: does the suite catch the bugs it exists for, and stay quiet on a good build?
 
 Each row is one ``pytest faultload`` session (a fresh stack: its own router,
-Toxiproxy and server) on one target with some regression switches, run as a
+Toxiproxy and server) on one target with some regression or fix switches, run as a
 subprocess so rows cannot leak state into each other. The row's result is
 read from the session's ``--faultload-summary-json``:
 
@@ -18,7 +18,7 @@ runs every property either way.
 
 The JSON written by ``--json-out`` is a contract (``faultload.matrix/1``)::
 
-    {"rows": [{"row", "target", "regress": [...], "expected": "clean"|"caught",
+    {"rows": [{"row", "target", "regress": [...], "fixes": [...], "expected": "clean"|"caught",
                "result": "clean"|"caught"|"error", "caught_by": [...],
                "repro_requests", "repro_path", "wall_s", ...}],
      "profile", "wall_s", "ok"}
@@ -35,22 +35,28 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from faultload.targets.skyrl_patches import switches_text
+
 SCHEMA = "faultload.matrix/1"
 
 
 @dataclass(frozen=True)
 class MatrixRow:
-    """One (target, regression switches) with the result the suite must give."""
+    """One (target, regression and fix switches) with the result the suite must give."""
 
     name: str
     target: str
     regress: tuple[str, ...]
     expected: str  # "clean" | "caught"
-    why: str  # what the row proves (the upstream fix a regression switch undoes)
+    why: str  # what the row proves (the upstream fix a regression switch undoes, the bug a fix mends)
+    fixes: tuple[str, ...] = ()
 
 
 DEFAULT_ROWS: tuple[MatrixRow, ...] = (
     MatrixRow("clean", "skyrl==0.4.0", (), "clean", "the release under test: no false alarm"),
+    MatrixRow("fixed", "skyrl==0.4.0", (), "clean",
+              "the release with finding 1's candidate fix (failures logged without Rich tracebacks): "
+              "no false alarm once the stall the clean row can meet is gone", fixes=("plain-tracebacks",)),
     MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught",
               "retrieved-TTL clock started by dropped polls, TTL 120 s: lost results after a dropped poll"),
     MatrixRow("keepalive", "skyrl==0.4.0", ("keepalive",), "caught",
@@ -69,6 +75,7 @@ class RowResult:
     regress: list[str]
     expected: str
     result: str  # "clean" | "caught" | "error"
+    fixes: list[str] = field(default_factory=list)
     caught_by: list[str] = field(default_factory=list)
     repro_requests: int | None = None
     repro_path: str | None = None
@@ -102,6 +109,8 @@ def row_command(row: MatrixRow, profile: str, summary: Path, suite_dir: Path, *,
            "--faultload-summary-json", str(summary)]
     for name in row.regress:
         cmd += ["--faultload-regress", name]
+    for name in row.fixes:
+        cmd += ["--faultload-fix", name]
     if not all_properties:
         cmd.append("-x")
     return cmd
@@ -110,8 +119,8 @@ def row_command(row: MatrixRow, profile: str, summary: Path, suite_dir: Path, *,
 def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | None, wall_s: float,
               note: str | None = None) -> RowResult:
     """A row's result from its session summary and pytest's exit code."""
-    result = RowResult(row.name, row.target, list(row.regress), row.expected, "error", wall_s=round(wall_s, 1),
-                       why=row.why)
+    result = RowResult(row.name, row.target, list(row.regress), row.expected, "error", list(row.fixes),
+                       wall_s=round(wall_s, 1), why=row.why)
     if summary is None:
         result.error = note or f"pytest exited {returncode} without a summary"
         return result
@@ -212,7 +221,7 @@ def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = Fa
     started = time.monotonic()
     results = []
     for row in rows:
-        log(f"row {row.name}: {row.target}" + (f" --regress {' '.join(row.regress)}" if row.regress else "")
+        log(f"row {row.name}: {row.target}" + switches_text(row.regress, row.fixes)
             + f", profile {profile}, expected {row.expected}")
         results.append(run_row(row, profile, workdir, suite_dir, all_properties=all_properties, cwd=cwd,
                                timeout_s=row_timeout_s(profile), log=log))
@@ -232,13 +241,14 @@ def markdown_table(matrix: dict[str, Any]) -> str:
         f"Profile `{matrix['profile']}`, {matrix['wall_s'] / 60:.1f} min in all "
         f"({'every row as expected' if matrix['ok'] else 'NOT every row as expected'}).",
         "",
-        "| row | target | regress | expected | result | caught by | repro (requests) | wall |",
-        "|---|---|---|---|---|---|---|---|",
+        "| row | target | regress | fix | expected | result | caught by | repro (requests) | wall |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in matrix["rows"]:
         result = r["result"] if r["result"] == r["expected"] else f"**{r['result']}**"
         lines.append(
-            f"| {r['row']} | `{r['target']}` | {', '.join(r['regress']) or '—'} | {r['expected']} | {result} | "
+            f"| {r['row']} | `{r['target']}` | {', '.join(r['regress']) or '—'} | "
+            f"{', '.join(r.get('fixes', [])) or '—'} | {r['expected']} | {result} | "
             f"{', '.join(r['caught_by']) or '—'} | "
             f"{r['repro_requests'] if r['repro_requests'] is not None else '—'} | {r['wall_s'] / 60:.1f} min |"
         )

@@ -28,6 +28,7 @@ from typing import Any, Mapping
 from faultload.budgets import Budgets
 from faultload.faults.spec import FaultSchedule
 from faultload.router import RouterConfig
+from faultload.targets.skyrl_patches import switches_text
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs
 from faultload.watchdog import WatchdogLimits
@@ -64,6 +65,7 @@ _CODECS: dict[str, tuple[Any, Any]] = {
     "knobs": (dataclasses.asdict, lambda d: _plain(ServerKnobs, d, "knobs")),
     "watchdog": (dataclasses.asdict, lambda d: _plain(WatchdogLimits, d, "watchdog")),
     "regress": (list, lambda v: _tuple_of_str(v, "regress")),
+    "fixes": (list, lambda v: _tuple_of_str(v, "fixes")),
     "fatal_faults": (list, lambda v: _tuple_of_str(v, "fatal_faults")),
 }
 
@@ -164,6 +166,7 @@ def build_repro(
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "target": config.target,
         "regress": list(config.regress),
+        "fixes": list(config.fixes),
         "time_scale": config.shape.time_scale,
         "seed": config.shape.seed,
         "requests": config.shape.requests,
@@ -222,17 +225,27 @@ def _figure_line(name: str, old: Mapping[str, Any] | None, new: Mapping[str, Any
     return f"  {name:<22} original {fmt(old)}  |  replay {fmt(new)}"
 
 
-def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.stdout) -> int:
-    """Run a repro file's trial on a fresh stack; 1 if its failure reproduces, 0 if not (flaky)."""
+def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.stdout, *,
+           target: str | None = None, fixes: tuple[str, ...] = ()) -> int:
+    """Run a repro file's trial on a fresh stack; 1 if its failure reproduces, 0 if not (flaky).
+
+    ``target`` and ``fixes`` run it against another build (a checkout with a
+    fix: ``skyrl@PATH``) or with candidate fixes applied, to prove a fix: 0
+    then means the failure is gone there. ValueError when they do not apply.
+    """
     from faultload import report as report_mod
     from faultload.judge import judge
     from faultload.trial import run_trial
 
     data, config, budgets = load_repro(path)
+    if target is not None or fixes:
+        config = dataclasses.replace(config, target=target or config.target,
+                                     fixes=tuple(dict.fromkeys(config.fixes + tuple(fixes))))
+        config.validate()
     checked = tuple(data.get("checked") or ())
     original_failing = [v["name"] for v in data.get("failing", [])]
     print(f"replaying {path}: {config.shape.requests} requests, target {config.target}"
-          + (f", regress {','.join(config.regress)}" if config.regress else "")
+          + switches_text(config.regress, config.fixes)
           + f", time scale {config.shape.time_scale:g}; originally failed: {', '.join(original_failing) or 'nothing'}",
           file=out, flush=True)
     result = run_trial(config, workspace)

@@ -42,6 +42,7 @@ class StackConfig:
 
     target: str
     regress: tuple[str, ...] = ()
+    fixes: tuple[str, ...] = ()
     knobs: ServerKnobs = dataclasses.field(default_factory=ServerKnobs)
     time_scale: float = 1.0
     proxies: bool = False
@@ -103,7 +104,7 @@ class Stack:
         assert self.run_dir is not None
         return launch_skyrl(
             self.spec, install.target_python(targets, self.spec), self.run_dir, port, router_url,
-            regress=cfg.regress, time_scale=cfg.time_scale, knobs=dataclasses.asdict(cfg.knobs),
+            regress=cfg.regress, fixes=cfg.fixes, time_scale=cfg.time_scale, knobs=dataclasses.asdict(cfg.knobs),
             profile_path=Path(cfg.profile_server).resolve() if cfg.profile_server else None,
         )
 

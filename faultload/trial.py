@@ -33,7 +33,7 @@ from faultload.serverlog import ServerLogSummary, classify_log
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs, Stack, StackConfig
 from faultload.targets.server import BASE_MODEL, ServerHandle
-from faultload.targets.skyrl_patches import REGRESSIONS
+from faultload.targets.skyrl_patches import FIXES, REGRESSIONS
 from faultload.targets.spec import TargetSpec, parse_target, require_loopback  # noqa: F401
 from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
 from faultload.workspace import Workspace
@@ -47,6 +47,8 @@ class TrialConfig:
     shape: LoadShape = field(default_factory=LoadShape)
     router: RouterConfig = field(default_factory=RouterConfig)
     regress: tuple[str, ...] = ()
+    # Candidate fixes applied in the launched server (skyrl_patches.FIXES).
+    fixes: tuple[str, ...] = ()
     faults: FaultSchedule = field(default_factory=FaultSchedule)
     # Route load and forwards through Toxiproxy: "on", "off", or "auto" (on when faults are scheduled).
     proxies: str = "auto"
@@ -74,8 +76,8 @@ class TrialConfig:
         self.router.validate()
         if spec.kind == "url":
             require_loopback(spec.url or "", self.allow_remote)
-            if self.regress:
-                raise ValueError("--regress needs a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
+            if self.regress or self.fixes:
+                raise ValueError("--regress/--fix need a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
         if not isinstance(self.direct_edge, bool):
             raise ValueError("direct_edge must be true or false")
         if self.direct_edge and any(f.link == "edge" for f in self.faults.faults):
@@ -88,9 +90,10 @@ class TrialConfig:
             raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
         if not 0 < self.max_wall_s < math.inf:
             raise ValueError("max_wall_s must be > 0 and finite")
-        unknown = [name for name in self.regress if name not in REGRESSIONS]
-        if unknown:
-            raise ValueError(f"unknown regression {unknown[0]!r}; known: {', '.join(sorted(REGRESSIONS))}")
+        for names, known, what in ((self.regress, REGRESSIONS, "regression"), (self.fixes, FIXES, "fix")):
+            unknown = [name for name in names if name not in known]
+            if unknown:
+                raise ValueError(f"unknown {what} {unknown[0]!r}; known: {', '.join(sorted(known))}")
         for name, value in dataclasses.asdict(self.knobs).items():
             if value is not None and not 0 < value < math.inf:
                 raise ValueError(f"{name} must be > 0 and finite, got {value}")
@@ -105,7 +108,7 @@ class TrialConfig:
     def stack_config(self) -> StackConfig:
         """The part of this config a reusable stack is made of."""
         return StackConfig(
-            target=self.target, regress=self.regress, knobs=self.knobs, time_scale=self.shape.time_scale,
+            target=self.target, regress=self.regress, fixes=self.fixes, knobs=self.knobs, time_scale=self.shape.time_scale,
             proxies=self.uses_proxies, server_pid=self.server_pid, server_port=self.server_port,
             profile_server=self.profile_server, keep_run_dir=self.keep_run_dir,
         )

@@ -154,6 +154,16 @@ def test_unknown_regression_is_refused_before_anything_starts(cli):
     assert_usage_error(result, "unknown regression 'nonsense'", "retention")
 
 
+def test_unknown_fix_is_refused_before_anything_starts(cli):
+    result = cli("--target", "skyrl==0.4.0", "--fix", "nonsense", "--requests", "10", "--quiet")
+    assert_usage_error(result, "unknown fix 'nonsense'", "plain-tracebacks")
+
+
+def test_a_fix_needs_a_launched_target(cli):
+    result = cli("--target", "url=http://127.0.0.1:9", "--fix", "plain-tracebacks", "--requests", "10", "--quiet")
+    assert_usage_error(result, "--regress/--fix need a target faultload launches")
+
+
 @pytest.mark.integration
 def test_target_that_fails_to_start_shows_its_log_tail(cli):
     """0.3.0 has no retrieved TTL setting: the launcher refuses it inside the server process."""
@@ -163,3 +173,25 @@ def test_target_that_fails_to_start_shows_its_log_tail(cli):
     assert line.startswith("faultload: ")
     tail = result.stderr[result.stderr.index(line) + len(line):]
     assert "external_future_retrieved_ttl_sec" in tail
+
+
+def _repro_file(tmp_path: Path) -> Path:
+    import strategies as S
+    from faultload.budgets import Budgets
+    from faultload.invariants import Verdict
+    from faultload.repro import build_repro, write_repro
+
+    config = S.minimal_trial_config("skyrl==0.4.0", 0.05)
+    repro = build_repro(config, [Verdict("no_lost_results", False, 1, 0, "1 lost")], {}, Budgets())
+    return write_repro(repro, tmp_path, "r")
+
+
+@pytest.mark.parametrize("extra, needle", [
+    (["--fix", "nonsense"], "unknown fix 'nonsense'"),
+    (["--target", "url=http://127.0.0.1:9", "--fix", "plain-tracebacks"], "--regress/--fix need a target faultload launches"),
+])
+def test_replay_refuses_a_fix_or_target_that_does_not_apply(tmp_path: Path, isolated_workdir: Path, extra, needle):
+    path = _repro_file(tmp_path)
+    result = run_cli(["replay", str(path), "--workdir", str(isolated_workdir), *extra], timeout_s=60.0)
+    assert_usage_error(result, needle)
+    assert not any((isolated_workdir / "runs").glob("*"))  # nothing started

@@ -26,8 +26,9 @@ def summary(*props: dict) -> dict:
 
 def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
-    assert names == ["clean", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0"]
-    assert [r.expected for r in DEFAULT_ROWS] == ["clean", "caught", "caught", "caught", "caught"]
+    assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0"]
+    assert [r.expected for r in DEFAULT_ROWS] == ["clean", "clean", "caught", "caught", "caught", "caught"]
+    assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks",)]
 
 
 def test_select_rows() -> None:
@@ -43,6 +44,8 @@ def test_row_command() -> None:
     assert cmd[cmd.index("--faultload-regress") + 1] == "retention" and "-x" in cmd
     assert cmd[cmd.index("--faultload-summary-json") + 1] == "/tmp/s.json"
     assert "-x" not in row_command(ROW, "ci", Path("s"), Path("f"), all_properties=True)
+    fixed = row_command(select_rows(["fixed"])[0], "ci", Path("s"), Path("f"), all_properties=False)
+    assert fixed[fixed.index("--faultload-fix") + 1] == "plain-tracebacks" and "--faultload-regress" not in fixed
 
 
 def test_caught_row_names_its_invariants_and_smallest_repro() -> None:
@@ -75,8 +78,8 @@ def test_markdown_table() -> None:
             judge_row(DEFAULT_ROWS[0], summary(prop("a", "failed", ["healthz_latency"], 9)), 1, 60.0).__dict__]
     text = markdown_table({"profile": "ci", "wall_s": 180.0, "ok": False, "rows": rows})
     assert "NOT every row as expected" in text
-    assert "| retention | `skyrl==0.4.0` | retention | caught | caught | no_lost_results | 1 | 2.0 min |" in text
-    assert "| clean | `skyrl==0.4.0` | — | clean | **caught** | healthz_latency | 9 | 1.0 min |" in text
+    assert "| retention | `skyrl==0.4.0` | retention | — | caught | caught | no_lost_results | 1 | 2.0 min |" in text
+    assert "| clean | `skyrl==0.4.0` | — | — | clean | **caught** | healthz_latency | 9 | 1.0 min |" in text
 
 
 def test_cli_rejects_bad_rows_with_exit_2() -> None:

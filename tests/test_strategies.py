@@ -5,6 +5,7 @@ Pure and fast: nothing here starts a process.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -106,6 +107,14 @@ def test_trial_configs_round_trip_through_json(config):
 @given(S.fault_schedules(SCALE, S.CI.replace(max_faults=4)))
 def test_fault_schedules_round_trip(schedule):
     assert FaultSchedule.from_json(schedule.to_json()) == schedule
+
+
+def test_fixes_round_trip_and_old_repros_without_them_load():
+    config = dataclasses.replace(S.minimal_trial_config(TARGET, SCALE), fixes=("plain-tracebacks",))
+    data = json.loads(json.dumps(config_to_dict(config)))
+    assert data["fixes"] == ["plain-tracebacks"] and config_from_dict(data) == config
+    del data["fixes"]
+    assert config_from_dict(data).fixes == ()
 
 
 def test_config_from_dict_names_unknown_fields():

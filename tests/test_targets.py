@@ -177,6 +177,37 @@ def test_unknown_regression_is_refused_by_name():
         skyrl_patches.apply_patches(_namespace(), ["nonsense"], 1.0)
 
 
+def test_plain_tracebacks_fix_turns_rich_tracebacks_off(monkeypatch):
+    """On a stand-in ``skyrl.utils.log`` (the harness's venv has no skyrl): the settings and the live handler."""
+    import logging
+    import sys
+    import types
+
+    from rich.logging import RichHandler
+
+    handler = RichHandler(rich_tracebacks=True)
+    logger = logging.getLogger("skyrl")
+    monkeypatch.setattr(logger, "handlers", [handler, logging.NullHandler()])
+    log_module = types.ModuleType("skyrl.utils.log")
+    log_module.RICH_HANDLER_KWARGS = {"show_time": False, "rich_tracebacks": True}
+    utils = types.ModuleType("skyrl.utils")
+    utils.log = log_module
+    monkeypatch.setitem(sys.modules, "skyrl", types.ModuleType("skyrl"))
+    monkeypatch.setitem(sys.modules, "skyrl.utils", utils)
+    monkeypatch.setitem(sys.modules, "skyrl.utils.log", log_module)
+    applied = skyrl_patches.apply_patches(_namespace(), [], 1.0, ["plain-tracebacks"])
+    assert handler.rich_tracebacks is False and log_module.RICH_HANDLER_KWARGS["rich_tracebacks"] is False
+    assert applied[0] == "plain-tracebacks: rich_tracebacks off (1 skyrl handler(s) and uvicorn's)"
+    del log_module.RICH_HANDLER_KWARGS["rich_tracebacks"]
+    with pytest.raises(skyrl_patches.PatchError, match="no RICH_HANDLER_KWARGS"):
+        skyrl_patches.apply_patches(_namespace(), [], 1.0, ["plain-tracebacks"])
+
+
+def test_unknown_fix_is_refused_by_name():
+    with pytest.raises(skyrl_patches.PatchError, match="unknown fix 'nope'; known: plain-tracebacks"):
+        skyrl_patches.apply_patches(_namespace(), [], 1.0, ["nope"])
+
+
 def test_missing_patch_point_is_refused_by_name():
     ns = _namespace()
     del ns["HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"]
@@ -225,6 +256,18 @@ def test_launch_real_release(tmp_path: Path, version: str, scale_note: str):
         server = psutil.Process(handle.pid)
         assert server.is_running()
         assert len(server.children()) >= 1  # the engine sleeper stands in for the GPU engine
+    finally:
+        handle.stop()
+    assert wait_until(lambda: _group_gone(handle.pid), timeout_s=20.0)
+
+
+@pytest.mark.integration
+def test_launch_with_the_plain_tracebacks_fix(tmp_path: Path):
+    require_target("0.4.0")
+    handle = _launch(tmp_path, "0.4.0", fixes=("plain-tracebacks",))
+    try:
+        log = (tmp_path / "server.log").read_text()
+        assert "plain-tracebacks: rich_tracebacks off (1 skyrl handler(s)" in log
     finally:
         handle.stop()
     assert wait_until(lambda: _group_gone(handle.pid), timeout_s=20.0)

@@ -37,6 +37,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="server under test: skyrl==X.Y.Z | skyrl@PATH | url=... (default skyrl==0.4.0)")
     group.addoption("--faultload-regress", action="append", default=[], metavar="NAME",
                     help="undo a known fix in the launched server (repeatable): retention, keepalive, rich-access-log")
+    group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
+                    help="apply a candidate fix in the launched server (repeatable): plain-tracebacks")
     group.addoption("--faultload-profile", default=None, choices=("ci", "nightly", "confirm"),
                     help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
                          "example database kept; confirm: the 131,072-request shape once")
@@ -67,6 +69,7 @@ class SuiteOptions:
         self.profile = profile
         self.target: str = get("faultload_target") or DEFAULT_TARGET
         self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
+        self.fixes: tuple[str, ...] = tuple(get("faultload_fix") or ())
         self.workdir: str | None = get("faultload_workdir")
         self.shrink_s: float | None = get("faultload_shrink_s")
         self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
@@ -98,7 +101,7 @@ def runner():
         opts = options()
         pyproject = opts.pyproject()
         _state["runner"] = SuiteRunner(
-            opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject),
+            opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject), fixes=opts.fixes,
             watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=_terminal_log(),
         )
     return _state["runner"]
@@ -139,6 +142,7 @@ def _write_summary(path: Path) -> None:
     else:
         opts = _state["options"]
         data = {"profile": opts.profile.name, "target": opts.target, "regress": list(opts.regress),
+                "fixes": list(opts.fixes),
                 "trials": 0, "wall_s": 0.0, "stack_starts": 0, "properties": []}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
@@ -149,7 +153,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _state["options"] = None
     _state["runner"] = None
     _state["config"] = config
-    if any(config.getoption(name) for name in ("faultload_profile", "faultload_target", "faultload_regress")) \
+    if any(config.getoption(name) for name in ("faultload_profile", "faultload_target", "faultload_regress",
+                                                     "faultload_fix")) \
             or _collects_suite(config):
         _state["options"] = SuiteOptions(config)
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from faultload.suite.profiles import Profile
+from faultload.targets.skyrl_patches import switches_text
 
 ALL = ("no_lost_results", "result_integrity", "bounded_fds", "bounded_rss", "healthz_latency", "bounded_cpu",
        "retry_amplification", "clean_server_log", "no_collapse")
@@ -152,10 +153,11 @@ class SuiteError(RuntimeError):
 
 class SuiteRunner:
     def __init__(self, profile: Profile, target: str, regress: tuple[str, ...], workspace, budgets,
-                 watchdog=None, shrink_s: float | None = None, log=None) -> None:
+                 watchdog=None, shrink_s: float | None = None, log=None, fixes: tuple[str, ...] = ()) -> None:
         self.profile = profile
         self.target = target
         self.regress = regress
+        self.fixes = fixes
         self.workspace = workspace
         self.budgets = budgets
         self.watchdog = watchdog
@@ -213,7 +215,7 @@ class SuiteRunner:
             lines = [f"{v.name} violated: figure {v.figure} vs budget {v.budget}: {v.detail}" for v in failing]
             raise AssertionError(
                 f"{len(failing)} invariant(s) violated by a {config.shape.requests}-request trial "
-                f"(target {config.target}{', regress ' + ','.join(config.regress) if config.regress else ''}, "
+                f"(target {config.target}{switches_text(config.regress, config.fixes)}, "
                 f"time scale {config.shape.time_scale:g}):\n  " + "\n  ".join(lines)
             )
 
@@ -390,7 +392,7 @@ class SuiteRunner:
 
         wanted = config.stack_config()
         if self.stack is not None and self.stack.config != wanted:
-            self._close_stack("the trial needs another stack (target/regress/scale/proxies)")
+            self._close_stack("the trial needs another stack (target/regress/fix/scale/proxies)")
         if self.stack is not None:
             problem = self._stack_problem()
             if problem:
@@ -399,7 +401,7 @@ class SuiteRunner:
             self._close_stack(f"server fds not back at baseline after {self.profile.baseline_wait_s:g}s")
         if self.stack is None:
             self._log(f"starting the stack: {config.target}"
-                      + (f", regress {','.join(config.regress)}" if config.regress else "")
+                      + switches_text(config.regress, config.fixes)
                       + f", time scale {config.shape.time_scale:g}, proxies {'on' if wanted.proxies else 'off'}")
             self.stack = Stack(wanted, config.router, self.workspace).start()
             self.stack_starts += 1
@@ -516,6 +518,7 @@ class SuiteRunner:
             })
         return {
             "profile": self.profile.name, "target": self.target, "regress": list(self.regress),
+            "fixes": list(self.fixes),
             "trials": self.trials, "wall_s": round(time.monotonic() - self.session_started, 1),
             "stack_starts": self.stack_starts, "properties": properties,
         }
@@ -523,7 +526,7 @@ class SuiteRunner:
     def summary_lines(self) -> list[str]:
         lines = [
             f"profile {self.profile.name}: target {self.target}"
-            + (f", regress {','.join(self.regress)}" if self.regress else "")
+            + switches_text(self.regress, self.fixes)
             + f", time scale {self.profile.time_scale:g}; {self.trials} trials in "
             f"{time.monotonic() - self.session_started:.0f}s; stack started {self.stack_starts}x"
             + (f" (restarts: {'; '.join(self.stack_restarts)})" if self.stack_restarts else "")

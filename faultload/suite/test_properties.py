@@ -29,6 +29,8 @@ it is met every run rather than when a random draw happens to make that load.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
@@ -73,21 +75,27 @@ def _settings(family: Family) -> settings:
     )
 
 
+def _with_fixes(config):
+    """The session's candidate fixes (``--faultload-fix``) on a config: they change no draw, only the server."""
+    return dataclasses.replace(config, fixes=OPTIONS.fixes) if OPTIONS.fixes else config
+
+
 def _configs(family: Family) -> st.SearchStrategy:
     if PROFILE.confirm:
         from faultload.suite.confirm import confirm_config
 
-        return st.just(confirm_config(OPTIONS.target, OPTIONS.regress))
+        return st.just(_with_fixes(confirm_config(OPTIONS.target, OPTIONS.regress)))
     from strategies import trial_configs
 
-    return trial_configs(OPTIONS.target, PROFILE.time_scale, OPTIONS.regress, family_limits(PROFILE, family))
+    configs = trial_configs(OPTIONS.target, PROFILE.time_scale, OPTIONS.regress, family_limits(PROFILE, family))
+    return configs.map(_with_fixes) if OPTIONS.fixes else configs
 
 
 def _known(family: Family):
     """The family's known-bug trials (strategies.known) as explicit examples, when the profile runs them."""
     def apply(test):
         for config in known_configs(PROFILE, family, OPTIONS.target, OPTIONS.regress):
-            test = example(config=config)(test)
+            test = example(config=_with_fixes(config))(test)
         return test
 
     return apply

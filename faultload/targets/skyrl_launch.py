@@ -113,7 +113,8 @@ def main() -> None:
     _require(namespace, "_build_uv_run_cmd_engine", "engine subprocess command")
     namespace["_build_uv_run_cmd_engine"] = lambda parent_cmd, engine_config: _sleeper_command()
     try:
-        applied = apply_patches(namespace, spec.get("regress", []), float(spec.get("time_scale", 1.0)))
+        applied = apply_patches(namespace, spec.get("regress", []), float(spec.get("time_scale", 1.0)),
+                                spec.get("fixes", []))
     except PatchError as exc:
         _fail(str(exc))
     _seed_router_url(spec["db_path"], spec["router_url"])

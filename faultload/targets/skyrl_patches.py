@@ -1,8 +1,10 @@
-"""Regression switches and timer scaling applied inside a launched SkyRL server.
+"""Regression and fix switches and timer scaling applied inside a launched SkyRL server.
 
 Runs under the target's Python (see skyrl_launch.py). Each regression undoes
 one known upstream fix, so the suite can prove it would catch that bug; each
-checks its patch point and fails with a clear message when a version lacks it.
+fix applies a candidate fix for a bug the suite found in a release, so the
+suite can prove the fix works before it is upstream. Each switch checks its
+patch point and fails with a clear message when a version lacks it.
 
 Time scale S multiplies the server's retention timers, so the ratios between
 them and the client's timers (45 s poll timeout, 30 s backoff cap) hold while a
@@ -113,13 +115,53 @@ REGRESSIONS: dict[str, Callable[[dict], str]] = {
 }
 
 
-def apply_patches(ns: dict, regress: list[str], time_scale: float) -> list[str]:
-    """Apply regressions and timer scaling to the api module namespace ``ns``."""
+def _fix_plain_tracebacks(ns: dict) -> str:
+    """Candidate fix for faultload's finding 1 on 0.4.0: log failures without Rich tracebacks.
+
+    SkyRL logs every failed forward with ``logger.exception`` through
+    ``RichHandler(rich_tracebacks=True)`` on its only event loop; rendering one
+    costs ~0.7 s here (bench/rich_traceback.py), so a backend outage with a few
+    hundred forwards in flight freezes the server for minutes. The fix: the
+    handlers render tracebacks as plain text (``rich_tracebacks`` False in
+    ``RICH_HANDLER_KWARGS``, which uvicorn's log config reads when the server
+    starts, and on the ``skyrl`` logger's handlers made at import).
+    """
+    import logging
+
+    try:
+        from skyrl.utils import log as skyrl_log
+        from rich.logging import RichHandler
+    except ImportError as exc:
+        raise PatchError(f"this skyrl version has no skyrl.utils.log with Rich ({exc})") from exc
+    kwargs = getattr(skyrl_log, "RICH_HANDLER_KWARGS", None)
+    if not isinstance(kwargs, dict) or "rich_tracebacks" not in kwargs:
+        raise PatchError("this skyrl version has no RICH_HANDLER_KWARGS['rich_tracebacks'] (Rich traceback setting)")
+    kwargs["rich_tracebacks"] = False
+    handlers = [h for h in logging.getLogger("skyrl").handlers if isinstance(h, RichHandler)]
+    for handler in handlers:
+        handler.rich_tracebacks = False
+    return f"plain-tracebacks: rich_tracebacks off ({len(handlers)} skyrl handler(s) and uvicorn's)"
+
+
+FIXES: dict[str, Callable[[dict], str]] = {
+    "plain-tracebacks": _fix_plain_tracebacks,
+}
+
+
+def switches_text(regress: tuple[str, ...] | list[str], fixes: tuple[str, ...] | list[str]) -> str:
+    """", regress a,b, fix c" for log lines ("" when neither is set)."""
+    return ((f", regress {','.join(regress)}" if regress else "")
+            + (f", fix {','.join(fixes)}" if fixes else ""))
+
+
+def apply_patches(ns: dict, regress: list[str], time_scale: float, fixes: list[str] = ()) -> list[str]:
+    """Apply regressions, fixes and timer scaling to the api module namespace ``ns``."""
     applied = []
-    for name in regress:
-        if name not in REGRESSIONS:
-            raise PatchError(f"unknown regression {name!r}; known: {', '.join(sorted(REGRESSIONS))}")
-        applied.append(REGRESSIONS[name](ns))
+    for names, known, what in ((regress, REGRESSIONS, "regression"), (fixes, FIXES, "fix")):
+        for name in names:
+            if name not in known:
+                raise PatchError(f"unknown {what} {name!r}; known: {', '.join(sorted(known))}")
+            applied.append(known[name](ns))
     store_cls = ns.get("ExternalFutureStore")
     retrieved_override = PRE_FIX_RETRIEVED_TTL_S if "retention" in regress else None
     if store_cls is None:
