@@ -13,10 +13,12 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from faultload.faults.spec import FaultSchedule
+from faultload.router import RouterConfig
 from faultload.shape import LoadShape, PollBehaviour
 from faultload.trial import TrialConfig
 from strategies.limits import SDK_KEEPALIVE_EXPIRY_S, Limits
-from strategies.routers import immediate_router
+from strategies.routers import immediate_router, router_procs
+from strategies.shapes import held_at_once
 from strategies.trials import proxies_for
 
 
@@ -26,23 +28,27 @@ def completion_burst(time_scale: float) -> LoadShape:
     Guards uvicorn's keep-alive and backlog fix (``--regress keepalive``): the
     client reuses connections just before its own 5 s idle expiry while the
     regressed server closes them at 5 s, so polls are reset on a healthy
-    network (``retry_amplification``'s unprovoked resets). Also 12,000+ HTTP
-    requests without a fault, enough for ``bounded_cpu`` to judge the server's
-    CPU per request (``--regress rich-access-log``). The cap keeps the
-    server's queueing under the scaled 45 s poll timeout, so clean 0.4.0
-    makes no extra attempt. The load goes straight to the server
-    (``direct_edge``), as ``faultload run`` sends it. **Inside the suite it
-    has not caught the regression yet**: on the nightly profile with
-    ``--regress keepalive`` it reset nothing through the edge proxy (12.7 s)
-    and nothing sent directly (12.4 s); why it differs from ``faultload
-    run`` is not known. Measured at time scale 0.05 (``faultload run
-    --requests 6000 --workers 1 --delay-polls 1@4.9 --max-outstanding 400``):
-    clean 0.4.0 0 resets, 2.0 attempts per request, 0.81 ms CPU per HTTP
-    request; ``--regress keepalive`` 13, 7 and 3 resets in three runs (with
-    1,000 outstanding: 53, but clean 0.4.0 then makes 2.75 attempts per
-    request against a budget of 3); ``--regress rich-access-log`` 1.39 ms
-    against clean's 0.81: nearly twice, yet under the CPU budget, which
-    must also clear clean trials with larger results (see budgets.py).
+    network (``retry_amplification``'s unprovoked resets). The race needs
+    *completion bursts*: the router (:func:`completion_burst_router`) finishes
+    256 generations at once every 20 SDK s. Our reading (not proven): a burst
+    of polls returns, a burst of submits follows, and the pool then sits idle
+    until those requests' first polls 4.9 SDK s later. Measured: with the
+    immediate router the same load flows evenly and nothing is reset (0 resets under ``--regress keepalive``,
+    in the suite and with ``faultload run --router-mode immediate`` alike).
+    Also 12,000+ HTTP requests without a fault, enough for ``bounded_cpu`` to
+    judge the server's CPU per request (``--regress rich-access-log``). The
+    cap keeps the server's queueing under the scaled 45 s poll timeout, so
+    clean 0.4.0 makes no extra attempt. The load goes straight to the server
+    (``direct_edge``), as ``faultload run`` sends it. Measured at time scale
+    0.05 (``faultload run --requests 6000 --workers 1 --delay-polls 1@4.9
+    --max-outstanding 400``, whose default router is this one: latency,
+    256 slots, 1.0 s): clean 0.4.0 0 resets, 2.0 attempts per request, 0.81
+    ms CPU per HTTP request; ``--regress keepalive`` 13, 7 and 3 resets in
+    three runs (with 1,000 outstanding: 53, but clean 0.4.0 then makes 2.75
+    attempts per request against a budget of 3); ``--regress
+    rich-access-log`` 1.39 ms against clean's 0.81: nearly twice, yet under
+    the CPU budget, which must also clear clean trials with larger results
+    (see budgets.py).
     """
     return LoadShape(
         requests=6000, max_outstanding=400, workers=1, time_scale=time_scale,
@@ -50,8 +56,22 @@ def completion_burst(time_scale: float) -> LoadShape:
     )
 
 
+def completion_burst_router(shape: LoadShape) -> RouterConfig:
+    """vLLM's default 256 slots, 20 SDK s per generation (1.0 s at 0.05: ``faultload run``'s default router).
+
+    Results complete in bursts of 256, the load the keep-alive race needs
+    (an immediate router spreads completions evenly and resets nothing).
+    """
+    return RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=round(20.0 * shape.time_scale, 6),
+                        procs=router_procs(held_at_once(shape)))
+
+
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "completion_burst": completion_burst,
+}
+# The router each known trial needs (default: the immediate router).
+KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
+    "completion_burst": completion_burst_router,
 }
 
 
@@ -62,7 +82,7 @@ def known_trial_config(name: str, target: str, time_scale: float, regress: Itera
     except KeyError:
         raise ValueError(f"unknown known-bug trial {name!r}; known: {', '.join(KNOWN_SHAPES)}") from None
     return TrialConfig(
-        target=target, shape=shape, router=immediate_router(shape), regress=tuple(regress),
+        target=target, shape=shape, router=KNOWN_ROUTERS.get(name, immediate_router)(shape), regress=tuple(regress),
         faults=FaultSchedule(), proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
         drain_s=limits.drain_real_s, direct_edge=True,
     )

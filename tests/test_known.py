@@ -58,3 +58,12 @@ def test_direct_edge_refuses_edge_faults() -> None:
         edge.validate()
     backend = dataclasses.replace(config, faults=FaultSchedule((Fault("backend", "down", start_s=1.0, duration_s=1.0),)))
     backend.validate()
+
+
+def test_completion_burst_completes_in_bursts() -> None:
+    # With the immediate router the keep-alive regression reset nothing: the
+    # race needs results completing in bursts (faultload run's default router).
+    config = known_trial_config("completion_burst", "skyrl==0.4.0", 0.05, ("keepalive",), NIGHTLY)
+    router = config.router
+    assert (router.mode, router.max_num_seqs, router.gen_seconds) == ("latency", 256, 1.0)
+    router.validate()
