@@ -16,6 +16,7 @@ import numpy as np
 from faultload.history import ErrorClass, Outcome
 from faultload.invariants import Verdict, to_report
 from faultload.stats import Histogram
+from faultload.targets.skyrl_patches import switches_text
 from faultload.trial import TrialResult
 
 REPORT_VERSION = 1
@@ -186,7 +187,8 @@ def render_text(report: dict[str, Any]) -> str:
     server = report["server"]
     router = report["router"]
     lines = [
-        f"target {report['target']['spec']} (version {report['target']['version']})",
+        f"target {report['target']['spec']} (version {report['target']['version']})"
+        + switches_text(report["config"].get("regress", []), report["config"].get("fixes", [])),
         f"requests {report['requested']}: completed {report['completed']}, failed {report['failed']}, "
         f"not finished {report['not_finished']}",
         f"throughput {report['throughput_per_s']:.0f}/s over {report['load_s']:.1f}s of load ({report['wall_s']:.1f}s wall)",

@@ -185,6 +185,14 @@ def test_render_text(result):
     assert rep["interrupted"] is True
 
 
+def test_render_text_names_the_switches(result):
+    import dataclasses
+
+    result.config = dataclasses.replace(result.config, regress=("retention",), fixes=("plain-tracebacks",))
+    first = report.render_text(report.build_report(result)).splitlines()[0]
+    assert first.endswith(", regress retention, fix plain-tracebacks")
+
+
 def test_report_of_a_trial_that_never_loaded():
     """A trial stopped before any worker reported: nothing completed, everything not finished."""
     config = TrialConfig(target="url=http://127.0.0.1:9", shape=LoadShape(requests=50))
