@@ -82,6 +82,21 @@ def barrier_routers(draw, shape: LoadShape, limits: Limits = CI) -> RouterConfig
     return RouterConfig(mode="barrier", barrier=held - smaller, barrier_timeout_s=timeout, procs=router_procs(held))
 
 
+def barrier_fitting_requests(shape: LoadShape, router: RouterConfig, limits: Limits) -> int:
+    """``shape.requests`` lowered so that every barrier wave timing out still fits half the trial's wall bound.
+
+    A barrier releases a wave when ``barrier`` requests wait or its timeout
+    passes. Requests holding their slot of the cap for a late poll are not at
+    the router, so waves then wait out the timeout: the nightly row replayed
+    8,192 requests through a barrier of 58 with a 4 s timeout, ~4.2 s per
+    wave, 590 s per trial. Never below the requests held at once.
+    """
+    if router.mode != "barrier" or router.barrier <= 0 or router.barrier_timeout_s <= 0:
+        return shape.requests
+    waves = max(1, int(0.5 * limits.max_wall_real_s // router.barrier_timeout_s))
+    return min(shape.requests, max(held_at_once(shape), waves * router.barrier))
+
+
 def router_configs(shape: LoadShape, limits: Limits = CI) -> st.SearchStrategy[RouterConfig]:
     """Immediate, latency or barrier router for ``shape`` (those of ``limits.router_modes``).
 

@@ -9,6 +9,7 @@ as the lower bound, and ``sampled_from`` lists start with the simplest value.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from hypothesis import strategies as st
@@ -217,6 +218,12 @@ def minimal_shape(time_scale: float = 1.0) -> LoadShape:
 def held_count(requests: int, max_outstanding: int) -> int:
     """Requests the server may hold at once: the cap, or all of them (0 = no cap)."""
     return min(requests, max_outstanding or requests)
+
+
+def with_requests(shape: LoadShape, requests: int) -> LoadShape:
+    """``shape`` with ``requests`` requests (workers and arrival waves no more than the requests)."""
+    waves = min(shape.arrival_waves, requests) if shape.arrival == "waves" else shape.arrival_waves
+    return dataclasses.replace(shape, requests=requests, workers=min(shape.workers, requests), arrival_waves=waves)
 
 
 def held_at_once(shape: LoadShape) -> int:

@@ -10,8 +10,8 @@ from faultload.faults.spec import FaultSchedule
 from faultload.trial import TrialConfig
 from strategies.faults import fatal_kinds, fault_schedules
 from strategies.limits import CI, Limits
-from strategies.routers import immediate_router, router_configs
-from strategies.shapes import load_shapes, minimal_shape
+from strategies.routers import barrier_fitting_requests, immediate_router, router_configs
+from strategies.shapes import load_shapes, minimal_shape, with_requests
 
 
 def _config(target: str, time_scale: float, regress: Iterable[str], limits: Limits, shape, router, faults,
@@ -36,6 +36,10 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     ``fatal_faults`` declares the schedule's forward-breaking faults
     (:func:`strategies.fatal_kinds`); ``proxies`` is fixed by ``limits``
     (:func:`proxies_for`) so that every drawn config fits one shared stack.
+    A barrier router's waves must fit half the wall bound even if each one
+    times out: the shape's requests are lowered after every draw
+    (:func:`strategies.routers.barrier_fitting_requests`), so the draws are
+    the same.
 
     Minimal: :func:`minimal_trial_config` — one 1-token request, one burst,
     no cap, no late polls, the SDK's policy, the immediate router, no faults.
@@ -44,6 +48,7 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     shape = draw(load_shapes(time_scale, limits))
     router = draw(router_configs(shape, limits))
     faults = draw(fault_schedules(time_scale, limits))
+    shape = with_requests(shape, barrier_fitting_requests(shape, router, limits))
     return _config(target, time_scale, regress, limits, shape, router, faults, proxies_for(limits))
 
 

@@ -87,4 +87,4 @@ def test_cli_rejects_bad_rows_with_exit_2() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "faultload: error: --rows: unknown row 'nope'; known: clean, retention, keepalive, rich-access-log, skyrl-0.3.0"]
+        "faultload: error: --rows: unknown row 'nope'; known: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0"]

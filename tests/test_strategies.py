@@ -80,6 +80,30 @@ def test_requests_fit_half_the_wall_bound_through_the_cap():
     assert wall_fitting_requests(100, 1, late, 1.0, S.NIGHTLY) == 1  # never below one round
 
 
+def test_barrier_waves_fit_half_the_wall_bound_even_if_each_times_out():
+    from strategies.routers import barrier_fitting_requests
+
+    shape = LoadShape(requests=8192, max_outstanding=58, time_scale=SCALE, workers=4)
+    barrier = RouterConfig(mode="barrier", barrier=58, barrier_timeout_s=4.0)
+    # 300 s / 4 s = 75 waves of 58 (the nightly replay: 142 waves, 590 s)
+    assert barrier_fitting_requests(shape, barrier, S.NIGHTLY) == 75 * 58
+    assert barrier_fitting_requests(shape, RouterConfig(mode="latency"), S.NIGHTLY) == 8192
+    one_wave = LoadShape(requests=500, max_outstanding=0, time_scale=SCALE)
+    assert barrier_fitting_requests(one_wave, RouterConfig(mode="barrier", barrier=1, barrier_timeout_s=80.0),
+                                    S.NIGHTLY) == 500  # never below the requests held at once
+
+
+@FAST
+@given(S.trial_configs(TARGET, SCALE, limits=S.NIGHTLY))
+def test_drawn_barrier_trials_fit_their_wall_bound(config):
+    shape, router = config.shape, config.router
+    config.validate()
+    if router.mode == "barrier":
+        waves = -(-shape.requests // router.barrier)
+        held = min(shape.requests, shape.max_outstanding or shape.requests)
+        assert waves * router.barrier_timeout_s <= 0.5 * config.max_wall_s or shape.requests == held
+
+
 def test_faithful_cap_lowers_only_a_hold_above_the_limit():
     from strategies.shapes import faithful_cap
 
