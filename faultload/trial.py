@@ -33,7 +33,7 @@ from faultload.serverlog import ServerLogSummary, classify_log
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs, Stack, StackConfig
 from faultload.targets.server import BASE_MODEL, ServerHandle
-from faultload.targets.skyrl_patches import FIXES, REGRESSIONS
+from faultload.targets.skyrl_patches import unknown_switch
 from faultload.targets.spec import TargetSpec, parse_target, require_loopback  # noqa: F401
 from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
 from faultload.workspace import Workspace
@@ -90,10 +90,9 @@ class TrialConfig:
             raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
         if not 0 < self.max_wall_s < math.inf:
             raise ValueError("max_wall_s must be > 0 and finite")
-        for names, known, what in ((self.regress, REGRESSIONS, "regression"), (self.fixes, FIXES, "fix")):
-            unknown = [name for name in names if name not in known]
-            if unknown:
-                raise ValueError(f"unknown {what} {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        problem = unknown_switch(self.regress, self.fixes)
+        if problem:
+            raise ValueError(problem)
         for name, value in dataclasses.asdict(self.knobs).items():
             if value is not None and not 0 < value < math.inf:
                 raise ValueError(f"{name} must be > 0 and finite, got {value}")

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from faultload.router import RouterConfig
 from faultload.shape import LoadShape
 from strategies.limits import CI, Limits
-from strategies.shapes import held_at_once
+from strategies.shapes import held_at_once, rounds_fitting
 
 # Connections one router process holds at most (the CLI's rule: one process per 8,000 held).
 ROUTER_CONNECTIONS_PER_PROC = 8000
@@ -93,8 +93,7 @@ def barrier_fitting_requests(shape: LoadShape, router: RouterConfig, limits: Lim
     """
     if router.mode != "barrier" or router.barrier <= 0 or router.barrier_timeout_s <= 0:
         return shape.requests
-    waves = max(1, int(0.5 * limits.max_wall_real_s // router.barrier_timeout_s))
-    return min(shape.requests, max(held_at_once(shape), waves * router.barrier))
+    return rounds_fitting(shape.requests, held_at_once(shape), router.barrier, router.barrier_timeout_s, limits)
 
 
 def router_configs(shape: LoadShape, limits: Limits = CI) -> st.SearchStrategy[RouterConfig]:

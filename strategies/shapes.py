@@ -98,9 +98,15 @@ def wall_fitting_requests(requests: int, max_outstanding: int, late: tuple[PollB
     Never below one round (the requests held at once).
     """
     held = held_count(requests, max_outstanding)
-    slot_s = (1.0 + sum(p.fraction * p.after_s for p in late)) * time_scale
-    rounds = max(1, int(0.5 * limits.max_wall_real_s // slot_s))  # slot_s > 0: time_scale > 0
-    return min(requests, max(held, rounds * held))
+    slot_s = (1.0 + sum(p.fraction * p.after_s for p in late)) * time_scale  # > 0: time_scale > 0
+    return rounds_fitting(requests, held, held, slot_s, limits)
+
+
+def rounds_fitting(requests: int, held: int, per_round: int, round_s: float, limits: Limits) -> int:
+    """``requests`` lowered to whole rounds of ``per_round`` taking ``round_s`` each within half the
+    trial's wall bound; never below ``held`` (the requests held at once)."""
+    rounds = max(1, int(0.5 * limits.max_wall_real_s // round_s))
+    return min(requests, max(held, rounds * per_round))
 
 
 def poll_behaviours(max_after_s: float = CI.max_poll_after_s, always: bool = False) -> st.SearchStrategy[PollBehaviour]:
@@ -197,13 +203,12 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     result_kib = result_tokens * num_samples * BYTES_PER_RESULT_TOKEN / 1024
     max_held = limits.max_faithful_held(policy.poll_timeout_s, time_scale, result_kib)
     max_outstanding = faithful_cap(requests, max_outstanding, max_held)
-    requests = wall_fitting_requests(requests, max_outstanding, (abandon, delay), time_scale, limits)
-    workers, waves = min(workers, requests), min(waves, requests) if arrival == "waves" else waves
-    return LoadShape(
+    shape = LoadShape(
         requests=requests, result_tokens=result_tokens, num_samples=num_samples, max_outstanding=max_outstanding,
         workers=workers, client="raw", accept=accept, time_scale=time_scale, delay_polls=delay,
         abandon_polls=abandon, policy=policy, seed=seed, arrival=arrival, arrival_span_s=span, arrival_waves=waves,
     )
+    return with_requests(shape, wall_fitting_requests(requests, max_outstanding, (abandon, delay), time_scale, limits))
 
 
 def minimal_shape(time_scale: float = 1.0) -> LoadShape:

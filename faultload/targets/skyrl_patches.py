@@ -154,14 +154,21 @@ def switches_text(regress: tuple[str, ...] | list[str], fixes: tuple[str, ...] |
             + (f", fix {','.join(fixes)}" if fixes else ""))
 
 
-def apply_patches(ns: dict, regress: list[str], time_scale: float, fixes: list[str] = ()) -> list[str]:
-    """Apply regressions, fixes and timer scaling to the api module namespace ``ns``."""
-    applied = []
+def unknown_switch(regress, fixes) -> str | None:
+    """What is wrong with the switch names ("unknown fix 'x'; known: ..."), or None."""
     for names, known, what in ((regress, REGRESSIONS, "regression"), (fixes, FIXES, "fix")):
         for name in names:
             if name not in known:
-                raise PatchError(f"unknown {what} {name!r}; known: {', '.join(sorted(known))}")
-            applied.append(known[name](ns))
+                return f"unknown {what} {name!r}; known: {', '.join(sorted(known))}"
+    return None
+
+
+def apply_patches(ns: dict, regress: list[str], time_scale: float, fixes: list[str] = ()) -> list[str]:
+    """Apply regressions, fixes and timer scaling to the api module namespace ``ns``."""
+    problem = unknown_switch(regress, fixes)
+    if problem:
+        raise PatchError(problem)
+    applied = [REGRESSIONS[name](ns) for name in regress] + [FIXES[name](ns) for name in fixes]
     store_cls = ns.get("ExternalFutureStore")
     retrieved_override = PRE_FIX_RETRIEVED_TTL_S if "retention" in regress else None
     if store_cls is None:
