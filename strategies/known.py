@@ -1,11 +1,12 @@
-"""Known-bug trials: loads that once exposed an upstream bug, run before any random draw.
+"""Known trials: loads that once exposed an upstream bug, or that an invariant needs, run before any random draw.
 
 Random shapes may not make the load a known bug needs in one run (a nightly
 run draws 40 trials per property out of a very large space). The profiles
 that ask for them (``Profile.known_examples``) give these trials to their
 families as Hypothesis explicit examples (``@example``), on every row of the
 matrix alike, clean or regressed. Each one is plain data, names the fix it
-guards, and states what it measured on clean 0.4.0 and under the regression.
+guards (or the invariant it lets judge), and states what it measured on
+clean 0.4.0 and under the regression.
 """
 
 from __future__ import annotations
@@ -70,8 +71,25 @@ def completion_burst_router(shape: LoadShape) -> RouterConfig:
                         procs=router_procs(held_at_once(shape)))
 
 
+def cpu_sample(time_scale: float) -> LoadShape:
+    """1,200 small requests, no fault, 200 outstanding: the fewest that let ``bounded_cpu`` judge.
+
+    ``bounded_cpu`` is unknown below ``cpu_min_requests`` (2,000) HTTP
+    requests, since an idle loop's and the drain's fixed cost dominate a small
+    trial; the ci profile draws at most 256 requests, so without this trial
+    no ci row would ever judge it. 1,200 requests make at least 2,400 HTTP
+    requests (a submit and a poll each) plus the /healthz probes. 200 held at
+    once is ``Limits.max_faithful_held`` at time scale 0.05 with small results
+    (the server's queued work fits a quarter of the scaled poll timeout), so
+    clean 0.4.0 makes no extra attempt. Immediate router: the server's own
+    cost per request, not the router's latency, is what is measured.
+    """
+    return LoadShape(requests=1200, max_outstanding=200, workers=1, result_tokens=64, time_scale=time_scale)
+
+
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "completion_burst": completion_burst,
+    "cpu_sample": cpu_sample,
 }
 # The router each known trial needs (default: the immediate router).
 KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {

@@ -85,9 +85,15 @@ class SuiteOptions:
 
 
 def options() -> SuiteOptions:
-    """The session's options (defaults when the plugin was not configured, e.g. a bare import)."""
+    """The session's options, read from pytest's config when there is one (defaults for a bare import).
+
+    Resolved on first use, so an option given alone (``--faultload-examples``,
+    ``--faultload-workdir``, ...) applies however the properties were collected:
+    ``pytest faultload``, ``pytest --pyargs faultload.suite`` or a user's own
+    property file.
+    """
     if _state["options"] is None:
-        _state["options"] = SuiteOptions(None)
+        _state["options"] = SuiteOptions(_state.get("config"))
     return _state["options"]
 
 
@@ -140,10 +146,10 @@ def _write_summary(path: Path) -> None:
     if runner_ is not None:
         data = runner_.summary_dict(_state["outcomes"])
     else:
-        opts = _state["options"]
+        opts = options()
         data = {"profile": opts.profile.name, "target": opts.target, "regress": list(opts.regress),
-                "fixes": list(opts.fixes),
-                "trials": 0, "wall_s": 0.0, "stack_starts": 0, "properties": []}
+                "fixes": list(opts.fixes), "trials": 0, "wall_s": 0.0, "stack_starts": 0,
+                "judged_trials": 0, "invariants": {}, "properties": []}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
 
@@ -153,23 +159,11 @@ def pytest_configure(config: pytest.Config) -> None:
     _state["options"] = None
     _state["runner"] = None
     _state["config"] = config
-    if any(config.getoption(name) for name in ("faultload_profile", "faultload_target", "faultload_regress",
-                                                     "faultload_fix")) \
-            or _collects_suite(config):
-        _state["options"] = SuiteOptions(config)
-
-
-def _collects_suite(config: pytest.Config) -> bool:
-    for arg in config.args:
-        text = str(arg).split("::")[0].rstrip("/")
-        if text == "faultload" or text.endswith("/faultload") or "faultload/suite" in text or text.startswith("faultload/"):
-            return True
-    return False
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     path = config.getoption("faultload_summary_json", None)
-    if path and _state["options"] is not None:
+    if path:
         _write_summary(Path(path))
     if _state["runner"] is not None:
         _state["runner"].close()
@@ -193,19 +187,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ]
 
 
-@pytest.hookimpl(hookwrapper=True)
+class NotJudged(AssertionError):
+    """A property passed without judging any of its invariants: a green that proves nothing."""
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     if not _is_property(item):
-        yield
-        return
+        return (yield)
     suite = runner()
     ids = _state.get("property_ids") or []
     remaining = len(ids) - ids.index(item.nodeid) - 1 if item.nodeid in ids else 0
     suite.begin(item.nodeid, remaining)
     try:
-        yield
+        result = yield
     finally:
         suite.end()
+    reason = suite.not_judged(item.nodeid)
+    if reason:
+        raise NotJudged(reason)
+    return result
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -1,7 +1,9 @@
 """The suite's profiles: how many trials, how big, how long to shrink.
 
 ``ci``      few small examples, derandomized (the same trials every run), a
-            whole run in ≤ 10 minutes on 2 cores at time scale 0.05.
+            whole run in ≤ 10 minutes on 2 cores at time scale 0.05; one
+            known trial big enough for ``bounded_cpu`` (``cpu_sample``), which
+            the small random draws cannot judge.
 ``nightly`` more and larger examples, random, Hypothesis's example database in
             ``.faultload/hypothesis`` (a failure is retried first next night),
             the known-bug trials (``strategies.known``) first, ≤ 60 minutes.
@@ -14,6 +16,10 @@ after ``property_s`` (the rest of its examples are counted as *not run*, and
 said so), stops shrinking ``shrink_s`` after its first failure (candidates not
 yet tried are reported, the smallest failure so far is the repro), and the
 whole session stops starting trials after ``session_s``.
+
+A session is only as good as what it judged: ``min_judged_trials`` is the
+fewest trials (each judging at least one of its property's invariants) a
+matrix row on this profile must have judged to be called clean.
 """
 
 from __future__ import annotations
@@ -41,19 +47,23 @@ class Profile:
     # requests, drop each fault, ...) may use at a first failure, before
     # Hypothesis's shrinker gets the rest.
     reduce_share: float = 0.75
-    # Run the families' known-bug trials (strategies.known) before any random draw.
-    known_examples: bool = False
+    # The known trials (strategies.known) this profile runs before any random draw,
+    # each for the families that name it (Family.known).
+    known_examples: tuple[str, ...] = ()
     confirm: bool = False
+    min_judged_trials: int = 1  # a matrix row that judged fewer is "error: not judged", never clean
 
 
 PROFILES: dict[str, Profile] = {
     "ci": Profile(
         name="ci", time_scale=0.05, limits=CI, max_examples=6, derandomize=True, use_database=False,
         property_s=50.0, shrink_s=180.0, session_s=520.0, baseline_wait_s=20.0,
+        known_examples=("cpu_sample",), min_judged_trials=7,
     ),
     "nightly": Profile(
         name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,
-        property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0, known_examples=True,
+        property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0,
+        known_examples=("completion_burst",), min_judged_trials=40,
     ),
     "confirm": Profile(
         name="confirm", time_scale=1.0, limits=CI.replace(max_faults=0), max_examples=1, derandomize=True,

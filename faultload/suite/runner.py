@@ -7,14 +7,20 @@ One :class:`SuiteRunner` per pytest session. Each Hypothesis example calls
 1. gets the shared stack ready (started on first use; restarted when the
    server or router died — a collapse — or when the server's fds do not come
    back to their start-up baseline within the profile's wait);
-2. runs the trial on it (``run_trial(config, workspace, stack=stack)``) and
-   judges it (``judge(result, budgets)``), unless the same config already ran
-   in this session (results are cached by config: Hypothesis's final replay
-   of the shrunk example, and the minimal example every property tries first,
-   cost nothing);
-3. calls ``hypothesis.target`` with the family's figures;
-4. raises ``AssertionError`` naming each of the family's invariants that was
-   violated (``ok is False``; unknown is not a failure).
+2. runs the trial on it and judges it (the :mod:`~faultload.suite.executor`:
+   ``run_trial`` then ``judge``), unless the same config already ran in this
+   session (results are cached by the config as run: Hypothesis's final
+   replay of the shrunk example, and the minimal example every property
+   tries first, cost nothing);
+3. tallies, per invariant the family asserts, whether the trial *judged* it
+   (ok True or False) or left it *unknown*; an example a time bound stopped
+   is *skipped* for every one of them. A property whose examples judged none
+   of its invariants fails with that reason (:meth:`SuiteRunner.not_judged`):
+   a green property has judged something;
+4. calls ``hypothesis.target`` with the family's invariants' verdict figures
+   (the very numbers the invariants judge);
+5. raises ``AssertionError`` naming each of the family's invariants that was
+   violated (``ok is False``; unknown is not a failure, but it is counted).
 
 Time bounds (see :mod:`faultload.suite.profiles`): once a bound is spent a
 config that has not run yet is *not run* — the example passes without a trial
@@ -25,19 +31,21 @@ failure found so far.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultload.invariants import CHECKERS
+from faultload.suite.executor import Executor, Outcome, SuiteError, StackExecutor, describe_config
 from faultload.suite.profiles import Profile
 from faultload.targets.skyrl_patches import switches_text
 
-ALL = ("no_lost_results", "result_integrity", "bounded_fds", "bounded_rss", "healthz_latency", "bounded_cpu",
-       "retry_amplification", "clean_server_log", "no_collapse")
+# Every invariant a trial is judged by: the checkers' and the watchdog's (judge.collapse_verdict).
+ALL = tuple(name for name, _ in CHECKERS) + ("no_collapse",)
 
 
 @dataclass(frozen=True)
@@ -46,7 +54,7 @@ class Family:
 
     name: str
     invariants: tuple[str, ...]  # () = every invariant
-    targets: tuple[str, ...]
+    targets: tuple[str, ...]  # invariants whose verdict figure Hypothesis steers toward (hypothesis.target)
     # Changes to the profile's strategies.Limits for this family (e.g. storms=False);
     # max_result_wait_s only ever lowers the profile's.
     limits: tuple[tuple[str, Any], ...] = ()
@@ -56,12 +64,13 @@ class Family:
 
 def known_configs(profile: Profile, family: Family, target: str, regress: tuple[str, ...]) -> list:
     """The family's known-bug trials as TrialConfigs, or none when the profile does not run them."""
-    if not profile.known_examples or profile.confirm:
+    if profile.confirm:
         return []
     from strategies.known import known_trial_config
 
     limits = family_limits(profile, family)
-    return [known_trial_config(name, target, profile.time_scale, regress, limits) for name in family.known]
+    return [known_trial_config(name, target, profile.time_scale, regress, limits)
+            for name in family.known if name in profile.known_examples]
 
 
 def family_limits(profile: Profile, family: Family):
@@ -77,37 +86,32 @@ def family_examples(profile: Profile, family: Family) -> int:
     return max(1, int(round(profile.max_examples * family.weight)))
 
 
-# Target label -> how to read it from a trial's figures.
-def _verdict_figure(name: str):
-    def read(figures: dict[str, Any]) -> float | None:
-        block = figures.get(name)
-        return block.get("figure") if isinstance(block, dict) else None
-
-    return read
+def checked(family: Family | None) -> tuple[str, ...]:
+    """The invariants a family asserts (all of them for the combined property)."""
+    return family.invariants if family is not None and family.invariants else ALL
 
 
-TARGETS = {
-    "lost_results": _verdict_figure("no_lost_results"),
-    "corrupt_results": _verdict_figure("result_integrity"),
-    "fds_per_in_flight": lambda f: f.get("fds_per_in_flight"),
-    "rss_growth_mib": lambda f: f.get("rss_growth_mib"),
-    "healthz_p99_s": lambda f: f.get("healthz_p99_s"),
-    "attempts_per_request": _verdict_figure("retry_amplification"),
-    "server_cpu_ms_per_request": _verdict_figure("bounded_cpu"),
-    "server_log_errors": _verdict_figure("clean_server_log"),
-}
+def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
+    """The figure ``invariant``'s verdict judged (what Hypothesis steers by), or None when it had none."""
+    block = figures.get(invariant)
+    value = block.get("figure") if isinstance(block, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 @dataclass
-class Outcome:
-    """One trial as the suite keeps it."""
+class Tally:
+    """How often one invariant was judged, left unknown, or skipped (not run) by a property's examples."""
 
-    verdicts: list
-    figures: dict[str, Any]
-    requests: int
-    wall_s: float
-    result: Any = None  # the TrialResult, kept only when something failed (for the report and PNG)
-    error: str | None = None
+    judged: int = 0
+    unknown: int = 0
+    skipped: int = 0
+
+    def add(self, other: "Tally") -> None:
+        self.judged += other.judged
+        self.unknown += other.unknown
+        self.skipped += other.skipped
 
 
 @dataclass
@@ -132,6 +136,9 @@ class PropertyState:
     repro_path: Path | None = None
     ended_at: float | None = None
     remaining_after: int = 0  # properties after this one in the session
+    tally: dict[str, Tally] = field(default_factory=dict)  # per invariant the family asserts
+    judged_trials: int = 0  # distinct trials that judged at least one of them
+    counted: set[str] = field(default_factory=set)  # config keys already tallied for this property
     share_s: float | None = None  # its fair share of the session's time left when it started
     shrink_until: float | None = None  # shrinking (the reducer's and Hypothesis's) stops here
 
@@ -147,13 +154,17 @@ class PropertyState:
         return self.first_failure_at is not None
 
 
-class SuiteError(RuntimeError):
-    """The suite could not run a trial (stack did not start, harness crashed): not an invariant."""
-
-
 class SuiteRunner:
+    """One pytest session's bookkeeping: time bounds, cache, tallies, shrinking, repros.
+
+    ``executor`` runs and judges a trial (default: :class:`StackExecutor`, the
+    real shared stack); settings arrive as values, nothing is read behind the
+    caller's back.
+    """
+
     def __init__(self, profile: Profile, target: str, regress: tuple[str, ...], workspace, budgets,
-                 watchdog=None, shrink_s: float | None = None, log=None, fixes: tuple[str, ...] = ()) -> None:
+                 watchdog=None, shrink_s: float | None = None, log=None, fixes: tuple[str, ...] = (),
+                 executor: Executor | None = None) -> None:
         self.profile = profile
         self.target = target
         self.regress = regress
@@ -163,14 +174,12 @@ class SuiteRunner:
         self.watchdog = watchdog
         self.shrink_s = profile.shrink_s if shrink_s is None else shrink_s
         self.session_started = time.monotonic()
-        self.stack = None
-        self.stack_starts = 0
-        self.stack_restarts: list[str] = []
         self.cache: dict[str, Outcome] = {}
         self.states: dict[str, PropertyState] = {}
         self.current: PropertyState | None = None
         self.trials = 0
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
+        self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log)
 
     # ------------------------------------------------------------------ properties
 
@@ -199,13 +208,14 @@ class SuiteRunner:
 
         state = self.current or self.begin("<outside pytest>")
         state.family = family
+        config = self.as_run(config)
         outcome = self._outcome(config, state, family)
         if outcome is None:  # a time bound is spent: not run, counted, reported
             return
-        for label in family.targets:
-            value = TARGETS[label](outcome.figures)
-            if value is not None and isinstance(value, (int, float)) and math.isfinite(value):
-                hypothesis.target(float(value), label=label)
+        for invariant in family.targets:
+            value = target_figure(outcome.figures, invariant)
+            if value is not None:
+                hypothesis.target(value, label=invariant)
         failing = self._failing(family, outcome)
         if failing:
             first = not state.shrinking
@@ -219,10 +229,57 @@ class SuiteRunner:
                 f"time scale {config.shape.time_scale:g}):\n  " + "\n  ".join(lines)
             )
 
+    def as_run(self, config):
+        """``config`` with the session's overrides (the watchdog limits): the config the trial runs,
+        caches under and stores in its repro."""
+        if self.watchdog is not None and config.watchdog != self.watchdog:
+            config = dataclasses.replace(config, watchdog=self.watchdog)
+        return config
+
     @staticmethod
     def _failing(family: Family, outcome: Outcome) -> list:
-        checked = family.invariants or ALL
-        return [v for v in outcome.verdicts if v.name in checked and v.ok is False]
+        names = checked(family)
+        return [v for v in outcome.verdicts if v.name in names and v.ok is False]
+
+    @staticmethod
+    def _tally(state: PropertyState, family: Family, key: str, outcome: Outcome | None) -> None:
+        """Count one example per invariant: judged, unknown, or skipped (``outcome`` None: not run).
+
+        A trial is counted once per property, however often Hypothesis replays it.
+        """
+        names = checked(family)
+        if outcome is not None:
+            if key in state.counted:
+                return
+            state.counted.add(key)
+        by_name = {v.name: v for v in outcome.verdicts} if outcome is not None else {}
+        judged_any = False
+        for name in names:
+            tally = state.tally.setdefault(name, Tally())
+            if outcome is None:
+                tally.skipped += 1
+            elif name in by_name and by_name[name].ok is not None:
+                tally.judged += 1
+                judged_any = True
+            else:
+                tally.unknown += 1
+        if judged_any:
+            state.judged_trials += 1
+
+    def not_judged(self, nodeid: str) -> str | None:
+        """Why a property that passed proves nothing (no example judged any of its invariants), or None."""
+        state = self.states.get(nodeid)
+        if state is None or state.broken or state.shrinking or state.judged_trials:
+            return None
+        names = checked(state.family)
+        unknown = sum(t.unknown for t in state.tally.values())
+        reasons = []
+        if state.not_run:
+            reasons.append(f"{state.not_run} examples not run (time bound spent)")
+        if unknown:
+            reasons.append(f"{state.trials + state.cached} examples left every invariant unknown")
+        return (f"not judged: no example judged any of {', '.join(names)}"
+                + (f" ({'; '.join(reasons)})" if reasons else " (no example ran)"))
 
     def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> Outcome | None:
         """The trial's outcome (cached, or run now); None when a time bound forbids a new trial."""
@@ -238,6 +295,7 @@ class SuiteRunner:
             now = time.monotonic()
             if self._out_of_time(state, now, family) or (deadline is not None and now > deadline):
                 state.not_run += 1
+                self._tally(state, family, key, None)
                 if state.shrinking:
                     state.shrink_cut = True
                 return None
@@ -245,6 +303,7 @@ class SuiteRunner:
             self.cache[key] = outcome
         if outcome.error:
             raise SuiteError(outcome.error)
+        self._tally(state, family, key, outcome)
         return outcome
 
     def _out_of_time(self, state: PropertyState, now: float, family: Family) -> bool:
@@ -322,121 +381,30 @@ class SuiteRunner:
     # ------------------------------------------------------------------ trials
 
     def _run(self, config, state: PropertyState) -> Outcome:
-        from faultload.judge import judge
-        from faultload.repro import figures_of
-        from faultload.trial import run_trial
-
-        if self.watchdog is not None:
-            import dataclasses
-
-            config = dataclasses.replace(config, watchdog=self.watchdog)
+        """Run one trial through the executor; a harness failure breaks the property (reported once)."""
         try:
-            stack = self._ready_stack(config)
-        except Exception as exc:  # noqa: BLE001 - reported as the property's error, once
-            state.broken = f"could not start the stack for {config.target}: {type(exc).__name__}: {exc}"
-            raise SuiteError(state.broken) from exc
-        started = time.monotonic()
-        try:
-            result = run_trial(config, self.workspace, stack=stack)
-        except KeyboardInterrupt:
+            outcome = self.executor.run(config)
+        except SuiteError as exc:
+            state.broken = str(exc)
             raise
-        except Exception as exc:  # noqa: BLE001 - the harness failed, not the server
-            # Reported as the property's error, once: every later example of this
-            # property fails with it at once (no trial, no stack restart loop).
-            self._close_stack(f"trial raised {type(exc).__name__}")
-            state.broken = f"trial raised {type(exc).__name__}: {exc}"
-            return Outcome([], {}, config.shape.requests, time.monotonic() - started, error=state.broken)
-        if result.interrupted:
-            raise KeyboardInterrupt
+        if outcome.error:
+            # Every later example of this property fails with it at once (no trial, no restart loop).
+            state.broken = outcome.error
+            return outcome
         self.trials += 1
         state.trials += 1
-        verdicts = judge(result, self.budgets)
-        figures = figures_of(result, verdicts)
-        failed = any(v.ok is False for v in verdicts)
-        outcome = Outcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None)
-        if result.error:
-            outcome.error = f"harness error: {result.error}"
-        bad = ", ".join(v.name for v in verdicts if v.ok is False) or "none"
-        self._log(f"trial {self.trials}: {self._describe(config)} -> {result.wall_s:.1f}s, violated: {bad}")
-        for v in verdicts:
-            if v.ok is False:
-                self._log(f"    {v.name}: {v.detail[:240]}")
-        if result.verdict is not None:
-            self._log(f"    collapse: {result.verdict.line()[:240]}")
-        if result.verdict is not None or (stack.server is not None and not stack.server.alive()):
-            self._close_stack("the server collapsed or exited")
         return outcome
 
     @staticmethod
     def _describe(config) -> str:
-        s, r = config.shape, config.router
-        parts = [f"{s.requests} req", f"{s.result_tokens}x{s.num_samples} tok", f"cap {s.max_outstanding}"]
-        if s.arrival != "burst":
-            parts.append(f"{s.arrival}/{s.arrival_span_s:g}s" + (f"x{s.arrival_waves}" if s.arrival == "waves" else ""))
-        if s.abandon_polls.fraction:
-            parts.append(f"abandon {s.abandon_polls.fraction:g}@{s.abandon_polls.after_s:g}")
-        if s.delay_polls.fraction:
-            parts.append(f"delay {s.delay_polls.fraction:g}@{s.delay_polls.after_s:g}")
-        if s.policy.poll_timeout_s != 45.0:
-            parts.append(f"poll timeout {s.policy.poll_timeout_s:g}")
-        router = r.mode + (f" {r.max_num_seqs}x{r.gen_seconds:g}s" if r.mode == "latency" else "")
-        router += f" {r.barrier}/{r.barrier_timeout_s:g}s" if r.mode == "barrier" else ""
-        parts.append(router)
-        parts += [f.to_spec() for f in config.faults.faults]
-        if config.direct_edge:
-            parts.append("direct edge")
-        return ", ".join(parts)
+        return describe_config(config)
 
-    def _ready_stack(self, config):
-        from faultload.stack import Stack
-
-        wanted = config.stack_config()
-        if self.stack is not None and self.stack.config != wanted:
-            self._close_stack("the trial needs another stack (target/regress/fix/scale/proxies)")
-        if self.stack is not None:
-            problem = self._stack_problem()
-            if problem:
-                self._close_stack(problem)
-        if self.stack is not None and not self.stack.wait_baseline(self.profile.baseline_wait_s):
-            self._close_stack(f"server fds not back at baseline after {self.profile.baseline_wait_s:g}s")
-        if self.stack is None:
-            self._log(f"starting the stack: {config.target}"
-                      + switches_text(config.regress, config.fixes)
-                      + f", time scale {config.shape.time_scale:g}, proxies {'on' if wanted.proxies else 'off'}")
-            self.stack = Stack(wanted, config.router, self.workspace).start()
-            self.stack_starts += 1
-        return self.stack
-
-    def _stack_problem(self) -> str | None:
-        stack = self.stack
-        if stack.server is None or not stack.server.alive():
-            return "the server exited"
-        if stack.router is None:
-            return "no router"
-        try:
-            with urllib.request.urlopen(f"{stack.router.url}/health", timeout=3.0) as response:
-                if response.status != 200:
-                    return f"router /health answered {response.status}"
-        except OSError as exc:
-            return f"router /health failed: {exc}"
-        return None
-
-    def _close_stack(self, why: str) -> None:
-        if self.stack is None:
-            return
-        self._log(f"restarting the stack: {why}")
-        self.stack_restarts.append(why)
-        errors = self.stack.close()
-        if errors:
-            self._log("stack cleanup: " + "; ".join(errors))
-        self.stack = None
+    @property
+    def stack_starts(self) -> int:
+        return getattr(self.executor, "stack_starts", 0)
 
     def close(self) -> None:
-        if self.stack is not None:
-            errors = self.stack.close()
-            if errors:
-                self._log("stack cleanup: " + "; ".join(errors))
-            self.stack = None
+        self.executor.close()
 
     # ------------------------------------------------------------------ repros
 
@@ -448,8 +416,6 @@ class SuiteRunner:
         if state.best is None:
             return None
         config, outcome = state.best
-        family = state.family
-        checked = family.invariants if family and family.invariants else ALL
         shrink_s = state.shrink_seconds
         found_by = {
             "property": state.nodeid,
@@ -469,7 +435,7 @@ class SuiteRunner:
         }
         stem = f"{_slug(state.nodeid)}-{time.strftime('%Y%m%dT%H%M%S')}-{config_key(config)}"
         directory = self.workspace.root / "repros"
-        repro = build_repro(config, outcome.verdicts, outcome.figures, self.budgets, checked=checked,
+        repro = build_repro(config, outcome.verdicts, outcome.figures, self.budgets, checked=checked(state.family),
                             found_by=found_by)
         if outcome.result is not None:
             report = report_mod.build_report(outcome.result, outcome.verdicts)
@@ -494,46 +460,58 @@ class SuiteRunner:
         """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads).
 
         ``outcomes``: pytest's outcome per property nodeid (passed, failed, skipped, error).
+        ``invariants`` (per property and for the session): how many examples
+        judged each invariant, left it unknown, or were skipped by a time bound.
         """
         outcomes = outcomes or {}
         properties = []
         for state in self.states.values():
             violated: list[str] = []
             if state.best is not None:
-                family = state.family
-                checked = family.invariants if family and family.invariants else ALL
-                violated = [v.name for v in state.best[1].verdicts if v.name in checked and v.ok is False]
+                names = checked(state.family)
+                violated = [v.name for v in state.best[1].verdicts if v.name in names and v.ok is False]
             properties.append({
                 "nodeid": state.nodeid,
                 "name": state.nodeid.split("::")[-1],
                 "outcome": outcomes.get(state.nodeid, "unknown"),
                 "violated": violated,
                 "trials": state.trials,
+                "cached": state.cached,
                 "not_run": state.not_run,
+                "judged_trials": state.judged_trials,
+                "invariants": tallies_dict(state.tally),
                 "first_failure_requests": state.first_failure_requests,
                 "repro_requests": state.best[0].shape.requests if state.best else None,
                 "repro_path": str(state.repro_path) if state.repro_path else None,
                 "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
-                "error": state.broken,
+                "error": state.broken or self.not_judged(state.nodeid),
             })
         return {
             "profile": self.profile.name, "target": self.target, "regress": list(self.regress),
             "fixes": list(self.fixes),
             "trials": self.trials, "wall_s": round(time.monotonic() - self.session_started, 1),
-            "stack_starts": self.stack_starts, "properties": properties,
+            "stack_starts": self.stack_starts, "judged_trials": sum(p["judged_trials"] for p in properties),
+            "invariants": tallies_dict(self.session_tally()), "properties": properties,
         }
+
+    def session_tally(self) -> dict[str, Tally]:
+        """Every property's tallies summed per invariant."""
+        total: dict[str, Tally] = {}
+        for state in self.states.values():
+            for name, tally in state.tally.items():
+                total.setdefault(name, Tally()).add(tally)
+        return total
 
     def summary_lines(self) -> list[str]:
         lines = [
             f"profile {self.profile.name}: target {self.target}"
             + switches_text(self.regress, self.fixes)
             + f", time scale {self.profile.time_scale:g}; {self.trials} trials in "
-            f"{time.monotonic() - self.session_started:.0f}s; stack started {self.stack_starts}x"
-            + (f" (restarts: {'; '.join(self.stack_restarts)})" if self.stack_restarts else "")
+            f"{time.monotonic() - self.session_started:.0f}s; {self.executor.describe()}"
         ]
         for state in self.states.values():
             name = state.nodeid.split("::")[-1]
-            text = f"  {name}: {state.trials} trials, {state.cached} cached"
+            text = f"  {name}: {state.trials} trials, {state.cached} cached, {state.judged_trials} judged"
             if state.not_run:
                 text += f", {state.not_run} examples not run (time bound spent)"
             if state.shrinking:
@@ -546,8 +524,18 @@ class SuiteRunner:
                 text += f"\n    repro: {state.repro_path}\n    replay: faultload replay {state.repro_path}"
             if state.broken:
                 text += f"; ERROR {state.broken}"
+            elif self.not_judged(state.nodeid):
+                text += f"; FAILED {self.not_judged(state.nodeid)}"
             lines.append(text)
+        total = self.session_tally()
+        if total:
+            lines.append("  invariants (judged / unknown / skipped): " + ", ".join(
+                f"{name} {t.judged}/{t.unknown}/{t.skipped}" for name, t in total.items()))
         return lines
+
+
+def tallies_dict(tallies: dict[str, Tally]) -> dict[str, dict[str, int]]:
+    return {name: dataclasses.asdict(t) for name, t in tallies.items()}
 
 
 def complexity(config) -> tuple:
@@ -567,8 +555,6 @@ def with_requests(config, requests: int):
     The barrier size stays: a wave the fewer requests no longer fill waits
     for its timeout, which is often what made the trial fail.
     """
-    import dataclasses
-
     from strategies.routers import router_procs
 
     s = config.shape
@@ -587,8 +573,6 @@ def reductions(config):
     polls, spread arrivals), so later candidates run faster; then each fault;
     then the client policy, the router and the result size.
     """
-    import dataclasses
-
     from faultload.faults.spec import FaultSchedule
     from faultload.shape import ClientPolicy, PollBehaviour
     from strategies.faults import fatal_kinds

@@ -1,0 +1,179 @@
+"""How the suite gets an example's outcome: run its trial on the session's shared real stack, judge it.
+
+Kept apart from :mod:`faultload.suite.runner` (time bounds, cache, shrink
+bookkeeping, repros) so that bookkeeping can be tested against an executor
+whose failures are known in advance (``tests/quality``), and so the real one
+is the only place that starts servers. An executor is anything with
+``run(config) -> Outcome`` and ``close()``; :class:`StackExecutor` is the real
+one: one stack (router, Toxiproxy, SkyRL server) shared by every example,
+started on first use and restarted when the server or router died — a
+collapse — or when the server's fds do not come back to their baseline.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+from faultload.targets.skyrl_patches import switches_text
+
+
+@dataclass
+class Outcome:
+    """One trial as the suite keeps it."""
+
+    verdicts: list
+    figures: dict[str, Any]
+    requests: int
+    wall_s: float
+    result: Any = None  # the TrialResult, kept only when something failed (for the report and PNG)
+    error: str | None = None  # the harness failed (not a verdict on the target)
+
+
+class SuiteError(RuntimeError):
+    """The suite could not run a trial (stack did not start, harness crashed): not an invariant."""
+
+
+class Executor(Protocol):
+    def run(self, config) -> Outcome: ...
+
+    def close(self) -> None: ...
+
+    def describe(self) -> str: ...
+
+
+def describe_config(config) -> str:
+    """One line naming what a trial drew (for progress lines)."""
+    s, r = config.shape, config.router
+    parts = [f"{s.requests} req", f"{s.result_tokens}x{s.num_samples} tok", f"cap {s.max_outstanding}"]
+    if getattr(s, "client", "raw") != "raw":
+        parts.append(f"client {s.client}")
+    if s.arrival != "burst":
+        parts.append(f"{s.arrival}/{s.arrival_span_s:g}s" + (f"x{s.arrival_waves}" if s.arrival == "waves" else ""))
+    if s.abandon_polls.fraction:
+        parts.append(f"abandon {s.abandon_polls.fraction:g}@{s.abandon_polls.after_s:g}")
+    if s.delay_polls.fraction:
+        parts.append(f"delay {s.delay_polls.fraction:g}@{s.delay_polls.after_s:g}")
+    if s.policy.poll_timeout_s != 45.0:
+        parts.append(f"poll timeout {s.policy.poll_timeout_s:g}")
+    router = r.mode + (f" {r.max_num_seqs}x{r.gen_seconds:g}s" if r.mode == "latency" else "")
+    router += f" {r.barrier}/{r.barrier_timeout_s:g}s" if r.mode == "barrier" else ""
+    parts.append(router)
+    parts += [f.to_spec() for f in config.faults.faults]
+    if config.direct_edge:
+        parts.append("direct edge")
+    return ", ".join(parts)
+
+
+class StackExecutor:
+    """Runs each config on one shared real stack and judges it against the budgets."""
+
+    def __init__(self, workspace, budgets, baseline_wait_s: float,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.workspace = workspace
+        self.budgets = budgets
+        self.baseline_wait_s = baseline_wait_s
+        self.stack = None
+        self.stack_starts = 0
+        self.stack_restarts: list[str] = []
+        self.trials = 0
+        self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
+
+    def run(self, config) -> Outcome:
+        """The judged outcome of one trial; SuiteError when the stack cannot start.
+
+        A trial that raises (the harness failed, not the server) comes back as
+        an ``Outcome`` with ``error`` set; an interrupted one re-raises
+        KeyboardInterrupt, so the session ends as pytest ends on Ctrl-C.
+        """
+        from faultload.judge import judge
+        from faultload.repro import figures_of
+        from faultload.trial import run_trial
+
+        try:
+            stack = self._ready_stack(config)
+        except Exception as exc:  # noqa: BLE001 - reported as the property's error, once
+            raise SuiteError(f"could not start the stack for {config.target}: {type(exc).__name__}: {exc}") from exc
+        started = time.monotonic()
+        try:
+            result = run_trial(config, self.workspace, stack=stack)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the harness failed, not the server
+            self._close_stack(f"trial raised {type(exc).__name__}")
+            return Outcome([], {}, config.shape.requests, time.monotonic() - started,
+                           error=f"trial raised {type(exc).__name__}: {exc}")
+        if result.interrupted:
+            raise KeyboardInterrupt
+        self.trials += 1
+        verdicts = judge(result, self.budgets)
+        figures = figures_of(result, verdicts)
+        failed = any(v.ok is False for v in verdicts)
+        outcome = Outcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None)
+        if result.error:
+            outcome.error = f"harness error: {result.error}"
+        bad = ", ".join(v.name for v in verdicts if v.ok is False) or "none"
+        self._log(f"trial {self.trials}: {describe_config(config)} -> {result.wall_s:.1f}s, violated: {bad}")
+        for v in verdicts:
+            if v.ok is False:
+                self._log(f"    {v.name}: {v.detail[:240]}")
+        if result.verdict is not None:
+            self._log(f"    collapse: {result.verdict.line()[:240]}")
+        if result.verdict is not None or (stack.server is not None and not stack.server.alive()):
+            self._close_stack("the server collapsed or exited")
+        return outcome
+
+    def describe(self) -> str:
+        return f"stack started {self.stack_starts}x" + (
+            f" (restarts: {'; '.join(self.stack_restarts)})" if self.stack_restarts else "")
+
+    def _ready_stack(self, config):
+        from faultload.stack import Stack
+
+        wanted = config.stack_config()
+        if self.stack is not None and self.stack.config != wanted:
+            self._close_stack("the trial needs another stack (target/regress/fix/scale/proxies)")
+        if self.stack is not None:
+            problem = self._stack_problem()
+            if problem:
+                self._close_stack(problem)
+        if self.stack is not None and not self.stack.wait_baseline(self.baseline_wait_s):
+            self._close_stack(f"server fds not back at baseline after {self.baseline_wait_s:g}s")
+        if self.stack is None:
+            self._log(f"starting the stack: {config.target}"
+                      + switches_text(config.regress, config.fixes)
+                      + f", time scale {config.shape.time_scale:g}, proxies {'on' if wanted.proxies else 'off'}")
+            self.stack = Stack(wanted, config.router, self.workspace).start()
+            self.stack_starts += 1
+        return self.stack
+
+    def _stack_problem(self) -> str | None:
+        stack = self.stack
+        if stack.server is None or not stack.server.alive():
+            return "the server exited"
+        if stack.router is None:
+            return "no router"
+        try:
+            with urllib.request.urlopen(f"{stack.router.url}/health", timeout=3.0) as response:
+                if response.status != 200:
+                    return f"router /health answered {response.status}"
+        except OSError as exc:
+            return f"router /health failed: {exc}"
+        return None
+
+    def _close_stack(self, why: str) -> None:
+        if self.stack is None:
+            return
+        self._log(f"restarting the stack: {why}")
+        self.stack_restarts.append(why)
+        self.close()
+
+    def close(self) -> None:
+        if self.stack is not None:
+            errors = self.stack.close()
+            if errors:
+                self._log("stack cleanup: " + "; ".join(errors))
+            self.stack = None
