@@ -44,6 +44,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative number of seconds, got {text}")
+    return value
+
+
 def _add_trial_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=DEFAULT_TARGET, help="skyrl==X.Y.Z | skyrl@PATH | url=http://127.0.0.1:PORT")
     p.add_argument("--requests", type=_positive_int, default=1024)
@@ -122,6 +132,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="rows to run, in order (default all: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0)")
     matrix.add_argument("--all-properties", action="store_true",
                         help="run every property of a row, not only up to its first failure")
+    matrix.add_argument("--session-s", default=None, type=_non_negative_float, metavar="S",
+                        help="each row's session starts no trial after S seconds (default: the profile's); "
+                             "a row left with too few judged trials is 'error: not judged'")
     matrix.add_argument("--json-out", default=None, metavar="PATH")
     matrix.add_argument("--markdown-out", default=None, metavar="PATH", help="write the table as Markdown (the README's)")
     matrix.add_argument("--logs", default=None, metavar="DIR",
@@ -306,7 +319,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         print(f"faultload matrix: {message}", file=sys.stderr, flush=True)
 
     try:
-        result = matrix_mod.run_matrix(rows, args.profile, all_properties=args.all_properties, workdir=logs, log=log)
+        result = matrix_mod.run_matrix(rows, args.profile, all_properties=args.all_properties, workdir=logs, log=log,
+                                       session_s=args.session_s)
     except KeyboardInterrupt:
         print("faultload: interrupted; every row's session stopped", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -7,9 +7,20 @@ read from the session's ``--faultload-summary-json``:
 
 * ``caught`` — a property failed on violated invariants (``caught_by`` names
   them; the smallest repro of the row is reported);
-* ``clean``  — every property passed;
+* ``clean``  — every property passed, and the session judged at least the
+  profile's ``min_judged_trials`` trials (a trial judges an invariant when
+  its verdict is ok or violated, not unknown);
 * ``error``  — the session could not judge the target (the stack did not
-  start, the harness crashed, the row timed out): neither clean nor caught.
+  start, the harness crashed, the row timed out, or it judged too few
+  trials: ``not judged``): neither clean nor caught.
+
+A row names the invariants that must catch it (``expected_caught_by``): a
+row caught only by others is ``caught (unexpected: ...)`` and not as
+expected — a regression caught for the wrong reason (a stall, a budget that
+happened to trip) proves nothing about the bug the row is for. Expectations
+may differ per profile (``MatrixRow.on``): while SkyRL 0.4.0 has finding 1,
+the ``clean`` row is expected to be caught on nightly by the invariants that
+finding violates, and the ``fixed`` row is the no-false-alarm row.
 
 A row stops at its first failing property (pytest ``-x``) unless
 ``--all-properties`` is given: the row is caught from then on, and the rest
@@ -19,7 +30,9 @@ runs every property either way.
 The JSON written by ``--json-out`` is a contract (``faultload.matrix/1``)::
 
     {"rows": [{"row", "target", "regress": [...], "fixes": [...], "expected": "clean"|"caught",
-               "result": "clean"|"caught"|"error", "caught_by": [...],
+               "expected_caught_by": [...], "result": "clean"|"caught"|"error", "caught_by": [...],
+               "unexpected": bool, "as_expected": bool, "judged_trials", "min_judged_trials",
+               "invariants": {name: {"judged", "unknown", "skipped"}},
                "repro_requests", "repro_path", "wall_s", ...}],
      "profile", "wall_s", "ok"}
 """
@@ -41,30 +54,61 @@ SCHEMA = "faultload.matrix/1"
 
 
 @dataclass(frozen=True)
+class Expectation:
+    """What a row must come out as on a profile, and which invariants must be the ones that catch it."""
+
+    expected: str  # "clean" | "caught"
+    caught_by: tuple[str, ...] = ()  # when caught: at least one of these must be among the violated
+    why: str = ""  # why this expectation (on a profile override: what differs there)
+
+
+@dataclass(frozen=True)
 class MatrixRow:
     """One (target, regression and fix switches) with the result the suite must give."""
 
     name: str
     target: str
     regress: tuple[str, ...]
-    expected: str  # "clean" | "caught"
+    expected: str  # "clean" | "caught" (every profile, unless ``on`` says otherwise)
     why: str  # what the row proves (the upstream fix a regression switch undoes, the bug a fix mends)
     fixes: tuple[str, ...] = ()
+    caught_by: tuple[str, ...] = ()  # the invariants that name the bug; () for an expected-clean row
+    on: tuple[tuple[str, Expectation], ...] = ()  # (profile, expectation) overrides
 
+    def expectation(self, profile: str) -> Expectation:
+        for name, expectation in self.on:
+            if name == profile:
+                return expectation
+        return Expectation(self.expected, self.caught_by, self.why)
+
+
+# Finding 1 (README): a failed forward makes SkyRL 0.4.0 write a Rich traceback on its
+# event loop; ~200 at once stall it for tens of seconds. /healthz then fails
+# (healthz_latency), the watchdog calls event_loop_stall (no_collapse), and clients
+# re-poll the frozen server (retry_amplification: 3.77 attempts per request, nightly session 3).
+FINDING_1_INVARIANTS = ("healthz_latency", "no_collapse", "retry_amplification")
 
 DEFAULT_ROWS: tuple[MatrixRow, ...] = (
-    MatrixRow("clean", "skyrl==0.4.0", (), "clean", "the release under test: no false alarm"),
+    MatrixRow("clean", "skyrl==0.4.0", (), "clean", "the release under test: no false alarm",
+              on=(("nightly", Expectation(
+                  "caught", FINDING_1_INVARIANTS,
+                  "SkyRL 0.4.0 has finding 1 (the Rich-traceback stall): nightly's backend faults meet it; "
+                  "the fixed row is the no-false-alarm row")),)),
     MatrixRow("fixed", "skyrl==0.4.0", (), "clean",
               "the release with finding 1's candidate fix (failures logged without Rich tracebacks): "
               "no false alarm once the stall the clean row can meet is gone", fixes=("plain-tracebacks",)),
     MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught",
-              "retrieved-TTL clock started by dropped polls, TTL 120 s: lost results after a dropped poll"),
+              "retrieved-TTL clock started by dropped polls, TTL 120 s: lost results after a dropped poll",
+              caught_by=("no_lost_results",)),
     MatrixRow("keepalive", "skyrl==0.4.0", ("keepalive",), "caught",
-              "uvicorn's 5 s keep-alive and 2048 backlog: reconnect storms under completion bursts"),
+              "uvicorn's 5 s keep-alive and 2048 backlog: reconnect storms under completion bursts",
+              caught_by=("retry_amplification",)),
     MatrixRow("rich-access-log", "skyrl==0.4.0", ("rich-access-log",), "caught",
-              "access log through RichHandler: server CPU per request, throughput collapse"),
+              "access log through RichHandler: server CPU per request, throughput collapse",
+              caught_by=("bounded_cpu", "healthz_latency")),
     MatrixRow("skyrl-0.3.0", "skyrl==0.3.0", (), "caught",
-              "futures in SQLite, httpx forwarding: pool exhaustion and slow forwarding under bursts"),
+              "futures in SQLite, httpx forwarding: pool exhaustion and slow forwarding under bursts",
+              caught_by=("no_lost_results", "bounded_fds", "clean_server_log", "healthz_latency", "no_collapse")),
 )
 
 
@@ -76,7 +120,12 @@ class RowResult:
     expected: str
     result: str  # "clean" | "caught" | "error"
     fixes: list[str] = field(default_factory=list)
+    expected_caught_by: list[str] = field(default_factory=list)
     caught_by: list[str] = field(default_factory=list)
+    unexpected: bool = False  # caught, but by none of expected_caught_by
+    judged_trials: int = 0
+    min_judged_trials: int = 1
+    invariants: dict[str, dict[str, int]] = field(default_factory=dict)  # judged/unknown/skipped per invariant
     repro_requests: int | None = None
     repro_path: str | None = None
     wall_s: float = 0.0
@@ -85,9 +134,19 @@ class RowResult:
     error: str | None = None
     why: str = ""
 
+    as_expected: bool = False
+
+    def settle(self) -> "RowResult":
+        """Set ``unexpected`` and ``as_expected`` from the result and the expectation."""
+        self.unexpected = bool(self.result == "caught" and self.expected_caught_by
+                               and not set(self.caught_by) & set(self.expected_caught_by))
+        self.as_expected = self.result == self.expected and not self.unexpected
+        return self
+
     @property
-    def as_expected(self) -> bool:
-        return self.result == self.expected
+    def shown(self) -> str:
+        """The result as the table shows it: ``caught (unexpected: ...)`` when caught for the wrong reason."""
+        return _shown(asdict(self))
 
 
 def select_rows(names: list[str] | None, rows: tuple[MatrixRow, ...] = DEFAULT_ROWS) -> list[MatrixRow]:
@@ -102,8 +161,8 @@ def select_rows(names: list[str] | None, rows: tuple[MatrixRow, ...] = DEFAULT_R
 
 
 def row_command(row: MatrixRow, profile: str, summary: Path, suite_dir: Path, *, all_properties: bool,
-                python: str = sys.executable) -> list[str]:
-    """The pytest command line that runs one row."""
+                python: str = sys.executable, session_s: float | None = None) -> list[str]:
+    """The pytest command line that runs one row (``session_s``: override the profile's session time)."""
     cmd = [python, "-m", "pytest", str(suite_dir), "-p", "no:cacheprovider", "-q",
            "--faultload-profile", profile, "--faultload-target", row.target,
            "--faultload-summary-json", str(summary)]
@@ -111,26 +170,41 @@ def row_command(row: MatrixRow, profile: str, summary: Path, suite_dir: Path, *,
         cmd += ["--faultload-regress", name]
     for name in row.fixes:
         cmd += ["--faultload-fix", name]
+    if session_s is not None:
+        cmd += ["--faultload-session-s", f"{session_s:g}"]
     if not all_properties:
         cmd.append("-x")
     return cmd
 
 
 def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | None, wall_s: float,
-              note: str | None = None) -> RowResult:
-    """A row's result from its session summary and pytest's exit code."""
-    result = RowResult(row.name, row.target, list(row.regress), row.expected, "error", list(row.fixes),
-                       wall_s=round(wall_s, 1), why=row.why)
+              note: str | None = None, *, profile: str | None = None) -> RowResult:
+    """A row's result from its session summary and pytest's exit code.
+
+    ``profile`` (default: the summary's) picks the row's expectation and the
+    fewest judged trials a clean result needs.
+    """
+    from faultload.suite.profiles import get_profile
+
+    name = profile or (summary or {}).get("profile") or "ci"
+    expectation = row.expectation(name)
+    result = RowResult(row.name, row.target, list(row.regress), expectation.expected, "error", list(row.fixes),
+                       expected_caught_by=list(expectation.caught_by),
+                       min_judged_trials=get_profile(name).min_judged_trials,
+                       wall_s=round(wall_s, 1), why=expectation.why or row.why)
     if summary is None:
         result.error = note or f"pytest exited {returncode} without a summary"
-        return result
+        return result.settle()
     props = summary.get("properties", [])
     result.properties = props
     result.trials = int(summary.get("trials", 0))
+    result.judged_trials = int(summary.get("judged_trials", 0))
+    result.invariants = summary.get("invariants", {}) or {}
     failed = [p for p in props if p.get("outcome") in ("failed", "error")]
     caught = [p for p in failed if p.get("violated")]
     broken = "; ".join(p.get("error") or f"{p['name']} failed without a violated invariant"
                        for p in failed if not p.get("violated"))
+    unjudged = [p["name"] for p in props if not p.get("violated") and not p.get("judged_trials")]
     if caught:
         result.result = "caught"
         result.caught_by = list(dict.fromkeys(name for p in caught for name in p["violated"]))
@@ -146,25 +220,29 @@ def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | 
         result.error = note
     elif returncode not in (0, 1) or not props:
         result.error = f"pytest exited {returncode}" + ("" if props else " and ran no property")
+    elif unjudged or result.judged_trials < result.min_judged_trials:
+        result.error = (f"not judged: {result.judged_trials} judged trials, the {name} profile's minimum is "
+                        f"{result.min_judged_trials}"
+                        + (f"; judged nothing: {', '.join(unjudged)}" if unjudged else ""))
     else:
         result.result = "clean"
-    return result
+    return result.settle()
 
 
-def row_timeout_s(profile_name: str) -> float:
+def row_timeout_s(profile_name: str, session_s: float | None = None) -> float:
     """A bound on one row's session: the profile's session time and shrink time, plus stack start-up."""
     from faultload.suite.profiles import get_profile
 
     profile = get_profile(profile_name)
-    return profile.session_s + profile.shrink_s + 300.0
+    return (profile.session_s if session_s is None else session_s) + profile.shrink_s + 300.0
 
 
 def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all_properties: bool,
-            cwd: Path, timeout_s: float, log: Callable[[str], None]) -> RowResult:
+            cwd: Path, timeout_s: float, log: Callable[[str], None], session_s: float | None = None) -> RowResult:
     """Run one row's pytest session; its output goes to ``workdir/<row>.log``."""
     summary_path = workdir / f"{row.name}.summary.json"
     log_path = workdir / f"{row.name}.log"
-    cmd = row_command(row, profile, summary_path, suite_dir, all_properties=all_properties)
+    cmd = row_command(row, profile, summary_path, suite_dir, all_properties=all_properties, session_s=session_s)
     started = time.monotonic()
     note = None
     with open(log_path, "wb") as out:
@@ -184,8 +262,10 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
             summary = json.loads(summary_path.read_text())
         except ValueError as exc:
             note = note or f"unreadable summary: {exc}"
-    result = judge_row(row, summary, returncode, time.monotonic() - started, note)
-    log(f"{row.name}: {result.result} (expected {row.expected}) in {result.wall_s:.0f}s"
+    result = judge_row(row, summary, returncode, time.monotonic() - started, note, profile=profile)
+    log(f"{row.name}: {result.shown} (expected {result.expected}"
+        + (f" by {', '.join(result.expected_caught_by)}" if result.expected_caught_by else "")
+        + f") in {result.wall_s:.0f}s, {result.judged_trials} judged trials"
         + (f", caught by {', '.join(result.caught_by)}" if result.caught_by else "")
         + (f", repro {result.repro_requests} requests" if result.repro_requests is not None else "")
         + (f"; {result.error}" if result.error else "") + f"; log {log_path}")
@@ -209,8 +289,9 @@ def _stop(proc: subprocess.Popen) -> int | None:
 
 
 def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = False, cwd: Path | None = None,
-               workdir: Path | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run every row; the matrix as the JSON contract describes."""
+               workdir: Path | None = None, log: Callable[[str], None] = print,
+               session_s: float | None = None) -> dict[str, Any]:
+    """Run every row; the matrix as the JSON contract describes (``session_s``: each row's session time)."""
     cwd = cwd or Path.cwd()
     suite_dir = Path(__file__).resolve().parent
     if workdir is None:  # kept: the JSON points at each row's log; under the workspace, not /tmp
@@ -221,13 +302,16 @@ def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = Fa
     started = time.monotonic()
     results = []
     for row in rows:
+        expectation = row.expectation(profile)
         log(f"row {row.name}: {row.target}" + switches_text(row.regress, row.fixes)
-            + f", profile {profile}, expected {row.expected}")
+            + f", profile {profile}, expected {expectation.expected}"
+            + (f" by {', '.join(expectation.caught_by)}" if expectation.caught_by else ""))
         results.append(run_row(row, profile, workdir, suite_dir, all_properties=all_properties, cwd=cwd,
-                               timeout_s=row_timeout_s(profile), log=log))
+                               timeout_s=row_timeout_s(profile, session_s), log=log, session_s=session_s))
     return {
         "schema": SCHEMA,
         "profile": profile,
+        "session_s": session_s,
         "wall_s": round(time.monotonic() - started, 1),
         "ok": all(r.as_expected for r in results),
         "logs": str(workdir),
@@ -236,20 +320,49 @@ def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = Fa
 
 
 def markdown_table(matrix: dict[str, Any]) -> str:
-    """The matrix as the README shows it."""
+    """The matrix as the README shows it: the rows, then how many trials judged each invariant."""
     lines = [
         f"Profile `{matrix['profile']}`, {matrix['wall_s'] / 60:.1f} min in all "
         f"({'every row as expected' if matrix['ok'] else 'NOT every row as expected'}).",
         "",
-        "| row | target | regress | fix | expected | result | caught by | repro (requests) | wall |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| row | target | regress | fix | expected | result | caught by | judged trials | repro (requests) | wall |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in matrix["rows"]:
-        result = r["result"] if r["result"] == r["expected"] else f"**{r['result']}**"
+        shown = _shown(r)
+        result = shown if r.get("as_expected") else f"**{shown}**"
+        expected = r["expected"] + (f" by {' / '.join(r['expected_caught_by'])}" if r.get("expected_caught_by") else "")
         lines.append(
             f"| {r['row']} | `{r['target']}` | {', '.join(r['regress']) or '—'} | "
-            f"{', '.join(r.get('fixes', [])) or '—'} | {r['expected']} | {result} | "
-            f"{', '.join(r['caught_by']) or '—'} | "
+            f"{', '.join(r.get('fixes', [])) or '—'} | {expected} | {result} | "
+            f"{', '.join(r['caught_by']) or '—'} | {r.get('judged_trials', 0)} (min {r.get('min_judged_trials', 1)}) | "
             f"{r['repro_requests'] if r['repro_requests'] is not None else '—'} | {r['wall_s'] / 60:.1f} min |"
         )
+    names = list(dict.fromkeys(n for r in matrix["rows"] for n in (r.get("invariants") or {})))
+    if names:
+        lines += ["", "Trials per invariant, judged / unknown / skipped (**0 judged**: the row did not judge it):", "",
+                  "| row | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        for r in matrix["rows"]:
+            cells = []
+            for n in names:
+                t = (r.get("invariants") or {}).get(n)
+                if t is None:
+                    cells.append("—")
+                    continue
+                judged = f"**{t['judged']}**" if t["judged"] == 0 else str(t["judged"])
+                cells.append(f"{judged} / {t['unknown']} / {t['skipped']}")
+            lines.append(f"| {r['row']} | " + " | ".join(cells) + " |")
+        unjudged = [(r["row"], n) for r in matrix["rows"] for n, t in (r.get("invariants") or {}).items()
+                    if t["judged"] == 0]
+        if unjudged:
+            lines += ["", "Not judged: " + "; ".join(f"{row}: {n}" for row, n in unjudged) + "."]
     return "\n".join(lines) + "\n"
+
+
+def _shown(row: dict[str, Any]) -> str:
+    """``caught (unexpected: ...)``, ``error: not judged``, or the plain result."""
+    if row.get("unexpected"):
+        return f"caught (unexpected: {', '.join(row['caught_by'])})"
+    if row["result"] == "error" and (row.get("error") or "").startswith("not judged"):
+        return "error: not judged"
+    return row["result"]

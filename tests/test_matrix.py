@@ -9,19 +9,28 @@ from pathlib import Path
 
 import pytest
 
-from faultload.matrix import DEFAULT_ROWS, MatrixRow, judge_row, markdown_table, row_command, select_rows
+from faultload.matrix import (DEFAULT_ROWS, FINDING_1_INVARIANTS, MatrixRow, judge_row, markdown_table, row_command,
+                              select_rows)
 
-ROW = MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught", "why")
+ROW = MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught", "why", caught_by=("no_lost_results",))
+CLEAN = MatrixRow("clean", "skyrl==0.4.0", (), "clean", "why")
 
 
-def prop(name: str, outcome: str, violated=(), repro_requests=None, error=None) -> dict:
+def prop(name: str, outcome: str, violated=(), repro_requests=None, error=None, judged=1) -> dict:
     return {"nodeid": f"faultload/suite/test_properties.py::{name}", "name": name, "outcome": outcome,
-            "violated": list(violated), "repro_requests": repro_requests,
+            "violated": list(violated), "repro_requests": repro_requests, "judged_trials": judged,
             "repro_path": f"/r/{name}.json" if repro_requests else None, "error": error}
 
 
-def summary(*props: dict) -> dict:
-    return {"profile": "ci", "trials": 7, "properties": list(props)}
+def summary(*props: dict, judged: int | None = None, profile: str = "ci") -> dict:
+    total = sum(p["judged_trials"] for p in props) if judged is None else judged
+    return {"profile": profile, "trials": 7, "judged_trials": total, "properties": list(props),
+            "invariants": {"no_lost_results": {"judged": total, "unknown": 0, "skipped": 0},
+                           "bounded_cpu": {"judged": 0, "unknown": total, "skipped": 1}}}
+
+
+def passed(n: int = 7) -> list[dict]:
+    return [prop(f"p{i}", "passed") for i in range(n)]
 
 
 def test_default_rows_cover_the_issue() -> None:
@@ -59,8 +68,45 @@ def test_caught_row_names_its_invariants_and_smallest_repro() -> None:
 
 
 def test_clean_row() -> None:
-    r = judge_row(ROW, summary(prop("a", "passed"), prop("b", "passed")), 0, 5.0)
+    r = judge_row(ROW, summary(*passed()), 0, 5.0)
     assert r.result == "clean" and not r.as_expected and r.caught_by == []
+    assert judge_row(CLEAN, summary(*passed()), 0, 5.0).as_expected
+
+
+def test_a_row_that_judged_too_few_trials_is_an_error_never_clean() -> None:
+    few = judge_row(CLEAN, summary(*passed(3)), 0, 5.0)  # 3 judged < ci's minimum
+    assert few.result == "error" and few.error.startswith("not judged: 3 judged trials") and not few.as_expected
+    assert few.shown == "error: not judged"
+    skipped = [prop(f"p{i}", "passed", judged=0) for i in range(7)]  # every example cut by a time bound
+    r = judge_row(CLEAN, summary(*skipped), 0, 5.0)
+    assert r.result == "error" and "judged nothing: p0, p1" in r.error
+    one_unjudged = passed(7) + [prop("p7", "passed", judged=0)]
+    assert judge_row(CLEAN, summary(*one_unjudged), 0, 5.0).result == "error"
+
+
+def test_a_row_caught_by_other_invariants_is_unexpected() -> None:
+    wrong = judge_row(ROW, summary(prop("test_health", "failed", ["healthz_latency"], 5)), 1, 5.0)
+    assert wrong.result == "caught" and wrong.unexpected and not wrong.as_expected
+    assert wrong.shown == "caught (unexpected: healthz_latency)"
+    also = judge_row(ROW, summary(prop("t", "failed", ["healthz_latency", "no_lost_results"], 5)), 1, 5.0)
+    assert also.as_expected and not also.unexpected
+
+
+def test_the_clean_rows_expectation_on_nightly_is_finding_1() -> None:
+    clean = select_rows(["clean"])[0]
+    assert clean.expectation("ci").expected == "clean"
+    nightly = clean.expectation("nightly")
+    assert nightly.expected == "caught" and nightly.caught_by == FINDING_1_INVARIANTS
+    stall = summary(prop("test_bounded_retries", "failed", ["retry_amplification"], 3360), profile="nightly")
+    assert judge_row(clean, stall, 1, 5.0).as_expected
+    other = summary(prop("test_no_lost_results", "failed", ["no_lost_results"], 4), profile="nightly")
+    assert judge_row(clean, other, 1, 5.0).unexpected
+    quiet = summary(*passed(40), profile="nightly")
+    assert judge_row(clean, quiet, 0, 5.0).result == "clean" and not judge_row(clean, quiet, 0, 5.0).as_expected
+    fixed = select_rows(["fixed"])[0]
+    assert fixed.expectation("nightly").expected == "clean"
+    assert all(r.expectation(p).caught_by for r in DEFAULT_ROWS for p in ("ci", "nightly")
+               if r.expectation(p).expected == "caught")
 
 
 def test_infrastructure_failures_are_errors_not_catches() -> None:
@@ -69,7 +115,7 @@ def test_infrastructure_failures_are_errors_not_catches() -> None:
     assert r.result == "error" and "could not start the stack" in r.error
     assert judge_row(ROW, None, 4, 1.0).result == "error"
     assert judge_row(ROW, summary(), 5, 1.0).result == "error"  # no property ran
-    timed_out = judge_row(ROW, summary(prop("a", "passed")), None, 9.0, note="row timed out after 900s")
+    timed_out = judge_row(ROW, summary(*passed()), None, 9.0, note="row timed out after 900s")
     assert timed_out.result == "error" and timed_out.error == "row timed out after 900s"
 
 
@@ -78,8 +124,12 @@ def test_markdown_table() -> None:
             judge_row(DEFAULT_ROWS[0], summary(prop("a", "failed", ["healthz_latency"], 9)), 1, 60.0).__dict__]
     text = markdown_table({"profile": "ci", "wall_s": 180.0, "ok": False, "rows": rows})
     assert "NOT every row as expected" in text
-    assert "| retention | `skyrl==0.4.0` | retention | — | caught | caught | no_lost_results | 1 | 2.0 min |" in text
-    assert "| clean | `skyrl==0.4.0` | — | — | clean | **caught** | healthz_latency | 9 | 1.0 min |" in text
+    assert ("| retention | `skyrl==0.4.0` | retention | — | caught by no_lost_results | caught | no_lost_results "
+            "| 1 (min 7) | 1 | 2.0 min |") in text
+    assert "| clean | `skyrl==0.4.0` | — | — | clean | **caught** | healthz_latency | 1 (min 7) | 9 | 1.0 min |" in text
+    assert "| row | no_lost_results | bounded_cpu |" in text
+    assert "| retention | 1 / 0 / 0 | **0** / 1 / 1 |" in text
+    assert "Not judged: retention: bounded_cpu; clean: bounded_cpu." in text
 
 
 def test_cli_rejects_bad_rows_with_exit_2() -> None:
@@ -88,3 +138,32 @@ def test_cli_rejects_bad_rows_with_exit_2() -> None:
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         "faultload: error: --rows: unknown row 'nope'; known: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0"]
+
+
+def test_cli_rejects_a_negative_session_time_with_exit_2() -> None:
+    proc = subprocess.run([str(Path(sys.executable).with_name("faultload")), "matrix", "--session-s", "-1"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "--session-s: expected a non-negative number of seconds, got -1" in proc.stderr
+
+
+def test_row_command_passes_the_session_time() -> None:
+    cmd = row_command(ROW, "ci", Path("s"), Path("f"), all_properties=False, session_s=0.5)
+    assert cmd[cmd.index("--faultload-session-s") + 1] == "0.5"
+
+
+def test_a_real_row_whose_trials_were_all_skipped_is_error_not_judged(tmp_path: Path) -> None:
+    """The real suite (pytest faultload in a subprocess) with no session time: no trial may start,
+    every example is skipped by the time bound, and the row is an error, never clean."""
+    out = tmp_path / "m.json"
+    proc = subprocess.run([str(Path(sys.executable).with_name("faultload")), "matrix", "--profile", "ci",
+                           "--rows", "clean", "--session-s", "0", "--json-out", str(out), "--logs", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    import json
+
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["result"] == "error" and row["error"].startswith("not judged") and not row["as_expected"]
+    assert row["judged_trials"] == 0 and row["trials"] == 0
+    assert all(t["judged"] == 0 and t["skipped"] > 0 for t in row["invariants"].values())
+    assert "error: not judged" in proc.stdout

@@ -11,6 +11,7 @@ collected. Options::
     --faultload-workdir DIR      faultload's folder (default .faultload or $FAULTLOAD_HOME)
     --faultload-shrink-s S       override the profile's shrink budget (seconds)
     --faultload-examples N       override the profile's examples per property
+    --faultload-session-s S      override the profile's session time (no trial starts after S seconds)
     --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
 
 The session fixture ``faultload_suite`` is the :class:`~faultload.suite.runner.SuiteRunner`
@@ -48,6 +49,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="stop shrinking a failure after S seconds (default: the profile's)")
     group.addoption("--faultload-examples", default=None, type=int, metavar="N",
                     help="examples per property (default: the profile's)")
+    group.addoption("--faultload-session-s", default=None, type=float, metavar="S",
+                    help="start no trial after S seconds of the session (default: the profile's); "
+                         "properties left without a judged trial then fail as not judged")
     group.addoption("--faultload-summary-json", default=None, metavar="FILE",
                     help="write each property's outcome, violated invariants and repro as JSON")
 
@@ -61,11 +65,14 @@ class SuiteOptions:
         from faultload.targets.spec import DEFAULT_TARGET
 
         profile = get_profile(get("faultload_profile") or os.environ.get("FAULTLOAD_PROFILE") or DEFAULT_PROFILE)
+        import dataclasses
+
         examples = get("faultload_examples")
         if examples:
-            import dataclasses
-
             profile = dataclasses.replace(profile, max_examples=max(1, examples))
+        session_s = get("faultload_session_s")
+        if session_s is not None:
+            profile = dataclasses.replace(profile, session_s=max(0.0, session_s))
         self.profile = profile
         self.target: str = get("faultload_target") or DEFAULT_TARGET
         self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
@@ -187,10 +194,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ]
 
 
-class NotJudged(AssertionError):
-    """A property passed without judging any of its invariants: a green that proves nothing."""
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     if not _is_property(item):
@@ -204,8 +207,8 @@ def pytest_runtest_call(item: pytest.Item):
     finally:
         suite.end()
     reason = suite.not_judged(item.nodeid)
-    if reason:
-        raise NotJudged(reason)
+    if reason:  # a property that judged none of its invariants is a green that proves nothing
+        pytest.fail(reason, pytrace=False)
     return result
 
 
