@@ -12,10 +12,12 @@ history can be re-checked later. A verdict is ``ok=True`` (holds), ``False``
 Checkers, in :data:`CHECKERS` order:
 
 * ``no_lost_results`` — every request the server accepted ends OK;
+* ``accepted_requests`` — every asample is accepted unless a fatal fault was in force;
 * ``result_integrity`` — no result belonged to another request or was damaged;
 * ``bounded_fds`` / ``bounded_rss`` — peak within a budget of the in-flight
   count, and back near the baseline after drain;
 * ``healthz_latency`` — ``/healthz`` p99 and failures during load;
+* ``bounded_cpu`` — server CPU per HTTP request;
 * ``retry_amplification`` — HTTP attempts per request;
 * ``clean_server_log`` — no error lines unless a fault was active.
 """
@@ -89,6 +91,8 @@ class CheckInputs:
     router_peak_in_flight: int | None = None  # the router's exact peak (its /stats), when known
     # nonce -> trial seconds the router completed it (its completion log), when known
     router_completed_s: Mapping[int, float] | None = None
+    # error class key (ErrorClass.key) -> the client's first message of that class, when kept
+    error_examples: Mapping[str, str] | None = None
 
 
 Checker = Callable[[CheckInputs, Budgets], Verdict]
@@ -158,17 +162,21 @@ def _windows(faults: FaultLog | None, keep: Callable[[Fault], bool] = lambda f: 
     return out
 
 
-def _request_spans(history: History) -> tuple[np.ndarray, np.ndarray]:
-    """[submit start, done] per request; unknown start -> 0, not done -> +inf."""
+def _request_spans(history: History, until: str = "done") -> tuple[np.ndarray, np.ndarray]:
+    """[submit start, ``until`` (done, or submit_end)] per request; unknown start -> 0, not reached -> +inf."""
     start = np.where(np.isfinite(history["submit_start"]), history["submit_start"], 0.0)
-    end = np.where(np.isfinite(history["done"]), history["done"], np.inf)
+    end = np.where(np.isfinite(history[until]), history[until], np.inf)
     return start, end
 
 
 def _overlaps(history: History, windows: list[tuple[float, float, Fault]],
-              among: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
-    """Which requests (of ``among``) overlap any window, and the labels of the windows that hit one."""
-    start, end = _request_spans(history)
+              among: np.ndarray | None = None,
+              spans: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Which requests (of ``among``) overlap any window, and the labels of the windows that hit one.
+
+    A request's span is [submit start, done] unless ``spans`` gives others.
+    """
+    start, end = _request_spans(history) if spans is None else spans
     hit = np.zeros(len(history), dtype=bool)
     labels: list[str] = []
     for w_start, w_end, fault in windows:
@@ -287,7 +295,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ``no_collapse``. Gave up / failed / never finished
     (pending, unless the trial was interrupted) is a loss unless the request was
     in flight ([submit start, done]) while a fault of a fatal kind was in force.
-    A corrupt result arrived, so it is left to ``result_integrity``.
+    A corrupt result arrived, so it is left to ``result_integrity``; a request
+    never accepted, to ``accepted_requests`` (with nothing accepted there is
+    no loss to judge: unknown here, and ``accepted_requests`` carries the verdict).
     """
     name = "no_lost_results"
     history = inputs.history
@@ -297,8 +307,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     accepted = history["server_id"] != 0
     n_accepted = int(accepted.sum())
     rejected = int(np.count_nonzero(~accepted))
-    if n_accepted == 0:
-        return Verdict(name, None, 0, 0, f"no request was accepted ({rejected} of {len(history)} never got a server id)")
+    if n_accepted == 0:  # no loss to judge; accepted_requests judges why nothing was accepted
+        return Verdict(name, None, 0, 0, f"0 accepted (see accepted_requests): {rejected} of {len(history)} "
+                                         "never got a server id")
     is_ok = outcome == Outcome.OK
     corrupt = accepted & (outcome == Outcome.CORRUPT)
     lost_404 = accepted & (outcome == Outcome.LOST)
@@ -329,7 +340,7 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if int(corrupt.sum()):
         notes.append(f"{int(corrupt.sum())} corrupt (see result_integrity)")
     if rejected:
-        notes.append(f"{rejected} never accepted")
+        notes.append(f"{rejected} never accepted (see accepted_requests)")
     tail = ("; " + "; ".join(notes)) if notes else ""
     if n_lost:
         idx = _ordered(history, lost)
@@ -432,6 +443,125 @@ def _first_fault_overlapped(history: History, windows: list[tuple[float, float, 
         hit = (start <= w_end) & (end >= w_start)
         first = np.where(hit, np.minimum(first, max(w_start, 0.0)), first)
     return np.maximum(first, start)
+
+
+# -- accepted requests -----------------------------------------------------------------
+
+def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Every asample is accepted (gets a server id) unless a fatal fault was in force while it was submitted.
+
+    Accepted: a server id, or a result arrived (a client that hides ids still
+    receives results). Rejected: the client recorded that its submit ended
+    without an id (``Outcome.REJECTED``: a 4xx that is not retried, or a 5xx,
+    408/409/429 or transport error after the retry budget, or a 200 without a
+    request id). A rejection is explained when its [submit start, submit end]
+    overlapped a fault of a kind in ``fatal_fault_kinds``, and not judged when
+    its submit ended after the harness stopped the load (``load_stopped_s``).
+    A request pending without an id (never submitted, or its submit still
+    retrying when the load ended at the wall bound, an interrupt or a
+    collapse) is unfinished, not rejected. One that failed with no id and no
+    rejection recorded is left out: its client (the SDK) did not say whether
+    the asample or a poll failed. Nothing accepted is no excuse: a trial whose
+    every asample was refused with no fatal fault in force is violated.
+    Figure: unexplained rejections; budget 0. Unknown when no submit ended
+    in an attributable way.
+    """
+    name = "accepted_requests"
+    history = inputs.history
+    if len(history) == 0:
+        return Verdict(name, None, None, 0, "no requests in the history")
+    outcome = history["outcome"]
+    no_id = history["server_id"] == 0
+    arrived = (outcome == Outcome.OK) | (outcome == Outcome.CORRUPT)
+    accepted = ~no_id | arrived
+    rejected = no_id & (outcome == Outcome.REJECTED)
+    unfinished = no_id & (outcome == Outcome.PENDING)
+    unattributed = no_id & ~arrived & ~rejected & ~unfinished
+    notes = []
+    if inputs.load_stopped_s is not None:
+        cut = rejected & (history["submit_end"] > inputs.load_stopped_s)
+        if cut.any():
+            notes.append(f"{int(cut.sum())} rejected after the harness stopped the load at "
+                         f"{_s(inputs.load_stopped_s)} (not judged)")
+            rejected &= ~cut
+    fatal = _windows(inputs.faults, lambda f: _is_fatal(f, inputs.fatal_fault_kinds))
+    explained, fatal_labels = _overlaps(history, fatal, among=rejected, spans=_request_spans(history, "submit_end"))
+    if explained.any():
+        notes.append(f"{int(explained.sum())} rejected while fatal {'/'.join(fatal_labels)} was in force "
+                     f"(explained: {_rejection_classes(inputs, explained)})")
+    if unfinished.any():
+        notes.append(f"{int(unfinished.sum())} unfinished (not submitted or still submitting when the load ended)")
+    if unattributed.any():
+        notes.append(f"{int(unattributed.sum())} failed with no server id recorded (the client does not say "
+                     "whether the asample was accepted; not judged)")
+    tail = ("; " + "; ".join(notes)) if notes else ""
+    n_accepted = int(accepted.sum())
+    judged = n_accepted + int(rejected.sum())
+    if judged == 0:
+        return Verdict(name, None, None, 0, f"no submit ended in a judged way ({len(history)} requests){tail}")
+    unexplained = rejected & ~explained
+    n_bad = int(unexplained.sum())
+    if n_bad:
+        idx = _ordered(history, unexplained)
+        first = [f"nonce {int(history['nonce'][i])} at {_s(_event_time(history, int(i)))}" for i in idx[:DETAIL_ITEMS]]
+        return Verdict(name, False, n_bad, 0,
+                       f"{n_bad} of {judged} submitted requests rejected with no fatal fault in force "
+                       f"({n_accepted} accepted): {_rejection_classes(inputs, unexplained)}; first "
+                       f"{_few(first, n_bad)}{tail}")
+    return Verdict(name, True, 0, 0, f"{n_accepted} of {judged} submitted requests accepted{tail}")
+
+
+def _rejection_classes(inputs: CheckInputs, rows: np.ndarray) -> str:
+    """How the rejected ``rows`` ended, commonest first: "400 ×16 (e.g. asample: HTTP 400: ...)".
+
+    A class is the HTTP status of the request's last submit attempt, or its
+    transport error class (``reset``, ``connect``, ...); without an attempt
+    log (or a 200 whose body had no id), the request's last error class. The
+    example is the client's first message of that error class when it is
+    about an asample.
+    """
+    history = inputs.history
+    idx = np.flatnonzero(rows)
+    labels = _last_submit_labels(history, idx)
+    counts: dict[str, int] = {}
+    first_row: dict[str, int] = {}
+    for i, label in zip(idx.tolist(), labels):
+        counts[label] = counts.get(label, 0) + 1
+        first_row.setdefault(label, i)
+    examples = inputs.error_examples or {}
+    items = []
+    for label, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        item = f"{label} ×{count}"
+        example = examples.get(_error_key(int(history["error"][first_row[label]])), "")
+        if example.startswith("asample"):
+            item += f" (e.g. {_one_line(example, 160)})"
+        items.append(item)
+    return _few(items)
+
+
+def _last_submit_labels(history: History, idx: np.ndarray) -> list[str]:
+    """Per request of ``idx``: its last submit attempt's HTTP status or transport error class."""
+    attempts = history.attempts
+    submit = attempts["kind"] == AttemptKind.SUBMIT
+    rows, status = attempts["row"][submit], attempts["status"][submit].astype(np.int64)
+    # the last attempt of each row: np.unique keeps the first of the reversed order
+    last_rows, at = np.unique(rows[::-1], return_index=True)
+    last_status = status[::-1][at]
+    where = np.searchsorted(last_rows, idx)
+    labels = []
+    for i, w in zip(idx.tolist(), where.tolist()):
+        code = int(last_status[w]) if w < last_rows.size and last_rows[w] == i else None
+        if code is None or code == 200:
+            labels.append(_error_key(int(history["error"][i])))
+        elif code > 0:
+            labels.append(str(code))
+        else:
+            labels.append(_error_key(-code))
+    return labels
+
+
+def _error_key(code: int) -> str:
+    return ErrorClass(code).key if code in ErrorClass._value2member_map_ else f"error {code}"
 
 
 # -- integrity -----------------------------------------------------------------------
@@ -885,6 +1015,7 @@ def _faulted_server_ids(history: History, windows: list[tuple[float, float, Faul
 
 CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("no_lost_results", check_no_lost_results),
+    ("accepted_requests", check_accepted_requests),
     ("result_integrity", check_result_integrity),
     ("bounded_fds", check_bounded_fds),
     ("bounded_rss", check_bounded_rss),

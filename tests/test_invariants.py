@@ -24,12 +24,14 @@ from faultload.faults.spec import Fault
 from faultload.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.invariants import (
     CHECKERS,
+    DETAIL_ITEMS,
     RESULT_BYTES_PER_TOKEN,
     CheckInputs,
     Verdict,
     check_all,
     check_bounded_cpu,
     check_bounded_fds,
+    check_accepted_requests,
     check_bounded_rss,
     check_clean_server_log,
     check_healthz_latency,
@@ -389,15 +391,18 @@ def test_rejected_requests_are_not_losses_and_corrupt_is_left_to_integrity() -> 
     set_row(h, 1, outcome=Outcome.CORRUPT, error=ErrorClass.INTEGRITY)
     v = check_no_lost_results(make_inputs(history=h), BUDGETS)
     assert v.ok is True
-    assert "1 never accepted" in v.detail and "1 corrupt" in v.detail
+    assert "1 never accepted (see accepted_requests)" in v.detail and "1 corrupt" in v.detail
+    assert check_accepted_requests(make_inputs(history=h), BUDGETS).ok is False
 
 
-def test_empty_trial_and_nothing_accepted_are_unknown() -> None:
+def test_empty_trial_and_nothing_accepted_are_unknown_here_and_violate_accepted_requests() -> None:
     v = check_no_lost_results(make_inputs(history=History.empty(0)), BUDGETS)
     assert v.ok is None
     h = make_history(server_id=0, outcome=Outcome.REJECTED)
-    v = check_no_lost_results(make_inputs(history=h), BUDGETS)
-    assert v.ok is None and "no request was accepted" in v.detail
+    v = check_no_lost_results(make_inputs(history=h), BUDGETS)  # no loss of nothing to judge ...
+    assert v.ok is None and v.detail.startswith("0 accepted (see accepted_requests): 100 of 100 never got a server id")
+    v = check_accepted_requests(make_inputs(history=h), BUDGETS)  # ... the verdict is accepted_requests'
+    assert v.ok is False and v.figure == 100
 
 
 def test_all_failed() -> None:
@@ -425,6 +430,152 @@ def test_no_lost_results_counts_exactly_the_unexplained(rows: list[tuple[Outcome
     v = check_no_lost_results(make_inputs(history=h), BUDGETS)
     expected = sum(1 for o, a in rows if a and o not in (Outcome.OK, Outcome.CORRUPT))
     if not any(a for _, a in rows):
+        assert v.ok is None
+    else:
+        assert v.figure == expected and v.ok is (expected == 0)
+
+
+# --------------------------------------------------------------------------- accepted_requests
+
+NOT_LOADED = "asample: HTTP 400: b'{\"detail\":\"base model not loaded\"}'"
+
+
+def rejected(h: History, rows: Any, error: ErrorClass = ErrorClass.HTTP_4XX, submit_end: Any = None) -> History:
+    """Mark ``rows`` rejected as the raw client records it: no server id, no poll, submit ended."""
+    h["server_id"][rows] = 0
+    h["outcome"][rows] = Outcome.REJECTED
+    h["error"][rows] = error
+    h["done"][rows] = np.nan
+    h["attempts"][rows] = 1
+    h["result_bytes"][rows] = 0
+    if submit_end is not None:
+        h["submit_end"][rows] = submit_end
+    return h
+
+
+def submit_log(h: History, statuses: dict[int, list[int]]) -> History:
+    """An attempt log holding only the submits of ``statuses`` (row -> each attempt's status)."""
+    rows = [(row, AttemptKind.SUBMIT, float(h["submit_end"][row]), status)
+            for row, codes in statuses.items() for status in codes]
+    return with_attempts(h, *rows)
+
+
+def test_nothing_accepted_and_no_fault_is_violated_naming_the_class_and_the_first_requests() -> None:
+    h = submit_log(rejected(make_history(16), slice(None)), {i: [400] for i in range(16)})
+    v = check_accepted_requests(make_inputs(history=h, error_examples={"http_4xx": NOT_LOADED}), BUDGETS)
+    assert v.ok is False and v.figure == 16 and v.budget == 0
+    assert v.detail.startswith(
+        "16 of 16 submitted requests rejected with no fatal fault in force (0 accepted): 400 ×16 (e.g. asample: "
+        "HTTP 400: b'{\"detail\":\"base model not loaded\"}'); first nonce 1000 at 0.0s, nonce 1001 at 0.0s")
+    assert v.detail.count("nonce") == DETAIL_ITEMS and "..." in v.detail
+
+
+def test_rejections_during_a_fatal_fault_are_explained() -> None:
+    h = rejected(make_history(), slice(20, 40))  # submitted 0.2..0.4 s, while the router was down
+    faults = fault_log(applied(CRASH, 0.2, 0.5))
+    v = check_accepted_requests(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
+    assert v.ok is True and v.figure == 0
+    assert v.detail == ("80 of 100 submitted requests accepted; 20 rejected while fatal router:crash was in force "
+                        "(explained: http_4xx ×20)")
+    # the same fault not declared fatal explains nothing
+    v = check_accepted_requests(make_inputs(history=h, faults=faults), BUDGETS)
+    assert v.ok is False and v.figure == 20
+
+
+def test_a_fatal_fault_explains_only_rejections_whose_submit_it_overlapped() -> None:
+    # Rejected at 0.1 s; the crash came at 0.2 s. A rejected request never has a done time,
+    # so its span ends at its submit, not at the end of the trial.
+    h = rejected(make_history(), [10])
+    faults = fault_log(applied(CRASH, 0.2, None))
+    v = check_accepted_requests(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
+    assert v.ok is False and v.figure == 1 and "first nonce 1010 at 0.1s" in v.detail
+
+
+def test_rejections_outside_fatal_faults_are_named_by_class_commonest_first() -> None:
+    h = rejected(make_history(), [1, 2, 3], ErrorClass.HTTP_4XX)
+    rejected(h, [5, 6], ErrorClass.HTTP_5XX)
+    rejected(h, [8], ErrorClass.RESET)
+    h = submit_log(h, {1: [400], 2: [400], 3: [400], 5: [503, 503], 6: [500, 503], 8: [-int(ErrorClass.RESET)]})
+    faults = fault_log(applied(CRASH, 0.5, 0.9))  # fatal, but after these submits
+    examples = {"http_4xx": "retrieve_future: HTTP 429: b''", "http_5xx": "asample: HTTP 503: b'busy'"}
+    inputs = make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"router:crash"}), error_examples=examples)
+    v = check_accepted_requests(inputs, BUDGETS)
+    assert v.ok is False and v.figure == 6
+    # classes by the last submit attempt's status; an example only when it is an asample's
+    assert "(94 accepted): 400 ×3, 503 ×2 (e.g. asample: HTTP 503: b'busy'), reset ×1; first nonce 1001 at 0.0s" \
+        in v.detail
+
+
+def test_without_an_attempt_log_the_class_is_the_last_error() -> None:
+    h = rejected(make_history(), [4, 7], ErrorClass.CONNECT)
+    v = check_accepted_requests(make_inputs(history=h), BUDGETS)
+    assert v.ok is False and "connect ×2" in v.detail
+
+
+def test_submits_the_load_ended_are_unfinished_not_rejected() -> None:
+    # The wall bound (or Ctrl-C) ended the load: 30 submits were still retrying, 20 never started.
+    h = make_history()
+    h["server_id"][50:] = 0
+    h["outcome"][50:] = Outcome.PENDING
+    h["done"][50:] = np.nan
+    h["submit_end"][50:] = np.nan
+    h["submit_start"][80:] = np.nan
+    v = check_accepted_requests(make_inputs(history=h, interrupted=True), BUDGETS)
+    assert v.ok is True and v.figure == 0
+    assert v.detail == ("50 of 50 submitted requests accepted; "
+                        "50 unfinished (not submitted or still submitting when the load ended)")
+    nothing_ended = make_history(server_id=0, outcome=Outcome.PENDING, done=np.nan, submit_end=np.nan)
+    v = check_accepted_requests(make_inputs(history=nothing_ended, interrupted=True), BUDGETS)
+    assert v.ok is None and "100 unfinished" in v.detail
+
+
+def test_a_rejection_after_the_harness_stopped_the_load_is_not_judged() -> None:
+    h = rejected(make_history(), [90], submit_end=0.95)
+    rejected(h, [10])  # at 0.105 s, before the stop: judged
+    v = check_accepted_requests(make_inputs(history=h, load_stopped_s=0.9), BUDGETS)
+    assert v.ok is False and v.figure == 1 and "1 rejected after the harness stopped the load at 0.9s (not judged)" \
+        in v.detail
+
+
+def test_a_client_that_hides_server_ids_is_judged_by_its_results() -> None:
+    # As the SDK client records today: results but no ids; a failure does not say which call failed.
+    h = make_history(server_id=0)
+    h["outcome"][:10] = Outcome.FAILED
+    v = check_accepted_requests(make_inputs(history=h), BUDGETS)
+    assert v.ok is True and v.detail.startswith("90 of 90 submitted requests accepted; 10 failed with no server id")
+    all_failed = make_history(server_id=0, outcome=Outcome.FAILED)
+    v = check_accepted_requests(make_inputs(history=all_failed), BUDGETS)
+    assert v.ok is None and v.figure is None
+    assert check_accepted_requests(make_inputs(history=History.empty(0)), BUDGETS).ok is None
+
+
+def test_accepted_requests_on_a_mix() -> None:
+    h = make_history()
+    rejected(h, slice(20, 30))  # during the fatal crash: explained
+    rejected(h, [60, 61, 62])  # after it: not
+    h["server_id"][90:] = 0  # cut off by an interrupt
+    h["outcome"][90:] = Outcome.PENDING
+    h["submit_end"][90:] = np.nan
+    set_row(h, 70, outcome=Outcome.LOST)  # accepted, then lost: no_lost_results' business
+    faults = fault_log(applied(CRASH, 0.2, 0.3))
+    inputs = make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"crash"}), interrupted=True)
+    v = check_accepted_requests(inputs, BUDGETS)
+    assert v.ok is False and v.figure == 3
+    assert v.detail.startswith("3 of 90 submitted requests rejected with no fatal fault in force (77 accepted)")
+    assert "10 rejected while fatal router:crash was in force" in v.detail and "10 unfinished" in v.detail
+    assert check_no_lost_results(inputs, BUDGETS).figure == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(list(Outcome)), st.booleans()), min_size=1, max_size=40))
+def test_accepted_requests_counts_exactly_the_rejections(rows: list[tuple[Outcome, bool]]) -> None:
+    h = make_history(len(rows))
+    for i, (outcome, has_id) in enumerate(rows):
+        set_row(h, i, outcome=outcome, server_id=-(i + 1) if has_id else 0)
+    v = check_accepted_requests(make_inputs(history=h), BUDGETS)
+    expected = sum(1 for o, a in rows if not a and o == Outcome.REJECTED)
+    judged = sum(1 for o, a in rows if a or o in (Outcome.OK, Outcome.CORRUPT, Outcome.REJECTED))
+    if judged == 0:
         assert v.ok is None
     else:
         assert v.figure == expected and v.ok is (expected == 0)
@@ -965,8 +1116,8 @@ def test_check_all_on_a_healthy_trial() -> None:
 def test_check_all_on_an_empty_trial_is_never_ok_about_requests() -> None:
     inputs = make_inputs(history=History.empty(0), monitor=None, server_log=None)
     verdicts = {v.name: v for v in check_all(inputs, BUDGETS)}
-    for name in ("no_lost_results", "result_integrity", "bounded_fds", "bounded_rss", "healthz_latency",
-                 "bounded_cpu", "retry_amplification", "clean_server_log"):
+    for name in ("no_lost_results", "accepted_requests", "result_integrity", "bounded_fds", "bounded_rss",
+                 "healthz_latency", "bounded_cpu", "retry_amplification", "clean_server_log"):
         assert verdicts[name].ok is None, verdicts[name]
     assert overall(verdicts.values()) is None
 
@@ -992,7 +1143,8 @@ def test_real_checkers_crash_to_unknown_on_broken_inputs() -> None:
     by_name = {v.name: v for v in verdicts}
     assert by_name["no_lost_results"].ok is None
     assert by_name["no_lost_results"].detail.startswith("checker crashed: KeyError")
-    assert not any(v.ok is True and v.name in ("no_lost_results", "result_integrity", "retry_amplification")
+    assert not any(v.ok is True and v.name in ("no_lost_results", "accepted_requests", "result_integrity",
+                                                "retry_amplification")
                    for v in verdicts)
 
 
