@@ -19,7 +19,16 @@ Checkers, in :data:`CHECKERS` order:
 * ``healthz_latency`` — ``/healthz`` p99 and failures during load;
 * ``bounded_cpu`` — server CPU per HTTP request;
 * ``retry_amplification`` — HTTP attempts per request;
+* ``unprovoked_resets`` — no attempt reset or refused on a healthy network;
 * ``clean_server_log`` — no error lines unless a fault was active.
+
+Each verdict's ``figure`` is the invariant's one steering figure (the suite's
+Hypothesis ``target()`` reads only these), always the same quantity whatever
+the branch: a count of bad requests, fds per request in flight, RSS growth in
+MiB, the /healthz p99, CPU ms per request, mean attempts per request. When a
+second condition of the same invariant fails (fds not back after the drain,
+too many failed probes, one request over the attempt max), ``ok`` is False and
+the detail names it; the figure stays what it always means.
 """
 
 from __future__ import annotations
@@ -588,11 +597,16 @@ def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     """Peak fds ≤ baseline + fds_slack + fds_per_in_flight × peak in-flight + idle connections; drained ≤ baseline + ε.
 
-    Idle connections: the client's peak of open connections beyond the peak in
-    flight, one fd each at the server (the client keeps finished connections
-    for reuse until its 5 s idle expiry, as the SDK does). Reaching the server's own soft RLIMIT_NOFILE (``monitor.fd_limit``, when
+    Figure: fds per request in flight, (peak − baseline − idle) / peak in
+    flight (at least 1); budget: ``fds_per_in_flight`` + ``fds_slack`` / peak
+    in flight, so figure > budget is the peak rule exactly. Idle connections:
+    the client's peak of open connections beyond the peak in flight, one fd
+    each at the server (the client keeps finished connections for reuse until
+    its 5 s idle expiry, as the SDK does).
+    Reaching the server's own soft RLIMIT_NOFILE (``monitor.fd_limit``, when
     known) is a violation whatever the budget: from there on every accept and
-    every forward fails with "Too many open files".
+    every forward fails with "Too many open files". Fds not back near the
+    baseline after the drain is a violation too; both are named in the detail.
     """
     name = "bounded_fds"
     monitor = inputs.monitor
@@ -606,14 +620,18 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     else:
         baseline, base_note = int(fds[0]), "baseline (first sample)"
     in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
+    in_flight = max(1.0, in_flight)
     connections, _ = _series(monitor, "client_connections_peak")
     idle = max(0, int(connections.max()) - int(in_flight)) if connections.size else 0
     i = int(np.argmax(fds))
     peak, peak_t = int(fds[i]), float(t[i])
+    per_in_flight = (peak - baseline - idle) / in_flight
+    per_budget = budgets.fds_per_in_flight + budgets.fds_slack / in_flight
     peak_budget = baseline + budgets.fds_slack + budgets.fds_per_in_flight * in_flight + idle
     idle_text = f" + {idle} idle client connections" if idle else ""
-    head = (f"peak {peak} fds at {_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + "
-            f"{budgets.fds_per_in_flight:g}×{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}")
+    head = (f"{per_in_flight:.2f} fds per request in flight (budget {per_budget:.2f}): peak {peak} fds at "
+            f"{_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + {budgets.fds_per_in_flight:g}×"
+            f"{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}")
     drained = monitor.drained.fds if monitor.drained is not None and monitor.drained.fds >= 0 else None
     drain_budget = baseline + budgets.drain_fds_epsilon
     limit = getattr(monitor, "fd_limit", None)
@@ -621,16 +639,15 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if soft is not None:
         head += f"; fd limit {soft}"
         if peak >= soft:  # the server could not open another socket: a collapse, not a slow leak
-            return Verdict(name, False, peak, min(peak_budget, soft - 1),
-                           f"reached the server's fd limit ({soft}): {head}")
+            return Verdict(name, False, per_in_flight, per_budget, f"reached the server's fd limit ({soft}): {head}")
     if peak > peak_budget:
-        return Verdict(name, False, peak, peak_budget, f"over budget: {head}")
+        return Verdict(name, False, per_in_flight, per_budget, f"over budget: {head}")
     if drained is None:
-        return Verdict(name, None, peak, peak_budget, f"{head}; drained fds not measured")
+        return Verdict(name, None, per_in_flight, per_budget, f"{head}; drained fds not measured")
     drain_text = f"drained {drained} fds vs {baseline} + {budgets.drain_fds_epsilon} = {drain_budget}"
     if drained > drain_budget:
-        return Verdict(name, False, int(drained), drain_budget, f"not back to baseline: {drain_text}; {head}")
-    return Verdict(name, True, peak, peak_budget, f"{head}; {drain_text}")
+        return Verdict(name, False, per_in_flight, per_budget, f"not back to baseline: {drain_text}; {head}")
+    return Verdict(name, True, per_in_flight, per_budget, f"{head}; {drain_text}")
 
 
 def _result_bytes_per_request(inputs: CheckInputs) -> tuple[float, str]:
@@ -658,6 +675,10 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     Drained ≤ baseline + drain_rss_epsilon_bytes + drain_rss_growth_fraction ×
     (peak − baseline): a Python process keeps much of its freed memory, so by
     default (fraction 1.0) this asks only that RSS stopped growing after load.
+
+    Figure: RSS growth over the baseline in MiB at the sample judged (the
+    one furthest over its budget, else the peak); budget: that sample's
+    allowed growth in MiB. A drained RSS over its budget is named in the detail.
     """
     name = "bounded_rss"
     monitor = inputs.monitor
@@ -688,18 +709,19 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     head = (f"{'peak' if over[i] <= 0 else 'RSS'} {_mib(peak)} at {_s(peak_t)} vs {base_note} {_mib(baseline)} + "
             f"{_mib(budgets.rss_slack_bytes)} + {_mib(in_flight_budget)} for {int(in_flight)} in flight ({in_flight_note}, {per_note})"
             f" + {int(retained[i])} retained × {_mib(per_retained)} = {_mib(peak_budget)}")
+    growth_mib, allowed_mib = (peak - baseline) / MIB, (peak_budget - baseline) / MIB
     if over[i] > 0:
-        return Verdict(name, False, peak, peak_budget, f"over budget: {head}")
+        return Verdict(name, False, growth_mib, allowed_mib, f"over budget: {head}")
     drained = monitor.drained.rss if monitor.drained is not None and monitor.drained.rss >= 0 else None
     if drained is None:
-        return Verdict(name, None, peak, peak_budget, f"{head}; drained RSS not measured")
+        return Verdict(name, None, growth_mib, allowed_mib, f"{head}; drained RSS not measured")
     growth = max(0, peak - baseline)
     drain_budget = baseline + budgets.drain_rss_epsilon_bytes + budgets.drain_rss_growth_fraction * growth
     drain_text = (f"drained {_mib(drained)} vs {_mib(baseline)} + {_mib(budgets.drain_rss_epsilon_bytes)} + "
                   f"{budgets.drain_rss_growth_fraction:g}×{_mib(growth)} growth = {_mib(drain_budget)}")
     if drained > drain_budget:
-        return Verdict(name, False, int(drained), drain_budget, f"not back to baseline: {drain_text}; {head}")
-    return Verdict(name, True, peak, peak_budget, f"{head}; {drain_text}")
+        return Verdict(name, False, growth_mib, allowed_mib, f"not back to baseline: {drain_text}; {head}")
+    return Verdict(name, True, growth_mib, allowed_mib, f"{head}; {drain_text}")
 
 
 # -- CPU ------------------------------------------------------------------------------
@@ -767,7 +789,8 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     of healthz_max_failures and healthz_failure_fraction × probes. Probes
     from a fault's start to healthz_fault_recovery_s after its end are counted
     in the detail but not judged (see the budget); if every probe fell there
-    the verdict is unknown, never ok.
+    the verdict is unknown, never ok. Figure: the p99 of the judged probes
+    (too many failures is named in the detail).
     """
     name = "healthz_latency"
     monitor = inputs.monitor
@@ -815,7 +838,7 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, False, p99, budgets.healthz_p99_s,
                        f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}{fault_text}")
     if failures > allowed:
-        return Verdict(name, False, failures, allowed, f"failing: {fail_text}; {head}{fault_text}")
+        return Verdict(name, False, p99, budgets.healthz_p99_s, f"failing: {fail_text}; {head}{fault_text}")
     return Verdict(name, True, p99, budgets.healthz_p99_s, f"{head}; {fail_text}{fault_text}")
 
 
@@ -831,15 +854,10 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     retry: they are judged against attempts_per_request_max only, and the mean
     is taken over the others. Requests with 0 attempts recorded (the real SDK
     client does not count them) are left out; if none has a count: unknown.
-
-    Retries the server provoked on a healthy network are judged apart: HTTP
-    attempts that ended in a connection reset or a failed connect while no
-    fault was in force (nor ``log_fault_grace_s`` after one) may number at most
-    ``unprovoked_resets_max``. Such a reset is the server closing a connection
-    the client was entitled to reuse (a keep-alive shorter than the client's
-    idle expiry) or refusing connects (an accept backlog overflowing). Attempts
-    that ended after the harness stopped the load (``load_stopped_s``: a
-    collapse called, Ctrl-C) are not counted: the harness cut them off.
+    Figure: that mean (attempts per request over the requests that overlapped
+    no fault; None when every request overlapped one, and only the max is
+    judged); a request over the max is named in the detail. Resets on a
+    healthy network are ``unprovoked_resets``.
     """
     name = "retry_amplification"
     history = inputs.history
@@ -866,31 +884,54 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if unrecorded:
         notes.append(f"{unrecorded} without attempt counts left out")
     tail = ("; " + "; ".join(notes)) if notes else ""
-    unprovoked, unprovoked_text = _unprovoked_resets(
-        history, _windows(inputs.faults, grace_s=budgets.log_fault_grace_s), inputs.load_stopped_s)
-    if unprovoked > budgets.unprovoked_resets_max:
-        return Verdict(name, False, unprovoked, budgets.unprovoked_resets_max,
-                       f"{unprovoked} attempts reset or refused with no fault in force "
-                       f"(budget {budgets.unprovoked_resets_max}): {unprovoked_text}{tail}")
-    if unprovoked:
-        notes.append(f"{unprovoked} unprovoked resets ≤ {budgets.unprovoked_resets_max}")
-        tail = "; " + "; ".join(notes)
+    mean = float(attempts[calm].mean()) if calm.any() else None
+    if mean is None:
+        head = f"all {int(recorded.sum())} requests overlapped faults (no mean judged); {max_text}"
+    else:
+        head = (f"mean {mean:.2f} attempts over {int(calm.sum())} requests (baseline 2, budget {mean_budget:g}); "
+                f"{max_text}")
     if worst > budgets.attempts_per_request_max:
         over = recorded & (attempts > budgets.attempts_per_request_max)
         items = [f"{_request(history, int(i))} {int(attempts[i])}" for i in _ordered(history, over)[:DETAIL_ITEMS]]
-        return Verdict(name, False, worst, budgets.attempts_per_request_max,
+        return Verdict(name, False, mean, mean_budget,
                        f"{int(over.sum())} requests over {budgets.attempts_per_request_max} attempts: "
-                       f"{_few(items, int(over.sum()))}{tail}")
-    if not calm.any():
-        return Verdict(name, True, worst, budgets.attempts_per_request_max,
-                       f"all {int(recorded.sum())} requests overlapped faults; {max_text} "
-                       f"≤ {budgets.attempts_per_request_max}{tail}")
-    mean = float(attempts[calm].mean())
-    head = (f"mean {mean:.2f} attempts over {int(calm.sum())} requests (baseline 2, budget {mean_budget:g}); "
-            f"{max_text} ≤ {budgets.attempts_per_request_max}")
-    if mean > mean_budget:
+                       f"{_few(items, int(over.sum()))}; {head}{tail}")
+    head += f" ≤ {budgets.attempts_per_request_max}"
+    if mean is not None and mean > mean_budget:
         return Verdict(name, False, mean, mean_budget, f"amplified: {head}{tail}")
     return Verdict(name, True, mean, mean_budget, f"{head}{tail}")
+
+
+def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """HTTP attempts reset or refused on a healthy network ≤ ``unprovoked_resets_max``.
+
+    Counts attempts that ended in a connection reset or a failed connect
+    while no fault was in force (nor ``log_fault_grace_s`` after one). Such a
+    reset is the server closing a connection the client was entitled to reuse
+    (a keep-alive shorter than the client's idle expiry) or refusing connects
+    (an accept backlog overflowing). Attempts that ended after the harness
+    stopped the load (``load_stopped_s``: a collapse called, Ctrl-C) are not
+    counted: the harness cut them off. Unknown without an attempt log (the
+    SDK client keeps none). Figure: that count.
+    """
+    name = "unprovoked_resets"
+    history = inputs.history
+    budget = budgets.unprovoked_resets_max
+    n_attempts = int(history.attempts["row"].size) if len(history) else 0
+    if n_attempts == 0:
+        why = "the sdk client keeps no attempt log" if inputs.shape.client == "sdk" else "no attempt log"
+        return Verdict(name, None, None, budget, f"{why} ({len(history)} requests)")
+    windows = _windows(inputs.faults, grace_s=budgets.log_fault_grace_s)
+    count, text = _unprovoked_resets(history, windows, inputs.load_stopped_s)
+    labels = "/".join(dict.fromkeys(_fault_label(f) for _, _, f in windows))
+    scope = f"over {n_attempts} attempts" + (
+        f", those during {labels} or {budgets.log_fault_grace_s:g}s after not counted" if windows else "")
+    if count > budget:
+        return Verdict(name, False, count, budget,
+                       f"{count} attempts reset or refused with no fault in force (budget {budget}): {text}; {scope}")
+    if count:
+        return Verdict(name, True, count, budget, f"{count} unprovoked resets ≤ {budget}: {text}; {scope}")
+    return Verdict(name, True, 0, budget, f"no attempt reset or refused with no fault in force, {scope}")
 
 
 def _unprovoked_resets(history: History, windows: list[tuple[float, float, Fault]],
@@ -1022,6 +1063,7 @@ CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("healthz_latency", check_healthz_latency),
     ("bounded_cpu", check_bounded_cpu),
     ("retry_amplification", check_retry_amplification),
+    ("unprovoked_resets", check_unprovoked_resets),
     ("clean_server_log", check_clean_server_log),
 )
 

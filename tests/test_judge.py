@@ -1,12 +1,13 @@
-"""judge() maps a TrialResult onto the invariants' inputs (pure: no process is started)."""
+"""judge() maps a TrialResult onto the invariants' inputs, and figures_of() reads the verdicts (pure: no process)."""
 
 from __future__ import annotations
 
 from faultload.budgets import Budgets
 from faultload.client.job import WorkerResult
 from faultload.history import Outcome
-from faultload.invariants import overall
+from faultload.invariants import Verdict, overall
 from faultload.judge import error_examples, judge
+from faultload.repro import FIGURE_ALIASES, figures_of
 from faultload.trial import TrialConfig, TrialResult
 from tests.test_invariants import NOT_LOADED, make_history, make_monitor, rejected, set_row, submit_log
 
@@ -46,3 +47,17 @@ def test_the_clients_first_example_of_a_rejection_reaches_accepted_requests() ->
     assert verdicts["no_lost_results"].ok is None
     assert verdicts["no_lost_results"].detail.startswith("0 accepted (see accepted_requests)")
     assert overall(verdicts.values()) is False
+
+
+def test_the_steering_figures_are_the_verdicts_figures() -> None:
+    """fds_per_in_flight, rss_growth_mib and healthz_p99_s are copies of the judged figures, not recomputed."""
+    verdicts = judge(_result(cut_off=True), Budgets())
+    figures = figures_of(None, verdicts)
+    by_name = {v.name: v for v in verdicts}
+    assert set(figures) == {v.name for v in verdicts} | set(FIGURE_ALIASES)
+    for alias, name in FIGURE_ALIASES.items():
+        assert by_name[name].figure is not None
+        assert figures[alias] == figures[name]["figure"] == by_name[name].figure
+    assert figures["fds_per_in_flight"] == by_name["bounded_fds"].figure < Budgets().fds_per_in_flight
+    unmeasured = [Verdict("bounded_fds", None, None, 3.0, "no monitor samples")]
+    assert "fds_per_in_flight" not in figures_of(None, unmeasured)
