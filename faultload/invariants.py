@@ -977,12 +977,16 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     the last of 50 failures is written ~8 s after the crash although every
     one was caused by it. With faults injected but no way to map the log's
     times (no start epoch, or lines without timestamps) the verdict is
-    unknown. Classes matching ``clean_log_allow`` are ignored.
+    unknown; so it is for a log of no lines (nothing was read, as for a
+    ``url=`` target: an empty log is not a clean one). Classes matching
+    ``clean_log_allow`` are ignored.
     """
     name = "clean_server_log"
     log = inputs.server_log
     if log is None:
         return Verdict(name, None, None, 0, "no server log")
+    if log.lines == 0:  # nothing was read (a url= target's log is not faultload's): not "clean"
+        return Verdict(name, None, None, 0, "no server log lines to read (a url= target's log is not followed)")
     patterns = [re.compile(p) for p in budgets.clean_log_allow]
     classes = [c for c in log.classes.values() if not any(p.search(c.name) or p.search(c.example) for p in patterns)]
     allowed = sum(c.count for c in log.classes.values()) - sum(c.count for c in classes)

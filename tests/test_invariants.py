@@ -1136,6 +1136,9 @@ def test_allowed_patterns_and_missing_log() -> None:
     v = check_clean_server_log(make_inputs(server_log=log), allow)
     assert v.ok is True and "1 allowed by clean_log_allow" in v.detail
     assert check_clean_server_log(make_inputs(server_log=None), BUDGETS).ok is None
+    # a log of no lines was not read (a url= target's): unknown, not clean
+    v = check_clean_server_log(make_inputs(server_log=classify_log("")), BUDGETS)
+    assert v.ok is None and "no server log lines" in v.detail
 
 
 @settings(max_examples=80, deadline=None)
