@@ -136,6 +136,8 @@ class Budgets:
       a single request's retry loop (the SDK retries connection errors 16
       times with backoff; 50 leaves room for re-polls) so a retry storm shows.
 
+    Resets (``unprovoked_resets``):
+
     * ``unprovoked_resets_max`` — HTTP attempts — 0. Attempts that ended in a
       connection reset or a failed connect while no fault was in force. On a
       healthy loopback network a correct server causes none: the client (as

@@ -12,12 +12,23 @@ history can be re-checked later. A verdict is ``ok=True`` (holds), ``False``
 Checkers, in :data:`CHECKERS` order:
 
 * ``no_lost_results`` — every request the server accepted ends OK;
+* ``accepted_requests`` — every asample is accepted unless a fatal fault was in force;
 * ``result_integrity`` — no result belonged to another request or was damaged;
 * ``bounded_fds`` / ``bounded_rss`` — peak within a budget of the in-flight
   count, and back near the baseline after drain;
 * ``healthz_latency`` — ``/healthz`` p99 and failures during load;
+* ``bounded_cpu`` — server CPU per HTTP request;
 * ``retry_amplification`` — HTTP attempts per request;
+* ``unprovoked_resets`` — no attempt reset or refused on a healthy network;
 * ``clean_server_log`` — no error lines unless a fault was active.
+
+Each verdict's ``figure`` is the invariant's one steering figure (the suite's
+Hypothesis ``target()`` reads only these), always the same quantity whatever
+the branch: a count of bad requests, fds per request in flight, RSS growth in
+MiB, the /healthz p99, CPU ms per request, mean attempts per request. When a
+second condition of the same invariant fails (fds not back after the drain,
+too many failed probes, one request over the attempt max), ``ok`` is False and
+the detail names it; the figure stays what it always means.
 """
 
 from __future__ import annotations
@@ -89,6 +100,8 @@ class CheckInputs:
     router_peak_in_flight: int | None = None  # the router's exact peak (its /stats), when known
     # nonce -> trial seconds the router completed it (its completion log), when known
     router_completed_s: Mapping[int, float] | None = None
+    # error class key (ErrorClass.key) -> the client's first message of that class, when kept
+    error_examples: Mapping[str, str] | None = None
 
 
 Checker = Callable[[CheckInputs, Budgets], Verdict]
@@ -158,17 +171,21 @@ def _windows(faults: FaultLog | None, keep: Callable[[Fault], bool] = lambda f: 
     return out
 
 
-def _request_spans(history: History) -> tuple[np.ndarray, np.ndarray]:
-    """[submit start, done] per request; unknown start -> 0, not done -> +inf."""
+def _request_spans(history: History, until: str = "done") -> tuple[np.ndarray, np.ndarray]:
+    """[submit start, ``until`` (done, or submit_end)] per request; unknown start -> 0, not reached -> +inf."""
     start = np.where(np.isfinite(history["submit_start"]), history["submit_start"], 0.0)
-    end = np.where(np.isfinite(history["done"]), history["done"], np.inf)
+    end = np.where(np.isfinite(history[until]), history[until], np.inf)
     return start, end
 
 
 def _overlaps(history: History, windows: list[tuple[float, float, Fault]],
-              among: np.ndarray | None = None) -> tuple[np.ndarray, list[str]]:
-    """Which requests (of ``among``) overlap any window, and the labels of the windows that hit one."""
-    start, end = _request_spans(history)
+              among: np.ndarray | None = None,
+              spans: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Which requests (of ``among``) overlap any window, and the labels of the windows that hit one.
+
+    A request's span is [submit start, done] unless ``spans`` gives others.
+    """
+    start, end = _request_spans(history) if spans is None else spans
     hit = np.zeros(len(history), dtype=bool)
     labels: list[str] = []
     for w_start, w_end, fault in windows:
@@ -287,7 +304,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ``no_collapse``. Gave up / failed / never finished
     (pending, unless the trial was interrupted) is a loss unless the request was
     in flight ([submit start, done]) while a fault of a fatal kind was in force.
-    A corrupt result arrived, so it is left to ``result_integrity``.
+    A corrupt result arrived, so it is left to ``result_integrity``; a request
+    never accepted, to ``accepted_requests`` (with nothing accepted there is
+    no loss to judge: unknown here, and ``accepted_requests`` carries the verdict).
     """
     name = "no_lost_results"
     history = inputs.history
@@ -297,8 +316,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     accepted = history["server_id"] != 0
     n_accepted = int(accepted.sum())
     rejected = int(np.count_nonzero(~accepted))
-    if n_accepted == 0:
-        return Verdict(name, None, 0, 0, f"no request was accepted ({rejected} of {len(history)} never got a server id)")
+    if n_accepted == 0:  # no loss to judge; accepted_requests judges why nothing was accepted
+        return Verdict(name, None, 0, 0, f"0 accepted (see accepted_requests): {rejected} of {len(history)} "
+                                         "never got a server id")
     is_ok = outcome == Outcome.OK
     corrupt = accepted & (outcome == Outcome.CORRUPT)
     lost_404 = accepted & (outcome == Outcome.LOST)
@@ -329,7 +349,7 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if int(corrupt.sum()):
         notes.append(f"{int(corrupt.sum())} corrupt (see result_integrity)")
     if rejected:
-        notes.append(f"{rejected} never accepted")
+        notes.append(f"{rejected} never accepted (see accepted_requests)")
     tail = ("; " + "; ".join(notes)) if notes else ""
     if n_lost:
         idx = _ordered(history, lost)
@@ -434,6 +454,125 @@ def _first_fault_overlapped(history: History, windows: list[tuple[float, float, 
     return np.maximum(first, start)
 
 
+# -- accepted requests -----------------------------------------------------------------
+
+def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Every asample is accepted (gets a server id) unless a fatal fault was in force while it was submitted.
+
+    Accepted: a server id, or a result arrived (a client that hides ids still
+    receives results). Rejected: the client recorded that its submit ended
+    without an id (``Outcome.REJECTED``: a 4xx that is not retried, or a 5xx,
+    408/409/429 or transport error after the retry budget, or a 200 without a
+    request id). A rejection is explained when its [submit start, submit end]
+    overlapped a fault of a kind in ``fatal_fault_kinds``, and not judged when
+    its submit ended after the harness stopped the load (``load_stopped_s``).
+    A request pending without an id (never submitted, or its submit still
+    retrying when the load ended at the wall bound, an interrupt or a
+    collapse) is unfinished, not rejected. One that failed with no id and no
+    rejection recorded is left out: its client (the SDK) did not say whether
+    the asample or a poll failed. Nothing accepted is no excuse: a trial whose
+    every asample was refused with no fatal fault in force is violated.
+    Figure: unexplained rejections; budget 0. Unknown when no submit ended
+    in an attributable way.
+    """
+    name = "accepted_requests"
+    history = inputs.history
+    if len(history) == 0:
+        return Verdict(name, None, None, 0, "no requests in the history")
+    outcome = history["outcome"]
+    no_id = history["server_id"] == 0
+    arrived = (outcome == Outcome.OK) | (outcome == Outcome.CORRUPT)
+    accepted = ~no_id | arrived
+    rejected = no_id & (outcome == Outcome.REJECTED)
+    unfinished = no_id & (outcome == Outcome.PENDING)
+    unattributed = no_id & ~arrived & ~rejected & ~unfinished
+    notes = []
+    if inputs.load_stopped_s is not None:
+        cut = rejected & (history["submit_end"] > inputs.load_stopped_s)
+        if cut.any():
+            notes.append(f"{int(cut.sum())} rejected after the harness stopped the load at "
+                         f"{_s(inputs.load_stopped_s)} (not judged)")
+            rejected &= ~cut
+    fatal = _windows(inputs.faults, lambda f: _is_fatal(f, inputs.fatal_fault_kinds))
+    explained, fatal_labels = _overlaps(history, fatal, among=rejected, spans=_request_spans(history, "submit_end"))
+    if explained.any():
+        notes.append(f"{int(explained.sum())} rejected while fatal {'/'.join(fatal_labels)} was in force "
+                     f"(explained: {_rejection_classes(inputs, explained)})")
+    if unfinished.any():
+        notes.append(f"{int(unfinished.sum())} unfinished (not submitted or still submitting when the load ended)")
+    if unattributed.any():
+        notes.append(f"{int(unattributed.sum())} failed with no server id recorded (the client does not say "
+                     "whether the asample was accepted; not judged)")
+    tail = ("; " + "; ".join(notes)) if notes else ""
+    n_accepted = int(accepted.sum())
+    judged = n_accepted + int(rejected.sum())
+    if judged == 0:
+        return Verdict(name, None, None, 0, f"no submit ended in a judged way ({len(history)} requests){tail}")
+    unexplained = rejected & ~explained
+    n_bad = int(unexplained.sum())
+    if n_bad:
+        idx = _ordered(history, unexplained)
+        first = [f"nonce {int(history['nonce'][i])} at {_s(_event_time(history, int(i)))}" for i in idx[:DETAIL_ITEMS]]
+        return Verdict(name, False, n_bad, 0,
+                       f"{n_bad} of {judged} submitted requests rejected with no fatal fault in force "
+                       f"({n_accepted} accepted): {_rejection_classes(inputs, unexplained)}; first "
+                       f"{_few(first, n_bad)}{tail}")
+    return Verdict(name, True, 0, 0, f"{n_accepted} of {judged} submitted requests accepted{tail}")
+
+
+def _rejection_classes(inputs: CheckInputs, rows: np.ndarray) -> str:
+    """How the rejected ``rows`` ended, commonest first: "400 ×16 (e.g. asample: HTTP 400: ...)".
+
+    A class is the HTTP status of the request's last submit attempt, or its
+    transport error class (``reset``, ``connect``, ...); without an attempt
+    log (or a 200 whose body had no id), the request's last error class. The
+    example is the client's first message of that error class when it is
+    about an asample.
+    """
+    history = inputs.history
+    idx = np.flatnonzero(rows)
+    labels = _last_submit_labels(history, idx)
+    counts: dict[str, int] = {}
+    first_row: dict[str, int] = {}
+    for i, label in zip(idx.tolist(), labels):
+        counts[label] = counts.get(label, 0) + 1
+        first_row.setdefault(label, i)
+    examples = inputs.error_examples or {}
+    items = []
+    for label, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        item = f"{label} ×{count}"
+        example = examples.get(_error_key(int(history["error"][first_row[label]])), "")
+        if example.startswith("asample"):
+            item += f" (e.g. {_one_line(example, 160)})"
+        items.append(item)
+    return _few(items)
+
+
+def _last_submit_labels(history: History, idx: np.ndarray) -> list[str]:
+    """Per request of ``idx``: its last submit attempt's HTTP status or transport error class."""
+    attempts = history.attempts
+    submit = attempts["kind"] == AttemptKind.SUBMIT
+    rows, status = attempts["row"][submit], attempts["status"][submit].astype(np.int64)
+    # the last attempt of each row: np.unique keeps the first of the reversed order
+    last_rows, at = np.unique(rows[::-1], return_index=True)
+    last_status = status[::-1][at]
+    where = np.searchsorted(last_rows, idx)
+    labels = []
+    for i, w in zip(idx.tolist(), where.tolist()):
+        code = int(last_status[w]) if w < last_rows.size and last_rows[w] == i else None
+        if code is None or code == 200:
+            labels.append(_error_key(int(history["error"][i])))
+        elif code > 0:
+            labels.append(str(code))
+        else:
+            labels.append(_error_key(-code))
+    return labels
+
+
+def _error_key(code: int) -> str:
+    return ErrorClass(code).key if code in ErrorClass._value2member_map_ else f"error {code}"
+
+
 # -- integrity -----------------------------------------------------------------------
 
 def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
@@ -458,11 +597,16 @@ def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     """Peak fds ≤ baseline + fds_slack + fds_per_in_flight × peak in-flight + idle connections; drained ≤ baseline + ε.
 
-    Idle connections: the client's peak of open connections beyond the peak in
-    flight, one fd each at the server (the client keeps finished connections
-    for reuse until its 5 s idle expiry, as the SDK does). Reaching the server's own soft RLIMIT_NOFILE (``monitor.fd_limit``, when
+    Figure: fds per request in flight, (peak − baseline − idle) / peak in
+    flight (at least 1); budget: ``fds_per_in_flight`` + ``fds_slack`` / peak
+    in flight, so figure > budget is the peak rule exactly. Idle connections:
+    the client's peak of open connections beyond the peak in flight, one fd
+    each at the server (the client keeps finished connections for reuse until
+    its 5 s idle expiry, as the SDK does).
+    Reaching the server's own soft RLIMIT_NOFILE (``monitor.fd_limit``, when
     known) is a violation whatever the budget: from there on every accept and
-    every forward fails with "Too many open files".
+    every forward fails with "Too many open files". Fds not back near the
+    baseline after the drain is a violation too; both are named in the detail.
     """
     name = "bounded_fds"
     monitor = inputs.monitor
@@ -476,14 +620,18 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     else:
         baseline, base_note = int(fds[0]), "baseline (first sample)"
     in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
+    in_flight = max(1.0, in_flight)
     connections, _ = _series(monitor, "client_connections_peak")
     idle = max(0, int(connections.max()) - int(in_flight)) if connections.size else 0
     i = int(np.argmax(fds))
     peak, peak_t = int(fds[i]), float(t[i])
+    per_in_flight = (peak - baseline - idle) / in_flight
+    per_budget = budgets.fds_per_in_flight + budgets.fds_slack / in_flight
     peak_budget = baseline + budgets.fds_slack + budgets.fds_per_in_flight * in_flight + idle
     idle_text = f" + {idle} idle client connections" if idle else ""
-    head = (f"peak {peak} fds at {_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + "
-            f"{budgets.fds_per_in_flight:g}×{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}")
+    head = (f"{per_in_flight:.2f} fds per request in flight (budget {per_budget:.2f}): peak {peak} fds at "
+            f"{_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + {budgets.fds_per_in_flight:g}×"
+            f"{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}")
     drained = monitor.drained.fds if monitor.drained is not None and monitor.drained.fds >= 0 else None
     drain_budget = baseline + budgets.drain_fds_epsilon
     limit = getattr(monitor, "fd_limit", None)
@@ -491,16 +639,15 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if soft is not None:
         head += f"; fd limit {soft}"
         if peak >= soft:  # the server could not open another socket: a collapse, not a slow leak
-            return Verdict(name, False, peak, min(peak_budget, soft - 1),
-                           f"reached the server's fd limit ({soft}): {head}")
+            return Verdict(name, False, per_in_flight, per_budget, f"reached the server's fd limit ({soft}): {head}")
     if peak > peak_budget:
-        return Verdict(name, False, peak, peak_budget, f"over budget: {head}")
+        return Verdict(name, False, per_in_flight, per_budget, f"over budget: {head}")
     if drained is None:
-        return Verdict(name, None, peak, peak_budget, f"{head}; drained fds not measured")
+        return Verdict(name, None, per_in_flight, per_budget, f"{head}; drained fds not measured")
     drain_text = f"drained {drained} fds vs {baseline} + {budgets.drain_fds_epsilon} = {drain_budget}"
     if drained > drain_budget:
-        return Verdict(name, False, int(drained), drain_budget, f"not back to baseline: {drain_text}; {head}")
-    return Verdict(name, True, peak, peak_budget, f"{head}; {drain_text}")
+        return Verdict(name, False, per_in_flight, per_budget, f"not back to baseline: {drain_text}; {head}")
+    return Verdict(name, True, per_in_flight, per_budget, f"{head}; {drain_text}")
 
 
 def _result_bytes_per_request(inputs: CheckInputs) -> tuple[float, str]:
@@ -528,6 +675,10 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     Drained ≤ baseline + drain_rss_epsilon_bytes + drain_rss_growth_fraction ×
     (peak − baseline): a Python process keeps much of its freed memory, so by
     default (fraction 1.0) this asks only that RSS stopped growing after load.
+
+    Figure: RSS growth over the baseline in MiB at the sample judged (the
+    one furthest over its budget, else the peak); budget: that sample's
+    allowed growth in MiB. A drained RSS over its budget is named in the detail.
     """
     name = "bounded_rss"
     monitor = inputs.monitor
@@ -558,18 +709,19 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     head = (f"{'peak' if over[i] <= 0 else 'RSS'} {_mib(peak)} at {_s(peak_t)} vs {base_note} {_mib(baseline)} + "
             f"{_mib(budgets.rss_slack_bytes)} + {_mib(in_flight_budget)} for {int(in_flight)} in flight ({in_flight_note}, {per_note})"
             f" + {int(retained[i])} retained × {_mib(per_retained)} = {_mib(peak_budget)}")
+    growth_mib, allowed_mib = (peak - baseline) / MIB, (peak_budget - baseline) / MIB
     if over[i] > 0:
-        return Verdict(name, False, peak, peak_budget, f"over budget: {head}")
+        return Verdict(name, False, growth_mib, allowed_mib, f"over budget: {head}")
     drained = monitor.drained.rss if monitor.drained is not None and monitor.drained.rss >= 0 else None
     if drained is None:
-        return Verdict(name, None, peak, peak_budget, f"{head}; drained RSS not measured")
+        return Verdict(name, None, growth_mib, allowed_mib, f"{head}; drained RSS not measured")
     growth = max(0, peak - baseline)
     drain_budget = baseline + budgets.drain_rss_epsilon_bytes + budgets.drain_rss_growth_fraction * growth
     drain_text = (f"drained {_mib(drained)} vs {_mib(baseline)} + {_mib(budgets.drain_rss_epsilon_bytes)} + "
                   f"{budgets.drain_rss_growth_fraction:g}×{_mib(growth)} growth = {_mib(drain_budget)}")
     if drained > drain_budget:
-        return Verdict(name, False, int(drained), drain_budget, f"not back to baseline: {drain_text}; {head}")
-    return Verdict(name, True, peak, peak_budget, f"{head}; {drain_text}")
+        return Verdict(name, False, growth_mib, allowed_mib, f"not back to baseline: {drain_text}; {head}")
+    return Verdict(name, True, growth_mib, allowed_mib, f"{head}; {drain_text}")
 
 
 # -- CPU ------------------------------------------------------------------------------
@@ -637,7 +789,8 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     of healthz_max_failures and healthz_failure_fraction × probes. Probes
     from a fault's start to healthz_fault_recovery_s after its end are counted
     in the detail but not judged (see the budget); if every probe fell there
-    the verdict is unknown, never ok.
+    the verdict is unknown, never ok. Figure: the p99 of the judged probes
+    (too many failures is named in the detail).
     """
     name = "healthz_latency"
     monitor = inputs.monitor
@@ -685,7 +838,7 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, False, p99, budgets.healthz_p99_s,
                        f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}{fault_text}")
     if failures > allowed:
-        return Verdict(name, False, failures, allowed, f"failing: {fail_text}; {head}{fault_text}")
+        return Verdict(name, False, p99, budgets.healthz_p99_s, f"failing: {fail_text}; {head}{fault_text}")
     return Verdict(name, True, p99, budgets.healthz_p99_s, f"{head}; {fail_text}{fault_text}")
 
 
@@ -701,15 +854,10 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     retry: they are judged against attempts_per_request_max only, and the mean
     is taken over the others. Requests with 0 attempts recorded (the real SDK
     client does not count them) are left out; if none has a count: unknown.
-
-    Retries the server provoked on a healthy network are judged apart: HTTP
-    attempts that ended in a connection reset or a failed connect while no
-    fault was in force (nor ``log_fault_grace_s`` after one) may number at most
-    ``unprovoked_resets_max``. Such a reset is the server closing a connection
-    the client was entitled to reuse (a keep-alive shorter than the client's
-    idle expiry) or refusing connects (an accept backlog overflowing). Attempts
-    that ended after the harness stopped the load (``load_stopped_s``: a
-    collapse called, Ctrl-C) are not counted: the harness cut them off.
+    Figure: that mean (attempts per request over the requests that overlapped
+    no fault; None when every request overlapped one, and only the max is
+    judged); a request over the max is named in the detail. Resets on a
+    healthy network are ``unprovoked_resets``.
     """
     name = "retry_amplification"
     history = inputs.history
@@ -736,31 +884,54 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if unrecorded:
         notes.append(f"{unrecorded} without attempt counts left out")
     tail = ("; " + "; ".join(notes)) if notes else ""
-    unprovoked, unprovoked_text = _unprovoked_resets(
-        history, _windows(inputs.faults, grace_s=budgets.log_fault_grace_s), inputs.load_stopped_s)
-    if unprovoked > budgets.unprovoked_resets_max:
-        return Verdict(name, False, unprovoked, budgets.unprovoked_resets_max,
-                       f"{unprovoked} attempts reset or refused with no fault in force "
-                       f"(budget {budgets.unprovoked_resets_max}): {unprovoked_text}{tail}")
-    if unprovoked:
-        notes.append(f"{unprovoked} unprovoked resets ≤ {budgets.unprovoked_resets_max}")
-        tail = "; " + "; ".join(notes)
+    mean = float(attempts[calm].mean()) if calm.any() else None
+    if mean is None:
+        head = f"all {int(recorded.sum())} requests overlapped faults (no mean judged); {max_text}"
+    else:
+        head = (f"mean {mean:.2f} attempts over {int(calm.sum())} requests (baseline 2, budget {mean_budget:g}); "
+                f"{max_text}")
     if worst > budgets.attempts_per_request_max:
         over = recorded & (attempts > budgets.attempts_per_request_max)
         items = [f"{_request(history, int(i))} {int(attempts[i])}" for i in _ordered(history, over)[:DETAIL_ITEMS]]
-        return Verdict(name, False, worst, budgets.attempts_per_request_max,
+        return Verdict(name, False, mean, mean_budget,
                        f"{int(over.sum())} requests over {budgets.attempts_per_request_max} attempts: "
-                       f"{_few(items, int(over.sum()))}{tail}")
-    if not calm.any():
-        return Verdict(name, True, worst, budgets.attempts_per_request_max,
-                       f"all {int(recorded.sum())} requests overlapped faults; {max_text} "
-                       f"≤ {budgets.attempts_per_request_max}{tail}")
-    mean = float(attempts[calm].mean())
-    head = (f"mean {mean:.2f} attempts over {int(calm.sum())} requests (baseline 2, budget {mean_budget:g}); "
-            f"{max_text} ≤ {budgets.attempts_per_request_max}")
-    if mean > mean_budget:
+                       f"{_few(items, int(over.sum()))}; {head}{tail}")
+    head += f" ≤ {budgets.attempts_per_request_max}"
+    if mean is not None and mean > mean_budget:
         return Verdict(name, False, mean, mean_budget, f"amplified: {head}{tail}")
     return Verdict(name, True, mean, mean_budget, f"{head}{tail}")
+
+
+def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """HTTP attempts reset or refused on a healthy network ≤ ``unprovoked_resets_max``.
+
+    Counts attempts that ended in a connection reset or a failed connect
+    while no fault was in force (nor ``log_fault_grace_s`` after one). Such a
+    reset is the server closing a connection the client was entitled to reuse
+    (a keep-alive shorter than the client's idle expiry) or refusing connects
+    (an accept backlog overflowing). Attempts that ended after the harness
+    stopped the load (``load_stopped_s``: a collapse called, Ctrl-C) are not
+    counted: the harness cut them off. Unknown without an attempt log (the
+    SDK client keeps none). Figure: that count.
+    """
+    name = "unprovoked_resets"
+    history = inputs.history
+    budget = budgets.unprovoked_resets_max
+    n_attempts = int(history.attempts["row"].size) if len(history) else 0
+    if n_attempts == 0:
+        why = "the sdk client keeps no attempt log" if inputs.shape.client == "sdk" else "no attempt log"
+        return Verdict(name, None, None, budget, f"{why} ({len(history)} requests)")
+    windows = _windows(inputs.faults, grace_s=budgets.log_fault_grace_s)
+    count, text = _unprovoked_resets(history, windows, inputs.load_stopped_s)
+    labels = "/".join(dict.fromkeys(_fault_label(f) for _, _, f in windows))
+    scope = f"over {n_attempts} attempts" + (
+        f", those during {labels} or {budgets.log_fault_grace_s:g}s after not counted" if windows else "")
+    if count > budget:
+        return Verdict(name, False, count, budget,
+                       f"{count} attempts reset or refused with no fault in force (budget {budget}): {text}; {scope}")
+    if count:
+        return Verdict(name, True, count, budget, f"{count} unprovoked resets ≤ {budget}: {text}; {scope}")
+    return Verdict(name, True, 0, budget, f"no attempt reset or refused with no fault in force, {scope}")
 
 
 def _unprovoked_resets(history: History, windows: list[tuple[float, float, Fault]],
@@ -806,12 +977,16 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     the last of 50 failures is written ~8 s after the crash although every
     one was caused by it. With faults injected but no way to map the log's
     times (no start epoch, or lines without timestamps) the verdict is
-    unknown. Classes matching ``clean_log_allow`` are ignored.
+    unknown; so it is for a log of no lines (nothing was read, as for a
+    ``url=`` target: an empty log is not a clean one). Classes matching
+    ``clean_log_allow`` are ignored.
     """
     name = "clean_server_log"
     log = inputs.server_log
     if log is None:
         return Verdict(name, None, None, 0, "no server log")
+    if log.lines == 0:  # nothing was read (a url= target's log is not faultload's): not "clean"
+        return Verdict(name, None, None, 0, "no server log lines to read (a url= target's log is not followed)")
     patterns = [re.compile(p) for p in budgets.clean_log_allow]
     classes = [c for c in log.classes.values() if not any(p.search(c.name) or p.search(c.example) for p in patterns)]
     allowed = sum(c.count for c in log.classes.values()) - sum(c.count for c in classes)
@@ -885,12 +1060,14 @@ def _faulted_server_ids(history: History, windows: list[tuple[float, float, Faul
 
 CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("no_lost_results", check_no_lost_results),
+    ("accepted_requests", check_accepted_requests),
     ("result_integrity", check_result_integrity),
     ("bounded_fds", check_bounded_fds),
     ("bounded_rss", check_bounded_rss),
     ("healthz_latency", check_healthz_latency),
     ("bounded_cpu", check_bounded_cpu),
     ("retry_amplification", check_retry_amplification),
+    ("unprovoked_resets", check_unprovoked_resets),
     ("clean_server_log", check_clean_server_log),
 )
 

@@ -19,6 +19,15 @@ def collapse_verdict(result: TrialResult) -> Verdict:
     return Verdict("no_collapse", False, 1, 0, result.verdict.line())
 
 
+def error_examples(result: TrialResult) -> dict[str, str]:
+    """Error class key -> the first message of that class any load worker kept (workers in order)."""
+    examples: dict[str, str] = {}
+    for worker in result.workers:
+        for key, message in worker.error_examples.items():
+            examples.setdefault(key, message)
+    return examples
+
+
 def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
     config = result.config
     inputs = CheckInputs(
@@ -33,5 +42,6 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         trial_start_epoch=result.start_epoch,
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
         router_completed_s=result.router_completed_s or None,
+        error_examples=error_examples(result),
     )
     return [*check_all(inputs, budgets), collapse_verdict(result)]

@@ -15,6 +15,7 @@ import numpy as np
 
 from faultload.history import ErrorClass, Outcome
 from faultload.invariants import Verdict, to_report
+from faultload.judge import error_examples
 from faultload.stats import Histogram
 from faultload.targets.skyrl_patches import switches_text
 from faultload.trial import TrialResult
@@ -37,10 +38,7 @@ def _percentiles(values: np.ndarray) -> dict[str, float | None]:
 def _errors(result: TrialResult) -> dict[str, dict[str, Any]]:
     """Error class -> {count, example}: requests whose last error was of that class."""
     codes = result.history["error"]
-    examples: dict[str, str] = {}
-    for worker in result.workers:
-        for key, message in worker.error_examples.items():
-            examples.setdefault(key, message)
+    examples = error_examples(result)
     out = {}
     for cls in ErrorClass:
         if cls is ErrorClass.NONE:

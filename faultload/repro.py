@@ -125,34 +125,31 @@ def config_key(config) -> str:
 # --------------------------------------------------------------------------- the repro file
 
 
+# Older names of three verdict figures, kept as keys of ``figures`` (repro files, the
+# suite's target labels and replay's comparison read them): the same numbers, not recomputed.
+FIGURE_ALIASES = {
+    "fds_per_in_flight": "bounded_fds",
+    "rss_growth_mib": "bounded_rss",
+    "healthz_p99_s": "healthz_latency",
+}
+
+
 def figures_of(result, verdicts) -> dict[str, Any]:
-    """The numbers a reader compares between runs: each verdict's figure, plus what the
-    suite targets (fds per in-flight request, RSS growth, /healthz p99, lost results)."""
+    """The numbers a reader compares between runs: each verdict's ``{ok, figure, budget}``.
+
+    One definition per figure: each is the number its invariant judged, and
+    the aliases in :data:`FIGURE_ALIASES` (fds per request in flight, RSS
+    growth in MiB, /healthz p99) copy their verdict's figure, present when it
+    was measured. ``result`` is not read (kept for callers' signature).
+    """
     figures: dict[str, Any] = {}
     for v in verdicts:
         d = v.to_dict()
         figures[v.name] = {"ok": d["ok"], "figure": d["figure"], "budget": d["budget"]}
-    mon = getattr(result, "monitor", None)
-    if mon is not None:
-        try:
-            fds = mon.samples["fds"]
-            rss = mon.samples["rss"]
-            in_flight = mon.samples.get("client_in_flight")
-            base_fds = mon.baseline.fds if mon.baseline else None
-            base_rss = mon.baseline.rss if mon.baseline else None
-            peak_in_flight = float(in_flight.max()) if in_flight is not None and in_flight.size else 0.0
-            if fds.size and base_fds is not None and base_fds >= 0 and fds.max() >= 0:
-                figures["fds_per_in_flight"] = float(fds.max() - base_fds) / max(1.0, peak_in_flight)
-            if rss.size and base_rss is not None and base_rss >= 0 and rss.max() >= 0:
-                figures["rss_growth_mib"] = float(rss.max() - base_rss) / 2**20
-            import numpy as np
-
-            latency = np.asarray(mon.healthz_latency_s, dtype=np.float64)
-            latency = latency[np.isfinite(latency)]
-            if latency.size:
-                figures["healthz_p99_s"] = float(np.percentile(latency, 99))
-        except (KeyError, AttributeError, ValueError):
-            pass
+    for alias, name in FIGURE_ALIASES.items():
+        figure = figures.get(name, {}).get("figure")
+        if figure is not None:
+            figures[alias] = figure
     return figures
 
 

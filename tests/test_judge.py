@@ -1,12 +1,15 @@
-"""judge() maps a TrialResult onto the invariants' inputs (pure: no process is started)."""
+"""judge() maps a TrialResult onto the invariants' inputs, and figures_of() reads the verdicts (pure: no process)."""
 
 from __future__ import annotations
 
 from faultload.budgets import Budgets
+from faultload.client.job import WorkerResult
 from faultload.history import Outcome
-from faultload.judge import judge
+from faultload.invariants import Verdict, overall
+from faultload.judge import error_examples, judge
+from faultload.repro import FIGURE_ALIASES, figures_of
 from faultload.trial import TrialConfig, TrialResult
-from tests.test_invariants import make_history, make_monitor, set_row
+from tests.test_invariants import NOT_LOADED, make_history, make_monitor, rejected, set_row, submit_log
 
 
 def _result(**flags) -> TrialResult:
@@ -23,3 +26,38 @@ def test_a_request_left_pending_by_the_wall_bound_is_unfinished_not_lost() -> No
     assert _lost(_result()).ok is False  # pending at the end of a load that ended by itself: lost
     verdict = _lost(_result(cut_off=True))
     assert verdict.ok is True and "1 unfinished" in verdict.detail
+
+
+def _rejected_result() -> TrialResult:
+    """Every asample answered 400, as a server without its base model does; two workers kept examples."""
+    history = submit_log(rejected(make_history(16), slice(None)), {i: [400] for i in range(16)})
+    workers = [WorkerResult(0, history, {}, {}, {"http_4xx": NOT_LOADED}),
+               WorkerResult(1, history, {}, {}, {"http_4xx": "asample: HTTP 400: b'other'", "reset": "x"})]
+    return TrialResult(TrialConfig(target="url=http://127.0.0.1:9"), history, workers, make_monitor(), {}, {},
+                       5.0, 5.0, {})
+
+
+def test_the_clients_first_example_of_a_rejection_reaches_accepted_requests() -> None:
+    result = _rejected_result()
+    assert error_examples(result) == {"http_4xx": NOT_LOADED, "reset": "x"}  # first worker's first
+    verdicts = {v.name: v for v in judge(result, Budgets())}
+    accepted = verdicts["accepted_requests"]
+    assert accepted.ok is False and accepted.figure == 16
+    assert "400 ×16 (e.g. asample: HTTP 400: b'{\"detail\":\"base model not loaded\"}')" in accepted.detail
+    assert verdicts["no_lost_results"].ok is None
+    assert verdicts["no_lost_results"].detail.startswith("0 accepted (see accepted_requests)")
+    assert overall(verdicts.values()) is False
+
+
+def test_the_steering_figures_are_the_verdicts_figures() -> None:
+    """fds_per_in_flight, rss_growth_mib and healthz_p99_s are copies of the judged figures, not recomputed."""
+    verdicts = judge(_result(cut_off=True), Budgets())
+    figures = figures_of(None, verdicts)
+    by_name = {v.name: v for v in verdicts}
+    assert set(figures) == {v.name for v in verdicts} | set(FIGURE_ALIASES)
+    for alias, name in FIGURE_ALIASES.items():
+        assert by_name[name].figure is not None
+        assert figures[alias] == figures[name]["figure"] == by_name[name].figure
+    assert figures["fds_per_in_flight"] == by_name["bounded_fds"].figure < Budgets().fds_per_in_flight
+    unmeasured = [Verdict("bounded_fds", None, None, 3.0, "no monitor samples")]
+    assert "fds_per_in_flight" not in figures_of(None, unmeasured)

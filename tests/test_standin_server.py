@@ -1,0 +1,84 @@
+"""The stand-in server (a test double: tests/standin_server.py) and a real trial against it.
+
+The stand-in opens sessions and refuses every asample with a 400, as a server
+whose base model is not loaded does. A trial against it must be *violated*
+by ``accepted_requests`` — not passed as "every invariant ok or unknown" with
+only the exit code noticing. No durations are asserted; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from faultload.client.session import open_sampling_session
+from tests.conftest import leftover_dirs, run_cli, tagged_processes, wait_until
+from tests.standin_server import REJECTION, running, standin_server  # noqa: F401 - the fixture
+
+REQUESTS = 16
+
+
+def _post(url: str, body: bytes) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _stats(url: str) -> dict[str, int]:
+    with urllib.request.urlopen(f"{url}/standin/stats", timeout=10) as resp:
+        return json.loads(resp.read())
+
+
+def test_the_standin_opens_a_sampling_session_and_refuses_every_asample(standin_server) -> None:
+    sampler = open_sampling_session(standin_server.url, "Qwen/Qwen3-0.6B", timeout_s=10)
+    assert sampler.startswith("standin-sampler-")
+    body = json.dumps({"sampling_session_id": sampler, "seq_id": 0, "num_samples": 1, "prompt": {"chunks": []},
+                       "sampling_params": {"max_tokens": 1}}).encode()
+    assert _post(f"{standin_server.url}/api/v1/asample", body) == (400, REJECTION)
+    assert _post(f"{standin_server.url}/api/v1/retrieve_future", b'{"request_id": "1"}')[0] == 404
+    assert _stats(standin_server.url)["/api/v1/asample"] == 1
+
+
+def test_the_standin_process_is_gone_after_its_block() -> None:
+    with running() as server:
+        assert psutil.pid_exists(server.pid)
+        proc = psutil.Process(server.pid)
+    assert wait_until(lambda: not proc.is_running() or proc.status() == psutil.STATUS_ZOMBIE, timeout_s=15)
+
+
+@pytest.mark.integration
+def test_a_trial_against_a_server_refusing_every_asample_violates_accepted_requests(
+        standin_server, isolated_workdir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    run = run_cli(["run", "--target", standin_server.target, "--server-pid", str(standin_server.pid),
+                   "--requests", str(REQUESTS), "--quiet", "--max-wall", "120", "--workdir", str(isolated_workdir),
+                   "--json-out", str(out)], timeout_s=300, tmpdir=tmpdir)
+    assert out.is_file(), run.stderr[-3000:]
+    report = json.loads(out.read_text())
+    verdicts = {v["name"]: v for v in report["invariants"]}
+    accepted = verdicts["accepted_requests"]
+    # an invariant is violated, not only the exit code: and it names the class and the server's words
+    assert accepted["ok"] is False and accepted["figure"] == REQUESTS and accepted["budget"] == 0, accepted
+    assert f"{REQUESTS} of {REQUESTS} submitted requests rejected with no fatal fault in force (0 accepted): " \
+           f"400 ×{REQUESTS} (e.g. asample: HTTP 400: " in accepted["detail"]
+    assert "base model not loaded" in accepted["detail"]
+    assert verdicts["no_lost_results"]["ok"] is None
+    assert verdicts["no_lost_results"]["detail"].startswith("0 accepted (see accepted_requests)")
+    assert run.returncode == 1, run.stderr[-3000:]
+    assert "[VIOLATED] accepted_requests" in run.stdout
+    assert _stats(standin_server.url)["/api/v1/asample"] == REQUESTS  # the load reached it, no retries
+    # nothing left behind: no process of the run, no run directory, no temp dir; the url= server untouched
+    assert wait_until(lambda: not tagged_processes(run.tag), timeout_s=15), tagged_processes(run.tag)
+    assert leftover_dirs(isolated_workdir) == []
+    assert sorted(p.name for p in tmpdir.iterdir()) == []
+    assert psutil.pid_exists(standin_server.pid)
