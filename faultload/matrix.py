@@ -102,7 +102,7 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               caught_by=("no_lost_results",)),
     MatrixRow("keepalive", "skyrl==0.4.0", ("keepalive",), "caught",
               "uvicorn's 5 s keep-alive and 2048 backlog: reconnect storms under completion bursts",
-              caught_by=("retry_amplification",)),
+              caught_by=("unprovoked_resets",)),
     MatrixRow("rich-access-log", "skyrl==0.4.0", ("rich-access-log",), "caught",
               "access log through RichHandler: server CPU per request, throughput collapse",
               caught_by=("bounded_cpu", "healthz_latency")),

@@ -82,3 +82,21 @@ def test_a_trial_against_a_server_refusing_every_asample_violates_accepted_reque
     assert leftover_dirs(isolated_workdir) == []
     assert sorted(p.name for p in tmpdir.iterdir()) == []
     assert psutil.pid_exists(standin_server.pid)
+
+
+@pytest.mark.integration
+def test_the_suite_fails_on_a_server_refusing_every_asample_naming_accepted_requests(
+        standin_server, isolated_workdir: Path, tmp_path: Path) -> None:
+    """`pytest faultload --faultload-target url=... --faultload-profile ci` against the stand-in fails,
+    and the failure names the invariant (not a harness error, not 'not judged')."""
+    summary = tmp_path / "summary.json"
+    run = run_cli(["faultload/suite", "-p", "no:cacheprovider", "-q", "-x", "--faultload-profile", "ci",
+                   "--faultload-target", standin_server.target, "--faultload-workdir", str(isolated_workdir),
+                   "--faultload-summary-json", str(summary)], timeout_s=600, prefix=["-m", "pytest"])
+    assert run.returncode == 1, run.stdout[-3000:]
+    assert "accepted_requests violated" in run.stdout
+    data = json.loads(summary.read_text())
+    failed = [p for p in data["properties"] if p["outcome"] == "failed"]
+    assert failed and failed[0]["violated"] == ["accepted_requests"] and failed[0]["error"] is None, failed
+    assert data["invariants"]["accepted_requests"]["judged"] >= 1
+    assert wait_until(lambda: not tagged_processes(run.tag), timeout_s=15), tagged_processes(run.tag)

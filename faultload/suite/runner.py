@@ -68,15 +68,21 @@ def known_configs(profile: Profile, family: Family, target: str, regress: tuple[
         return []
     from strategies.known import known_trial_config
 
-    limits = family_limits(profile, family)
+    limits = family_limits(profile, family, target)
     return [known_trial_config(name, target, profile.time_scale, regress, limits)
             for name in family.known if name in profile.known_examples]
 
 
-def family_limits(profile: Profile, family: Family):
-    """The profile's limits with the family's restrictions (no storms, shorter result waits)."""
+def family_limits(profile: Profile, family: Family, target: str | None = None):
+    """The profile's limits with the family's restrictions (no storms, shorter result waits).
+
+    A ``url=`` target is a server someone else started, with its own backend:
+    only the edge (client to server) is ours to break, so only edge faults are drawn.
+    """
     limits = profile.limits
     changes = dict(family.limits)
+    if target is not None and target.startswith("url="):
+        changes["fault_links"] = tuple(link for link in limits.fault_links if link == "edge")
     if "max_result_wait_s" in changes:
         changes["max_result_wait_s"] = min(limits.max_result_wait_s, changes["max_result_wait_s"])
     return limits.replace(**changes) if changes else limits

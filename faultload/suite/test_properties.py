@@ -41,13 +41,15 @@ from faultload.suite.runner import Family, family_examples, family_limits, known
 OPTIONS = plugin.options()
 PROFILE = OPTIONS.profile
 
-LOST = Family("no_lost_results", ("no_lost_results",), ("no_lost_results",), weight=2.0,
+LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests"), ("no_lost_results", "accepted_requests"),
+              weight=2.0,
               limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
 RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
                    ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample"))
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
-RETRIES = Family("bounded_retries", ("retry_amplification",), ("retry_amplification",),
+RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets"),
+                 ("retry_amplification", "unprovoked_resets"),
                  limits=(("storms", False), ("max_result_wait_s", 60.0)), known=("completion_burst",))
 SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("clean_server_log",))
 COMBINED = Family(
@@ -87,7 +89,7 @@ def _configs(family: Family) -> st.SearchStrategy:
         return st.just(_with_fixes(confirm_config(OPTIONS.target, OPTIONS.regress)))
     from strategies import trial_configs
 
-    configs = trial_configs(OPTIONS.target, PROFILE.time_scale, OPTIONS.regress, family_limits(PROFILE, family))
+    configs = trial_configs(OPTIONS.target, PROFILE.time_scale, OPTIONS.regress, family_limits(PROFILE, family, OPTIONS.target))
     return configs.map(_with_fixes) if OPTIONS.fixes else configs
 
 
@@ -105,7 +107,8 @@ def _known(family: Family):
 @settings(_settings(LOST))
 @given(config=_configs(LOST))
 def test_no_lost_results(faultload_suite, config):
-    """Every accepted request ends with its result (no 404s, no give-ups outside fatal faults)."""
+    """Every asample is accepted, and every accepted request ends with its result (no 404s, no give-ups
+    outside fatal faults)."""
     faultload_suite.check(LOST, config)
 
 
@@ -139,7 +142,8 @@ def test_health(faultload_suite, config):
 @_known(RETRIES)
 @given(config=_configs(RETRIES))
 def test_bounded_retries(faultload_suite, config):
-    """HTTP attempts per request stay within budget under the SDK's own policy."""
+    """HTTP attempts per request stay within budget under the SDK's own policy; no connection is reset
+    outside a fault."""
     faultload_suite.check(RETRIES, config)
 
 
