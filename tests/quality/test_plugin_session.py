@@ -134,3 +134,20 @@ def test_a_session_that_judged_nothing_fails_every_property_and_its_row_is_error
     assert all(p["outcome"] == "failed" and p["error"].startswith("not judged") for p in summary["properties"])
     row = judge_row(select_rows(["clean"])[0], summary, result.ret, 1.0)
     assert row.result == "error" and "not judged" in row.error
+
+
+def test_an_executor_given_after_the_runner_was_made_is_an_error_not_the_real_stack(pytester, monkeypatch) -> None:
+    """Never a silent fall-back to the real stack: a runner made before the fixture ran cannot take its executor."""
+    pytester.makeconftest(CONFTEST.format(n=N, unknown=False) + """
+
+def pytest_collection_finish(session):
+    from faultload.suite import plugin
+
+    plugin.runner()  # made here, with the real stack, before any fixture
+""")
+    pytester.makepyfile(test_generated=PROPERTIES)
+    isolate_plugin_state(monkeypatch)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"))
+    result.assert_outcomes(errors=3)
+    assert "the session's runner was made before faultload_executor gave its executor" in result.stdout.str()
+    assert not (pytester.path / "ran.jsonl").exists()
