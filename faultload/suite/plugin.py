@@ -15,7 +15,11 @@ collected. Options::
     --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
 
 The session fixture ``faultload_suite`` is the :class:`~faultload.suite.runner.SuiteRunner`
-(one shared stack, started on first use). On a failing property the plugin
+(one shared stack, started on first use). What runs and judges each trial is
+the session fixture ``faultload_executor``: ``None``, the real shared stack
+(:class:`~faultload.suite.executor.StackExecutor`); a conftest may override it
+with any :class:`~faultload.suite.executor.Executor` (``tests/quality`` does,
+with an executor whose failures are known in advance). On a failing property the plugin
 writes its repro (``.faultload/repros/*.json`` with the JSON report and PNG
 beside it), adds it to the failure report and lists every repro with its
 ``faultload replay FILE`` command at the end of the run.
@@ -104,8 +108,12 @@ def options() -> SuiteOptions:
     return _state["options"]
 
 
-def runner():
-    """The session's SuiteRunner, made on first use (starting nothing until the first trial)."""
+def runner(executor=None):
+    """The session's SuiteRunner, made on first use (starting nothing until the first trial).
+
+    ``executor``: what the runner runs trials with when this call makes it
+    (None: the real shared stack); the ``faultload_executor`` fixture's value.
+    """
     if _state["runner"] is None:
         from faultload.budgets import load_budgets
         from faultload.suite.runner import SuiteRunner
@@ -116,7 +124,10 @@ def runner():
         _state["runner"] = SuiteRunner(
             opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject), fixes=opts.fixes,
             watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=_terminal_log(),
+            executor=executor,
         )
+    elif executor is not None and _state["runner"].executor is not executor:
+        raise RuntimeError("faultload: the session's runner was made before faultload_executor gave its executor")
     return _state["runner"]
 
 
@@ -180,9 +191,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def faultload_suite():
+def faultload_executor():
+    """What runs and judges each trial: None, the real shared stack. Override it (a session fixture
+    of this name in a conftest) to give the properties another Executor."""
+    return None
+
+
+@pytest.fixture(scope="session")
+def faultload_suite(faultload_executor):
     """The session's :class:`~faultload.suite.runner.SuiteRunner` (one shared stack)."""
-    suite = runner()
+    suite = runner(faultload_executor)
     yield suite
     suite.close()
 
