@@ -24,6 +24,7 @@ strategy                              minimal example
 ``poll_behaviours(max_after_s)``     ``PollBehaviour()`` (no request polls late or abandons)
 ``client_policies()``                ``ClientPolicy()`` (the SDK's constants; no retry storm)
 ``arrivals(requests)``               ``("burst", 0.0, 1)``
+``clients(limits)``                  ``"raw"`` (the real SDK for ``limits.sdk_fraction`` of draws)
 ``load_shapes(time_scale)``          ``minimal_shape(time_scale)``
 ``router_configs(shape)``            ``immediate_router(shape)``
 ``latency_routers(shape)``           ``max_num_seqs=256, gen_seconds=1 SDK s × scale``
@@ -42,6 +43,7 @@ from strategies.routers import barrier_routers, immediate_router, latency_router
 from strategies.shapes import (
     arrivals,
     client_policies,
+    clients,
     load_shapes,
     minimal_shape,
     outstanding_caps,
@@ -50,11 +52,11 @@ from strategies.shapes import (
     result_sizes,
     sample_counts,
 )
-from strategies.trials import minimal_trial_config, proxies_for, trial_configs
+from strategies.trials import minimal_trial_config, proxies_for, sdk_reads_results, trial_configs
 
 __all__ = [
     "CI", "NIGHTLY", "Limits", "FATAL", "fatal_kinds", "fault_schedules", "faults", "barrier_routers",
-    "immediate_router", "latency_routers", "router_configs", "arrivals", "client_policies", "load_shapes",
+    "immediate_router", "latency_routers", "router_configs", "arrivals", "client_policies", "clients", "load_shapes",
     "minimal_shape", "outstanding_caps", "poll_behaviours", "request_counts", "result_sizes", "sample_counts",
-    "minimal_trial_config", "proxies_for", "trial_configs",
+    "minimal_trial_config", "proxies_for", "sdk_reads_results", "trial_configs",
 ]

@@ -60,6 +60,10 @@ class Limits:
     fault_horizon_s: float = 40.0
     max_fault_s: float = 60.0
     router_crash: bool = True
+    # Share of trials run by the real tinker SDK client (client="sdk") among
+    # those whose shape it can run: one burst, no late or abandoned polls, the
+    # SDK's own policy, proto results (see load_shapes). 0: never.
+    sdk_fraction: float = 0.25
     # Arrival patterns the shapes may use (the first is the simplest).
     arrivals: tuple[str, ...] = ("burst", "waves", "ramp", "poisson")
     max_arrival_span_s: float = 100.0

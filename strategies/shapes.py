@@ -45,6 +45,7 @@ STORM_POLL_TIMEOUTS_S = (15.0, 10.0, 5.0)
 # ~2 fds per request in flight; one process may open 20,000).
 MAX_UNCAPPED = 4096
 BYTES_PER_RESULT_TOKEN = 16  # a JSON-sized token id + logprob, for the in-flight memory bound
+_CLIENT_SLOTS = 20  # clients() draws from this many equally likely slots
 
 
 def request_counts(max_requests: int = CI.max_requests) -> st.SearchStrategy[int]:
@@ -171,9 +172,34 @@ def _max_tokens(limits: Limits, held: int, num_samples: int) -> int:
     return max(1, min(limits.max_result_tokens, limits.max_in_flight_result_bytes // max(1, per_token)))
 
 
+def sdk_allowed(limits: Limits) -> bool:
+    """Whether ``limits`` leave room for a shape the real SDK client can run.
+
+    The SDK polls as it decides (no late or abandoned polls: ``late_polls``
+    demands them) and asks for proto results only.
+    """
+    return limits.sdk_fraction > 0 and not limits.late_polls and "proto" in limits.accepts
+
+
+def clients(limits: Limits = CI) -> st.SearchStrategy[str]:
+    """Which client runs the load: ``"raw"``, or ``"sdk"`` (the real tinker SDK) for about
+    ``limits.sdk_fraction`` of draws where :func:`sdk_allowed`. Minimal: ``"raw"``."""
+    if not sdk_allowed(limits):
+        return st.just("raw")
+    # sampled_from picks about uniformly (integers() leans toward its lower end) and
+    # shrinks toward the first element: raw. The share is rounded to 1/20.
+    sdk = max(1, min(_CLIENT_SLOTS, round(limits.sdk_fraction * _CLIENT_SLOTS)))
+    return st.sampled_from(("raw",) * (_CLIENT_SLOTS - sdk) + ("sdk",) * sdk)
+
+
 @st.composite
-def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape:
+def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = True) -> LoadShape:
     """A whole ``LoadShape`` at ``time_scale``, within ``limits``.
+
+    The client is the real SDK for about ``limits.sdk_fraction`` of shapes
+    (:func:`clients`; never when ``sdk`` is False), and an SDK shape is what
+    the SDK can run: one burst, on-time polls, the SDK's policy and proto
+    results, whatever was drawn for those.
 
     Minimal: ``LoadShape(requests=1, result_tokens=1, num_samples=1,
     max_outstanding=0, workers=1, client="raw", accept="proto",
@@ -200,12 +226,19 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI) -> LoadShape
     workers = draw(st.integers(1, max(1, min(limits.max_workers, requests))))
     accept = draw(st.sampled_from(limits.accepts))
     seed = draw(st.integers(0, 255))
+    # Drawn last, after everything it may override, so an SDK shape takes as many
+    # choices as a raw one and shrinking prefers raw (Hypothesis orders by length first).
+    client = draw(clients(limits if sdk else limits.replace(sdk_fraction=0.0)))
+    if client == "sdk":  # only what the real SDK can run (LoadShape.validate)
+        arrival, span, waves = "burst", 0.0, 1
+        abandon = delay = PollBehaviour()
+        policy, accept = ClientPolicy(), "proto"
     result_kib = result_tokens * num_samples * BYTES_PER_RESULT_TOKEN / 1024
     max_held = limits.max_faithful_held(policy.poll_timeout_s, time_scale, result_kib)
     max_outstanding = faithful_cap(requests, max_outstanding, max_held)
     shape = LoadShape(
         requests=requests, result_tokens=result_tokens, num_samples=num_samples, max_outstanding=max_outstanding,
-        workers=workers, client="raw", accept=accept, time_scale=time_scale, delay_polls=delay,
+        workers=workers, client=client, accept=accept, time_scale=time_scale, delay_polls=delay,
         abandon_polls=abandon, policy=policy, seed=seed, arrival=arrival, arrival_span_s=span, arrival_waves=waves,
     )
     return with_requests(shape, wall_fitting_requests(requests, max_outstanding, (abandon, delay), time_scale, limits))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import re
 from typing import Iterable
 
 from hypothesis import strategies as st
@@ -9,7 +12,7 @@ from hypothesis import strategies as st
 from faultload.faults.spec import FaultSchedule
 from faultload.trial import TrialConfig
 from strategies.faults import fatal_kinds, fault_schedules
-from strategies.limits import CI, Limits
+from strategies.limits import CI, RETRIEVED_TTL_S, Limits
 from strategies.routers import barrier_fitting_requests, immediate_router, router_configs
 from strategies.shapes import load_shapes, minimal_shape, with_requests
 
@@ -20,6 +23,33 @@ def _config(target: str, time_scale: float, regress: Iterable[str], limits: Limi
         target=target, shape=shape, router=router, regress=tuple(regress), faults=faults, proxies=proxies,
         fatal_faults=fatal_kinds(faults), max_wall_s=limits.max_wall_real_s, drain_s=limits.drain_real_s,
     )
+
+
+# Share of the server's (scaled) retrieved TTL the SDK's unscaled backoff may take after a fault.
+SDK_BACKOFF_SHARE = 0.75
+_RELEASE = re.compile(r"^skyrl==(\d+)\.(\d+)\.")
+
+
+def sdk_reads_results(target: str) -> bool:
+    """Whether the real SDK (tinker 0.25) can read ``target``'s results: it takes proto only,
+    which SkyRL sends from 0.4.0 on (0.3.0 answers JSON). Checkouts and urls: assumed current."""
+    m = _RELEASE.match(target.strip())
+    return m is None or (int(m.group(1)), int(m.group(2))) >= (0, 4)
+
+
+def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float) -> bool:
+    """Whether the SDK's unscaled backoff recovers from ``faults`` while the server still keeps results.
+
+    The SDK sleeps ``min(2**n, 30)`` real seconds after its n-th connection
+    error in a row, whatever the time scale, so its first attempt after a
+    fault ending at E trial seconds comes by about 2E + 1 s. That must fall
+    within SDK_BACKOFF_SHARE of the server's retrieved TTL (scaled): a later
+    re-poll meets a 404 the scale made, not the server. Faults to the trial's
+    end never fit.
+    """
+    ends = [math.inf if f.duration_s is None else f.start_s + f.duration_s for f in faults.faults]
+    end = max(ends, default=0.0)
+    return 2.0 * end + 1.0 <= SDK_BACKOFF_SHARE * RETRIEVED_TTL_S * time_scale
 
 
 def proxies_for(limits: Limits) -> str:
@@ -36,8 +66,12 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     ``fatal_faults`` declares the schedule's forward-breaking faults
     (:func:`strategies.fatal_kinds`); ``proxies`` is fixed by ``limits``
     (:func:`proxies_for`) so that every drawn config fits one shared stack.
-    A barrier router's waves must fit half the wall bound even if each one
-    times out: the shape's requests are lowered after every draw
+    The real SDK client runs a share of the trials (``limits.sdk_fraction``;
+    see :func:`strategies.shapes.clients`) where ``target``'s results are
+    readable by it (:func:`sdk_reads_results`) and its unscaled backoff fits
+    the drawn faults (:func:`sdk_outlasts_faults`; otherwise the raw client
+    runs the same shape). A barrier router's waves must fit half the wall
+    bound even if each one times out: the shape's requests are lowered after every draw
     (:func:`strategies.routers.barrier_fitting_requests`), so the draws are
     the same.
 
@@ -45,9 +79,11 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     no cap, no late polls, the SDK's policy, the immediate router, no faults.
     """
     regress = tuple(regress)
-    shape = draw(load_shapes(time_scale, limits))
+    shape = draw(load_shapes(time_scale, limits, sdk=sdk_reads_results(target)))
     router = draw(router_configs(shape, limits))
     faults = draw(fault_schedules(time_scale, limits))
+    if shape.client == "sdk" and not sdk_outlasts_faults(faults, time_scale):
+        shape = dataclasses.replace(shape, client="raw")  # an SDK shape is a valid raw one
     shape = with_requests(shape, barrier_fitting_requests(shape, router, limits))
     return _config(target, time_scale, regress, limits, shape, router, faults, proxies_for(limits))
 

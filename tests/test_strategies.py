@@ -193,6 +193,7 @@ def test_minimal_shape():
     (S.poll_behaviours(), PollBehaviour()),
     (S.client_policies(), ClientPolicy()),
     (S.arrivals(100), ("burst", 0.0, 1)),
+    (S.clients(), "raw"),
     (S.fault_schedules(SCALE), FaultSchedule()),
 ])
 def test_minimal_examples(strategy, expected):
@@ -268,6 +269,83 @@ def test_burst_has_no_offsets_and_arrivals_need_the_raw_client():
         LoadShape(arrival="trickle").validate()
     with pytest.raises(ValueError, match="raw"):
         LoadShape(client="sdk", arrival="ramp", arrival_span_s=5.0).validate()
+
+
+# ---------------------------------------------------------------- the real SDK client
+
+
+def _clients_drawn(target: str, limits: S.Limits, n: int = 300) -> list[LoadShape]:
+    shapes = []
+
+    @settings(max_examples=n, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(S.trial_configs(target, SCALE, limits=limits))
+    def collect(config):
+        shapes.append(config)
+
+    collect()
+    return shapes
+
+
+def test_sdk_runs_a_share_of_ci_trials_and_only_what_it_can_run():
+    configs = _clients_drawn(TARGET, S.CI)
+    sdk = [c for c in configs if c.shape.client == "sdk"]
+    assert 0.08 * len(configs) <= len(sdk) <= 0.4 * len(configs), (len(sdk), len(configs))
+    for config in sdk:
+        config.validate()
+        s = config.shape
+        assert (s.arrival, s.accept, s.policy) == ("burst", "proto", ClientPolicy())
+        assert s.delay_polls == PollBehaviour() and s.abandon_polls == PollBehaviour()
+        assert S.trials.sdk_outlasts_faults(config.faults, SCALE)
+    assert any(c.faults.faults for c in sdk)  # SDK trials meet faults too
+
+
+@pytest.mark.parametrize("target, limits", [
+    (TARGET, S.CI.replace(sdk_fraction=0.0)),
+    (TARGET, S.CI.replace(late_polls=True)),  # every trial abandons polls: the SDK cannot
+    (TARGET, S.CI.replace(accepts=("json",))),
+    ("skyrl==0.3.0", S.CI),  # answers JSON, which tinker 0.25 refuses
+])
+def test_sdk_never_drawn_where_it_cannot_run(target, limits):
+    assert all(c.shape.client == "raw" for c in _clients_drawn(target, limits, n=100))
+
+
+def test_minimal_sdk_shape_is_the_minimal_shape_with_the_sdk():
+    found = find(S.load_shapes(SCALE), lambda s: s.client == "sdk", settings=settings(database=None))
+    assert found == dataclasses.replace(S.minimal_shape(SCALE), client="sdk")
+
+
+def test_sdk_reads_results_of_0_4_0_on():
+    assert S.sdk_reads_results("skyrl==0.4.0") and S.sdk_reads_results("skyrl==1.0.0")
+    assert not S.sdk_reads_results("skyrl==0.3.0")
+    assert S.sdk_reads_results("url=http://127.0.0.1:8000") and S.sdk_reads_results("skyrl@/src/skyrl")
+
+
+def test_sdk_backoff_must_outlast_the_faults_at_the_scale():
+    fits = S.trials.sdk_outlasts_faults
+    assert fits(FaultSchedule(), SCALE)
+    # ci: windows start within 40 SDK s and last up to 60 (x 0.05): they end by 5 s, within 0.75 x 15 s.
+    assert fits(FaultSchedule((Fault("edge", "down", start_s=2.0, duration_s=3.0),)), SCALE)
+    assert not fits(FaultSchedule((Fault("edge", "down", start_s=4.0, duration_s=6.0),)), SCALE)
+    assert not fits(FaultSchedule((Fault("edge", "down"),)), SCALE)  # to the trial's end
+    assert fits(FaultSchedule((Fault("edge", "down", start_s=4.0, duration_s=6.0),)), 1.0)
+
+
+def test_nightly_sdk_trials_fall_back_to_raw_for_long_faults():
+    configs = _clients_drawn(TARGET, S.NIGHTLY, n=150)
+    assert any(c.shape.client == "sdk" for c in configs)
+    assert all(S.trials.sdk_outlasts_faults(c.faults, SCALE) for c in configs if c.shape.client == "sdk")
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"accept": "json"}, "accept json"),
+    ({"delay_polls": PollBehaviour(0.5, 45.0)}, "delayed or abandoned"),
+    ({"abandon_polls": PollBehaviour(1.0, 45.0)}, "delayed or abandoned"),
+    ({"policy": ClientPolicy(poll_timeout_s=5.0)}, "policy"),
+])
+def test_validate_refuses_what_the_sdk_cannot_do(changes, message):
+    dataclasses.replace(LoadShape(client="raw"), **changes).validate()
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(LoadShape(client="sdk"), **changes).validate()
 
 
 # ---------------------------------------------------------------- the suite's reducer

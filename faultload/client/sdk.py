@@ -1,15 +1,27 @@
 """Load through the real tinker SDK: ServiceClient -> sampling client -> sample_async.
 
 Used to check that what the raw client shows also holds for the SDK users
-run. The SDK hides its HTTP attempts, so only submit/done times and outcomes
-are recorded (attempts stay 0), and it cannot bind a source address, so its
-traffic comes from 127.0.0.1 whatever the worker.
+run. Per request it records what the raw client records: the SDK's HTTP
+attempts (submits and polls, each with its status or transport error), its
+retries and re-polls, the server's request id — all seen on the wire by
+:mod:`faultload.client.sdk_wire` — and the outcome and error class of its
+final answer or exception.
+
+What it cannot do: bind a source address (its traffic comes from 127.0.0.1
+whatever the worker), delay or abandon polls, ask for JSON results, follow a
+policy other than its own (a retry storm), or spread arrivals; its backoff
+sleeps (1-30 s) are not scaled by the time scale (its HTTP timeouts are).
+``LoadShape.validate`` refuses such shapes.
+
+The SDK's session and sampling client are opened in :func:`prepare_sdk`,
+before the trial's clock starts, so the trial times (and faults) the load only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import time
 from typing import Any, Callable
@@ -17,10 +29,43 @@ from typing import Any, Callable
 from faultload import tokens
 from faultload.client import decode
 from faultload.client.job import WorkerJob
-from faultload.client.raw import COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, ACCEPTED, _Counters
+from faultload.client.raw import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, _Counters
+from faultload.client.sdk_wire import SdkWire, classify_exception, installed
 from faultload.history import ErrorClass, History, Outcome
 
 _STOP_CHECK_S = 0.2
+_GAVE_UP = (ErrorClass.CONNECT, ErrorClass.RESET, ErrorClass.TIMEOUT)
+
+
+def final_outcome(error: ErrorClass, accepted: bool) -> Outcome:
+    """How a request the SDK gave up on ended, as the raw client would call it.
+
+    Never accepted: rejected. Accepted: a 404 is a lost result, transport
+    errors are giving up, an undecodable result is corrupt, the rest (the
+    server's failure report, other HTTP errors) failed.
+    """
+    if not accepted:
+        return Outcome.REJECTED
+    if error == ErrorClass.HTTP_404:
+        return Outcome.LOST
+    if error in _GAVE_UP:
+        return Outcome.GAVE_UP
+    if error in (ErrorClass.DECODE, ErrorClass.INTEGRITY):
+        return Outcome.CORRUPT
+    return Outcome.FAILED
+
+
+def socket_count() -> int:
+    """Sockets this process holds (-1 where /proc is not readable)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return -1
+    count = 0
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            count += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+    return count
 
 
 class SdkClient:
@@ -30,68 +75,154 @@ class SdkClient:
         self.history = History.empty(job.count)
         self.history["worker"][:] = job.worker
         self.examples: dict[str, str] = {}
+        self.wire = SdkWire(job, self.history, self.examples, counters.add, self.now)
+        self._installed = installed(self.wire, job.shape.time_scale)
+        self.service: Any = None
+        self.sampling: Any = None
 
     def now(self) -> float:
         return time.monotonic() - self.job.t0
 
-    async def run(self, stop: Callable[[], bool]) -> None:
+    def prepare(self) -> None:
+        """Open the SDK's session and sampling client (blocking; call outside an event loop)."""
         import tinker
-        from tinker import types
 
         os.environ.setdefault("TINKER_API_KEY", "tml-faultload")
-        service = tinker.ServiceClient(base_url=self.job.base_url)
-        sampling = await service.create_sampling_client_async(base_model=self.job.base_model)
+        self._installed.__enter__()
+        self.service = tinker.ServiceClient(base_url=self.job.base_url)
+        self.sampling = self.service.create_sampling_client(base_model=self.job.base_model)
+
+    async def run(self, stop: Callable[[], bool]) -> None:
+        """Run every request until done, the deadline, or ``stop()``; keep partial history."""
+        from tinker import types
+
         shape = self.job.shape
         cap = max(1, shape.max_outstanding // shape.workers) if shape.max_outstanding else self.job.count
         gate = asyncio.Semaphore(cap)
         params = types.SamplingParams(max_tokens=shape.result_tokens, temperature=1.0)
+        tasks: set[asyncio.Task] = set()
+        settled = asyncio.Event()  # every request fed and finished
+        fed = False
+        sockets0 = socket_count()
+        peak = 0
 
-        async def one(row: int) -> None:
-            nonce = self.job.nonce(self.job.first + row)
-            h = self.history
-            h["nonce"][row] = nonce
-            async with gate:
-                self.counters.add(IN_FLIGHT)
-                self.counters.add(SUBMITTED)
-                h["submit_start"][row] = self.now()
-                try:
-                    prompt = types.ModelInput.from_ints(tokens.prompt_tokens(nonce, shape.prompt_extra_tokens))
-                    response = await sampling.sample_async(prompt=prompt, num_samples=shape.num_samples, sampling_params=params)
-                    h["done"][row] = self.now()
-                    self.counters.add(ACCEPTED)
-                    sequences = [
-                        decode.Sequence(seq.tokens_np.astype("int32"), seq.logprobs_np.astype("float32"))
-                        for seq in response.sequences
-                    ]
-                    problem = decode.check(sequences, nonce, shape.num_samples, shape.result_tokens)
-                    if problem is None:
-                        h["outcome"][row] = Outcome.OK
-                        self.counters.add(COMPLETED)
-                    else:
-                        h["outcome"][row] = Outcome.CORRUPT
-                        h["error"][row] = ErrorClass.INTEGRITY
-                        self.examples.setdefault("integrity", problem)
-                        self.counters.add(FAILED)
-                except Exception as exc:  # the SDK raises many types; classify by name
-                    h["outcome"][row] = Outcome.FAILED
-                    h["error"][row] = ErrorClass.OTHER
-                    self.examples.setdefault("other", f"sdk: {type(exc).__name__}: {exc}"[:300])
-                    self.counters.add(FAILED)
-                finally:
-                    self.counters.add(IN_FLIGHT, -1)
+        def finished(task: asyncio.Task) -> None:
+            tasks.discard(task)
+            gate.release()
+            if fed and not tasks:
+                settled.set()
 
-        tasks = [asyncio.ensure_future(one(row)) for row in range(self.job.count)]
-        pending = set(tasks)
-        while pending and not stop() and self.now() < self.job.deadline_s:
-            _, pending = await asyncio.wait(pending, timeout=_STOP_CHECK_S)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        with contextlib.suppress(Exception):
-            service.holder.close()
+        async def feed() -> None:
+            nonlocal fed
+            try:
+                for row in range(self.job.count):
+                    await gate.acquire()
+                    task = asyncio.ensure_future(self._one(row, params))
+                    tasks.add(task)
+                    task.add_done_callback(finished)
+            finally:
+                fed = True
+                if not tasks:
+                    settled.set()
+
+        feeder = asyncio.ensure_future(feed())
+        try:
+            while not settled.is_set() and not stop() and self.now() < self.job.deadline_s:
+                slice_s = min(_STOP_CHECK_S, max(0.0, self.job.deadline_s - self.now()))
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(settled.wait(), slice_s)
+                if sockets0 >= 0:
+                    peak = max(peak, socket_count() - sockets0)
+                    self.counters.set(CONNECTIONS_PEAK, peak)
+        finally:
+            leftovers = [feeder, *tasks]
+            for task in leftovers:
+                task.cancel()
+            await asyncio.gather(*leftovers, return_exceptions=True)
+            self.close()
+
+    async def _one(self, row: int, params: Any) -> None:
+        from tinker import types
+
+        h = self.history
+        shape = self.job.shape
+        nonce = self.job.nonce(self.job.first + row)
+        h["nonce"][row] = nonce
+        self.counters.add(IN_FLIGHT)
+        self.counters.add(SUBMITTED)
+        h["submit_start"][row] = self.now()
+        try:
+            prompt = types.ModelInput.from_ints(tokens.prompt_tokens(nonce, shape.prompt_extra_tokens))
+            response = await self.sampling.sample_async(prompt=prompt, num_samples=shape.num_samples,
+                                                        sampling_params=params)
+            h["done"][row] = self.now()
+        except Exception as exc:  # what the SDK gave up with
+            self._gave_up(row, exc)
+        else:
+            try:
+                self._judge(row, nonce, response)
+            except Exception as exc:  # a response the SDK built but we cannot read
+                h["outcome"][row] = Outcome.CORRUPT
+                h["error"][row] = ErrorClass.DECODE
+                self.examples.setdefault("decode", f"sdk response of nonce {nonce}: {type(exc).__name__}: {exc}"[:300])
+                self.counters.add(FAILED)
+        finally:
+            self.counters.add(IN_FLIGHT, -1)
+
+    def _judge(self, row: int, nonce: int, response: Any) -> None:
+        h = self.history
+        shape = self.job.shape
+        sequences = [
+            decode.Sequence(seq.tokens_np.astype("int32"), seq.logprobs_np.astype("float32"))
+            for seq in response.sequences
+        ]
+        problem = decode.check(sequences, nonce, shape.num_samples, shape.result_tokens)
+        if problem is None:
+            h["outcome"][row] = Outcome.OK
+            self.counters.add(COMPLETED)
+            return
+        h["outcome"][row] = Outcome.CORRUPT
+        h["error"][row] = ErrorClass.INTEGRITY
+        self.examples.setdefault("integrity", f"result of nonce {nonce}: {problem}")
+        self.counters.add(FAILED)
+
+    def _gave_up(self, row: int, exc: Exception) -> None:
+        h = self.history
+        error = classify_exception(exc)
+        if error == ErrorClass.OTHER and self.wire.last_poll_status.get(row) == 200:
+            error = ErrorClass.DECODE  # a result arrived and the SDK could not read it
+        accepted = bool(h["server_id"][row])
+        if accepted:
+            h["done"][row] = self.now()
+        h["outcome"][row] = final_outcome(error, accepted)
+        h["error"][row] = error
+        self.examples.setdefault(error.key, f"sdk: {type(exc).__name__}: {exc}"[:300])
+        self.counters.add(FAILED)
+
+    def close(self) -> None:
+        """Freeze the attempt rows and close the SDK (idempotent)."""
+        self.history.attempts = self.wire.close()
+        if self.wire.unmapped:  # never expected: say so rather than drop them silently
+            self.examples.setdefault("other", f"{self.wire.unmapped} SDK sample/poll attempts matched no request")
+        if self.service is not None:
+            with contextlib.suppress(Exception):
+                self.service.holder.close()
+            self.service = None
+        self._installed.__exit__(None, None, None)
 
 
-async def run_sdk(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool]) -> SdkClient:
+def prepare_sdk(job: WorkerJob, counter_array: Any, slots: int) -> SdkClient:
+    """An SDK client with its session open, ready for :func:`run_sdk` (blocking)."""
     client = SdkClient(job, _Counters(counter_array, job.worker, slots))
+    try:
+        client.prepare()
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+async def run_sdk(client: SdkClient, t0: float, stop: Callable[[], bool]) -> SdkClient:
+    client.job = dataclasses.replace(client.job, t0=t0)
     await client.run(stop)
     return client

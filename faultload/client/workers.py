@@ -51,11 +51,20 @@ def _histograms(history: History) -> tuple[dict, dict]:
     return submit.to_state(), e2e.to_state()
 
 
-async def _run(job: WorkerJob, counters: Any, stop: Any):
-    if job.shape.client == "sdk":
+def _prepare(job: WorkerJob, counters: Any) -> Any:
+    """What a client must set up before the trial's clock starts: the SDK's session (None for raw)."""
+    if job.shape.client != "sdk":
+        return None
+    from faultload.client.sdk import prepare_sdk
+
+    return prepare_sdk(job, counters, len(COUNTER_SLOTS))
+
+
+async def _run(job: WorkerJob, counters: Any, stop: Any, prepared: Any):
+    if prepared is not None:
         from faultload.client.sdk import run_sdk
 
-        return await run_sdk(job, counters, len(COUNTER_SLOTS), stop.is_set)
+        return await run_sdk(prepared, job.t0, stop.is_set)
     from faultload.client.raw import run_raw
 
     return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set)
@@ -69,10 +78,18 @@ def _worker_main(
     # Ctrl-C reaches the whole foreground group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise_nofile_limit()
+    prepared, setup_error = None, None
+    try:
+        prepared = _prepare(job, counters)
+    except BaseException as exc:  # reported once the trial starts, like any crash
+        setup_error = f"setting up the {job.shape.client} client: {exc!r}\n{traceback.format_exc()}"
     with ready.get_lock():
         ready.value += 1
     if not go.wait(_READY_TIMEOUT_S * 2):
         out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed="never told to start"))
+        return
+    if setup_error is not None:
+        out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed=setup_error))
         return
     job = dataclasses.replace(job, t0=t0.value)
     profile_dir = os.environ.get("FAULTLOAD_PROFILE_WORKERS")  # bench/ uses this to find hot spots
@@ -80,7 +97,7 @@ def _worker_main(
     try:
         if profiler is not None:
             profiler.enable()
-        client = aio.run(_run(job, counters, stop))
+        client = aio.run(_run(job, counters, stop, prepared))
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))
