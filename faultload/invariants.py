@@ -852,8 +852,9 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     one more, so the mean budget is attempts_per_request + abandon fraction.
     Requests whose [submit, done] overlapped any applied fault are expected to
     retry: they are judged against attempts_per_request_max only, and the mean
-    is taken over the others. Requests with 0 attempts recorded (the real SDK
-    client does not count them) are left out; if none has a count: unknown.
+    is taken over the others. Requests with 0 attempts recorded (never
+    submitted) are left out; if none has a count: unknown. Both clients count
+    attempts (the SDK client on its own wire, ``faultload.client.sdk_wire``).
     Figure: that mean (attempts per request over the requests that overlapped
     no fault; None when every request overlapped one, and only the max is
     judged); a request over the max is named in the detail. Resets on a
@@ -870,8 +871,7 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     recorded = started & (attempts > 0)
     unrecorded = int(np.count_nonzero(started & (attempts == 0)))
     if not recorded.any():
-        why = "the sdk client does not count attempts" if shape.client == "sdk" else "no attempt counts recorded"
-        return Verdict(name, None, None, mean_budget, f"{why} ({int(started.sum())} requests started)")
+        return Verdict(name, None, None, mean_budget, f"no attempt counts recorded ({int(started.sum())} requests started)")
     overlapped, labels = _overlaps(history, _windows(inputs.faults), among=recorded)
     calm = recorded & ~overlapped
     idx_max = int(np.flatnonzero(recorded)[np.argmax(attempts[recorded])])
@@ -911,16 +911,15 @@ def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     (a keep-alive shorter than the client's idle expiry) or refusing connects
     (an accept backlog overflowing). Attempts that ended after the harness
     stopped the load (``load_stopped_s``: a collapse called, Ctrl-C) are not
-    counted: the harness cut them off. Unknown without an attempt log (the
-    SDK client keeps none). Figure: that count.
+    counted: the harness cut them off. Unknown without an attempt log (both
+    clients keep one). Figure: that count.
     """
     name = "unprovoked_resets"
     history = inputs.history
     budget = budgets.unprovoked_resets_max
     n_attempts = int(history.attempts["row"].size) if len(history) else 0
     if n_attempts == 0:
-        why = "the sdk client keeps no attempt log" if inputs.shape.client == "sdk" else "no attempt log"
-        return Verdict(name, None, None, budget, f"{why} ({len(history)} requests)")
+        return Verdict(name, None, None, budget, f"no attempt log ({len(history)} requests)")
     windows = _windows(inputs.faults, grace_s=budgets.log_fault_grace_s)
     count, text = _unprovoked_resets(history, windows, inputs.load_stopped_s)
     labels = "/".join(dict.fromkeys(_fault_label(f) for _, _, f in windows))

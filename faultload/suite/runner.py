@@ -550,7 +550,8 @@ def complexity(config) -> tuple:
     return (
         s.requests, len(config.faults.faults), int(s.abandon_polls.fraction > 0) + int(s.delay_polls.fraction > 0),
         int(s.arrival != "burst"), int(s.policy != type(s.policy)()), int(r.mode != "immediate"),
-        s.result_tokens * s.num_samples, s.workers, int(s.accept != "proto"), s.max_outstanding,
+        s.result_tokens * s.num_samples, s.workers, int(s.client != "raw"), int(s.accept != "proto"),
+        s.max_outstanding,
         s.abandon_polls.after_s + s.delay_polls.after_s,
     )
 
@@ -613,6 +614,8 @@ def reductions(config):
         yield shape("1-token results", result_tokens=1, num_samples=1)
     if s.workers > 1:
         yield shape("1 worker", workers=1)
+    if s.client != "raw":  # the raw client's repro is easier to read (every attempt in the attempts table)
+        yield shape("raw client", client="raw")
     if s.accept != "proto":
         yield shape("proto results", accept="proto")
 
