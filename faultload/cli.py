@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -18,6 +17,7 @@ from typing import Sequence
 # this module again (as __mp_main__), and each heavy import here costs every worker.
 from faultload.budgets import load_budgets
 from faultload.faults.spec import FaultSchedule
+from faultload.procutil import Interrupts
 from faultload.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.targets.spec import DEFAULT_TARGET, parse_target
 from faultload.watchdog import load_watchdog_limits
@@ -209,7 +209,7 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
     except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a trial interrupted once its load ran returns its partial result instead
         print("faultload: interrupted before the load started; everything stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
@@ -356,19 +356,22 @@ COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor"
             "matrix": cmd_matrix}
 
 
-def _terminate_as_interrupt(signum: int, frame: object) -> None:
-    """SIGTERM (CI timeouts, `timeout`, kill) takes the Ctrl-C path, so cleanup runs."""
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    # SIGTERM (CI cancelling, `timeout`, kill) and SIGHUP (a closed terminal) take
+    # the Ctrl-C path, so cleanup runs and the partial report is written; a
+    # second one kills every child at once.
+    interrupts = Interrupts(EXIT_INTERRUPTED).install()
     try:
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"faultload: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # between the steps that catch it (parsing, judging, writing the report)
+        print("faultload: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        interrupts.uninstall()
 
 
 if __name__ == "__main__":

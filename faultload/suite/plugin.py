@@ -157,6 +157,11 @@ def pytest_configure(config: pytest.Config) -> None:
                                                      "faultload_fix")) \
             or _collects_suite(config):
         _state["options"] = SuiteOptions(config)
+        # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
+        # closed; a second signal kills every child process at once.
+        from faultload.procutil import Interrupts
+
+        _state["interrupts"] = Interrupts(pytest.ExitCode.INTERRUPTED, name="faultload suite").install()
 
 
 def _collects_suite(config: pytest.Config) -> bool:
@@ -174,6 +179,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if _state["runner"] is not None:
         _state["runner"].close()
     _state["runner"] = None
+    if _state.get("interrupts") is not None:
+        _state.pop("interrupts").uninstall()
     _state["options"] = None
     _state["config"] = None
 
