@@ -217,14 +217,11 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
             progress.close()
     verdicts = judge(result, budgets)
     report = report_mod.build_report(result, verdicts)
-    if args.history:
-        result.history.save(args.history)
-        report["history_path"] = str(args.history)
-    if args.plot:
-        from faultload.plot import write_timeline
-
-        report["plot_path"] = str(write_timeline(result, args.plot))
-    if args.json_out:  # before printing: a closed stdout (`| head`) must not lose the report
+    # The JSON first, before anything optional (history, plot) can fail or be
+    # interrupted; written again if those add to it.
+    if args.json_out:  # before printing too: a closed stdout (`| head`) must not lose the report
+        report_mod.write_json(report, args.json_out)
+    if _write_extras(args, result, report) and args.json_out:
         report_mod.write_json(report, args.json_out)
     print(report_mod.render_text(report))
     if result.interrupted:
@@ -232,6 +229,29 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
     if result.error or any(v.ok is False for v in verdicts) or report["completed"] < report["requested"]:
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _write_extras(args: argparse.Namespace, result, report: dict) -> bool:
+    """The history and plot asked for, their paths into ``report``; True if it changed.
+
+    Without matplotlib the plot is skipped with one line saying why (and
+    ``plot_skipped`` in the report); the run's exit code does not change.
+    """
+    changed = False
+    if args.history:
+        result.history.save(args.history)
+        report["history_path"] = str(args.history)
+        changed = True
+    if args.plot:
+        from faultload.plot import PlotUnavailable, write_timeline
+
+        try:
+            report["plot_path"] = str(write_timeline(result, args.plot))
+        except PlotUnavailable as exc:
+            report["plot_skipped"] = str(exc)
+            print(f"faultload: plot skipped: {exc}", file=sys.stderr)
+        changed = True
+    return changed
 
 
 def cmd_run(args: argparse.Namespace) -> int:
