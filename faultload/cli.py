@@ -369,7 +369,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     checks = doctor_mod.run_checks(_workspace(args), specs)
     print(doctor_mod.render(checks))
-    return EXIT_OK if all(c.ok for c in checks) else EXIT_USAGE
+    return EXIT_USAGE if doctor_mod.failed(checks) else EXIT_OK
 
 
 COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor": cmd_doctor, "replay": cmd_replay,
