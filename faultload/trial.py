@@ -397,9 +397,13 @@ def run_trial(
                 result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"
         except KeyboardInterrupt:  # a signal while gathering: report what was gathered
             result.interrupted = True
-            if result.monitor is None:
-                monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S)
-                result.monitor = monitor.result()
+            _keep_samples(result, monitor)
+        except Exception as exc:
+            if not result.interrupted:
+                raise
+            # A second signal killed the stack while it was being read: report what was gathered.
+            result.cleanup_errors.append(f"gathering after the interrupt: {type(exc).__name__}: {exc}")
+            _keep_samples(result, monitor)
     except KeyboardInterrupt:
         result.interrupted = True
         raise
@@ -408,6 +412,13 @@ def run_trial(
         result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start
         result.wall_s = time.monotonic() - started
     return result
+
+
+def _keep_samples(result: TrialResult, monitor: Monitor) -> None:
+    """An interrupted gather still reports the monitor's samples taken so far."""
+    if result.monitor is None:
+        monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S)
+        result.monitor = monitor.result()
 
 
 def _clean_up(
