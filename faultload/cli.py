@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import signal
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -18,6 +17,7 @@ from typing import Sequence
 # this module again (as __mp_main__), and each heavy import here costs every worker.
 from faultload.budgets import load_budgets
 from faultload.faults.spec import FaultSchedule
+from faultload.procutil import Interrupts
 from faultload.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.targets.spec import DEFAULT_TARGET, parse_target
 from faultload.watchdog import load_watchdog_limits
@@ -222,7 +222,7 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
     except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a trial interrupted once its load ran returns its partial result instead
         print("faultload: interrupted before the load started; everything stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
     finally:
@@ -230,14 +230,11 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
             progress.close()
     verdicts = judge(result, budgets)
     report = report_mod.build_report(result, verdicts)
-    if args.history:
-        result.history.save(args.history)
-        report["history_path"] = str(args.history)
-    if args.plot:
-        from faultload.plot import write_timeline
-
-        report["plot_path"] = str(write_timeline(result, args.plot))
-    if args.json_out:  # before printing: a closed stdout (`| head`) must not lose the report
+    # The JSON first, before anything optional (history, plot) can fail or be
+    # interrupted; written again if those add to it.
+    if args.json_out:  # before printing too: a closed stdout (`| head`) must not lose the report
+        report_mod.write_json(report, args.json_out)
+    if _write_extras(args, result, report) and args.json_out:
         report_mod.write_json(report, args.json_out)
     print(report_mod.render_text(report))
     if result.interrupted:
@@ -245,6 +242,29 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
     if result.error or any(v.ok is False for v in verdicts) or report["completed"] < report["requested"]:
         return EXIT_FAILED
     return EXIT_OK
+
+
+def _write_extras(args: argparse.Namespace, result, report: dict) -> bool:
+    """The history and plot asked for, their paths into ``report``; True if it changed.
+
+    Without matplotlib the plot is skipped with one line saying why (and
+    ``plot_skipped`` in the report); the run's exit code does not change.
+    """
+    changed = False
+    if args.history:
+        result.history.save(args.history)
+        report["history_path"] = str(args.history)
+        changed = True
+    if args.plot:
+        from faultload.plot import PlotUnavailable, write_timeline
+
+        try:
+            report["plot_path"] = str(write_timeline(result, args.plot))
+        except PlotUnavailable as exc:
+            report["plot_skipped"] = str(exc)
+            print(f"faultload: plot skipped: {exc}", file=sys.stderr)
+        changed = True
+    return changed
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -363,26 +383,29 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
     checks = doctor_mod.run_checks(_workspace(args), specs)
     print(doctor_mod.render(checks))
-    return EXIT_OK if all(c.ok for c in checks) else EXIT_USAGE
+    return EXIT_USAGE if doctor_mod.failed(checks) else EXIT_OK
 
 
 COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor": cmd_doctor, "replay": cmd_replay,
             "matrix": cmd_matrix}
 
 
-def _terminate_as_interrupt(signum: int, frame: object) -> None:
-    """SIGTERM (CI timeouts, `timeout`, kill) takes the Ctrl-C path, so cleanup runs."""
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    # SIGTERM (CI cancelling, `timeout`, kill) and SIGHUP (a closed terminal) take
+    # the Ctrl-C path, so cleanup runs and the partial report is written; a
+    # second one kills every child at once.
+    interrupts = Interrupts(EXIT_INTERRUPTED).install()
     try:
         args = _parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"faultload: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # between the steps that catch it (parsing, judging, writing the report)
+        print("faultload: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        interrupts.uninstall()
 
 
 if __name__ == "__main__":

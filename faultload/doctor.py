@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import resource
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from faultload.faults.toxiproxy import check_toxiproxy
+from faultload.faults.toxiproxy import _find_go, check_toxiproxy
 from faultload.netutil import ephemeral_range
 from faultload.targets import install
 from faultload.targets.spec import TargetSpec
@@ -24,6 +24,8 @@ class Check:
     ok: bool
     value: str
     advice: str = ""
+    # A short check that is not required is a warning: shown, but doctor still exits 0.
+    required: bool = True
 
 
 def _read(path: str) -> str | None:
@@ -39,6 +41,14 @@ def machine_limits() -> dict[str, int]:
     somaxconn = int(_read("/proc/sys/net/core/somaxconn") or 0)
     low, high = ephemeral_range()
     return {"nofile_soft": soft, "nofile_hard": hard, "somaxconn": somaxconn, "ephemeral_ports": high - low + 1}
+
+
+def find_go() -> str | None:
+    """The Go toolchain as scripts/install_toxiproxy.sh finds it: $GO, else PATH, else /usr/local/go."""
+    named = os.environ.get("GO")
+    if named:
+        return named if os.access(named, os.X_OK) else None
+    return _find_go()
 
 
 def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
@@ -58,10 +68,14 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
             "widen net.ipv4.ip_local_port_range, or use more --workers (each binds its own 127.0.1.x)",
         ),
     ]
-    ok, message = check_toxiproxy(workspace.tools)
-    checks.append(Check("toxiproxy", ok, message))
-    go = shutil.which("go")
-    checks.append(Check("go toolchain", go is not None, go or "not found", "needed only to build toxiproxy; see doctor's toxiproxy line"))
+    go = find_go()
+    toxiproxy_ok, message = check_toxiproxy(workspace.tools, go=go or "")
+    checks.append(Check("toxiproxy", toxiproxy_ok, message))
+    # Go only builds Toxiproxy: without it, a machine whose Toxiproxy is built lacks nothing.
+    advice = ("needed only to build toxiproxy, which is built: nothing to do" if toxiproxy_ok
+              else "needed to build toxiproxy; see the toxiproxy line")
+    named = f" (GO={os.environ['GO']})" if os.environ.get("GO") else ""
+    checks.append(Check("go toolchain", go is not None, go or f"not found{named}", advice, required=not toxiproxy_ok))
     for spec in targets:
         if spec.kind == "url":
             checks.append(Check(f"target {spec.text}", True, "started by you; checked at run time"))
@@ -73,10 +87,15 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
     return checks
 
 
+def failed(checks: list[Check]) -> list[Check]:
+    """The short checks that make doctor exit 2 (warnings do not)."""
+    return [c for c in checks if not c.ok and c.required]
+
+
 def render(checks: list[Check]) -> str:
     lines = []
     for check in checks:
-        mark = "ok  " if check.ok else "SHORT"
+        mark = "ok  " if check.ok else "SHORT" if check.required else "warn "
         line = f"[{mark}] {check.name}: {check.value}"
         if not check.ok and check.advice:
             line += f"  -> {check.advice}"

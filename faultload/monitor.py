@@ -179,15 +179,17 @@ class Monitor:
             self.probes.append((started - self.t0, elapsed, body is not None))
             self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float | None = None) -> None:
+        """Stop sampling; wait for each thread up to ``wait_s`` (default: one /healthz timeout)."""
         self._stop.set()
         for thread in self._threads:
             if thread.is_alive():
-                thread.join(timeout=self.healthz_timeout_s + 2.0)
+                thread.join(timeout=self.healthz_timeout_s + 2.0 if wait_s is None else wait_s)
 
     def result(self, drained: ProcessSnapshot | None = None) -> MonitorSamples:
-        rows = np.asarray(self.rows, dtype=np.float64).reshape(-1, len(SAMPLE_FIELDS))
-        probes = np.asarray(self.probes, dtype=np.float64).reshape(-1, 3)
+        # Copies first (atomic): a thread not yet joined may still append.
+        rows = np.asarray(list(self.rows), dtype=np.float64).reshape(-1, len(SAMPLE_FIELDS))
+        probes = np.asarray(list(self.probes), dtype=np.float64).reshape(-1, 3)
         return MonitorSamples(
             samples={name: rows[:, i] for i, name in enumerate(SAMPLE_FIELDS)},
             healthz_t=probes[:, 0],

@@ -34,12 +34,24 @@ def fds_peak(samples: dict[str, np.ndarray]) -> float:
     return float(fds.max()) if fds.size else 0.0
 
 
-def write_timeline(result: TrialResult, path: str | Path, title: str | None = None) -> Path:
-    """Draw ``result``'s timeline to ``path`` (PNG) and return the path."""
-    import matplotlib
+class PlotUnavailable(ImportError):
+    """matplotlib cannot be imported (the optional ``faultload[plot]`` extra): the plot is skipped."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise PlotUnavailable(f"matplotlib cannot be imported ({exc}); pip install 'faultload[plot]'") from None
+    return plt
+
+
+def write_timeline(result: TrialResult, path: str | Path, title: str | None = None) -> Path:
+    """Draw ``result``'s timeline to ``path`` (PNG) and return the path; PlotUnavailable without matplotlib."""
+    plt = _pyplot()
 
     path = Path(path)
     mon = result.monitor

@@ -1,13 +1,18 @@
-"""Child processes that cannot outlive the suite."""
+"""Child processes that cannot outlive the suite, and how an interrupt ends it."""
 
 from __future__ import annotations
 
 import ctypes
 import os
 import signal
-from typing import Callable
+import threading
+from typing import Any, Callable
 
 _PR_SET_PDEATHSIG = 1
+# What ends a run from outside: Ctrl-C (the terminal sends it to the whole
+# foreground group), `kill`/`timeout`/CI cancelling, and a closed terminal.
+INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_RESOURCE_TRACKER = "multiprocessing.resource_tracker"
 
 
 def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> None:
@@ -29,3 +34,101 @@ def tied_to_this_process(sig: int = signal.SIGKILL) -> Callable[[], None]:
     """A ``preexec_fn`` that ties the child's life to the calling process."""
     parent = os.getpid()
     return lambda: die_with_parent(parent, sig)
+
+
+def ignore_terminal_signals() -> None:
+    """In a child whose parent decides when it stops: a terminal's Ctrl-C and hang-up, sent to
+    the whole foreground group, do not end it. SIGTERM still does: multiprocessing ends its
+    daemonic children with it when the parent exits."""
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+
+
+def kill_descendants() -> int:
+    """SIGKILL every process below this one, whatever its session (router, server, Toxiproxy,
+    workers); return how many were signalled."""
+    import psutil  # here, not at the top: cli imports this module, and so every spawned worker
+
+    try:
+        children = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return 0
+    killed = 0
+    for child in children:
+        try:
+            # multiprocessing's resource tracker ends by itself when this process does
+            # (its pipe closes); killed early, it is started again and complains.
+            if _RESOURCE_TRACKER not in " ".join(child.cmdline()):
+                child.kill()
+                killed += 1
+        except psutil.Error:
+            pass
+    return killed
+
+
+def _say(text: str) -> None:
+    """One line on stderr from a signal handler: a raw write, never the (maybe busy) sys.stderr."""
+    try:
+        os.write(2, f"{text}\n".encode())
+    except OSError:
+        pass
+
+
+class Interrupts:
+    """SIGINT, SIGTERM and SIGHUP alike, for a process that owns a stack.
+
+    The first raises KeyboardInterrupt in the main thread: the caller's
+    cleanup runs and its partial report is written. A second (the impatient
+    Ctrl-C) SIGKILLs every descendant at once, so the rest of the cleanup
+    meets dead processes and finishes in moments, removing temp dirs as usual;
+    should it still run ``hard_exit_s`` later, the process exits with
+    ``exit_code`` there and then. A signal ignored when :meth:`install` runs
+    (``nohup``, a script's background job) stays ignored.
+    """
+
+    def __init__(self, exit_code: int, hard_exit_s: float = 3.0, name: str = "faultload") -> None:
+        self.exit_code = exit_code
+        self.hard_exit_s = hard_exit_s
+        self.name = name
+        self.received: list[int] = []
+        self._previous: dict[int, Any] = {}
+        self._timer: threading.Timer | None = None
+
+    def install(self) -> "Interrupts":
+        import psutil  # noqa: F401 - loaded now, so the handler never imports
+
+        for sig in INTERRUPT_SIGNALS:
+            current = signal.getsignal(sig)
+            if current is signal.SIG_IGN:
+                continue
+            self._previous[sig] = current
+            signal.signal(sig, self._on_signal)
+        return self
+
+    def uninstall(self) -> None:
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.received.append(signum)
+        name = signal.Signals(signum).name
+        if len(self.received) == 1:
+            _say(f"{self.name}: {name}: stopping everything it started and reporting what ran "
+                 "(Ctrl-C again to stop at once)")
+            raise KeyboardInterrupt
+        if self._timer is None:
+            killed = kill_descendants()
+            _say(f"{self.name}: {name} again: killed {killed} child processes; exiting")
+            self._timer = threading.Timer(self.hard_exit_s, self._exit_now)
+            self._timer.daemon = True
+            self._timer.start()
+        else:
+            kill_descendants()
+
+    def _exit_now(self) -> None:
+        kill_descendants()
+        _say(f"{self.name}: cleanup still running {self.hard_exit_s:.0f}s after the second interrupt; exited")
+        os._exit(self.exit_code)

@@ -9,6 +9,7 @@ stays valid.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import tempfile
@@ -22,7 +23,7 @@ from faultload.monitor import snapshot
 from faultload.netutil import pick_free_port
 from faultload.router import RouterConfig, RouterHandle, start_router
 from faultload.targets import install
-from faultload.targets.server import ServerHandle, attach_url, launch_skyrl
+from faultload.targets.server import STOP_GRACE_S, ServerHandle, attach_url, launch_skyrl
 from faultload.targets.spec import TargetSpec, parse_target
 from faultload.workspace import Workspace
 
@@ -126,15 +127,25 @@ class Stack:
             time.sleep(0.25)
         return False
 
-    def close(self) -> list[str]:
-        """Stop everything (bounded); never raises; returns what failed to clean up."""
+    def close(self, server_grace_s: float | None = None) -> list[str]:
+        """Stop everything (bounded); never raises but KeyboardInterrupt; returns what failed to clean up.
+
+        Every step runs even if one before it is interrupted (a Ctrl-C while the
+        server stops still stops the router and removes the run dir).
+        ``server_grace_s`` shortens the server's SIGTERM-to-SIGKILL grace: a
+        server stopped mid-load waits for its in-flight forwards (seconds, with
+        a latency router's queue full), which an interrupted trial does not.
+        """
         errors: list[str] = []
-        if self.faults is not None:
-            errors += self.faults.close()
-        if self.server is not None:
-            self.server.stop()
-        if self.router is not None:
-            self.router.stop()
-        if self.run_dir is not None and not self.config.keep_run_dir:
-            shutil.rmtree(self.run_dir, ignore_errors=True)
+        with contextlib.ExitStack() as steps:  # run last-in first-out
+            if self.run_dir is not None and not self.config.keep_run_dir:
+                steps.callback(shutil.rmtree, self.run_dir, ignore_errors=True)
+            if self.router is not None:
+                steps.callback(self.router.stop)
+            # Before the router: a server whose forwards fail (no router) logs and
+            # stalls on each of them, and takes its whole grace to stop.
+            if self.server is not None:
+                steps.callback(self.server.stop, STOP_GRACE_S if server_grace_s is None else server_grace_s)
+            if self.faults is not None:
+                steps.callback(lambda: errors.extend(self.faults.close()))
         return errors

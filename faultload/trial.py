@@ -9,6 +9,7 @@ Ctrl-C), keeping whatever history the workers had when they were stopped.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import random
@@ -142,6 +143,12 @@ class TrialResult:
 
 
 Progress = Callable[[float, dict[str, int], tuple], None]
+# An interrupted trial ends within seconds (the user is waiting): its server gets
+# this long between SIGTERM and SIGKILL, its monitor threads this long to finish
+# a /healthz probe (up to 10 s against a stalled server) before they are left to
+# end on their own (daemons: they stop with the server, or with this process).
+INTERRUPTED_SERVER_GRACE_S = 1.5
+INTERRUPTED_MONITOR_WAIT_S = 0.5
 
 
 def _router_cpu(pids: list[int]) -> float:
@@ -339,68 +346,108 @@ def run_trial(
             result.interrupted = True
         result.load_stopped_s = time.monotonic() - t0
         pool.stop()
-        result.stopped_early = collapsed
-        if collapsed:
-            # Judge the log as it was when the collapse was called: what the server
-            # prints while we kill it (its engine "crashing") is ours, not its.
-            result.server_log = classify_log(log.text())
-            server.stop(grace_s=3.0)  # a collapsed server may not honour SIGTERM: kill it, keep the history
-        log.poll(watchdog, time.monotonic() - t0)
-        evidence = [f"{log.fd_lines} 'Too many open files' lines in the server log"] if log.fd_lines else []
-        first = watchdog.first_signal()
-        if first is not None and stack.faults is not None and stack.faults.runner is not None:
-            evidence += [
-                f"fault {r.fault.to_spec()} active from t={r.applied_at_s:.1f}s"
-                + (f" to t={r.removed_at_s:.1f}s" if r.removed_at_s is not None else "")
-                for r in stack.faults.runner.records()
-                if r.applied_at_s is not None and r.applied_at_s <= first.at_s + config.watchdog.confirm_s
-            ]
-        result.verdict = watchdog.verdict(evidence)
-        result.workers = pool.collect(timeout_s=30.0)
-        result.load_s = time.monotonic() - t0
-        result.history = History.merge(w.history for w in result.workers)
-        result.cut_off = result.load_s >= config.max_wall_s and bool(
-            (result.history["outcome"] == Outcome.PENDING).any())
-        if stack.faults is not None:  # heal before the drain, so the drain sees a healthy stack
-            result.cleanup_errors += stack.faults.stop_schedule()
-            result.fault_log = stack.faults.log()
-        drained = _drain(server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
-        monitor.stop()
-        result.monitor = monitor.result(drained)
-        # Judged up to the end of the drain: what the server prints while we stop it is ours.
-        if result.server_log is None:
-            result.server_log = classify_log(log.text())
-        result.router_stats = router.stats()
-        if result.start_epoch is not None:
-            result.router_completed_s = {
-                nonce: epoch - result.start_epoch
-                for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
+        try:
+            result.stopped_early = collapsed
+            if collapsed:
+                # Judge the log as it was when the collapse was called: what the server
+                # prints while we kill it (its engine "crashing") is ours, not its.
+                result.server_log = classify_log(log.text())
+                server.stop(grace_s=3.0)  # a collapsed server may not honour SIGTERM: kill it, keep the history
+            log.poll(watchdog, time.monotonic() - t0)
+            evidence = [f"{log.fd_lines} 'Too many open files' lines in the server log"] if log.fd_lines else []
+            first = watchdog.first_signal()
+            if first is not None and stack.faults is not None and stack.faults.runner is not None:
+                evidence += [
+                    f"fault {r.fault.to_spec()} active from t={r.applied_at_s:.1f}s"
+                    + (f" to t={r.removed_at_s:.1f}s" if r.removed_at_s is not None else "")
+                    for r in stack.faults.runner.records()
+                    if r.applied_at_s is not None and r.applied_at_s <= first.at_s + config.watchdog.confirm_s
+                ]
+            result.verdict = watchdog.verdict(evidence)
+            result.workers = pool.collect(timeout_s=30.0)
+            result.load_s = time.monotonic() - t0
+            result.history = History.merge(w.history for w in result.workers)
+            result.cut_off = result.load_s >= config.max_wall_s and bool(
+                (result.history["outcome"] == Outcome.PENDING).any())
+            if stack.faults is not None:  # heal before the drain, so the drain sees a healthy stack
+                result.cleanup_errors += stack.faults.stop_schedule()
+                result.fault_log = stack.faults.log()
+            # An interrupted trial is not waited on (the user wants out within seconds):
+            # its drained figures are not measured, and the invariants say so.
+            drained = None if result.interrupted else _drain(
+                server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
+            monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
+            result.monitor = monitor.result(drained)
+            # Judged up to the end of the drain: what the server prints while we stop it is ours.
+            if result.server_log is None:
+                result.server_log = classify_log(log.text())
+            result.router_stats = router.stats()
+            if result.start_epoch is not None:
+                result.router_completed_s = {
+                    nonce: epoch - result.start_epoch
+                    for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
+                }
+            result.cpu = {
+                "workers_s": sum(w.cpu_s for w in result.workers),
+                "router_s": _router_cpu(router.pids()) - router_cpu0,
+                "server_s": _server_cpu(result.monitor),
             }
-        result.cpu = {
-            "workers_s": sum(w.cpu_s for w in result.workers),
-            "router_s": _router_cpu(router.pids()) - router_cpu0,
-            "server_s": _server_cpu(result.monitor),
-        }
-        crashed = [w for w in result.workers if w.crashed]
-        if crashed:
-            result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"
+            crashed = [w for w in result.workers if w.crashed]
+            if crashed:
+                result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"
+        except KeyboardInterrupt:  # a signal while gathering: report what was gathered
+            result.interrupted = True
+            _keep_samples(result, monitor)
+        except Exception as exc:
+            if not result.interrupted:
+                raise
+            # A second signal killed the stack while it was being read: report what was gathered.
+            result.cleanup_errors.append(f"gathering after the interrupt: {type(exc).__name__}: {exc}")
+            _keep_samples(result, monitor)
     except KeyboardInterrupt:
         result.interrupted = True
         raise
     finally:
-        if pool is not None:
-            pool.terminate()
-        if monitor is not None:
-            monitor.stop()
-        if stack is not None and stack.faults is not None:
-            result.cleanup_errors += stack.faults.stop_schedule()
-        if stack is not None and stack.server is not None:
-            result.server["log_tail"] = stack.server.log_tail(40)
-        if own_stack and stack is not None:
-            result.cleanup_errors += stack.close()
+        _clean_up(result, pool, monitor, stack if own_stack else None, stack)
         result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start
         result.wall_s = time.monotonic() - started
     return result
+
+
+def _keep_samples(result: TrialResult, monitor: Monitor) -> None:
+    """An interrupted gather still reports the monitor's samples taken so far."""
+    if result.monitor is None:
+        monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S)
+        result.monitor = monitor.result()
+
+
+def _clean_up(
+    result: TrialResult, pool: WorkerPool | None, monitor: Monitor | None, own_stack: Stack | None,
+    stack: Stack | None,
+) -> None:
+    """Stop what the trial started, every step even when a signal lands in one of them.
+
+    A Ctrl-C in the middle of one step must not skip the next (that is how a
+    run dir or a process is left behind): each step runs whatever happened in
+    the ones before. A signal that lands here after the trial itself ended
+    marks it interrupted; one that lands after an earlier interrupt is part
+    of that interrupt.
+    """
+    try:
+        with contextlib.ExitStack() as steps:  # run last-in first-out
+            if own_stack is not None:
+                grace = INTERRUPTED_SERVER_GRACE_S if result.interrupted else None
+                steps.callback(lambda: result.cleanup_errors.extend(own_stack.close(server_grace_s=grace)))
+            if stack is not None and stack.server is not None:
+                steps.callback(lambda: result.server.update(log_tail=stack.server.log_tail(40)))
+            if stack is not None and stack.faults is not None:
+                steps.callback(lambda: result.cleanup_errors.extend(stack.faults.stop_schedule()))
+            if monitor is not None:
+                steps.callback(monitor.stop, INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
+            if pool is not None:
+                steps.callback(pool.terminate)
+    except KeyboardInterrupt:
+        result.interrupted = True
 
 
 def _server_cpu(samples: MonitorSamples) -> float:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from faultload import aio
-from faultload.procutil import die_with_parent
+from faultload.procutil import die_with_parent, ignore_terminal_signals
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
 from faultload.history import History
 from faultload.stats import Histogram
@@ -75,8 +75,9 @@ def _worker_main(
 ) -> None:
     # A worker never outlives the trial that started it, even one killed with SIGKILL.
     die_with_parent(parent_pid)
-    # Ctrl-C reaches the whole foreground group; the parent decides when workers stop.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C and a closed terminal's SIGHUP reach the whole foreground group: the
+    # parent decides when workers stop, and collects the history they hold.
+    ignore_terminal_signals()
     raise_nofile_limit()
     prepared, setup_error = None, None
     try:
@@ -110,11 +111,30 @@ def _worker_main(
     out.put(result)
 
 
+def _start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker with SIGHUP blocked for good.
+
+    It sits in the terminal's process group; killed by a hang-up it would be
+    started again at exit, complaining about every semaphore. A signal blocked
+    at its fork stays blocked in it (it unblocks only SIGINT and SIGTERM, which
+    it ignores); here the block lasts only for the fork, so a SIGHUP meanwhile
+    is delivered right after.
+    """
+    from multiprocessing import resource_tracker
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGHUP})
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})
+
+
 class WorkerPool:
     """Start, watch, stop and collect a trial's load workers."""
 
     def __init__(self, jobs: list[WorkerJob]) -> None:
         self.jobs = jobs
+        _start_resource_tracker()
         ctx = mp.get_context("spawn")
         self._ctx = ctx
         self.counters = ctx.Array("q", len(jobs) * len(COUNTER_SLOTS), lock=False)

@@ -91,7 +91,7 @@ class StackExecutor:
         """
         from faultload.judge import judge
         from faultload.repro import figures_of
-        from faultload.trial import run_trial
+        from faultload.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
 
         try:
             stack = self._ready_stack(config)
@@ -100,13 +100,15 @@ class StackExecutor:
         started = time.monotonic()
         try:
             result = run_trial(config, self.workspace, stack=stack)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # the session ends: stop the stack without waiting on in-flight forwards
+            self.close(server_grace_s=INTERRUPTED_SERVER_GRACE_S)
             raise
         except Exception as exc:  # noqa: BLE001 - the harness failed, not the server
             self._close_stack(f"trial raised {type(exc).__name__}")
             return Outcome([], {}, config.shape.requests, time.monotonic() - started,
                            error=f"trial raised {type(exc).__name__}: {exc}")
         if result.interrupted:
+            self.close(server_grace_s=INTERRUPTED_SERVER_GRACE_S)
             raise KeyboardInterrupt
         self.trials += 1
         verdicts = judge(result, self.budgets)
@@ -171,9 +173,10 @@ class StackExecutor:
         self.stack_restarts.append(why)
         self.close()
 
-    def close(self) -> None:
+    def close(self, server_grace_s: float | None = None) -> None:
+        """Stop the shared stack (``server_grace_s``: shorten the server's SIGTERM-to-SIGKILL grace)."""
         if self.stack is not None:
-            errors = self.stack.close()
+            errors = self.stack.close(server_grace_s=server_grace_s)
             if errors:
                 self._log("stack cleanup: " + "; ".join(errors))
             self.stack = None

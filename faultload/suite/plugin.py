@@ -126,6 +126,11 @@ def runner(executor=None):
             watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=_terminal_log(),
             executor=executor,
         )
+        # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
+        # closed; a second signal kills every child process at once.
+        from faultload.procutil import Interrupts
+
+        _state["interrupts"] = Interrupts(pytest.ExitCode.INTERRUPTED, name="faultload suite").install()
     elif executor is not None and _state["runner"].executor is not executor:
         raise RuntimeError("faultload: the session's runner was made before faultload_executor gave its executor")
     return _state["runner"]
@@ -186,6 +191,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if _state["runner"] is not None:
         _state["runner"].close()
     _state["runner"] = None
+    if _state.get("interrupts") is not None:
+        _state.pop("interrupts").uninstall()
     _state["options"] = None
     _state["config"] = None
 
