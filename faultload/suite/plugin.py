@@ -263,7 +263,12 @@ def pytest_runtest_makereport(item: pytest.Item, call):
             f"{state.shrink_seconds:.0f}s ({state.failures} failing examples"
             + (", cut by the shrink budget)" if state.shrink_cut else ")"),
         ]
-    lines.append(f"{state.trials} trials run, {state.cached} cached, {state.not_run} not run (time bound)")
+    lines.append(f"{state.trials} trials run, {state.cached} cached, {state.not_run} not run (time bound), "
+                 f"{state.judged_trials} judged")
+    if state.tally:
+        from faultload.suite.runner import tally_text
+
+        lines.append(tally_text(state.tally))
     report.sections.append(("faultload", "\n".join(lines)))
 
 

@@ -535,9 +535,14 @@ class SuiteRunner:
             lines.append(text)
         total = self.session_tally()
         if total:
-            lines.append("  invariants (judged / unknown / skipped): " + ", ".join(
-                f"{name} {t.judged}/{t.unknown}/{t.skipped}" for name, t in total.items()))
+            lines.append("  " + tally_text(total))
         return lines
+
+
+def tally_text(tallies: dict[str, Tally]) -> str:
+    """``invariants (judged / unknown / skipped): name j/u/s, ...`` for the terminal."""
+    return "invariants (judged / unknown / skipped): " + ", ".join(
+        f"{name} {t.judged}/{t.unknown}/{t.skipped}" for name, t in tallies.items())
 
 
 def tallies_dict(tallies: dict[str, Tally]) -> dict[str, dict[str, int]]:
