@@ -154,7 +154,7 @@ def _workspace(args: argparse.Namespace) -> Workspace:
 
 def config_from_args(args: argparse.Namespace):
     """Build and validate a TrialConfig from parsed args (ValueError on bad input)."""
-    from faultload.router import RouterConfig
+    from faultload.router.config import RouterConfig
     from faultload.stack import ServerKnobs
     from faultload.trial import TrialConfig
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from faultload.budgets import Budgets
 from faultload.faults.spec import FaultSchedule
-from faultload.router import RouterConfig
+from faultload.router.config import RouterConfig
 from faultload.targets.skyrl_patches import switches_text
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs

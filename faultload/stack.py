@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 from faultload.faults.stack import FaultStack
 from faultload.monitor import snapshot
 from faultload.netutil import pick_free_port
-from faultload.router import RouterConfig, RouterHandle, start_router
+from faultload.router.config import RouterConfig
+from faultload.router.handle import RouterHandle, start_router
 from faultload.targets import install
 from faultload.targets.server import STOP_GRACE_S, ServerHandle, attach_url, launch_skyrl
 from faultload.targets.spec import TargetSpec, parse_target

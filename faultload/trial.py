@@ -29,7 +29,7 @@ from faultload.faults.schedule import FaultLog
 from faultload.faults.spec import FaultSchedule
 from faultload.history import History, Outcome
 from faultload.monitor import SAMPLE_FIELDS, Monitor, MonitorSamples, snapshot
-from faultload.router import RouterConfig
+from faultload.router.config import RouterConfig
 from faultload.serverlog import ServerLogSummary, classify_log
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs, Stack, StackConfig

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from faultload.faults.spec import FaultSchedule
-from faultload.router import RouterConfig
+from faultload.router.config import RouterConfig
 from faultload.shape import LoadShape, PollBehaviour
 from faultload.trial import TrialConfig
 from strategies.limits import SDK_KEEPALIVE_EXPIRY_S, Limits

@@ -11,7 +11,7 @@ import math
 
 from hypothesis import strategies as st
 
-from faultload.router import RouterConfig
+from faultload.router.config import RouterConfig
 from faultload.shape import LoadShape
 from strategies.limits import CI, Limits
 from strategies.shapes import held_at_once, rounds_fitting

@@ -47,7 +47,7 @@ from faultload.faults.spec import FaultSchedule
 from faultload.faults.toxiproxy import find_toxiproxy
 from faultload.history import Outcome
 from faultload.judge import judge
-from faultload.router import RouterConfig
+from faultload.router.config import RouterConfig
 from faultload.shape import LoadShape, PollBehaviour
 from faultload.stack import ServerKnobs, Stack
 from faultload.trial import TrialConfig, TrialResult, run_trial

@@ -21,7 +21,9 @@ import pytest
 import simdjson
 
 from faultload import tokens
-from faultload.router import RouterConfig, RouterHandle, completion_body, start_router
+from faultload.router.bodies import completion_body
+from faultload.router.config import RouterConfig
+from faultload.router.handle import RouterHandle, start_router
 
 WAIT_S = 10.0  # upper bound for any wait in these tests
 
@@ -129,6 +131,13 @@ def test_default_config_is_valid_and_round_trips() -> None:
     cfg = RouterConfig(mode="barrier", barrier=4)
     cfg.validate()
     assert RouterConfig(**json.loads(json.dumps(asdict(cfg)))) == cfg
+
+
+def test_config_module_imports_nothing_heavy() -> None:
+    """The parent builds a RouterConfig without loading the router's machinery."""
+    code = "import sys, faultload.router.config; print(sorted({'aiohttp', 'numpy'} & set(sys.modules)))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30, check=True)
+    assert r.stdout.decode().strip() == "[]", r.stdout
 
 
 def test_cli_bad_flag_exits_2_with_one_line() -> None:

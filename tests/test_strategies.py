@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import strategies as S
 from faultload.faults.spec import Fault, FaultSchedule
 from faultload.repro import build_repro, config_from_dict, config_to_dict, load_repro, write_repro
-from faultload.router import RouterConfig
+from faultload.router.config import RouterConfig
 from faultload.shape import ClientPolicy, LoadShape, PollBehaviour, arrival_offsets
 
 TARGET = "skyrl==0.4.0"

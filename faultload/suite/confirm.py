@@ -9,7 +9,7 @@ server rather than this machine's fd limit.
 from __future__ import annotations
 
 from faultload.faults.spec import FaultSchedule
-from faultload.router import RouterConfig
+from faultload.router.config import RouterConfig
 from faultload.shape import LoadShape
 from faultload.suite.profiles import CONFIRM_REQUESTS
 

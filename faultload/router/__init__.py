@@ -1,0 +1,88 @@
+"""The fake vLLM router: answers ``POST /v1/completions`` from the prompt's nonce.
+
+The server under test forwards each sample request here. Output tokens and
+logprobs come from :mod:`faultload.tokens`, so the client can check that every
+result belongs to its request without any state shared with the router.
+
+Bodies
+    Choice ``j`` of a request whose prompt decodes to ``nonce`` carries
+    ``token_ids = tokens.output_tokens(nonce, j, T)`` and ``token_logprobs =
+    -d/10000`` for ``d`` in ``tokens.logprob_digits(nonce, j, T)``, with
+    ``T = max_tokens`` and ``finish_reason = "length"``. Numbers are printed at
+    fixed width from lookup tables by one numpy gather per array (token ids
+    right-aligned with leading spaces, logprobs as ``-0.dddd``), so a
+    multi-MB body costs a few milliseconds. Measured here (2 cores):
+    T = 1,000,000, n = 1 gives a 14 MB body in 21-29 ms including token
+    generation, i.e. ~490-660 MB/s (``python -m faultload.router --bench
+    1000000``). Serving small bodies (T = 16) costs the router ~0.1 ms of CPU
+    per request (immediate and latency modes, 64 keep-alive clients), ~0.2 ms
+    in a 4,096-request barrier wave over 2 processes.
+    If the request asks for ``prompt_logprobs``, every choice also carries
+    ``prompt_logprobs``: ``null`` for position 0, then ``{"<token id>":
+    {"logprob": -d/10000, "rank": 1, "decoded_token": ""}}`` with
+    ``d = (7 * nonce + 13 * i) % 10000`` (only the prompt token's own entry).
+    A prompt that is not a faultload prompt, or a bad ``n``/``max_tokens``,
+    gets a 400 with a vLLM-style JSON error.
+
+Modes (``--mode``)
+    ``immediate``  answer at once.
+    ``barrier``    requests form waves. An arriving request joins the current
+                   wave and is held; the wave is released (all its requests
+                   answered at once) when ``--barrier N`` requests are held
+                   together, counted across all router processes, or when
+                   ``--barrier-timeout S`` seconds have passed since the wave's
+                   first request arrived. The next arrival starts a new wave.
+                   A held request whose client disconnects leaves the wave
+                   (the wave's timeout clock keeps its first arrival time).
+                   ``--barrier-expect`` is not implemented.
+    ``latency``    at most ``--max-num-seqs K`` requests generate at once,
+                   router-wide (a shared counter across processes); each
+                   generation is an ``asyncio.sleep(--gen-seconds G)``. The
+                   others wait: FIFO within a process; between processes a
+                   freed slot goes to whichever process polls first (every
+                   5 ms), i.e. approximately FIFO.
+
+Faults (``POST /control/...``, state shared by all processes; a new call for
+the same fault replaces its window, ``seconds: 0`` ends it)
+    ``stall {"seconds": S}``   for S s no response is written: requests are
+        accepted and go through their mode (barrier, generation) but then wait
+        just before their answer until the stall ends, then proceed normally.
+    ``errors {"seconds": S, "status": 503}``  for S s every completions request
+        is answered with that status (400..599) and a JSON error: new arrivals
+        at once, and any request whose answer falls in the window.
+    ``truncate {"seconds": S}``  for S s every 200 body is cut to its first
+        ``len(body) // 2`` bytes; Content-Length is that truncated length, so
+        the HTTP exchange is clean but the body is invalid JSON.
+    ``reset``  ends all fault windows (held barrier requests stay held).
+    A crash is the parent killing the processes (:meth:`RouterHandle.crash`).
+
+``GET /stats`` returns counters summed over all processes (whichever answers):
+``received``; ``completed`` (a 200 body fully written, truncated ones included);
+``failed`` (400, injected error, client gone); ``in_flight``/``peak_in_flight``
+(handlers running, up to the last byte written); ``held`` (barrier waiters),
+``released_waves``; ``generating``/``peak_generating``/``queued`` (latency
+mode); ``stalled``, ``truncated``, ``errors_injected``, ``cancelled``,
+``bad_requests``; ``bytes_out`` (200 body bytes); ``procs``, ``procs_ready``,
+``mode`` and ``faults`` (seconds left per window). ``GET /health`` answers 200.
+Every completions answer carries ``X-Router-Pid`` (the process that served it).
+
+Processes: with ``--procs 1`` the main process serves. With ``--procs N > 1``
+the main process only supervises N forked workers that listen on the same port
+with SO_REUSEPORT; counters, barrier state and fault windows live in shared
+memory created before the fork, updated under one lock. ``READY <port>`` is
+printed on stdout once every worker listens. The supervisor does not serve so
+that :meth:`RouterHandle.crash` can SIGKILL the workers, let the supervisor reap
+them, then kill it: orphans would stay zombies (PID 1 here reaps none).
+
+Modules, one per role (only ``config`` is needed to describe a router, so it
+and this package import nothing heavy: no aiohttp, numpy or psutil)
+    ``config``       :class:`~faultload.router.config.RouterConfig` and the limits it checks.
+    ``bodies``       request parsing and the response bodies.
+    ``state``        cross-process shared counters, the barrier and the slot pool.
+    ``completions``  the per-process completion log and its reader.
+    ``app``          the aiohttp app and the serving loop of one process.
+    ``supervisor``   the CLI, the worker processes and their supervisor;
+                     ``python -m faultload.router`` runs it.
+    ``handle``       the parent side (:class:`~faultload.router.handle.RouterHandle`):
+                     start, crash, restart, control, stats.
+"""

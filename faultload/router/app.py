@@ -1,0 +1,211 @@
+"""One router process's HTTP side: the aiohttp app over the shared state, and its serving loop.
+
+Routes and fault semantics are specified in :mod:`faultload.router`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import time
+from typing import Any
+
+from aiohttp import web
+
+from faultload.router.bodies import completion_body, parse_job
+from faultload.router.completions import CompletionLog
+from faultload.router.config import MAX_FAULT_S, SHUTDOWN_S, RouterConfig, is_int
+from faultload.router.state import INT_INDEX, Barrier, SharedState, SlotPool
+
+LISTEN_BACKLOG = 4096
+STALL_POLL_S = 0.02
+CLIENT_MAX_SIZE = 64 << 20
+
+
+def _error_json(status: int, message: str) -> bytes:
+    kind = "BadRequestError" if status < 500 else "ServiceUnavailableError"
+    return json.dumps({"object": "error", "message": message, "type": kind, "param": None, "code": status}).encode()
+
+
+
+class RouterApp:
+    """Per-process request handling over the shared state."""
+
+    def __init__(self, config: RouterConfig, shared: SharedState, completions: CompletionLog | None = None) -> None:
+        self._config = config
+        self._s = shared
+        self._completions = completions or CompletionLog(None)
+        self._barrier = Barrier(shared, config.barrier, config.barrier_timeout_s) if config.mode == "barrier" else None
+        self._slots = SlotPool(shared, config.max_num_seqs, config.procs > 1) if config.mode == "latency" else None
+        self._headers = {"X-Router-Pid": str(os.getpid())}  # which process answered
+        self._stall_over: asyncio.Event | None = None  # set when the current stall window ends
+
+    def build(self) -> web.Application:
+        app = web.Application(client_max_size=CLIENT_MAX_SIZE)
+        app.router.add_post("/v1/completions", self.completions)
+        app.router.add_get("/health", self.health)
+        app.router.add_get("/stats", self.stats)
+        app.router.add_post("/control/{fault}", self.control)
+        return app
+
+    async def health(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(text="ok")
+
+    async def stats(self, request: web.Request) -> web.StreamResponse:
+        snap = self._s.snapshot()
+        snap["procs"] = self._config.procs
+        snap["mode"] = self._config.mode
+        return web.json_response(snap)
+
+    async def control(self, request: web.Request) -> web.StreamResponse:
+        fault = request.match_info["fault"]
+        try:
+            raw = await request.read()
+            body = json.loads(raw) if raw.strip() else {}
+            if not isinstance(body, dict):
+                raise ValueError("body must be a JSON object")
+            self._apply_fault(fault, body)
+        except KeyError:
+            return web.json_response({"error": f"unknown fault {fault!r}"}, status=404)
+        except ValueError as e:
+            return web.json_response({"error": str(e)}, status=400)
+        return web.json_response(self._s.snapshot()["faults"])
+
+    def _apply_fault(self, fault: str, body: dict[str, Any]) -> None:
+        if fault == "reset":
+            for name in ("stall_until", "errors_until", "truncate_until"):
+                self._s.set_window(name, 0.0)
+            return
+        if fault not in ("stall", "errors", "truncate"):
+            raise KeyError(fault)
+        seconds = body.get("seconds")
+        if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds <= MAX_FAULT_S:
+            raise ValueError(f"seconds must be a number in [0, {MAX_FAULT_S:g}] (got {seconds!r})")
+        if fault == "errors":
+            status = body.get("status", 503)
+            if not is_int(status) or not 400 <= status <= 599:
+                raise ValueError(f"status must be an int in [400, 599] (got {status!r})")
+            with self._s.lock:
+                self._s.ints[INT_INDEX["errors_status"]] = status
+        self._s.set_window(f"{fault}_until", float(seconds))
+
+    async def completions(self, request: web.Request) -> web.StreamResponse:
+        """Answer one sample request; in_flight covers everything up to the last byte written."""
+        s = self._s
+        s.arrive()
+        outcome, sent = "failed", 0
+        try:
+            resp = await self._answer(request)
+            try:
+                await resp.prepare(request)
+                await resp.write_eof()
+            except ConnectionError:
+                return resp
+            if resp.status == 200:
+                outcome, sent = "completed", resp.content_length or 0
+                nonce = resp.get("nonce")
+                if nonce is not None:
+                    self._completions.record(nonce)
+            return resp
+        except asyncio.CancelledError:
+            s.add("cancelled", 1)
+            raise
+        finally:
+            s.depart(outcome, sent)
+
+    def _injected_error(self) -> web.Response | None:
+        if self._s.window_left("errors_until") <= 0:
+            return None
+        status = int(self._s.ints[INT_INDEX["errors_status"]]) or 503
+        self._s.add("errors_injected", 1)
+        body = _error_json(status, "injected fault")
+        return web.Response(status=status, body=body, content_type="application/json", headers=self._headers)
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
+        early = self._injected_error()
+        if early is not None:
+            return early
+        job = parse_job(await request.read())
+        if isinstance(job, str):
+            self._s.add("bad_requests", 1)
+            body = _error_json(400, job)
+            return web.Response(status=400, body=body, content_type="application/json", headers=self._headers)
+        await self._mode_gate()
+        await self._stall_gate()
+        late = self._injected_error()
+        if late is not None:
+            return late
+        body = completion_body(job.nonce, job.n, job.max_tokens, job.model, job.prompt, job.prompt_logprobs)
+        if self._s.window_left("truncate_until") > 0:
+            body = body[: len(body) // 2]
+            self._s.add("truncated", 1)
+        resp = web.Response(body=body, content_type="application/json", headers=self._headers)
+        resp["nonce"] = job.nonce
+        return resp
+
+    async def _mode_gate(self) -> None:
+        if self._barrier is not None:
+            await self._barrier.wait()
+        elif self._slots is not None:
+            await self._slots.acquire()
+            try:
+                await asyncio.sleep(self._config.gen_seconds)
+            finally:
+                self._slots.release()
+
+    async def _stall_gate(self) -> None:
+        """Wait out a stall window.
+
+        All stalled requests of this process wait on one event, set by one
+        watcher task that re-reads the shared window each tick (so a reset or
+        an extension takes effect): thousands of held requests cost one timer,
+        not one each.
+        """
+        if self._s.window_left("stall_until") <= 0:
+            return
+        self._s.add("stalled", 1)
+        try:
+            if self._stall_over is None or self._stall_over.is_set():
+                self._stall_over = asyncio.Event()
+                asyncio.ensure_future(self._watch_stall(self._stall_over))
+            await self._stall_over.wait()
+        finally:
+            self._s.add("stalled", -1)
+
+    async def _watch_stall(self, over: asyncio.Event) -> None:
+        deadline = time.monotonic() + MAX_FAULT_S
+        try:
+            while time.monotonic() < deadline:
+                left = self._s.window_left("stall_until")
+                if left <= 0:
+                    break
+                await asyncio.sleep(min(left, STALL_POLL_S))
+        finally:
+            over.set()
+
+
+
+async def serve(config: RouterConfig, shared: SharedState, sock: socket.socket, on_ready: Any,
+                 completions_dir: str | None = None) -> None:
+    """Serve on ``sock`` until SIGTERM/SIGINT."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    runner = web.AppRunner(
+        RouterApp(config, shared, CompletionLog(completions_dir)).build(),
+        access_log=None,
+        handler_cancellation=True,  # a client that hangs up leaves its barrier wave / queue
+        shutdown_timeout=SHUTDOWN_S,
+    )
+    await runner.setup()
+    try:
+        site = web.SockSite(runner, sock, backlog=LISTEN_BACKLOG, shutdown_timeout=SHUTDOWN_S)
+        await site.start()
+        on_ready()
+        await stop.wait()
+    finally:
+        await runner.cleanup()

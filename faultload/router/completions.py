@@ -1,0 +1,54 @@
+"""When each completion was answered: written by every router process, read by the parent."""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+import time
+from pathlib import Path
+
+import numpy as np
+
+COMPLETION_RECORD = np.dtype([("nonce", "<i8"), ("epoch", "<f8")])
+
+
+class CompletionLog:
+    """Appends (nonce, wall-clock time) for every completion this process answered.
+
+    One file per process (``completions-PID.bin`` in ``directory``), written
+    unbuffered so a crashed router loses nothing. The invariants use it to tell
+    a result the server could have delivered before the client dropped its
+    poll from one that did not exist yet (``no_lost_results``). 16 bytes per
+    completion; a ``write`` per completion is ~2 µs against ~300 µs of router
+    CPU per request.
+    """
+
+    def __init__(self, directory: str | None) -> None:
+        self._directory = directory
+        self._fd = -1
+        self._pid = -1
+
+    def record(self, nonce: int) -> None:
+        if not self._directory:
+            return
+        if self._pid != os.getpid():  # forked workers open their own file
+            self._pid = os.getpid()
+            path = os.path.join(self._directory, f"completions-{self._pid}.bin")
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        os.write(self._fd, struct.pack("<qd", nonce, time.time()))
+
+
+def read_completions(directory: str | Path, since_epoch: float = 0.0) -> dict[int, float]:
+    """nonce -> first completion time (epoch seconds) at or after ``since_epoch``, over all processes."""
+    first: dict[int, float] = {}
+    for path in sorted(Path(directory).glob("completions-*.bin")):
+        raw = path.read_bytes()
+        records = np.frombuffer(raw[: len(raw) - len(raw) % COMPLETION_RECORD.itemsize], dtype=COMPLETION_RECORD)
+        records = records[records["epoch"] >= since_epoch]
+        for nonce, epoch in zip(records["nonce"].tolist(), records["epoch"].tolist()):
+            if epoch < first.get(nonce, math.inf):
+                first[nonce] = epoch
+    return first
+
+

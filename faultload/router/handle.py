@@ -1,0 +1,257 @@
+"""The parent's side of a router: start it as a subprocess, crash, restart, control, read its stats.
+
+Runs in the harness, not in the router, so it imports neither aiohttp nor the
+serving code; the router is launched as ``python -m faultload.router``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from faultload.procutil import tied_to_this_process
+from faultload.router.completions import read_completions
+from faultload.router.config import SHUTDOWN_S, RouterConfig
+
+
+def _process_gone(pid: int) -> bool:
+    """True if ``pid`` no longer runs (a zombie counts as gone: it holds no socket)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _wait_gone(pids: list[int], timeout_s: float) -> list[int]:
+    """Poll until all ``pids`` are gone or the timeout passes; returns the ones left."""
+    deadline = time.monotonic() + timeout_s
+    left = [p for p in pids if not _process_gone(p)]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.01)
+        left = [p for p in left if not _process_gone(p)]
+    return left
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+class RouterHandle:
+    """A running router subprocess (its own process group) and its control calls."""
+
+    def __init__(self, config: RouterConfig, host: str) -> None:
+        self.config = config
+        self.host = host
+        self.port = 0
+        self.url = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._workers: list[int] = []
+        self._log_dir = Path(tempfile.mkdtemp(prefix="faultload-router-"))
+
+    # -- lifecycle
+
+    @property
+    def pid(self) -> int:
+        """Main (supervisor or sole server) pid of the current incarnation."""
+        return self._proc.pid if self._proc is not None else -1
+
+    def _spawn(self, port: int, ready_timeout_s: float) -> None:
+        root = str(Path(__file__).resolve().parents[2])  # the checkout holding faultload/
+        env = dict(os.environ)
+        env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        cmd = [sys.executable, "-m", "faultload.router", "--host", self.host, "--port", str(port),
+               "--completions-dir", str(self._log_dir)]
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        out_path, err_path = self._log_dir / "stdout.log", self._log_dir / "stderr.log"
+        with open(out_path, "wb") as out, open(err_path, "ab") as err:
+            self._proc = subprocess.Popen(
+                cmd + self.config.to_argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                env=env,
+                cwd=root,
+                preexec_fn=tied_to_this_process(signal.SIGTERM),
+            )
+        try:
+            self.port = self._wait_ready_line(out_path, ready_timeout_s)
+            self.url = f"http://{self.host}:{self.port}"
+            self._wait_health(ready_timeout_s)
+        except RuntimeError:
+            self._kill_all()
+            raise RuntimeError(f"router failed to start: {self.stderr_tail()}") from None
+        self._workers = self._child_pids()
+
+    def _wait_ready_line(self, out_path: Path, timeout_s: float) -> int:
+        assert self._proc is not None
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            m = re.search(rb"READY (\d+)", out_path.read_bytes())
+            if m:
+                return int(m.group(1))
+            if self._proc.poll() is not None:
+                raise RuntimeError("exited")
+            time.sleep(0.02)
+        raise RuntimeError("timeout")
+
+    def _wait_health(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if self._request("GET", "/health", timeout_s=1.0)[0] == 200:
+                    return
+            except (OSError, http.client.HTTPException):
+                pass
+            time.sleep(0.02)
+        raise RuntimeError("no /health")
+
+    def _child_pids(self) -> list[int]:
+        try:
+            return [c.pid for c in psutil.Process(self.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def pids(self) -> list[int]:
+        """All live router process pids (main first), e.g. for CPU accounting."""
+        if self._proc is None or self._proc.poll() is not None:
+            return [p for p in self._workers if not _process_gone(p)]
+        return [self.pid] + [p for p in self._child_pids() if not _process_gone(p)]
+
+    def stderr_tail(self, lines: int = 10) -> str:
+        """Last lines of the router's stderr (all incarnations), joined by ' | '."""
+        try:
+            text = (self._log_dir / "stderr.log").read_bytes().decode(errors="replace")
+        except OSError:
+            return ""
+        return " | ".join(text.strip().splitlines()[-lines:])
+
+    def _kill_all(self) -> None:
+        """SIGKILL workers first (the supervisor reaps them: no orphans), then the group."""
+        if self._proc is None:
+            return
+        workers = self._child_pids() or self._workers
+        for pid in workers:
+            _kill(pid, signal.SIGKILL)
+        _wait_gone(workers, 5.0)
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self._proc.wait(5.0)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def crash(self) -> None:
+        """SIGKILL every router process; the port stops answering until :meth:`restart`."""
+        self._kill_all()
+
+    def reconfigure(self, config: RouterConfig, ready_timeout_s: float = 20.0) -> None:
+        """Restart on the same port with ``config`` (a new mode, barrier or latency)."""
+        config.validate()
+        self.config = config
+        self.restart(ready_timeout_s)
+
+    def restart(self, ready_timeout_s: float = 20.0) -> None:
+        """Start again on the same port and config (stopping a live one first); wait until ready."""
+        self.stop(remove_logs=False)
+        self._spawn(self.port, ready_timeout_s)
+
+    def stop(self, remove_logs: bool = True) -> None:
+        """SIGTERM, then SIGKILL after a few seconds; waits for exit. Idempotent."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            workers = self._child_pids()
+            _kill(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(SHUTDOWN_S + 5.0)
+            except subprocess.TimeoutExpired:
+                self._kill_all()
+            _wait_gone(workers, 2.0)
+        if proc is not None and proc.poll() is None:
+            self._kill_all()
+        if remove_logs:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+
+    def __enter__(self) -> RouterHandle:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    # -- control
+
+    def _request(self, method: str, path: str, body: Any = None, timeout_s: float = 5.0) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+        try:
+            data = json.dumps(body).encode() if body is not None else None
+            headers = {"Content-Type": "application/json"} if data is not None else {}
+            conn.request(method, path, body=data, headers=headers)
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def _control(self, path: str, body: Any = None) -> dict[str, Any]:
+        status, raw = self._request("POST", path, body)
+        if status != 200:
+            raise RuntimeError(f"router {path} answered {status}: {raw[:200].decode(errors='replace')}")
+        return json.loads(raw)
+
+    def stats(self, timeout_s: float = 5.0) -> dict[str, Any]:
+        """GET /stats: counters summed over all router processes."""
+        status, raw = self._request("GET", "/stats", timeout_s=timeout_s)
+        if status != 200:
+            raise RuntimeError(f"router /stats answered {status}")
+        return json.loads(raw)
+
+    def completions(self, since_epoch: float = 0.0) -> dict[int, float]:
+        """nonce -> first completion (epoch seconds) since ``since_epoch``, over every incarnation."""
+        return read_completions(self._log_dir, since_epoch)
+
+    def stall(self, seconds: float) -> None:
+        self._control("/control/stall", {"seconds": seconds})
+
+    def errors(self, seconds: float, status: int = 503) -> None:
+        self._control("/control/errors", {"seconds": seconds, "status": status})
+
+    def truncate(self, seconds: float) -> None:
+        self._control("/control/truncate", {"seconds": seconds})
+
+    def reset_faults(self) -> None:
+        self._control("/control/reset")
+
+
+def start_router(
+    config: RouterConfig, host: str = "127.0.0.1", port: int = 0, ready_timeout_s: float = 20.0
+) -> RouterHandle:
+    """Launch ``python -m faultload.router`` in its own session; return once /health answers.
+
+    Raises ValueError for a bad config and RuntimeError("router failed to start: ...")
+    otherwise, leaving no process behind.
+    """
+    config.validate()
+    handle = RouterHandle(config, host)
+    try:
+        handle._spawn(port, ready_timeout_s)
+    except BaseException:
+        handle.stop()
+        raise
+    return handle
+
