@@ -7,7 +7,8 @@ collected. Options::
 
     --faultload-target SPEC      the server under test (default skyrl==0.4.0)
     --faultload-regress NAME     undo a known fix in it (repeatable)
-    --faultload-profile NAME     ci (default) | nightly | confirm
+    --faultload-fix NAME         apply a candidate fix in it (repeatable)
+    --faultload-profile NAME     ci (default, or $FAULTLOAD_PROFILE) | nightly | confirm
     --faultload-workdir DIR      faultload's folder (default .faultload or $FAULTLOAD_HOME)
     --faultload-shrink-s S       override the profile's shrink budget (seconds)
     --faultload-examples N       override the profile's examples per property
@@ -41,12 +42,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--faultload-target", default=None, metavar="SPEC",
                     help="server under test: skyrl==X.Y.Z | skyrl@PATH | url=... (default skyrl==0.4.0)")
     group.addoption("--faultload-regress", action="append", default=[], metavar="NAME",
-                    help="undo a known fix in the launched server (repeatable): retention, keepalive, rich-access-log")
+                    help="undo a known fix in the launched server: retention, keepalive, rich-access-log "
+                         "(repeatable; default none)")
     group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
-                    help="apply a candidate fix in the launched server (repeatable): plain-tracebacks")
+                    help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
     group.addoption("--faultload-profile", default=None, choices=("ci", "nightly", "confirm"),
                     help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
-                         "example database kept; confirm: the 131,072-request shape once")
+                         "example database kept; confirm: the 131,072-request shape once "
+                         f"(default {DEFAULT_PROFILE}, or $FAULTLOAD_PROFILE)")
     group.addoption("--faultload-workdir", default=None, metavar="DIR",
                     help="faultload's folder (default .faultload or $FAULTLOAD_HOME)")
     group.addoption("--faultload-shrink-s", default=None, type=float, metavar="S",
@@ -57,7 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="start no trial after S seconds of the session (default: the profile's); "
                          "properties left without a judged trial then fail as not judged")
     group.addoption("--faultload-summary-json", default=None, metavar="FILE",
-                    help="write each property's outcome, violated invariants and repro as JSON")
+                    help="write each property's outcome, violated invariants and repro as JSON (default: not written)")
 
 
 class SuiteOptions:
