@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -16,209 +15,16 @@ from typing import Sequence
 # Only light modules at the top: load workers are spawned processes that import
 # this module again (as __mp_main__), and each heavy import here costs every worker.
 from faultload.budgets import load_budgets
+from faultload.cli_parser import UsageError, build_parser
 from faultload.faults.spec import FaultSchedule
 from faultload.procutil import Interrupts
+from faultload.router.config import procs_for
 from faultload.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.targets.spec import DEFAULT_TARGET, parse_target
 from faultload.watchdog import load_watchdog_limits
 from faultload.workspace import Workspace
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
-# Connections one router process holds at most (the per-process open-file limit is 20,000).
-ROUTER_CONNECTIONS_PER_PROC = 8000
-_WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
-
-
-class UsageError(Exception):
-    """Bad input: one line, exit 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one clear line, exit 2 (argparse prints usage too)
-        # "argument --requests: ..." reads as "--requests: ..." (the option first, then what was wrong).
-        raise UsageError(message.removeprefix("argument "))
-
-
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows each option's default, unless its help already says it or it has none to show (a flag, None, [])."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text, default = action.help or "", action.default
-        if "default" in text or default is None or default is argparse.SUPPRESS or isinstance(default, bool) or default == []:
-            return text
-        return super()._get_help_string(action)
-
-
-def _value_type(convert, expectation: str, ok=lambda value: True):
-    """An argparse ``type`` whose error reads "expected <expectation>, got 'text'" (argparse names the option)."""
-
-    def parse(text: str):
-        try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {expectation}, got {text!r}") from None
-        if not ok(value):
-            raise argparse.ArgumentTypeError(f"expected {expectation}, got {text!r}")
-        return value
-
-    parse.__name__ = expectation
-    return parse
-
-
-_whole_number = _value_type(int, "a whole number >= 0", lambda value: value >= 0)
-_integer = _value_type(int, "a whole number")
-_number = _value_type(float, "a number")
-_seconds = _value_type(float, "a number of seconds >= 0", lambda value: value >= 0)
-
-
-def _version() -> str:
-    """The installed distribution's version; the package's own when it runs from a checkout not installed."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("faultload")
-    except metadata.PackageNotFoundError:
-        from faultload import __version__
-
-        return __version__
-
-
-def _add_trial_args(p: argparse.ArgumentParser) -> None:
-    _add_load_args(p)
-    _add_router_args(p)
-    _add_server_args(p)
-    _add_output_args(p)
-
-
-def _add_load_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", default=DEFAULT_TARGET, metavar="SPEC", help="skyrl==X.Y.Z | skyrl@PATH | url=http://127.0.0.1:PORT")
-    p.add_argument("--requests", type=_whole_number, metavar="N", default=1024, help="sample requests in the trial")
-    p.add_argument("--result-tokens", type=_whole_number, metavar="N", default=64, help="tokens per sample")
-    p.add_argument("--num-samples", type=_whole_number, metavar="N", default=1, help="samples per request")
-    p.add_argument("--max-outstanding", type=_whole_number, metavar="N", default=2000, help="SDK-like outstanding cap over all workers; 0 = none")
-    p.add_argument("--workers", type=_whole_number, metavar="N", default=1, help="load worker processes, each on its own 127.0.1.x")
-    p.add_argument("--client", choices=("raw", "sdk"), default="raw",
-                   help="raw: faultload's SDK-shaped client; sdk: the tinker SDK's own sample_async")
-    p.add_argument("--accept", choices=("proto", "json"), default="proto", help="what retrieve_future is asked for")
-    p.add_argument("--time-scale", type=_number, metavar="X", default=1.0, help="multiply every client and server timer by this")
-    p.add_argument("--delay-polls", default=None, metavar="P@D",
-                   help="a fraction P of requests first poll D SDK seconds after submit (default: none)")
-    p.add_argument("--abandon-polls", default=None, metavar="P@D",
-                   help="a fraction P of requests drop their first poll and poll again D SDK seconds later (default: none)")
-    p.add_argument("--seed", type=_integer, metavar="N", default=0, help="seed of the load's random draws (which requests poll late, arrival gaps)")
-
-
-def _add_router_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--router-mode", choices=("barrier", "latency", "immediate"), default="latency",
-                   help="barrier: hold until --barrier are in flight; latency: --max-num-seqs generate at once for "
-                        "--gen-seconds each; immediate: answer at once")
-    p.add_argument("--barrier", type=_whole_number, metavar="N", default=0, help="barrier mode: wave size; 0 = min(requests, max-outstanding)")
-    p.add_argument("--barrier-timeout", type=_number, metavar="S", default=60.0,
-                   help="barrier mode: release the held requests after this many seconds")
-    # Defaults model an engine slower than the API server, as in production (vLLM's
-    # default max_num_seqs, ~1 s per short generation): 256 results/s.
-    p.add_argument("--max-num-seqs", type=_whole_number, metavar="N", default=256, help="latency mode: generations at once, as vLLM's max_num_seqs")
-    p.add_argument("--gen-seconds", type=_number, metavar="S", default=1.0, help="latency mode: seconds per generation")
-    p.add_argument("--router-procs", type=_whole_number, metavar="N", default=0, help="0 = auto: one per 8,000 requests held at once")
-
-
-def _add_server_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--regress", action="append", default=[], metavar="NAME",
-                   help="undo a known upstream fix in the launched server: retention, keepalive, rich-access-log "
-                        "(repeatable; default none)")
-    p.add_argument("--fix", action="append", default=[], metavar="NAME",
-                   help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
-    p.add_argument(
-        "--fault", action="append", default=[], metavar="LINK:TYPE[:k=v,...][@START+DURATION]",
-        help="e.g. edge:reset_peer:timeout=0@5+3, backend:latency:latency=2000@0+30, router:stall@5+60 "
-             "(repeatable; default none)",
-    )
-    p.add_argument("--proxies", choices=("auto", "on", "off"), default="auto", help="route through toxiproxy; auto: when faults are given")
-    server_has = "where its version has it (default: the server's)"
-    p.add_argument("--forwarding-max-connections", type=_whole_number, metavar="N", default=None,
-                   help=f"the server's forwarding_inference_max_connections, {server_has}")
-    p.add_argument("--forwarding-timeout", type=_number, metavar="S", default=None,
-                   help=f"the server's forwarding_inference_timeout_sec, {server_has}")
-    p.add_argument("--retrieved-ttl", type=_number, metavar="S", default=None,
-                   help=f"the server's external_future_retrieved_ttl_sec, {server_has}")
-    p.add_argument("--server-port", type=_whole_number, metavar="PORT", default=0, help="port of the launched server; 0 = a free one")
-    p.add_argument("--server-pid", type=_integer, metavar="PID", default=None, help="pid of a url= server, for process metrics (default: none)")
-    p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback url= target")
-    p.add_argument("--max-wall", type=_number, metavar="S", default=1800.0, help="stop the load after this many seconds")
-    p.add_argument("--profile-server", default=None, metavar="PATH", help="write a cProfile of the server process (default: none)")
-
-
-def _add_output_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json-out", default=None, metavar="PATH", help="write the JSON report (default: not written)")
-    p.add_argument("--plot", default=None, metavar="PNG", help="draw the trial's timeline (default: none; confirm: beside the JSON)")
-    p.add_argument("--history", default=None, metavar="NPZ",
-                   help="write the per-request history, compressed numpy (default: none; confirm: beside the JSON)")
-    p.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
-    p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
-                   help="override one invariant budget, --config's or built in (repeatable; default none)")
-    p.add_argument("--config", default=None, metavar="PYPROJECT", help="read [tool.faultload.*] from this file (default ./pyproject.toml if present)")
-    p.add_argument("--fatal-fault", action="append", default=[], metavar="KIND",
-                   help="fault kind whose victims may give up, e.g. router:crash (repeatable; default none)")
-    p.add_argument("--no-early-stop", action="store_true", help="do not stop the trial on a recognised collapse (the verdict is still computed)")
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="faultload", description="Fault-injection and load suite for Tinker-API servers",
-                     allow_abbrev=False, formatter_class=_HelpFormatter)
-    parser.add_argument("--version", action="version", version=f"faultload {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub_parser = sub.add_parser
-
-    def add_parser(name: str, **kw):  # no prefix matching: `--request 10` must not mean --requests
-        kw.setdefault("description", kw.get("help"))
-        return sub_parser(name, allow_abbrev=False, formatter_class=_HelpFormatter, **kw)
-
-    sub.add_parser = add_parser
-    _add_trial_args(sub.add_parser("run", help="run one load trial and report it"))
-    confirm = sub.add_parser("confirm", help="the full-size run (131,072 requests), fitted to this machine",
-                             description="the full-size run (131,072 requests), fitted to this machine: "
-                                         "--max-outstanding 0 and --workers 0 (its defaults) are chosen by the preflight")
-    _add_trial_args(confirm)
-    confirm.set_defaults(
-        requests=131_072, router_mode="latency", max_num_seqs=256, gen_seconds=1.0, max_outstanding=0, workers=0,
-    )
-    _add_replay_args(sub.add_parser("replay", help="run a repro file's trial again on a fresh stack"))
-    _add_matrix_args(sub.add_parser("matrix", help="run the suite over (target, regression) rows: caught or clean as expected?"))
-    for name, help_, verb in (("setup", "install target venvs (idempotent)", "install"),
-                              ("doctor", "check the machine and the installed parts", "check")):
-        p = sub.add_parser(name, help=help_)
-        p.add_argument("--target", action="append", default=[], metavar="SPEC",
-                       help=f"a target to {verb} (repeatable; default {DEFAULT_TARGET})")
-        p.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
-    return parser
-
-
-def _add_replay_args(replay: argparse.ArgumentParser) -> None:
-    replay.add_argument("file", metavar="FILE", help="a repro JSON written by `pytest faultload`")
-    replay.add_argument("--json-out", default=None, metavar="PATH", help="write the replayed trial's JSON report (default: not written)")
-    replay.add_argument("--target", default=None, metavar="SPEC",
-                        help="replay against this build instead of the repro's, e.g. a fixed checkout: skyrl@PATH "
-                             "(default: the repro's)")
-    replay.add_argument("--fix", action="append", default=[], metavar="NAME",
-                        help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
-    replay.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
-
-
-def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
-    matrix.add_argument("--profile", default="ci", choices=("ci", "nightly"), help="the suite profile for every row")
-    matrix.add_argument("--rows", default=None, metavar="A,B",
-                        help="rows to run, in order (default all: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0)")
-    matrix.add_argument("--all-properties", action="store_true",
-                        help="run every property of a row, not only up to its first failure")
-    matrix.add_argument("--session-s", default=None, type=_seconds, metavar="S",
-                        help="each row's session starts no trial after S seconds (default: the profile's); "
-                             "a row left with too few judged trials is 'error: not judged'")
-    matrix.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.matrix/1 (default: not written)")
-    matrix.add_argument("--markdown-out", default=None, metavar="PATH",
-                        help="write the table as Markdown, the README's (default: not written)")
-    matrix.add_argument("--logs", default=None, metavar="DIR",
-                        help="where each row's pytest log and summary go (default .faultload/matrix/TIME)")
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:
@@ -243,7 +49,7 @@ def config_from_args(args: argparse.Namespace):
         cap = args.max_outstanding or args.requests
         barrier = min(args.requests, cap)
     held = barrier if args.router_mode == "barrier" else (args.max_outstanding or args.requests)
-    procs = args.router_procs or max(1, math.ceil(min(held, args.requests) / ROUTER_CONNECTIONS_PER_PROC))
+    procs = args.router_procs or procs_for(min(held, args.requests))
     router = RouterConfig(
         mode=args.router_mode, barrier=barrier, barrier_timeout_s=args.barrier_timeout,
         max_num_seqs=args.max_num_seqs, gen_seconds=args.gen_seconds, procs=procs,
@@ -469,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # second one kills every child at once.
     interrupts = Interrupts(EXIT_INTERRUPTED).install()
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"faultload: error: {exc}", file=sys.stderr)

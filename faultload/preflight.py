@@ -18,11 +18,11 @@ import resource
 from dataclasses import dataclass, field
 
 from faultload.doctor import machine_limits
+from faultload.router.config import ROUTER_CONNECTIONS_PER_PROC, procs_for
 
 SERVER_FDS_PER_IN_FLIGHT = 2.5  # measured ~2 on SkyRL 0.4.0, plus headroom
 SERVER_FD_RESERVE = 256  # listening sockets, SQLite, logs, pools
 PROCESS_FD_RESERVE = 256  # per load worker / router process
-ROUTER_CONNECTIONS_PER_PROC = 8000
 MIN_OUTSTANDING = 16
 
 
@@ -70,7 +70,7 @@ def plan(requests: int, want_outstanding: int, want_workers: int, limits: dict[s
     if workers < need_workers:
         notes.append(f"workers raised to {need_workers} (asked {workers}): one holds at most {per_worker} connections")
         workers = need_workers
-    router_procs = max(1, math.ceil(outstanding / min(ROUTER_CONNECTIONS_PER_PROC, per_process)))
+    router_procs = procs_for(outstanding, min(ROUTER_CONNECTIONS_PER_PROC, per_process))
     if limits["somaxconn"] < 1024:
         notes.append(f"net.core.somaxconn is {limits['somaxconn']}: bursts of new connections may overflow accept queues")
     return Fit(outstanding, workers, router_procs, notes)

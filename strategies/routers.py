@@ -12,12 +12,11 @@ import math
 from hypothesis import strategies as st
 
 from faultload.router.config import RouterConfig
+from faultload.router.config import procs_for
 from faultload.shape import LoadShape
 from strategies.limits import CI, Limits
 from strategies.shapes import held_at_once, rounds_fitting
 
-# Connections one router process holds at most (the CLI's rule: one process per 8,000 held).
-ROUTER_CONNECTIONS_PER_PROC = 8000
 # Generation time of one request (SDK seconds), fastest first.
 GEN_SECONDS_SDK = (1.0, 5.0, 20.0, 40.0, 80.0)
 # Router-wide generation slots (vLLM's max_num_seqs), the default first.
@@ -27,7 +26,8 @@ BARRIER_TIMEOUTS_SDK = (20.0, 40.0, 80.0, 160.0)
 
 
 def router_procs(held: int) -> int:
-    return max(1, math.ceil(held / ROUTER_CONNECTIONS_PER_PROC))
+    """Router processes for ``held`` requests at once: the one rule (faultload.router.config.procs_for)."""
+    return procs_for(held)
 
 
 def immediate_router(shape: LoadShape) -> RouterConfig:

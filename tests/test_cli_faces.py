@@ -17,7 +17,7 @@ import pytest
 
 import faultload
 from conftest import run_cli
-from faultload import cli
+from faultload import cli, cli_parser
 from faultload.suite import plugin
 from faultload.targets.spec import DEFAULT_TARGET
 
@@ -33,7 +33,7 @@ def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [a for a in parser._actions if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
 
 
-SUBCOMMANDS = sorted(_subparsers(cli._parser()))
+SUBCOMMANDS = sorted(_subparsers(cli_parser.build_parser()))
 
 
 def test_every_subcommand_is_checked():
@@ -42,7 +42,7 @@ def test_every_subcommand_is_checked():
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_every_option_has_a_help_line_that_shows_its_default(command: str):
-    parser = _subparsers(cli._parser())[command]
+    parser = _subparsers(cli_parser.build_parser())[command]
     formatter = parser._get_formatter()
     for action in _options(parser):
         name = action.option_strings[0]
@@ -56,7 +56,7 @@ def test_every_option_has_a_help_line_that_shows_its_default(command: str):
 
 
 def test_confirm_shows_its_own_defaults():
-    confirm = _subparsers(cli._parser())["confirm"]
+    confirm = _subparsers(cli_parser.build_parser())["confirm"]
     requests = next(a for a in confirm._actions if "--requests" in a.option_strings)
     assert "(default: 131072)" in confirm._get_formatter()._expand_help(requests)
 
@@ -93,7 +93,7 @@ def test_version_falls_back_to_the_package_when_not_installed(monkeypatch):
         raise metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(metadata, "version", not_installed)
-    assert cli._version() == faultload.__version__
+    assert cli_parser.version() == faultload.__version__
 
 
 def test_package_version_is_the_projects():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from faultload import cli
+from faultload import cli, cli_parser
 from faultload.shape import ClientPolicy, LoadShape, PollBehaviour, parse_poll_behaviour
 from faultload.targets.spec import DEFAULT_TARGET, parse_target, require_loopback
 
@@ -216,7 +216,7 @@ def test_non_loopback_allowed_with_allow_remote(url):
 
 
 def _args(*argv: str):
-    return cli._parser().parse_args(["run", *argv])
+    return cli_parser.build_parser().parse_args(["run", *argv])
 
 
 def test_config_from_args_builds_the_shape_and_router():

@@ -13,7 +13,15 @@ from typing import Any
 MODES = ("barrier", "latency", "immediate")
 MAX_FAULT_S = 86_400.0
 MAX_PROCS = 64
+# Connections one router process holds at most (the per-process open-file limit is 20,000):
+# one process per 8,000 requests held at once, the rule the CLI, the preflight and the strategies share.
+ROUTER_CONNECTIONS_PER_PROC = 8000
 SHUTDOWN_S = 1.0  # the router's graceful shutdown; the handle waits a few seconds beyond it
+
+
+def procs_for(held: int, per_proc: int = ROUTER_CONNECTIONS_PER_PROC) -> int:
+    """Router processes for ``held`` requests at once (at least one)."""
+    return max(1, math.ceil(held / per_proc))
 
 
 def is_int(x: Any) -> bool:
