@@ -2,7 +2,7 @@
 
 from hypothesis import given, settings
 
-from faultload.suite.runner import Family
+from faultload.suite.families import Family
 from strategies import CI, trial_configs
 
 BIG_RESULTS = CI.replace(max_result_tokens=65_536, max_in_flight_result_bytes=256 << 20, max_faults=0)

@@ -6,7 +6,7 @@ import pytest
 
 from faultload.repro import config_from_dict, config_to_dict
 from faultload.suite.profiles import get_profile
-from faultload.suite.runner import Family, known_configs
+from faultload.suite.families import Family, known_configs
 from strategies.known import KNOWN_SHAPES, known_trial_config
 from strategies.limits import NIGHTLY, SDK_KEEPALIVE_EXPIRY_S
 

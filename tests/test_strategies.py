@@ -354,7 +354,7 @@ def test_validate_refuses_what_the_sdk_cannot_do(changes, message):
 @FAST
 @given(S.trial_configs(TARGET, SCALE))
 def test_reductions_are_valid_and_simpler(config):
-    from faultload.suite.runner import complexity, reductions
+    from faultload.suite.reducer import complexity, reductions
 
     for label, candidate in reductions(config):
         candidate.validate()

@@ -269,7 +269,7 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     lines.append(f"{state.trials} trials run, {state.cached} cached, {state.not_run} not run (time bound), "
                  f"{state.judged_trials} judged")
     if state.tally:
-        from faultload.suite.runner import tally_text
+        from faultload.suite.state import tally_text
 
         lines.append(tally_text(state.tally))
     report.sections.append(("faultload", "\n".join(lines)))

@@ -32,133 +32,17 @@ failure found so far.
 from __future__ import annotations
 
 import dataclasses
-import math
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultload.invariants import CHECKERS
 from faultload.suite.executor import Executor, Outcome, SuiteError, StackExecutor, describe_config
+from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
+from faultload.suite.reducer import complexity, reductions
+from faultload.suite.state import PropertyState, Tally, tallies_dict, tally_text
 from faultload.targets.skyrl_patches import switches_text
-
-# Every invariant a trial is judged by: the checkers' and the watchdog's (judge.collapse_verdict).
-ALL = tuple(name for name, _ in CHECKERS) + ("no_collapse",)
-
-
-@dataclass(frozen=True)
-class Family:
-    """One property: which invariants it asserts, which figures it steers toward, what it draws."""
-
-    name: str
-    invariants: tuple[str, ...]  # () = every invariant
-    targets: tuple[str, ...]  # invariants whose verdict figure Hypothesis steers toward (hypothesis.target)
-    # Changes to the profile's strategies.Limits for this family (e.g. storms=False);
-    # max_result_wait_s only ever lowers the profile's.
-    limits: tuple[tuple[str, Any], ...] = ()
-    weight: float = 1.0  # multiplies the profile's examples and time per property
-    known: tuple[str, ...] = ()  # known-bug trials (strategies.known) run first when the profile asks
-
-
-def known_configs(profile: Profile, family: Family, target: str, regress: tuple[str, ...]) -> list:
-    """The family's known-bug trials as TrialConfigs, or none when the profile does not run them."""
-    if profile.confirm:
-        return []
-    from strategies.known import known_trial_config
-
-    limits = family_limits(profile, family, target)
-    return [known_trial_config(name, target, profile.time_scale, regress, limits)
-            for name in family.known if name in profile.known_examples]
-
-
-def family_limits(profile: Profile, family: Family, target: str | None = None):
-    """The profile's limits with the family's restrictions (no storms, shorter result waits).
-
-    A ``url=`` target is a server someone else started, with its own backend:
-    only the edge (client to server) is ours to break, so only edge faults are drawn.
-    """
-    limits = profile.limits
-    changes = dict(family.limits)
-    if target is not None and target.startswith("url="):
-        changes["fault_links"] = tuple(link for link in limits.fault_links if link == "edge")
-    if "max_result_wait_s" in changes:
-        changes["max_result_wait_s"] = min(limits.max_result_wait_s, changes["max_result_wait_s"])
-    return limits.replace(**changes) if changes else limits
-
-
-def family_examples(profile: Profile, family: Family) -> int:
-    return max(1, int(round(profile.max_examples * family.weight)))
-
-
-def checked(family: Family | None) -> tuple[str, ...]:
-    """The invariants a family asserts (all of them for the combined property)."""
-    return family.invariants if family is not None and family.invariants else ALL
-
-
-def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
-    """The figure ``invariant``'s verdict judged (what Hypothesis steers by), or None when it had none."""
-    block = figures.get(invariant)
-    value = block.get("figure") if isinstance(block, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
-
-
-@dataclass
-class Tally:
-    """How often one invariant was judged, left unknown, or skipped (not run) by a property's examples."""
-
-    judged: int = 0
-    unknown: int = 0
-    skipped: int = 0
-
-    def add(self, other: "Tally") -> None:
-        self.judged += other.judged
-        self.unknown += other.unknown
-        self.skipped += other.skipped
-
-
-@dataclass
-class PropertyState:
-    """Bookkeeping of one property (one test item) for the report and the time bounds."""
-
-    nodeid: str
-    family: Family | None = None
-    started: float = field(default_factory=time.monotonic)
-    trials: int = 0  # trials run for this property
-    cached: int = 0  # examples answered from the session's cache
-    not_run: int = 0  # examples passed without a trial (a time bound was spent)
-    first_failure_at: float | None = None
-    first_failure_requests: int | None = None
-    last_failure_at: float | None = None
-    failures: int = 0
-    shrink_cut: bool = False  # the shrink budget ended shrinking
-    last_failure: tuple[Any, Outcome] | None = None  # (config, outcome) of the latest failing example
-    best: tuple[Any, Outcome] | None = None  # the simplest failing example (see complexity): the repro
-    reduce_log: list[dict[str, Any]] = field(default_factory=list)
-    broken: str | None = None  # an infrastructure error: every later example fails with it at once
-    repro_path: Path | None = None
-    ended_at: float | None = None
-    remaining_after: int = 0  # properties after this one in the session
-    tally: dict[str, Tally] = field(default_factory=dict)  # per invariant the family asserts
-    judged_trials: int = 0  # distinct trials that judged at least one of them
-    counted: set[str] = field(default_factory=set)  # config keys already tallied for this property
-    share_s: float | None = None  # its fair share of the session's time left when it started
-    shrink_until: float | None = None  # shrinking (the reducer's and Hypothesis's) stops here
-
-    @property
-    def shrink_seconds(self) -> float:
-        """From the first failure to the end of the property (the final replay included)."""
-        if self.first_failure_at is None:
-            return 0.0
-        return (self.ended_at or self.last_failure_at or self.first_failure_at) - self.first_failure_at
-
-    @property
-    def shrinking(self) -> bool:
-        return self.first_failure_at is not None
-
 
 class SuiteRunner:
     """One pytest session's bookkeeping: time bounds, cache, tallies, shrinking, repros.
@@ -537,92 +421,6 @@ class SuiteRunner:
         if total:
             lines.append("  " + tally_text(total))
         return lines
-
-
-def tally_text(tallies: dict[str, Tally]) -> str:
-    """``invariants (judged / unknown / skipped): name j/u/s, ...`` for the terminal."""
-    return "invariants (judged / unknown / skipped): " + ", ".join(
-        f"{name} {t.judged}/{t.unknown}/{t.skipped}" for name, t in tallies.items())
-
-
-def tallies_dict(tallies: dict[str, Tally]) -> dict[str, dict[str, int]]:
-    return {name: dataclasses.asdict(t) for name, t in tallies.items()}
-
-
-def complexity(config) -> tuple:
-    """Sort key of a failing trial: smaller is a simpler repro (requests first)."""
-    s, r = config.shape, config.router
-    return (
-        s.requests, len(config.faults.faults), int(s.abandon_polls.fraction > 0) + int(s.delay_polls.fraction > 0),
-        int(s.arrival != "burst"), int(s.policy != type(s.policy)()), int(r.mode != "immediate"),
-        s.result_tokens * s.num_samples, s.workers, int(s.client != "raw"), int(s.accept != "proto"),
-        s.max_outstanding,
-        s.abandon_polls.after_s + s.delay_polls.after_s,
-    )
-
-
-def with_requests(config, requests: int):
-    """``config`` with ``requests`` requests; cap, waves and router processes follow.
-
-    The barrier size stays: a wave the fewer requests no longer fill waits
-    for its timeout, which is often what made the trial fail.
-    """
-    from strategies.routers import router_procs
-
-    s = config.shape
-    cap = min(s.max_outstanding, requests) if s.max_outstanding else 0
-    shape = dataclasses.replace(s, requests=requests, max_outstanding=cap, workers=min(s.workers, requests),
-                                arrival_waves=min(s.arrival_waves, requests))
-    held = min(requests, cap or requests)
-    router = dataclasses.replace(config.router, procs=router_procs(held))
-    return dataclasses.replace(config, shape=shape, router=router)
-
-
-def reductions(config):
-    """(label, simpler config) candidates, most valuable first; each differs from ``config``.
-
-    Fewer requests first; then what makes a trial long (late and abandoned
-    polls, spread arrivals), so later candidates run faster; then each fault;
-    then the client policy, the router and the result size.
-    """
-    from faultload.faults.spec import FaultSchedule
-    from faultload.shape import ClientPolicy, PollBehaviour
-    from strategies.faults import fatal_kinds
-    from strategies.routers import immediate_router
-
-    s = config.shape
-
-    def shape(label, **changes):
-        return label, dataclasses.replace(config, shape=dataclasses.replace(s, **changes))
-
-    if s.requests > 1:
-        yield "1 request", with_requests(config, 1)
-    if s.requests > 3:
-        yield f"{s.requests // 2} requests", with_requests(config, s.requests // 2)
-    if s.delay_polls.fraction:
-        yield shape("no delayed polls", delay_polls=PollBehaviour())
-    if s.abandon_polls.fraction:
-        yield shape("no abandoned polls", abandon_polls=PollBehaviour())
-        if s.abandon_polls.fraction < 1:
-            yield shape("every request abandons", abandon_polls=PollBehaviour(1.0, s.abandon_polls.after_s))
-    if s.arrival != "burst":
-        yield shape("one burst", arrival="burst", arrival_span_s=0.0, arrival_waves=1)
-    faults = config.faults.faults
-    for i, fault in enumerate(faults):
-        rest = FaultSchedule(faults[:i] + faults[i + 1:])
-        yield f"without {fault.to_spec()}", dataclasses.replace(config, faults=rest, fatal_faults=fatal_kinds(rest))
-    if s.policy != ClientPolicy():
-        yield shape("the SDK's poll policy", policy=ClientPolicy())
-    if config.router.mode != "immediate":
-        yield "immediate router", dataclasses.replace(config, router=immediate_router(s))
-    if s.result_tokens > 1 or s.num_samples > 1:
-        yield shape("1-token results", result_tokens=1, num_samples=1)
-    if s.workers > 1:
-        yield shape("1 worker", workers=1)
-    if s.client != "raw":  # the raw client's repro is easier to read (every attempt in the attempts table)
-        yield shape("raw client", client="raw")
-    if s.accept != "proto":
-        yield shape("proto results", accept="proto")
 
 
 def _slug(nodeid: str) -> str:

@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from faultload.suite import plugin
-from faultload.suite.runner import Family, family_examples, family_limits, known_configs
+from faultload.suite.families import Family, family_examples, family_limits, known_configs
 
 OPTIONS = plugin.options()
 PROFILE = OPTIONS.profile

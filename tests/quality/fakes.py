@@ -25,10 +25,11 @@ from faultload.invariants import Verdict
 from faultload.repro import config_key
 from faultload.suite.executor import Outcome, SuiteError
 from faultload.suite.profiles import Profile, get_profile
-from faultload.suite.runner import ALL, SuiteRunner
+from faultload.suite.families import ALL
+from faultload.suite.runner import SuiteRunner
 from faultload.workspace import Workspace
 from faultload.shape import PollBehaviour
-from faultload.suite.runner import with_requests
+from faultload.suite.reducer import with_requests
 from strategies import CI, Limits, fatal_kinds, minimal_trial_config, trial_configs
 
 TARGET = "skyrl==0.4.0"

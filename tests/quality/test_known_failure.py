@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from faultload.faults.spec import Fault
 from faultload.matrix import judge_row, select_rows
 from faultload.repro import config_from_dict, config_key
-from faultload.suite.runner import Family
+from faultload.suite.families import Family
 from tests.quality.fakes import TIME_SCALE, KnownFailure, big_failure, configs_meeting, make_runner
 
 N = 40  # the failure's threshold: ci draws up to 256 requests, so draws exceed it

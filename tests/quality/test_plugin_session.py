@@ -43,7 +43,7 @@ PROPERTIES = """
 from hypothesis import HealthCheck, Phase, given, settings
 
 from faultload.faults.spec import Fault
-from faultload.suite.runner import Family
+from faultload.suite.families import Family
 from tests.quality.fakes import TIME_SCALE, configs_meeting
 
 FAULT = Fault("backend", "down", start_s=0.0, duration_s=5.0 * TIME_SCALE)

@@ -1,0 +1,76 @@
+"""The suite's families: which invariants a property asserts, what it steers by, what it draws.
+
+Plain values and small functions of them (no trial runs here): a
+:class:`Family` per property of ``faultload/suite/test_properties.py``, the
+profile's limits narrowed for it, and the known trials it runs first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from faultload.invariants import CHECKERS
+from faultload.suite.profiles import Profile
+
+# Every invariant a trial is judged by: the checkers' and the watchdog's (judge.collapse_verdict).
+ALL = tuple(name for name, _ in CHECKERS) + ("no_collapse",)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One property: which invariants it asserts, which figures it steers toward, what it draws."""
+
+    name: str
+    invariants: tuple[str, ...]  # () = every invariant
+    targets: tuple[str, ...]  # invariants whose verdict figure Hypothesis steers toward (hypothesis.target)
+    # Changes to the profile's strategies.Limits for this family (e.g. storms=False);
+    # max_result_wait_s only ever lowers the profile's.
+    limits: tuple[tuple[str, Any], ...] = ()
+    weight: float = 1.0  # multiplies the profile's examples and time per property
+    known: tuple[str, ...] = ()  # known-bug trials (strategies.known) run first when the profile asks
+
+
+def known_configs(profile: Profile, family: Family, target: str, regress: tuple[str, ...]) -> list:
+    """The family's known-bug trials as TrialConfigs, or none when the profile does not run them."""
+    if profile.confirm:
+        return []
+    from strategies.known import known_trial_config
+
+    limits = family_limits(profile, family, target)
+    return [known_trial_config(name, target, profile.time_scale, regress, limits)
+            for name in family.known if name in profile.known_examples]
+
+
+def family_limits(profile: Profile, family: Family, target: str | None = None):
+    """The profile's limits with the family's restrictions (no storms, shorter result waits).
+
+    A ``url=`` target is a server someone else started, with its own backend:
+    only the edge (client to server) is ours to break, so only edge faults are drawn.
+    """
+    limits = profile.limits
+    changes = dict(family.limits)
+    if target is not None and target.startswith("url="):
+        changes["fault_links"] = tuple(link for link in limits.fault_links if link == "edge")
+    if "max_result_wait_s" in changes:
+        changes["max_result_wait_s"] = min(limits.max_result_wait_s, changes["max_result_wait_s"])
+    return limits.replace(**changes) if changes else limits
+
+
+def family_examples(profile: Profile, family: Family) -> int:
+    return max(1, int(round(profile.max_examples * family.weight)))
+
+
+def checked(family: Family | None) -> tuple[str, ...]:
+    """The invariants a family asserts (all of them for the combined property)."""
+    return family.invariants if family is not None and family.invariants else ALL
+
+
+def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
+    """The figure ``invariant``'s verdict judged (what Hypothesis steers by), or None when it had none."""
+    block = figures.get(invariant)
+    value = block.get("figure") if isinstance(block, dict) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)

@@ -1,0 +1,89 @@
+"""The suite's own domain-aware reduction steps, and the order that says which failing trial is simpler.
+
+:meth:`faultload.suite.runner.SuiteRunner._reduce` tries these on a first
+failure, before Hypothesis's generic shrinker: fewer requests first, then
+what makes a trial long, then each fault, then the client, router and result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from faultload.router.config import procs_for
+
+
+def complexity(config) -> tuple:
+    """Sort key of a failing trial: smaller is a simpler repro (requests first)."""
+    s, r = config.shape, config.router
+    return (
+        s.requests, len(config.faults.faults), int(s.abandon_polls.fraction > 0) + int(s.delay_polls.fraction > 0),
+        int(s.arrival != "burst"), int(s.policy != type(s.policy)()), int(r.mode != "immediate"),
+        s.result_tokens * s.num_samples, s.workers, int(s.client != "raw"), int(s.accept != "proto"),
+        s.max_outstanding,
+        s.abandon_polls.after_s + s.delay_polls.after_s,
+    )
+
+
+def with_requests(config, requests: int):
+    """``config`` with ``requests`` requests; cap, workers, waves and router processes follow.
+
+    The shape's part is the strategies' own rule (``strategies.shapes.with_requests``:
+    workers and waves no more than the requests); the cap is clamped too, so
+    the shrunk trial holds no more than it sends. The barrier size stays: a
+    wave the fewer requests no longer fill waits for its timeout, which is
+    often what made the trial fail.
+    """
+    from strategies.shapes import with_requests as shape_with_requests
+
+    s = config.shape
+    cap = min(s.max_outstanding, requests) if s.max_outstanding else 0
+    shape = dataclasses.replace(shape_with_requests(s, requests), max_outstanding=cap)
+    router = dataclasses.replace(config.router, procs=procs_for(min(requests, cap or requests)))
+    return dataclasses.replace(config, shape=shape, router=router)
+
+
+def reductions(config):
+    """(label, simpler config) candidates, most valuable first; each differs from ``config``.
+
+    Fewer requests first; then what makes a trial long (late and abandoned
+    polls, spread arrivals), so later candidates run faster; then each fault;
+    then the client policy, the router and the result size.
+    """
+    from faultload.faults.spec import FaultSchedule
+    from faultload.shape import ClientPolicy, PollBehaviour
+    from strategies.faults import fatal_kinds
+    from strategies.routers import immediate_router
+
+    s = config.shape
+
+    def shape(label, **changes):
+        return label, dataclasses.replace(config, shape=dataclasses.replace(s, **changes))
+
+    if s.requests > 1:
+        yield "1 request", with_requests(config, 1)
+    if s.requests > 3:
+        yield f"{s.requests // 2} requests", with_requests(config, s.requests // 2)
+    if s.delay_polls.fraction:
+        yield shape("no delayed polls", delay_polls=PollBehaviour())
+    if s.abandon_polls.fraction:
+        yield shape("no abandoned polls", abandon_polls=PollBehaviour())
+        if s.abandon_polls.fraction < 1:
+            yield shape("every request abandons", abandon_polls=PollBehaviour(1.0, s.abandon_polls.after_s))
+    if s.arrival != "burst":
+        yield shape("one burst", arrival="burst", arrival_span_s=0.0, arrival_waves=1)
+    faults = config.faults.faults
+    for i, fault in enumerate(faults):
+        rest = FaultSchedule(faults[:i] + faults[i + 1:])
+        yield f"without {fault.to_spec()}", dataclasses.replace(config, faults=rest, fatal_faults=fatal_kinds(rest))
+    if s.policy != ClientPolicy():
+        yield shape("the SDK's poll policy", policy=ClientPolicy())
+    if config.router.mode != "immediate":
+        yield "immediate router", dataclasses.replace(config, router=immediate_router(s))
+    if s.result_tokens > 1 or s.num_samples > 1:
+        yield shape("1-token results", result_tokens=1, num_samples=1)
+    if s.workers > 1:
+        yield shape("1 worker", workers=1)
+    if s.client != "raw":  # the raw client's repro is easier to read (every attempt in the attempts table)
+        yield shape("raw client", client="raw")
+    if s.accept != "proto":
+        yield shape("proto results", accept="proto")
