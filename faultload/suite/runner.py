@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultload.invariants import CHECKERS
+from faultload.checker.compose import CHECKERS
 from faultload.suite.executor import Executor, Outcome, SuiteError, StackExecutor, describe_config
 from faultload.suite.profiles import Profile
 from faultload.targets.skyrl_patches import switches_text
