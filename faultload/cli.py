@@ -14,7 +14,7 @@ from typing import Sequence
 
 # Only light modules at the top: load workers are spawned processes that import
 # this module again (as __mp_main__), and each heavy import here costs every worker.
-from faultload.budgets import load_budgets
+from faultload.checker.budgets import load_budgets
 from faultload.cli_parser import UsageError, build_parser
 from faultload.faults.spec import FaultSchedule
 from faultload.procutil import Interrupts
@@ -89,7 +89,7 @@ def _build(args: argparse.Namespace):
 def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
     """Run one trial, judge it, print and write what was asked; the exit code."""
     from faultload import report as report_mod
-    from faultload.judge import judge
+    from faultload.checker.judge import judge
     from faultload.progress import ProgressLine
     from faultload.targets.install import InstallError
     from faultload.targets.server import ServerStartError

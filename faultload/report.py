@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from faultload.checker.compose import to_report
+from faultload.checker.inputs import Verdict
+from faultload.checker.judge import error_examples
 from faultload.history import ErrorClass, Outcome
-from faultload.invariants import Verdict, to_report
-from faultload.judge import error_examples
 from faultload.stats import Histogram
 from faultload.targets.skyrl_patches import switches_text
 from faultload.trial import TrialResult

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, Mapping
 
-from faultload.budgets import Budgets
+from faultload.checker.budgets import Budgets
 from faultload.faults.spec import FaultSchedule
 from faultload.router.config import RouterConfig
 from faultload.targets.skyrl_patches import switches_text
@@ -231,7 +231,7 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     then means the failure is gone there. ValueError when they do not apply.
     """
     from faultload import report as report_mod
-    from faultload.judge import judge
+    from faultload.checker.judge import judge
     from faultload.trial import run_trial
 
     data, config, budgets = load_repro(path)

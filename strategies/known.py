@@ -53,7 +53,7 @@ def completion_burst(time_scale: float) -> LoadShape:
     attempts per request against a budget of 3); ``--regress
     rich-access-log`` 1.39 ms against clean's 0.81: nearly twice, yet under
     the CPU budget, which must also clear clean trials with larger results
-    (see budgets.py).
+    (see faultload/checker/budgets.py).
     """
     return LoadShape(
         requests=6000, max_outstanding=400, workers=1, time_scale=time_scale,

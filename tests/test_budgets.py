@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faultload.budgets import MIB, Budgets, load_budgets, parse_override, read_pyproject_budgets
+from faultload.checker.budgets import MIB, Budgets, load_budgets, parse_override, read_pyproject_budgets
 
 REPO = Path(__file__).resolve().parents[1]
 

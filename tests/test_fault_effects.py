@@ -42,11 +42,11 @@ import psutil
 import pytest
 
 from faultload import report
-from faultload.budgets import load_budgets
+from faultload.checker.budgets import load_budgets
+from faultload.checker.judge import judge
 from faultload.faults.spec import FaultSchedule
 from faultload.faults.toxiproxy import find_toxiproxy
 from faultload.history import Outcome
-from faultload.judge import judge
 from faultload.router.config import RouterConfig
 from faultload.shape import LoadShape, PollBehaviour
 from faultload.stack import ServerKnobs, Stack

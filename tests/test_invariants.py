@@ -18,32 +18,29 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faultload.budgets import MIB, Budgets
+from faultload.checker.budgets import MIB, Budgets
+from faultload.checker.common import DETAIL_ITEMS
+from faultload.checker.compose import CHECKERS, check_all, overall, to_report
+from faultload.checker.health import check_healthz_latency
+from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.resources import (
+    RESULT_BYTES_PER_TOKEN,
+    check_bounded_cpu,
+    check_bounded_fds,
+    check_bounded_rss,
+    server_http_requests,
+)
+from faultload.checker.results import (
+    check_accepted_requests,
+    check_no_lost_results,
+    check_result_integrity,
+    stall_spans,
+)
+from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
+from faultload.checker.serverlog import check_clean_server_log
 from faultload.faults.schedule import AppliedFault, FaultLog
 from faultload.faults.spec import Fault
 from faultload.history import AttemptKind, ErrorClass, History, Outcome
-from faultload.invariants import (
-    CHECKERS,
-    DETAIL_ITEMS,
-    RESULT_BYTES_PER_TOKEN,
-    CheckInputs,
-    Verdict,
-    check_all,
-    check_bounded_cpu,
-    check_bounded_fds,
-    check_accepted_requests,
-    check_bounded_rss,
-    check_clean_server_log,
-    check_healthz_latency,
-    check_no_lost_results,
-    check_result_integrity,
-    check_retry_amplification,
-    check_unprovoked_resets,
-    overall,
-    server_http_requests,
-    stall_spans,
-    to_report,
-)
 from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
 from faultload.shape import LoadShape, PollBehaviour

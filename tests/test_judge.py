@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from faultload.budgets import Budgets
+from faultload.checker.budgets import Budgets
+from faultload.checker.compose import overall
+from faultload.checker.inputs import Verdict
+from faultload.checker.judge import error_examples, judge
 from faultload.client.job import WorkerResult
 from faultload.history import Outcome
-from faultload.invariants import Verdict, overall
-from faultload.judge import error_examples, judge
 from faultload.repro import FIGURE_ALIASES, figures_of
 from faultload.trial import TrialConfig, TrialResult
 from tests.test_invariants import NOT_LOADED, make_history, make_monitor, rejected, set_row, submit_log

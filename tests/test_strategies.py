@@ -153,8 +153,8 @@ def test_config_from_dict_names_unknown_fields():
 
 
 def test_repro_file_round_trip(tmp_path):
-    from faultload.budgets import Budgets
-    from faultload.invariants import Verdict
+    from faultload.checker.budgets import Budgets
+    from faultload.checker.inputs import Verdict
 
     config = S.minimal_trial_config(TARGET, SCALE, regress=("retention",))
     verdicts = [Verdict("no_lost_results", False, 3, 0, "3 lost"), Verdict("bounded_fds", True, 20, 100, "ok")]

@@ -89,7 +89,7 @@ class StackExecutor:
         an ``Outcome`` with ``error`` set; an interrupted one re-raises
         KeyboardInterrupt, so the session ends as pytest ends on Ctrl-C.
         """
-        from faultload.judge import judge
+        from faultload.checker.judge import judge
         from faultload.repro import figures_of
         from faultload.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
 

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from faultload.invariants import CHECKERS
+from faultload.checker.compose import CHECKERS
 from faultload.suite.profiles import Profile
 
 # Every invariant a trial is judged by: the checkers' and the watchdog's (judge.collapse_verdict).

@@ -118,7 +118,7 @@ def runner(executor=None):
     (None: the real shared stack); the ``faultload_executor`` fixture's value.
     """
     if _state["runner"] is None:
-        from faultload.budgets import load_budgets
+        from faultload.checker.budgets import load_budgets
         from faultload.suite.runner import SuiteRunner
         from faultload.watchdog import load_watchdog_limits
 

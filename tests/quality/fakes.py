@@ -2,7 +2,7 @@
 
 :class:`KnownFailure` is a TEST DOUBLE of :class:`faultload.suite.executor.Executor`:
 it starts no server and runs no trial. It answers each config with real
-:class:`faultload.invariants.Verdict` values by a rule fixed beforehand — the
+:class:`faultload.checker.inputs.Verdict` values by a rule fixed beforehand — the
 trial fails iff it has at least ``min_requests`` requests and a fault of
 ``link:kind`` — so a test knows exactly what the engine's reducer, Hypothesis's
 shrinker, the cache, the tallies and the repro must come to.
@@ -19,9 +19,9 @@ from types import SimpleNamespace
 
 from hypothesis import strategies as st
 
-from faultload.budgets import load_budgets
+from faultload.checker.budgets import load_budgets
+from faultload.checker.inputs import Verdict
 from faultload.faults.spec import Fault, FaultSchedule
-from faultload.invariants import Verdict
 from faultload.repro import config_key
 from faultload.suite.executor import Outcome, SuiteError
 from faultload.suite.profiles import Profile, get_profile

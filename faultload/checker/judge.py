@@ -1,15 +1,22 @@
 """Judge a finished trial: feed its history, samples, faults and log to the invariants.
 
-Kept apart from ``trial.py`` (which only runs and records) and from
-``invariants.py`` (pure functions): this is the one place that knows how a
+Kept apart from ``faultload/trial.py`` (which only runs and records) and from
+the checkers (pure functions): this is the one place that knows how a
 ``TrialResult`` maps onto ``CheckInputs``, so a stored trial can be re-judged.
+``TrialResult`` is imported for type checking only: the checker package reads
+plain data and never imports the trial runner.
 """
 
 from __future__ import annotations
 
-from faultload.budgets import Budgets
-from faultload.invariants import CheckInputs, Verdict, check_all
-from faultload.trial import TrialResult
+from typing import TYPE_CHECKING
+
+from faultload.checker.budgets import Budgets
+from faultload.checker.compose import check_all
+from faultload.checker.inputs import CheckInputs, Verdict
+
+if TYPE_CHECKING:  # type-only: the checker must not import the trial runner (layering)
+    from faultload.trial import TrialResult
 
 
 def collapse_verdict(result: TrialResult) -> Verdict:

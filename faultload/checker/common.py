@@ -1,0 +1,150 @@
+"""Helpers the checkers share: fault windows, request spans and overlaps, detail-line text.
+
+Times are trial seconds. A detail line names at most :data:`DETAIL_ITEMS`
+requests, classes or times before "...".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
+
+import numpy as np
+
+from faultload.checker.budgets import MIB
+from faultload.history import ErrorClass, History, Outcome
+
+if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
+    from faultload.faults.schedule import FaultLog
+    from faultload.faults.spec import Fault
+
+# How many requests/classes/times a detail line names before "...".
+DETAIL_ITEMS = 5
+
+
+def fmt_s(t: float | None) -> str:
+    """Trial seconds for a detail line."""
+    if t is None or not math.isfinite(t):
+        return "?"
+    return f"{t:.1f}s"
+
+
+def fmt_bytes(n: float) -> str:
+    """A byte count for a detail line: MiB, or smaller/larger units when that reads better."""
+    if abs(n) < 1024:
+        return f"{n:.0f} B"
+    if abs(n) < MIB:
+        return f"{n / 1024:.1f} KiB"
+    if abs(n) < 10 * 1024 * MIB:
+        return f"{n / MIB:.0f} MiB"
+    return f"{n / (1024 * MIB):.1f} GiB"
+
+
+def few(items: Sequence[str], total: int | None = None) -> str:
+    total = len(items) if total is None else total
+    shown = ", ".join(items[:DETAIL_ITEMS])
+    return shown + (", ..." if total > DETAIL_ITEMS else "")
+
+
+def request_label(history: History, i: int) -> str:
+    return f"nonce {int(history['nonce'][i])} (id {int(history['server_id'][i])})"
+
+
+def fault_label(fault: Fault) -> str:
+    return f"{fault.link}:{fault.kind}"
+
+
+def is_fatal(fault: Fault, kinds: Iterable[str]) -> bool:
+    kinds = set(kinds)
+    return fault.kind in kinds or fault_label(fault) in kinds or fault.to_spec() in kinds
+
+
+def fault_windows(faults: FaultLog | None, keep: Callable[[Fault], bool] = lambda f: True,
+             grace_s: float = 0.0) -> list[tuple[float, float, Fault]]:
+    """(start, end, fault) in trial seconds for each fault that took effect."""
+    if faults is None:
+        return []
+    out = []
+    for record in faults.records:
+        if not record.applied or not keep(record.fault):
+            continue
+        end = math.inf if record.removed_at_s is None else record.removed_at_s + grace_s
+        out.append((float(record.applied_at_s), end, record.fault))  # type: ignore[arg-type]
+    return out
+
+
+def request_spans(history: History, until: str = "done") -> tuple[np.ndarray, np.ndarray]:
+    """[submit start, ``until`` (done, or submit_end)] per request; unknown start -> 0, not reached -> +inf."""
+    start = np.where(np.isfinite(history["submit_start"]), history["submit_start"], 0.0)
+    end = np.where(np.isfinite(history[until]), history[until], np.inf)
+    return start, end
+
+
+def overlaps(history: History, windows: list[tuple[float, float, Fault]],
+              among: np.ndarray | None = None,
+              spans: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Which requests (of ``among``) overlap any window, and the labels of the windows that hit one.
+
+    A request's span is [submit start, done] unless ``spans`` gives others.
+    """
+    start, end = request_spans(history) if spans is None else spans
+    hit = np.zeros(len(history), dtype=bool)
+    labels: list[str] = []
+    for w_start, w_end, fault in windows:
+        mask = (start <= w_end) & (end >= w_start)
+        if among is not None:
+            mask &= among
+        if mask.any():
+            hit |= mask
+            label = fault_label(fault)
+            if label not in labels:
+                labels.append(label)
+    return hit, labels
+
+
+def event_times(history: History) -> np.ndarray:
+    """When each request's fate was seen: done, else submit end, else submit start (NaN: never)."""
+    t = history["done"]
+    t = np.where(np.isfinite(t), t, history["submit_end"])
+    return np.where(np.isfinite(t), t, history["submit_start"])
+
+
+def event_time(history: History, i: int) -> float:
+    return first_finite(history["done"][i], history["submit_end"][i], history["submit_start"][i])
+
+
+def first_finite(*values: float) -> float:
+    for value in values:
+        if math.isfinite(float(value)):
+            return float(value)
+    return math.nan
+
+
+def ordered(history: History, mask: np.ndarray) -> np.ndarray:
+    """Indices where ``mask`` holds, earliest event first (unknown times last)."""
+    idx = np.flatnonzero(mask)
+    times = event_times(history)[idx]
+    order = np.argsort(np.where(np.isfinite(times), times, np.inf), kind="stable")
+    return idx[order]
+
+
+_OUTCOME_WORDS = {
+    Outcome.LOST: "404", Outcome.GAVE_UP: "gave up", Outcome.FAILED: "failed",
+    Outcome.PENDING: "never finished", Outcome.REJECTED: "rejected after acceptance",
+    Outcome.CORRUPT: "corrupt",
+}
+
+
+def what_happened(history: History, i: int) -> str:
+    outcome = Outcome(int(history["outcome"][i]))
+    word = _OUTCOME_WORDS.get(outcome, outcome.name.lower())
+    error = int(history["error"][i])
+    if outcome != Outcome.LOST and error != ErrorClass.NONE and error in ErrorClass._value2member_map_:
+        word += f" ({ErrorClass(error).key})"
+    return f"{request_label(history, i)} {word} at {fmt_s(event_time(history, i))}"
+
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,76 @@
+"""The invariants as one list (:data:`CHECKERS`), run together, merged and reported.
+
+Checkers, in :data:`CHECKERS` order:
+
+* ``no_lost_results`` — every request the server accepted ends OK;
+* ``accepted_requests`` — every asample is accepted unless a fatal fault was in force;
+* ``result_integrity`` — no result belonged to another request or was damaged;
+* ``bounded_fds`` / ``bounded_rss`` — peak within a budget of the in-flight
+  count, and back near the baseline after drain;
+* ``healthz_latency`` — ``/healthz`` p99 and failures during load;
+* ``bounded_cpu`` — server CPU per HTTP request;
+* ``retry_amplification`` — HTTP attempts per request;
+* ``unprovoked_resets`` — no attempt reset or refused on a healthy network;
+* ``clean_server_log`` — no error lines unless a fault was active.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from faultload.checker.budgets import Budgets
+from faultload.checker.common import one_line
+from faultload.checker.health import check_healthz_latency
+from faultload.checker.inputs import Checker, CheckInputs, Verdict
+from faultload.checker.resources import check_bounded_cpu, check_bounded_fds, check_bounded_rss
+from faultload.checker.results import check_accepted_requests, check_no_lost_results, check_result_integrity
+from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
+from faultload.checker.serverlog import check_clean_server_log
+
+CHECKERS: tuple[tuple[str, Checker], ...] = (
+    ("no_lost_results", check_no_lost_results),
+    ("accepted_requests", check_accepted_requests),
+    ("result_integrity", check_result_integrity),
+    ("bounded_fds", check_bounded_fds),
+    ("bounded_rss", check_bounded_rss),
+    ("healthz_latency", check_healthz_latency),
+    ("bounded_cpu", check_bounded_cpu),
+    ("retry_amplification", check_retry_amplification),
+    ("unprovoked_resets", check_unprovoked_resets),
+    ("clean_server_log", check_clean_server_log),
+)
+
+
+def check_all(
+    inputs: CheckInputs,
+    budgets: Budgets,
+    checkers: Sequence[tuple[str, Checker]] = CHECKERS,
+) -> list[Verdict]:
+    """Run every checker; one that raises (or returns something else than a Verdict) gives ok=None."""
+    verdicts = []
+    for name, checker in checkers:
+        try:
+            verdict = checker(inputs, budgets)
+            if not isinstance(verdict, Verdict) or verdict.ok not in (True, False, None):
+                raise TypeError(f"returned {verdict!r} instead of a Verdict")
+            verdict = Verdict(name, verdict.ok, verdict.figure, verdict.budget, one_line(verdict.detail, 1000))
+        except Exception as exc:  # a crashing checker is "unknown", never "ok"
+            verdict = Verdict(name, None, None, None, one_line(f"checker crashed: {type(exc).__name__}: {exc}"))
+        verdicts.append(verdict)
+    return verdicts
+
+
+def overall(verdicts: Iterable[Verdict]) -> bool | None:
+    """False if any verdict is violated, else None if any is unknown, else True (Jepsen's merge)."""
+    result: bool | None = True
+    for verdict in verdicts:
+        if verdict.ok is False:
+            return False
+        if verdict.ok is None:
+            result = None
+    return result
+
+
+def to_report(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
+    """``[{name, ok, figure, budget, detail}]``, JSON-ready (NaN/inf figures become null)."""
+    return [v.to_dict() for v in verdicts]

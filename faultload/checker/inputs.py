@@ -1,0 +1,81 @@
+"""What a checker reads (:class:`CheckInputs`) and what it answers (:class:`Verdict`).
+
+Plain values only, so a stored trial can be re-judged without running anything.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+import numpy as np
+
+from faultload.checker.budgets import Budgets
+from faultload.history import History
+from faultload.serverlog import ServerLogSummary
+from faultload.shape import LoadShape
+
+if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
+    from faultload.faults.schedule import FaultLog
+    from faultload.monitor import MonitorSamples
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One invariant's answer. ``ok=None`` means unknown (crashed, or not enough data)."""
+
+    name: str
+    ok: bool | None
+    figure: float | int | None  # the measured number compared to the budget
+    budget: float | int | None
+    detail: str  # one line: requests (nonce, server id), times
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "figure": _json_number(self.figure),
+                "budget": _json_number(self.budget), "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class CheckInputs:
+    """Everything the checkers may read about one trial.
+
+    ``faults`` None means no faults were scheduled. ``fatal_fault_kinds`` holds
+    the fault kinds the shape declares fatal to the requests they hit (a
+    request that gives up while one was in force is not a loss); an entry may be
+    a bare kind (``"crash"``) or ``"link:kind"`` (``"router:crash"``).
+    ``interrupted``: the trial was stopped early, so requests still pending
+    are unfinished, not lost. ``load_stopped_s``: trial seconds when the harness
+    stopped the load (what the client met after it is the harness's doing, not
+    the server's). ``trial_start_epoch`` maps the server log's
+    wall-clock times to trial seconds (falls back to ``faults.trial_start_epoch``).
+    """
+
+    history: History
+    monitor: MonitorSamples | None
+    faults: FaultLog | None
+    shape: LoadShape
+    server_log: ServerLogSummary | None = None
+    fatal_fault_kinds: frozenset[str] = frozenset()
+    interrupted: bool = False
+    load_stopped_s: float | None = None
+    trial_start_epoch: float | None = None
+    router_peak_in_flight: int | None = None  # the router's exact peak (its /stats), when known
+    # nonce -> trial seconds the router completed it (its completion log), when known
+    router_completed_s: Mapping[int, float] | None = None
+    # error class key (ErrorClass.key) -> the client's first message of that class, when kept
+    error_examples: Mapping[str, str] | None = None
+
+
+Checker = Callable[[CheckInputs, Budgets], Verdict]
+
+
+def _json_number(value: Any) -> float | int | None:
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    number = float(value)
+    return number if math.isfinite(number) else None

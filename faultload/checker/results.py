@@ -1,0 +1,336 @@
+"""Did every request get its own result: ``no_lost_results``, ``accepted_requests``, ``result_integrity``."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Mapping
+
+import numpy as np
+
+from faultload.checker.budgets import Budgets
+from faultload.checker.common import (
+    DETAIL_ITEMS,
+    event_time,
+    fault_windows,
+    few,
+    fmt_s,
+    is_fatal,
+    one_line,
+    ordered,
+    overlaps,
+    request_spans,
+    what_happened,
+)
+from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.history import AttemptKind, ErrorClass, History, Outcome
+
+if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
+    from faultload.faults.spec import Fault
+    from faultload.monitor import MonitorSamples
+
+
+def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Every request whose ``asample`` was accepted (server id != 0) ends OK.
+
+    A 404 for an accepted id is a loss, with one exception: the request's
+    first poll was abandoned on purpose and the router had completed the
+    request before the client dropped that poll (``router_completed_s``). The
+    server may then have answered the poll just as it was dropped; it cannot
+    tell, treats the result as delivered, and keeps it for its retrieved TTL
+    only; a re-poll after that TTL is answered 404 by design. A 404 for a
+    result that did not exist yet when the poll was dropped is the retention
+    bug and always counts. A second exception is an artefact of the time
+    scale (:func:`_stall_artefacts`): the server's event loop stalled for real
+    seconds, which do not scale, while the result's TTL did, and the result
+    would have been at most ``retention_window_s`` SDK seconds old at full
+    time. The stall itself is judged by ``healthz_latency`` and
+    ``no_collapse``. Gave up / failed / never finished
+    (pending, unless the trial was interrupted) is a loss unless the request was
+    in flight ([submit start, done]) while a fault of a fatal kind was in force.
+    A corrupt result arrived, so it is left to ``result_integrity``; a request
+    never accepted, to ``accepted_requests`` (with nothing accepted there is
+    no loss to judge: unknown here, and ``accepted_requests`` carries the verdict).
+    """
+    name = "no_lost_results"
+    history = inputs.history
+    if len(history) == 0:
+        return Verdict(name, None, None, 0, "no requests in the history")
+    outcome = history["outcome"]
+    accepted = history["server_id"] != 0
+    n_accepted = int(accepted.sum())
+    rejected = int(np.count_nonzero(~accepted))
+    if n_accepted == 0:  # no loss to judge; accepted_requests judges why nothing was accepted
+        return Verdict(name, None, 0, 0, f"0 accepted (see accepted_requests): {rejected} of {len(history)} "
+                                         "never got a server id")
+    is_ok = outcome == Outcome.OK
+    corrupt = accepted & (outcome == Outcome.CORRUPT)
+    lost_404 = accepted & (outcome == Outcome.LOST)
+    open_ = accepted & ~is_ok & ~corrupt & ~lost_404
+    dropped = lost_404 & _answered_as_dropped(history, inputs.router_completed_s)
+    lost_404 &= ~dropped
+    stalled, stall_note = _stall_artefacts(inputs, budgets, lost_404)
+    lost_404 &= ~stalled
+    unfinished = 0
+    if inputs.interrupted:
+        pending = open_ & (outcome == Outcome.PENDING)
+        unfinished = int(pending.sum())
+        open_ &= ~pending
+    fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds))
+    explained, fatal_labels = overlaps(history, fatal, among=open_)
+    lost = lost_404 | (open_ & ~explained)
+    n_lost = int(lost.sum())
+    notes = []
+    if int(explained.sum()):
+        notes.append(f"{int(explained.sum())} ended during fatal {'/'.join(fatal_labels)} (explained)")
+    if int(dropped.sum()):
+        notes.append(f"{int(dropped.sum())} 404 after a poll dropped when the result was already there "
+                     "(delivered as far as the server can tell; retained by design)")
+    if stall_note:
+        notes.append(stall_note)
+    if unfinished:
+        notes.append(f"{unfinished} unfinished (trial interrupted)")
+    if int(corrupt.sum()):
+        notes.append(f"{int(corrupt.sum())} corrupt (see result_integrity)")
+    if rejected:
+        notes.append(f"{rejected} never accepted (see accepted_requests)")
+    tail = ("; " + "; ".join(notes)) if notes else ""
+    if n_lost:
+        idx = ordered(history, lost)
+        items = [what_happened(history, int(i)) for i in idx[:DETAIL_ITEMS]]
+        return Verdict(name, False, n_lost, 0, f"{n_lost} lost of {n_accepted} accepted: {few(items, n_lost)}{tail}")
+    return Verdict(name, True, 0, 0, f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK{tail}")
+
+
+def _answered_as_dropped(history: History, completed_s: Mapping[int, float] | None) -> np.ndarray:
+    """Rows whose abandoned poll was dropped at or after the router completed the request."""
+    out = np.zeros(len(history), dtype=bool)
+    attempts = history.attempts
+    if not completed_s or attempts["row"].size == 0:
+        return out
+    abandoned = attempts["kind"] == AttemptKind.ABANDONED
+    nonces = history["nonce"]
+    for row, dropped_at in zip(attempts["row"][abandoned].tolist(), attempts["end"][abandoned].tolist()):
+        done_at = completed_s.get(int(nonces[row]))
+        if done_at is not None and done_at <= dropped_at:
+            out[row] = True
+    return out
+
+
+def stall_spans(monitor: MonitorSamples | None, slow_s: float) -> list[tuple[float, float]]:
+    """Trial-second intervals the server's event loop was stalled, merged.
+
+    /healthz does no work, so a probe that failed or took longer than
+    ``slow_s`` waited on a stalled loop for [its start, its start + latency].
+    """
+    if monitor is None or monitor.healthz_latency_s.size == 0:
+        return []
+    t = np.asarray(monitor.healthz_t, dtype=np.float64)
+    latency = np.asarray(monitor.healthz_latency_s, dtype=np.float64)
+    bad = (~np.asarray(monitor.healthz_ok, dtype=bool)) | (latency > slow_s)
+    spans: list[tuple[float, float]] = []
+    for start, took in sorted(zip(t[bad].tolist(), latency[bad].tolist())):
+        end = start + (took if math.isfinite(took) else 0.0)
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def _overlap_s(spans: list[tuple[float, float]], start: float, end: float) -> float:
+    return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+
+
+def _stall_artefacts(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarray) -> tuple[np.ndarray, str]:
+    """404s explained by a server stall that the time scale did not shrink, and a note saying so.
+
+    At time scale s the server's TTLs are s times shorter, but a stalled event
+    loop stalls for real seconds. A result completed by the router at c and
+    answered 404 at d lived L = d - c trial seconds, S of them inside a stall
+    (:func:`stall_spans`); at full time it would have lived (L - S) / s + S
+    SDK seconds. When that is within ``retention_window_s`` (the least a
+    correct server keeps a result) and L is not, the scale made the loss. Such
+    a trial cannot tell a correct server from one keeping results for less
+    than the window; trials without a stall can. c is the router's completion
+    time; a request the router never completed (its forward failed under a
+    fault, and the server stored the failure as its result) takes the start
+    of the first fault window it overlapped, the earliest its failure can
+    have been stored (so L is never shorter than it was). At s >= 1 nothing
+    is excused.
+    """
+    out = np.zeros(len(inputs.history), dtype=bool)
+    scale = inputs.shape.time_scale
+    if scale >= 1.0 or not lost_404.any():
+        return out, ""
+    spans = stall_spans(inputs.monitor, budgets.healthz_p99_s)
+    if not spans:
+        return out, ""
+    history = inputs.history
+    completed_s = inputs.router_completed_s or {}
+    failed_at = _first_fault_overlapped(history, fault_windows(inputs.faults))
+    window = budgets.retention_window_s
+    worst_stall = 0.0
+    for i in np.flatnonzero(lost_404).tolist():
+        done_at = completed_s.get(int(history["nonce"][i]), failed_at[i] if math.isfinite(failed_at[i]) else None)
+        answered = float(history["done"][i])
+        if done_at is None or not math.isfinite(answered) or answered <= done_at:
+            continue
+        lived = answered - done_at
+        stalled = _overlap_s(spans, done_at, answered)
+        if lived > window * scale and (lived - stalled) / scale + stalled <= window:
+            out[i] = True
+            worst_stall = max(worst_stall, stalled)
+    if not out.any():
+        return out, ""
+    return out, (f"{int(out.sum())} 404 after a server stall of up to {worst_stall:.1f} real s, which the time "
+                 f"scale does not shrink (each result at most {window:g} SDK s old at full time; "
+                 "the stall is judged by healthz_latency/no_collapse)")
+
+
+def _first_fault_overlapped(history: History, windows: list[tuple[float, float, Fault]]) -> np.ndarray:
+    """Per request, the start of the earliest fault window its [submit, done] span overlapped (inf: none)."""
+    start, end = request_spans(history)
+    first = np.full(len(history), np.inf)
+    for w_start, w_end, _ in windows:
+        hit = (start <= w_end) & (end >= w_start)
+        first = np.where(hit, np.minimum(first, max(w_start, 0.0)), first)
+    return np.maximum(first, start)
+
+
+# -- accepted requests -----------------------------------------------------------------
+
+def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Every asample is accepted (gets a server id) unless a fatal fault was in force while it was submitted.
+
+    Accepted: a server id, or a result arrived (a client that hides ids still
+    receives results). Rejected: the client recorded that its submit ended
+    without an id (``Outcome.REJECTED``: a 4xx that is not retried, or a 5xx,
+    408/409/429 or transport error after the retry budget, or a 200 without a
+    request id). A rejection is explained when its [submit start, submit end]
+    overlapped a fault of a kind in ``fatal_fault_kinds``, and not judged when
+    its submit ended after the harness stopped the load (``load_stopped_s``).
+    A request pending without an id (never submitted, or its submit still
+    retrying when the load ended at the wall bound, an interrupt or a
+    collapse) is unfinished, not rejected. One that failed with no id and no
+    rejection recorded is left out: its client (the SDK) did not say whether
+    the asample or a poll failed. Nothing accepted is no excuse: a trial whose
+    every asample was refused with no fatal fault in force is violated.
+    Figure: unexplained rejections; budget 0. Unknown when no submit ended
+    in an attributable way.
+    """
+    name = "accepted_requests"
+    history = inputs.history
+    if len(history) == 0:
+        return Verdict(name, None, None, 0, "no requests in the history")
+    outcome = history["outcome"]
+    no_id = history["server_id"] == 0
+    arrived = (outcome == Outcome.OK) | (outcome == Outcome.CORRUPT)
+    accepted = ~no_id | arrived
+    rejected = no_id & (outcome == Outcome.REJECTED)
+    unfinished = no_id & (outcome == Outcome.PENDING)
+    unattributed = no_id & ~arrived & ~rejected & ~unfinished
+    notes = []
+    if inputs.load_stopped_s is not None:
+        cut = rejected & (history["submit_end"] > inputs.load_stopped_s)
+        if cut.any():
+            notes.append(f"{int(cut.sum())} rejected after the harness stopped the load at "
+                         f"{fmt_s(inputs.load_stopped_s)} (not judged)")
+            rejected &= ~cut
+    fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds))
+    explained, fatal_labels = overlaps(history, fatal, among=rejected, spans=request_spans(history, "submit_end"))
+    if explained.any():
+        notes.append(f"{int(explained.sum())} rejected while fatal {'/'.join(fatal_labels)} was in force "
+                     f"(explained: {_rejection_classes(inputs, explained)})")
+    if unfinished.any():
+        notes.append(f"{int(unfinished.sum())} unfinished (not submitted or still submitting when the load ended)")
+    if unattributed.any():
+        notes.append(f"{int(unattributed.sum())} failed with no server id recorded (the client does not say "
+                     "whether the asample was accepted; not judged)")
+    tail = ("; " + "; ".join(notes)) if notes else ""
+    n_accepted = int(accepted.sum())
+    judged = n_accepted + int(rejected.sum())
+    if judged == 0:
+        return Verdict(name, None, None, 0, f"no submit ended in a judged way ({len(history)} requests){tail}")
+    unexplained = rejected & ~explained
+    n_bad = int(unexplained.sum())
+    if n_bad:
+        idx = ordered(history, unexplained)
+        first = [f"nonce {int(history['nonce'][i])} at {fmt_s(event_time(history, int(i)))}"
+                 for i in idx[:DETAIL_ITEMS]]
+        return Verdict(name, False, n_bad, 0,
+                       f"{n_bad} of {judged} submitted requests rejected with no fatal fault in force "
+                       f"({n_accepted} accepted): {_rejection_classes(inputs, unexplained)}; first "
+                       f"{few(first, n_bad)}{tail}")
+    return Verdict(name, True, 0, 0, f"{n_accepted} of {judged} submitted requests accepted{tail}")
+
+
+def _rejection_classes(inputs: CheckInputs, rows: np.ndarray) -> str:
+    """How the rejected ``rows`` ended, commonest first: "400 ×16 (e.g. asample: HTTP 400: ...)".
+
+    A class is the HTTP status of the request's last submit attempt, or its
+    transport error class (``reset``, ``connect``, ...); without an attempt
+    log (or a 200 whose body had no id), the request's last error class. The
+    example is the client's first message of that error class when it is
+    about an asample.
+    """
+    history = inputs.history
+    idx = np.flatnonzero(rows)
+    labels = _last_submit_labels(history, idx)
+    counts: dict[str, int] = {}
+    first_row: dict[str, int] = {}
+    for i, label in zip(idx.tolist(), labels):
+        counts[label] = counts.get(label, 0) + 1
+        first_row.setdefault(label, i)
+    examples = inputs.error_examples or {}
+    items = []
+    for label, count in sorted(counts.items(), key=lambda kv: -kv[1]):
+        item = f"{label} ×{count}"
+        example = examples.get(_error_key(int(history["error"][first_row[label]])), "")
+        if example.startswith("asample"):
+            item += f" (e.g. {one_line(example, 160)})"
+        items.append(item)
+    return few(items)
+
+
+def _last_submit_labels(history: History, idx: np.ndarray) -> list[str]:
+    """Per request of ``idx``: its last submit attempt's HTTP status or transport error class."""
+    attempts = history.attempts
+    submit = attempts["kind"] == AttemptKind.SUBMIT
+    rows, status = attempts["row"][submit], attempts["status"][submit].astype(np.int64)
+    # the last attempt of each row: np.unique keeps the first of the reversed order
+    last_rows, at = np.unique(rows[::-1], return_index=True)
+    last_status = status[::-1][at]
+    where = np.searchsorted(last_rows, idx)
+    labels = []
+    for i, w in zip(idx.tolist(), where.tolist()):
+        code = int(last_status[w]) if w < last_rows.size and last_rows[w] == i else None
+        if code is None or code == 200:
+            labels.append(_error_key(int(history["error"][i])))
+        elif code > 0:
+            labels.append(str(code))
+        else:
+            labels.append(_error_key(-code))
+    return labels
+
+
+def _error_key(code: int) -> str:
+    return ErrorClass(code).key if code in ErrorClass._value2member_map_ else f"error {code}"
+
+
+# -- integrity -----------------------------------------------------------------------
+
+def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """No result arrived that did not match its request (wrong tokens, truncated, undecodable)."""
+    name = "result_integrity"
+    history = inputs.history
+    outcome = history["outcome"]
+    corrupt = outcome == Outcome.CORRUPT
+    arrived = int(np.count_nonzero((outcome == Outcome.OK) | corrupt))
+    if arrived == 0:
+        return Verdict(name, None, None, 0, f"no result arrived to check ({len(history)} requests)")
+    n_corrupt = int(corrupt.sum())
+    if n_corrupt:
+        idx = ordered(history, corrupt)
+        items = [what_happened(history, int(i)) for i in idx[:DETAIL_ITEMS]]
+        return Verdict(name, False, n_corrupt, 0, f"{n_corrupt} of {arrived} results corrupt: {few(items, n_corrupt)}")
+    return Verdict(name, True, 0, 0, f"{arrived} results all matched their requests")
