@@ -28,7 +28,7 @@ from typing import Any, Mapping
 from faultload.checker.budgets import Budgets
 from faultload.faults.spec import FaultSchedule
 from faultload.router.config import RouterConfig
-from faultload.targets.skyrl_patches import switches_text
+from faultload.targets.switches import switches_text
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs
 from faultload.watchdog import WatchdogLimits

@@ -34,7 +34,7 @@ from faultload.serverlog import ServerLogSummary, classify_log
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs, Stack, StackConfig
 from faultload.targets.server import BASE_MODEL, ServerHandle
-from faultload.targets.skyrl_patches import unknown_switch
+from faultload.targets.switches import unknown_switch
 from faultload.targets.spec import TargetSpec, parse_target, require_loopback  # noqa: F401
 from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
 from faultload.workspace import Workspace

@@ -290,3 +290,13 @@ def test_knob_a_release_lacks_is_refused_by_name(tmp_path: Path):
     with pytest.raises(ServerStartError) as info:
         _launch(tmp_path, "0.3.0", knobs={"retrieved_ttl_s": 30.0})
     assert "no EngineConfig.external_future_retrieved_ttl_sec" in str(info.value)
+
+
+def test_the_harness_names_the_switches_the_target_side_carries() -> None:
+    """faultload.targets.switches (harness side) and skyrl_patches (inside the target) list the same switches."""
+    from faultload.targets import switches
+
+    assert set(switches.REGRESSIONS) == set(skyrl_patches.REGRESSIONS)
+    assert set(switches.FIXES) == set(skyrl_patches.FIXES)
+    assert switches.unknown_switch(["retention"], ["nope"]) == "unknown fix 'nope'; known: plain-tracebacks"
+    assert skyrl_patches.unknown_switch(["nope"], []) is not None and skyrl_patches.unknown_switch([], []) is None

@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from faultload.targets.skyrl_patches import switches_text
+from faultload.targets.switches import switches_text
 
 
 @dataclass

@@ -42,7 +42,7 @@ from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
 from faultload.suite.state import PropertyState, Tally, tallies_dict, tally_text
-from faultload.targets.skyrl_patches import switches_text
+from faultload.targets.switches import switches_text
 
 class SuiteRunner:
     """One pytest session's bookkeeping: time bounds, cache, tallies, shrinking, repros.

@@ -148,14 +148,12 @@ FIXES: dict[str, Callable[[dict], str]] = {
 }
 
 
-def switches_text(regress: tuple[str, ...] | list[str], fixes: tuple[str, ...] | list[str]) -> str:
-    """", regress a,b, fix c" for log lines ("" when neither is set)."""
-    return ((f", regress {','.join(regress)}" if regress else "")
-            + (f", fix {','.join(fixes)}" if fixes else ""))
-
-
 def unknown_switch(regress, fixes) -> str | None:
-    """What is wrong with the switch names ("unknown fix 'x'; known: ..."), or None."""
+    """What is wrong with the switch names ("unknown fix 'x'; known: ..."), or None.
+
+    The harness checks the same names first (``faultload.targets.switches``); this
+    module runs inside the target's Python, where faultload is not installed.
+    """
     for names, known, what in ((regress, REGRESSIONS, "regression"), (fixes, FIXES, "fix")):
         for name in names:
             if name not in known:

@@ -1,0 +1,32 @@
+"""The regression and fix switches' names, on the harness's side of the process boundary.
+
+The switches themselves are code that runs inside the target's Python
+(``faultload/targets/skyrl_patches.py``, shipped beside the launcher and
+imported there as a top-level module); the harness only needs their names,
+to check a user's ``--regress``/``--fix`` early and to name them in log lines,
+so it imports this instead of code written for another interpreter.
+``tests/test_targets.py`` checks the two lists stay the same.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+REGRESSIONS = ("retention", "keepalive", "rich-access-log")
+FIXES = ("plain-tracebacks",)
+
+
+def switches_text(regress: Iterable[str], fixes: Iterable[str]) -> str:
+    """", regress a,b, fix c" for log lines ("" when neither is set)."""
+    regress, fixes = list(regress), list(fixes)
+    return ((f", regress {','.join(regress)}" if regress else "")
+            + (f", fix {','.join(fixes)}" if fixes else ""))
+
+
+def unknown_switch(regress: Iterable[str], fixes: Iterable[str]) -> str | None:
+    """What is wrong with the switch names ("unknown fix 'x'; known: ..."), or None."""
+    for names, known, what in ((regress, REGRESSIONS, "regression"), (fixes, FIXES, "fix")):
+        for name in names:
+            if name not in known:
+                return f"unknown {what} {name!r}; known: {', '.join(sorted(known))}"
+    return None
