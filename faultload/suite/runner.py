@@ -41,6 +41,7 @@ from faultload.suite.executor import Executor, Outcome, SuiteError, StackExecuto
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
+from faultload.suite.repros import write_property_repro
 from faultload.suite.state import PropertyState, Tally, tallies_dict, tally_text
 from faultload.targets.switches import switches_text
 
@@ -299,52 +300,8 @@ class SuiteRunner:
     # ------------------------------------------------------------------ repros
 
     def write_repro(self, state: PropertyState, hypothesis_seed: Any = None) -> Path | None:
-        """Write the property's smallest failing trial (its last failure) as a repro, with report and PNG."""
-        from faultload import report as report_mod
-        from faultload.repro import build_repro, config_key, replay_command, write_repro
-
-        if state.best is None:
-            return None
-        config, outcome = state.best
-        shrink_s = state.shrink_seconds
-        found_by = {
-            "property": state.nodeid,
-            "profile": self.profile.name,
-            "hypothesis_seed": hypothesis_seed,
-            "shrink": {
-                "from_requests": state.first_failure_requests,
-                "to_requests": config.shape.requests,
-                "failing_examples": state.failures,
-                "shrink_s": round(shrink_s, 1),
-                "cut_by_budget": state.shrink_cut,
-                "budget_s": round((state.shrink_until or 0) - (state.first_failure_at or 0), 1),
-                "reduce_steps": state.reduce_log,
-                "hypothesis_final_requests": state.last_failure[0].shape.requests if state.last_failure else None,
-            },
-            "trials_run": state.trials,
-        }
-        stem = f"{_slug(state.nodeid)}-{time.strftime('%Y%m%dT%H%M%S')}-{config_key(config)}"
-        directory = self.workspace.root / "repros"
-        repro = build_repro(config, outcome.verdicts, outcome.figures, self.budgets, checked=checked(state.family),
-                            found_by=found_by)
-        if outcome.result is not None:
-            report = report_mod.build_report(outcome.result, outcome.verdicts)
-            report_path = directory / f"{stem}.report.json"
-            directory.mkdir(parents=True, exist_ok=True)
-            report_mod.write_json(report, report_path)
-            repro["report"] = str(report_path)
-            try:
-                from faultload.plot import write_timeline
-
-                repro["plot"] = str(write_timeline(outcome.result, directory / f"{stem}.png",
-                                                   title=f"{state.nodeid}: {config.shape.requests} requests"))
-            except Exception as exc:  # noqa: BLE001 - matplotlib missing or a plotting bug: the repro still counts
-                repro["plot_error"] = f"{type(exc).__name__}: {exc}"
-        path = write_repro(repro, directory, stem)
-        state.repro_path = path
-        repro["replay"] = replay_command(path)
-        write_repro(repro, directory, stem)
-        return path
+        """Write the property's smallest failing trial as a repro, with report and PNG (:mod:`.repros`)."""
+        return write_property_repro(state, self.profile.name, self.workspace, self.budgets, hypothesis_seed)
 
     def summary_dict(self, outcomes: dict[str, str] | None = None) -> dict[str, Any]:
         """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads).
@@ -421,8 +378,3 @@ class SuiteRunner:
         if total:
             lines.append("  " + tally_text(total))
         return lines
-
-
-def _slug(nodeid: str) -> str:
-    name = nodeid.split("::")[-1]
-    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:60]

@@ -1,0 +1,65 @@
+"""A failing property's repro: the smallest failing trial as JSON, with its report and PNG beside it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from faultload.suite.families import checked
+from faultload.suite.state import PropertyState
+
+
+def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
+                         hypothesis_seed: Any = None) -> Path | None:
+    """Write the property's smallest failing trial (its last failure) as a repro, with report and PNG."""
+    from faultload import report as report_mod
+    from faultload.repro import build_repro, config_key, replay_command, write_repro
+
+    if state.best is None:
+        return None
+    config, outcome = state.best
+    shrink_s = state.shrink_seconds
+    found_by = {
+        "property": state.nodeid,
+        "profile": profile,
+        "hypothesis_seed": hypothesis_seed,
+        "shrink": {
+            "from_requests": state.first_failure_requests,
+            "to_requests": config.shape.requests,
+            "failing_examples": state.failures,
+            "shrink_s": round(shrink_s, 1),
+            "cut_by_budget": state.shrink_cut,
+            "budget_s": round((state.shrink_until or 0) - (state.first_failure_at or 0), 1),
+            "reduce_steps": state.reduce_log,
+            "hypothesis_final_requests": state.last_failure[0].shape.requests if state.last_failure else None,
+        },
+        "trials_run": state.trials,
+    }
+    stem = f"{_slug(state.nodeid)}-{time.strftime('%Y%m%dT%H%M%S')}-{config_key(config)}"
+    directory = workspace.root / "repros"
+    repro = build_repro(config, outcome.verdicts, outcome.figures, budgets, checked=checked(state.family),
+                        found_by=found_by)
+    if outcome.result is not None:
+        report = report_mod.build_report(outcome.result, outcome.verdicts)
+        report_path = directory / f"{stem}.report.json"
+        directory.mkdir(parents=True, exist_ok=True)
+        report_mod.write_json(report, report_path)
+        repro["report"] = str(report_path)
+        try:
+            from faultload.plot import write_timeline
+
+            repro["plot"] = str(write_timeline(outcome.result, directory / f"{stem}.png",
+                                               title=f"{state.nodeid}: {config.shape.requests} requests"))
+        except Exception as exc:  # noqa: BLE001 - matplotlib missing or a plotting bug: the repro still counts
+            repro["plot_error"] = f"{type(exc).__name__}: {exc}"
+    path = write_repro(repro, directory, stem)
+    state.repro_path = path
+    repro["replay"] = replay_command(path)
+    write_repro(repro, directory, stem)
+    return path
+
+
+def _slug(nodeid: str) -> str:
+    name = nodeid.split("::")[-1]
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name)[:60]
