@@ -180,6 +180,27 @@ def _fmt_bytes(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:.0f} MiB"
 
 
+def _server_lines(server: dict[str, Any]) -> list[str]:
+    """The server's fds, RSS, /healthz and accept queue, for the text report."""
+    hz = server["healthz_latency_s"]
+    return [
+        f"server fds baseline {server['baseline_fds']} peak {server['peak_fds']} drained {server['drained_fds']}; "
+        f"RSS baseline {_fmt_bytes(server['baseline_rss_bytes'])} peak {_fmt_bytes(server['peak_rss_bytes'])}",
+        f"/healthz p50 {_fmt_s(hz['p50'])} p99 {_fmt_s(hz['p99'])} max {_fmt_s(hz['max'])}, "
+        f"failures {server['healthz_failures']}/{server['healthz_probes']}",
+        f"accept queue peak {server.get('peak_accept_queue')}/{server.get('listen_backlog')}, "
+        f"listen overflows +{server.get('listen_overflows')}, drops +{server.get('listen_drops')}",
+    ]
+
+
+def _collapse_lines(v: dict[str, Any]) -> list[str]:
+    """The watchdog's collapse verdict: the chain, its evidence, what followed."""
+    chain = " -> ".join([f"{v['kind']} at t={v['at_s']:.0f}s"]
+                        + [f"{c['kind']} at t={c['at_s']:.0f}s" for c in v["consequences"]])
+    return ([f"VERDICT: {chain}"] + [f"  evidence: {e}" for e in v["evidence"]]
+            + [f"  then: {c['evidence']}" for c in v["consequences"]])
+
+
 def render_text(report: dict[str, Any]) -> str:
     """A short terminal summary of a report."""
     lat = report["latency_s"]
@@ -207,19 +228,7 @@ def render_text(report: dict[str, Any]) -> str:
             lines.append(f"  {key:<14} {block['count']:>7}  e.g. {block['example'][:110]}")
     lines.append(f"router peak in-flight {router.get('peak_in_flight')}, received {router.get('received')}")
     if "peak_fds" in server:
-        hz = server["healthz_latency_s"]
-        lines.append(
-            f"server fds baseline {server['baseline_fds']} peak {server['peak_fds']} drained {server['drained_fds']}; "
-            f"RSS baseline {_fmt_bytes(server['baseline_rss_bytes'])} peak {_fmt_bytes(server['peak_rss_bytes'])}"
-        )
-        lines.append(
-            f"/healthz p50 {_fmt_s(hz['p50'])} p99 {_fmt_s(hz['p99'])} max {_fmt_s(hz['max'])}, "
-            f"failures {server['healthz_failures']}/{server['healthz_probes']}"
-        )
-        lines.append(
-            f"accept queue peak {server.get('peak_accept_queue')}/{server.get('listen_backlog')}, "
-            f"listen overflows +{server.get('listen_overflows')}, drops +{server.get('listen_drops')}"
-        )
+        lines += _server_lines(server)
     cpu = report["cpu_s"]
     if cpu.get("harness_share") is not None:
         lines.append(
@@ -237,11 +246,7 @@ def render_text(report: dict[str, Any]) -> str:
         mark = {True: "ok      ", False: "VIOLATED", None: "unknown "}[inv["ok"]]
         lines.append(f"[{mark}] {inv['name']}: {inv['detail']}")
     if report.get("verdict"):
-        v = report["verdict"]
-        chain = " -> ".join([f"{v['kind']} at t={v['at_s']:.0f}s"] + [f"{c['kind']} at t={c['at_s']:.0f}s" for c in v["consequences"]])
-        lines.append(f"VERDICT: {chain}")
-        lines += [f"  evidence: {e}" for e in v["evidence"]]
-        lines += [f"  then: {c['evidence']}" for c in v["consequences"]]
+        lines += _collapse_lines(report["verdict"])
     if report.get("interrupted"):
         lines.append("INTERRUPTED: partial report")
     if report.get("error"):
