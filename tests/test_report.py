@@ -185,6 +185,16 @@ def test_render_text(result):
     assert rep["interrupted"] is True
 
 
+def test_render_text_shows_the_collapse_chain_and_its_evidence(result):
+    rep = report.build_report(result)
+    rep["verdict"] = {"kind": "event_loop_stall", "at_s": 3.2, "evidence": ["healthz failed 7/10"],
+                      "consequences": [{"kind": "no_progress", "at_s": 5.0, "evidence": "nothing completed for 30s"}]}
+    lines = report.render_text(rep).splitlines()
+    i = lines.index("VERDICT: event_loop_stall at t=3s -> no_progress at t=5s")
+    assert lines[i + 1:i + 3] == ["  evidence: healthz failed 7/10", "  then: nothing completed for 30s"]
+    assert any(line.startswith("accept queue peak ") for line in lines)
+
+
 def test_render_text_names_the_switches(result):
     import dataclasses
 
