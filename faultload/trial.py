@@ -336,74 +336,16 @@ def run_trial(
         if stack.faults is not None:
             stack.faults.start_schedule(config.faults, router, t0)
         watchdog = Watchdog(_watchdog_limits(config), monitor.fd_limit)
-        collapsed = False
         try:
             collapsed = _wait_load(
                 pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s,
                 watchdog, server, log, config.early_stop,
             )
         except KeyboardInterrupt:
-            result.interrupted = True
+            result.interrupted, collapsed = True, False
         result.load_stopped_s = time.monotonic() - t0
         pool.stop()
-        try:
-            result.stopped_early = collapsed
-            if collapsed:
-                # Judge the log as it was when the collapse was called: what the server
-                # prints while we kill it (its engine "crashing") is ours, not its.
-                result.server_log = classify_log(log.text())
-                server.stop(grace_s=3.0)  # a collapsed server may not honour SIGTERM: kill it, keep the history
-            log.poll(watchdog, time.monotonic() - t0)
-            evidence = [f"{log.fd_lines} 'Too many open files' lines in the server log"] if log.fd_lines else []
-            first = watchdog.first_signal()
-            if first is not None and stack.faults is not None and stack.faults.runner is not None:
-                evidence += [
-                    f"fault {r.fault.to_spec()} active from t={r.applied_at_s:.1f}s"
-                    + (f" to t={r.removed_at_s:.1f}s" if r.removed_at_s is not None else "")
-                    for r in stack.faults.runner.records()
-                    if r.applied_at_s is not None and r.applied_at_s <= first.at_s + config.watchdog.confirm_s
-                ]
-            result.verdict = watchdog.verdict(evidence)
-            result.workers = pool.collect(timeout_s=30.0)
-            result.load_s = time.monotonic() - t0
-            result.history = History.merge(w.history for w in result.workers)
-            result.cut_off = result.load_s >= config.max_wall_s and bool(
-                (result.history["outcome"] == Outcome.PENDING).any())
-            if stack.faults is not None:  # heal before the drain, so the drain sees a healthy stack
-                result.cleanup_errors += stack.faults.stop_schedule()
-                result.fault_log = stack.faults.log()
-            # An interrupted trial is not waited on (the user wants out within seconds):
-            # its drained figures are not measured, and the invariants say so.
-            drained = None if result.interrupted else _drain(
-                server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
-            monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
-            result.monitor = monitor.result(drained)
-            # Judged up to the end of the drain: what the server prints while we stop it is ours.
-            if result.server_log is None:
-                result.server_log = classify_log(log.text())
-            result.router_stats = router.stats()
-            if result.start_epoch is not None:
-                result.router_completed_s = {
-                    nonce: epoch - result.start_epoch
-                    for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
-                }
-            result.cpu = {
-                "workers_s": sum(w.cpu_s for w in result.workers),
-                "router_s": _router_cpu(router.pids()) - router_cpu0,
-                "server_s": _server_cpu(result.monitor),
-            }
-            crashed = [w for w in result.workers if w.crashed]
-            if crashed:
-                result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"
-        except KeyboardInterrupt:  # a signal while gathering: report what was gathered
-            result.interrupted = True
-            _keep_samples(result, monitor)
-        except Exception as exc:
-            if not result.interrupted:
-                raise
-            # A second signal killed the stack while it was being read: report what was gathered.
-            result.cleanup_errors.append(f"gathering after the interrupt: {type(exc).__name__}: {exc}")
-            _keep_samples(result, monitor)
+        _gather_what_can_be(result, config, stack, pool, monitor, log, watchdog, t0, router_cpu0, collapsed)
     except KeyboardInterrupt:
         result.interrupted = True
         raise
@@ -412,6 +354,86 @@ def run_trial(
         result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start
         result.wall_s = time.monotonic() - started
     return result
+
+
+def _collapse_evidence(log: "_LogFollower", watchdog: Watchdog, stack: Stack, config: TrialConfig) -> list[str]:
+    """What the collapse verdict cites besides the watchdog's signals: fd-exhaustion log lines, faults in force."""
+    evidence = [f"{log.fd_lines} 'Too many open files' lines in the server log"] if log.fd_lines else []
+    first = watchdog.first_signal()
+    if first is not None and stack.faults is not None and stack.faults.runner is not None:
+        evidence += [
+            f"fault {r.fault.to_spec()} active from t={r.applied_at_s:.1f}s"
+            + (f" to t={r.removed_at_s:.1f}s" if r.removed_at_s is not None else "")
+            for r in stack.faults.runner.records()
+            if r.applied_at_s is not None and r.applied_at_s <= first.at_s + config.watchdog.confirm_s
+        ]
+    return evidence
+
+
+def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: WorkerPool, monitor: Monitor,
+            log: "_LogFollower", watchdog: Watchdog, t0: float, router_cpu0: float, collapsed: bool) -> None:
+    """After the load stopped: the verdict, the workers' histories, healed faults, the drain, samples, CPU.
+
+    Fills ``result`` in place, so whatever was gathered before a signal
+    landed is still reported (the caller catches it).
+    """
+    router, server = stack.router, stack.server
+    result.stopped_early = collapsed
+    if collapsed:
+        # Judge the log as it was when the collapse was called: what the server
+        # prints while we kill it (its engine "crashing") is ours, not its.
+        result.server_log = classify_log(log.text())
+        server.stop(grace_s=3.0)  # a collapsed server may not honour SIGTERM: kill it, keep the history
+    log.poll(watchdog, time.monotonic() - t0)
+    result.verdict = watchdog.verdict(_collapse_evidence(log, watchdog, stack, config))
+    result.workers = pool.collect(timeout_s=30.0)
+    result.load_s = time.monotonic() - t0
+    result.history = History.merge(w.history for w in result.workers)
+    result.cut_off = result.load_s >= config.max_wall_s and bool(
+        (result.history["outcome"] == Outcome.PENDING).any())
+    if stack.faults is not None:  # heal before the drain, so the drain sees a healthy stack
+        result.cleanup_errors += stack.faults.stop_schedule()
+        result.fault_log = stack.faults.log()
+    # An interrupted trial is not waited on (the user wants out within seconds):
+    # its drained figures are not measured, and the invariants say so.
+    drained = None if result.interrupted else _drain(
+        server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
+    monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
+    result.monitor = monitor.result(drained)
+    # Judged up to the end of the drain: what the server prints while we stop it is ours.
+    if result.server_log is None:
+        result.server_log = classify_log(log.text())
+    result.router_stats = router.stats()
+    if result.start_epoch is not None:
+        result.router_completed_s = {
+            nonce: epoch - result.start_epoch
+            for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
+        }
+    result.cpu = {
+        "workers_s": sum(w.cpu_s for w in result.workers),
+        "router_s": _router_cpu(router.pids()) - router_cpu0,
+        "server_s": _server_cpu(result.monitor),
+    }
+    crashed = [w for w in result.workers if w.crashed]
+    if crashed:
+        result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"
+
+
+def _gather_what_can_be(result: TrialResult, config: TrialConfig, stack: Stack, pool: WorkerPool,
+                        monitor: Monitor, log: "_LogFollower", watchdog: Watchdog, t0: float, router_cpu0: float,
+                        collapsed: bool) -> None:
+    """:func:`_gather`, keeping what was gathered when a signal lands in it (or a second one killed the stack)."""
+    try:
+        _gather(result, config, stack, pool, monitor, log, watchdog, t0, router_cpu0, collapsed)
+    except KeyboardInterrupt:  # a signal while gathering: report what was gathered
+        result.interrupted = True
+        _keep_samples(result, monitor)
+    except Exception as exc:
+        if not result.interrupted:
+            raise
+        # A second signal killed the stack while it was being read: report what was gathered.
+        result.cleanup_errors.append(f"gathering after the interrupt: {type(exc).__name__}: {exc}")
+        _keep_samples(result, monitor)
 
 
 def _keep_samples(result: TrialResult, monitor: Monitor) -> None:
