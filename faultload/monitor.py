@@ -199,3 +199,15 @@ class Monitor:
             drained=drained,
             fd_limit=self.fd_limit,
         )
+
+
+def drain_fds(server_pid: int | None, baseline_fds: int | None, drain_s: float):
+    """Wait (bounded) for the server's fds to come back near baseline; return the last snapshot."""
+    deadline = time.monotonic() + drain_s
+    snap = snapshot(server_pid)
+    while snap is not None and baseline_fds is not None and time.monotonic() < deadline:
+        if snap.fds <= baseline_fds + 2:
+            break
+        time.sleep(0.25)
+        snap = snapshot(server_pid)
+    return snap

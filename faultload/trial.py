@@ -16,8 +16,7 @@ import random
 import resource
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
@@ -28,15 +27,16 @@ from faultload.client.workers import WorkerPool, source_ip
 from faultload.faults.schedule import FaultLog
 from faultload.faults.spec import FaultSchedule
 from faultload.history import History, Outcome
-from faultload.monitor import SAMPLE_FIELDS, Monitor, MonitorSamples, snapshot
+from faultload.monitor import Monitor, MonitorSamples, drain_fds
 from faultload.router.config import RouterConfig
 from faultload.serverlog import ServerLogSummary, classify_log
 from faultload.shape import LoadShape
 from faultload.stack import ServerKnobs, Stack, StackConfig
-from faultload.targets.server import BASE_MODEL, ServerHandle
+from faultload.targets.server import BASE_MODEL
 from faultload.targets.switches import unknown_switch
 from faultload.targets.spec import TargetSpec, parse_target, require_loopback  # noqa: F401
 from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
+from faultload.watching import LogFollower, Progress, wait_load
 from faultload.workspace import Workspace
 
 
@@ -142,7 +142,6 @@ class TrialResult:
     router_completed_s: dict[int, float] = field(default_factory=dict)
 
 
-Progress = Callable[[float, dict[str, int], tuple], None]
 # An interrupted trial ends within seconds (the user is waiting): its server gets
 # this long between SIGTERM and SIGKILL, its monitor threads this long to finish
 # a /healthz probe (up to 10 s against a stalled server) before they are left to
@@ -191,77 +190,6 @@ def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, sal
     ]
 
 
-class _LogFollower:
-    """Reads the server log as it grows and turns fatal lines into watchdog signals."""
-
-    FD_EXHAUSTION = "Too many open files"
-
-    def __init__(self, path: Path | None) -> None:
-        self.path = path
-        # A reused stack's log holds earlier trials too: this trial's part starts here.
-        self.start = path.stat().st_size if path is not None and path.exists() else 0
-        self.offset = self.start
-        self.fd_lines = 0
-
-    def text(self) -> str:
-        """This trial's part of the log."""
-        if self.path is None or not self.path.exists():
-            return ""
-        with open(self.path, "rb") as fh:
-            fh.seek(self.start)
-            return fh.read().decode(errors="replace")
-
-    def poll(self, watchdog: Watchdog, t: float) -> None:
-        if self.path is None or not self.path.exists():
-            return
-        with open(self.path, "rb") as fh:
-            fh.seek(self.offset)
-            chunk = fh.read(8 << 20)
-        self.offset += len(chunk)
-        count = chunk.count(self.FD_EXHAUSTION.encode())
-        if count and not self.fd_lines:
-            watchdog.observe_log("fd_exhaustion", t, f"server log: {self.FD_EXHAUSTION!r} first seen by t={t:.1f}s")
-        self.fd_lines += count
-
-
-def _feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: bool) -> None:
-    rows, probes = monitor.rows, monitor.probes
-    for row in rows[fed[0]:len(rows)]:
-        sample = dict(zip(SAMPLE_FIELDS, row))
-        progress = (sample["client_completed"], sample["client_failed"], sample["router_received"], sample["router_completed"])
-        watchdog.observe_sample(
-            sample["t"], int(sample["fds"]), int(sample["accept_queue"]), int(sample["listen_backlog"]),
-            int(sample["listen_overflows"]), int(sample["client_in_flight"]), progress, alive,
-        )
-    fed[0] = len(rows)
-    for t, latency, ok in probes[fed[1]:len(probes)]:
-        watchdog.observe_probe(t, latency, ok)
-    fed[1] = len(probes)
-
-
-def _wait_load(
-    pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float,
-    watchdog: Watchdog, server: ServerHandle, log: _LogFollower, early_stop: bool,
-) -> bool:
-    """Wait for the load to finish; True if the watchdog stopped it early."""
-    next_report = time.monotonic() + every_s
-    next_log = time.monotonic()
-    fed = [0, 0]
-    while not pool.finished() and time.monotonic() < deadline:
-        pool.poll(0.1)
-        now = time.monotonic()
-        _feed_watchdog(watchdog, monitor, fed, server.alive())
-        if now >= next_log:
-            log.poll(watchdog, now - monitor.t0)
-            next_log = now + 1.0
-        if early_stop and watchdog.should_stop(now - monitor.t0):
-            return True
-        if progress is not None and now >= next_report:
-            next_report += every_s
-            progress(now - monitor.t0, pool.live(), monitor.latest)
-    return False
-
-
 def _watchdog_limits(config: TrialConfig) -> WatchdogLimits:
     """The configured limits, with no_progress never shorter than what the router holds by design.
 
@@ -275,18 +203,6 @@ def _watchdog_limits(config: TrialConfig) -> WatchdogLimits:
         expected_idle = max(expected_idle, config.router.barrier_timeout_s)
     window = max(limits.no_progress_window_s, expected_idle + 10.0)
     return dataclasses.replace(limits, no_progress_window_s=window)
-
-
-def _drain(server_pid: int | None, baseline_fds: int | None, drain_s: float):
-    """Wait (bounded) for the server's fds to come back near baseline; return the last snapshot."""
-    deadline = time.monotonic() + drain_s
-    snap = snapshot(server_pid)
-    while snap is not None and baseline_fds is not None and time.monotonic() < deadline:
-        if snap.fds <= baseline_fds + 2:
-            break
-        time.sleep(0.25)
-        snap = snapshot(server_pid)
-    return snap
 
 
 def run_trial(
@@ -323,7 +239,7 @@ def run_trial(
         pool = WorkerPool(build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt))
         pool.start()
         pool.wait_ready()
-        log = _LogFollower(server.log_path)
+        log = LogFollower(server.log_path)
         t0 = time.monotonic()
         result.start_epoch = time.time()
         monitor = Monitor(
@@ -337,7 +253,7 @@ def run_trial(
             stack.faults.start_schedule(config.faults, router, t0)
         watchdog = Watchdog(_watchdog_limits(config), monitor.fd_limit)
         try:
-            collapsed = _wait_load(
+            collapsed = wait_load(
                 pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s,
                 watchdog, server, log, config.early_stop,
             )
@@ -356,7 +272,7 @@ def run_trial(
     return result
 
 
-def _collapse_evidence(log: "_LogFollower", watchdog: Watchdog, stack: Stack, config: TrialConfig) -> list[str]:
+def _collapse_evidence(log: LogFollower, watchdog: Watchdog, stack: Stack, config: TrialConfig) -> list[str]:
     """What the collapse verdict cites besides the watchdog's signals: fd-exhaustion log lines, faults in force."""
     evidence = [f"{log.fd_lines} 'Too many open files' lines in the server log"] if log.fd_lines else []
     first = watchdog.first_signal()
@@ -371,7 +287,7 @@ def _collapse_evidence(log: "_LogFollower", watchdog: Watchdog, stack: Stack, co
 
 
 def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: WorkerPool, monitor: Monitor,
-            log: "_LogFollower", watchdog: Watchdog, t0: float, router_cpu0: float, collapsed: bool) -> None:
+            log: LogFollower, watchdog: Watchdog, t0: float, router_cpu0: float, collapsed: bool) -> None:
     """After the load stopped: the verdict, the workers' histories, healed faults, the drain, samples, CPU.
 
     Fills ``result`` in place, so whatever was gathered before a signal
@@ -396,7 +312,7 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         result.fault_log = stack.faults.log()
     # An interrupted trial is not waited on (the user wants out within seconds):
     # its drained figures are not measured, and the invariants say so.
-    drained = None if result.interrupted else _drain(
+    drained = None if result.interrupted else drain_fds(
         server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
     monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
     result.monitor = monitor.result(drained)
@@ -420,7 +336,7 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
 
 
 def _gather_what_can_be(result: TrialResult, config: TrialConfig, stack: Stack, pool: WorkerPool,
-                        monitor: Monitor, log: "_LogFollower", watchdog: Watchdog, t0: float, router_cpu0: float,
+                        monitor: Monitor, log: LogFollower, watchdog: Watchdog, t0: float, router_cpu0: float,
                         collapsed: bool) -> None:
     """:func:`_gather`, keeping what was gathered when a signal lands in it (or a second one killed the stack)."""
     try:

@@ -1,0 +1,87 @@
+"""Watching a trial's load as it runs: the server log as it grows, the monitor's samples fed to the watchdog,
+and the bounded wait for the load to end (early when the watchdog calls a collapse)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from faultload.client.workers import WorkerPool
+from faultload.monitor import SAMPLE_FIELDS, Monitor
+from faultload.targets.server import ServerHandle
+from faultload.watchdog import Watchdog
+
+# progress(trial seconds, live counters, latest monitor sample)
+Progress = Callable[[float, dict[str, int], tuple], None]
+
+
+class LogFollower:
+    """Reads the server log as it grows and turns fatal lines into watchdog signals."""
+
+    FD_EXHAUSTION = "Too many open files"
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        # A reused stack's log holds earlier trials too: this trial's part starts here.
+        self.start = path.stat().st_size if path is not None and path.exists() else 0
+        self.offset = self.start
+        self.fd_lines = 0
+
+    def text(self) -> str:
+        """This trial's part of the log."""
+        if self.path is None or not self.path.exists():
+            return ""
+        with open(self.path, "rb") as fh:
+            fh.seek(self.start)
+            return fh.read().decode(errors="replace")
+
+    def poll(self, watchdog: Watchdog, t: float) -> None:
+        if self.path is None or not self.path.exists():
+            return
+        with open(self.path, "rb") as fh:
+            fh.seek(self.offset)
+            chunk = fh.read(8 << 20)
+        self.offset += len(chunk)
+        count = chunk.count(self.FD_EXHAUSTION.encode())
+        if count and not self.fd_lines:
+            watchdog.observe_log("fd_exhaustion", t, f"server log: {self.FD_EXHAUSTION!r} first seen by t={t:.1f}s")
+        self.fd_lines += count
+
+
+def feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: bool) -> None:
+    rows, probes = monitor.rows, monitor.probes
+    for row in rows[fed[0]:len(rows)]:
+        sample = dict(zip(SAMPLE_FIELDS, row))
+        progress = (sample["client_completed"], sample["client_failed"], sample["router_received"], sample["router_completed"])
+        watchdog.observe_sample(
+            sample["t"], int(sample["fds"]), int(sample["accept_queue"]), int(sample["listen_backlog"]),
+            int(sample["listen_overflows"]), int(sample["client_in_flight"]), progress, alive,
+        )
+    fed[0] = len(rows)
+    for t, latency, ok in probes[fed[1]:len(probes)]:
+        watchdog.observe_probe(t, latency, ok)
+    fed[1] = len(probes)
+
+
+def wait_load(
+    pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float,
+    watchdog: Watchdog, server: ServerHandle, log: LogFollower, early_stop: bool,
+) -> bool:
+    """Wait for the load to finish; True if the watchdog stopped it early."""
+    next_report = time.monotonic() + every_s
+    next_log = time.monotonic()
+    fed = [0, 0]
+    while not pool.finished() and time.monotonic() < deadline:
+        pool.poll(0.1)
+        now = time.monotonic()
+        feed_watchdog(watchdog, monitor, fed, server.alive())
+        if now >= next_log:
+            log.poll(watchdog, now - monitor.t0)
+            next_log = now + 1.0
+        if early_stop and watchdog.should_stop(now - monitor.t0):
+            return True
+        if progress is not None and now >= next_report:
+            next_report += every_s
+            progress(now - monitor.t0, pool.live(), monitor.latest)
+    return False
