@@ -134,13 +134,13 @@ FIGURE_ALIASES = {
 }
 
 
-def figures_of(result, verdicts) -> dict[str, Any]:
+def figures_of(verdicts) -> dict[str, Any]:
     """The numbers a reader compares between runs: each verdict's ``{ok, figure, budget}``.
 
     One definition per figure: each is the number its invariant judged, and
     the aliases in :data:`FIGURE_ALIASES` (fds per request in flight, RSS
     growth in MiB, /healthz p99) copy their verdict's figure, present when it
-    was measured. ``result`` is not read (kept for callers' signature).
+    was measured.
     """
     figures: dict[str, Any] = {}
     for v in verdicts:
@@ -251,7 +251,7 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     verdicts = judge(result, budgets)
     report = report_mod.build_report(result, verdicts)
     print(report_mod.render_text(report), file=out)
-    figures = figures_of(result, verdicts)
+    figures = figures_of(verdicts)
     relevant = set(checked) if checked else {v.name for v in verdicts}
     failing_now = [v.name for v in verdicts if v.ok is False and v.name in relevant]
     reproduced = bool(failing_now) or bool(result.error)

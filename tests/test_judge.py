@@ -53,7 +53,7 @@ def test_the_clients_first_example_of_a_rejection_reaches_accepted_requests() ->
 def test_the_steering_figures_are_the_verdicts_figures() -> None:
     """fds_per_in_flight, rss_growth_mib and healthz_p99_s are copies of the judged figures, not recomputed."""
     verdicts = judge(_result(cut_off=True), Budgets())
-    figures = figures_of(None, verdicts)
+    figures = figures_of(verdicts)
     by_name = {v.name: v for v in verdicts}
     assert set(figures) == {v.name for v in verdicts} | set(FIGURE_ALIASES)
     for alias, name in FIGURE_ALIASES.items():
@@ -61,4 +61,4 @@ def test_the_steering_figures_are_the_verdicts_figures() -> None:
         assert figures[alias] == figures[name]["figure"] == by_name[name].figure
     assert figures["fds_per_in_flight"] == by_name["bounded_fds"].figure < Budgets().fds_per_in_flight
     unmeasured = [Verdict("bounded_fds", None, None, 3.0, "no monitor samples")]
-    assert "fds_per_in_flight" not in figures_of(None, unmeasured)
+    assert "fds_per_in_flight" not in figures_of(unmeasured)

@@ -49,7 +49,7 @@ def describe_config(config) -> str:
     """One line naming what a trial drew (for progress lines)."""
     s, r = config.shape, config.router
     parts = [f"{s.requests} req", f"{s.result_tokens}x{s.num_samples} tok", f"cap {s.max_outstanding}"]
-    if getattr(s, "client", "raw") != "raw":
+    if s.client != "raw":
         parts.append(f"client {s.client}")
     if s.arrival != "burst":
         parts.append(f"{s.arrival}/{s.arrival_span_s:g}s" + (f"x{s.arrival_waves}" if s.arrival == "waves" else ""))
@@ -112,7 +112,7 @@ class StackExecutor:
             raise KeyboardInterrupt
         self.trials += 1
         verdicts = judge(result, self.budgets)
-        figures = figures_of(result, verdicts)
+        figures = figures_of(verdicts)
         failed = any(v.ok is False for v in verdicts)
         outcome = Outcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None)
         if result.error:

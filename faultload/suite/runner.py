@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from faultload.suite.executor import Executor, Outcome, SuiteError, StackExecutor, describe_config
+from faultload.suite.executor import Executor, Outcome, SuiteError, StackExecutor
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
@@ -285,10 +285,6 @@ class SuiteRunner:
         self.trials += 1
         state.trials += 1
         return outcome
-
-    @staticmethod
-    def _describe(config) -> str:
-        return describe_config(config)
 
     @property
     def stack_starts(self) -> int:
