@@ -19,7 +19,7 @@ import os
 import statistics
 import sys
 
-from faultload import report as report_mod
+from faultload.store import report as report_mod
 from faultload.cli import config_from_args
 from faultload.cli_parser import build_parser as _parser
 from faultload.trial import run_trial

@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 
 from faultload.suite.families import Family
-from strategies import CI, trial_configs
+from faultload.strategies import CI, trial_configs
 
 BIG_RESULTS = CI.replace(max_result_tokens=65_536, max_in_flight_result_bytes=256 << 20, max_faults=0)
 MINE = Family("big_results_fds", ("bounded_fds",), ("fds_per_in_flight",))

@@ -16,11 +16,11 @@ from typing import Sequence
 # this module again (as __mp_main__), and each heavy import here costs every worker.
 from faultload.checker.budgets import load_budgets
 from faultload.cli_parser import UsageError, build_parser
-from faultload.faults.spec import FaultSchedule
+from faultload.model.faults import FaultSchedule
 from faultload.procutil import Interrupts
-from faultload.router.config import procs_for
-from faultload.shape import ClientPolicy, LoadShape, parse_poll_behaviour
-from faultload.targets.spec import DEFAULT_TARGET, parse_target
+from faultload.model.router import procs_for
+from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
+from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.watchdog import load_watchdog_limits
 from faultload.workspace import Workspace
 
@@ -33,9 +33,8 @@ def _workspace(args: argparse.Namespace) -> Workspace:
 
 def config_from_args(args: argparse.Namespace):
     """Build and validate a TrialConfig from parsed args (ValueError on bad input)."""
-    from faultload.router.config import RouterConfig
-    from faultload.stack import ServerKnobs
-    from faultload.trial import TrialConfig
+    from faultload.model.router import RouterConfig
+    from faultload.model.trial import ServerKnobs, TrialConfig
 
     shape = LoadShape(
         requests=args.requests, result_tokens=args.result_tokens, num_samples=args.num_samples,
@@ -88,7 +87,7 @@ def _build(args: argparse.Namespace):
 
 def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
     """Run one trial, judge it, print and write what was asked; the exit code."""
-    from faultload import report as report_mod
+    from faultload.store import report as report_mod
     from faultload.checker.judge import judge
     from faultload.progress import ProgressLine
     from faultload.targets.install import InstallError
@@ -135,7 +134,7 @@ def _write_extras(args: argparse.Namespace, result, report: dict) -> bool:
         report["history_path"] = str(args.history)
         changed = True
     if args.plot:
-        from faultload.plot import PlotUnavailable, write_timeline
+        from faultload.store.plot import PlotUnavailable, write_timeline
 
         try:
             report["plot_path"] = str(write_timeline(result, args.plot))
@@ -184,7 +183,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run a repro file again: 1 if its failure reproduces, 0 if not (reported as flaky)."""
-    from faultload.repro import replay
+    from faultload.store.repro import replay
     from faultload.targets.install import InstallError
     from faultload.targets.server import ServerStartError
 

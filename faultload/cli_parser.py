@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from faultload.targets.spec import DEFAULT_TARGET
+from faultload.model.target import DEFAULT_TARGET
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
 

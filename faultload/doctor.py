@@ -10,7 +10,7 @@ from pathlib import Path
 from faultload.faults.toxiproxy import _find_go, check_toxiproxy
 from faultload.netutil import ephemeral_range
 from faultload.targets import install
-from faultload.targets.spec import TargetSpec
+from faultload.model.target import TargetSpec
 from faultload.workspace import Workspace
 
 # Below these a full-size run has to shrink (see the 131k design notes in the README).

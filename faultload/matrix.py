@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from faultload.targets.switches import switches_text
+from faultload.model.switches import switches_text
 
 SCHEMA = "faultload.matrix/1"
 

@@ -18,7 +18,7 @@ import resource
 from dataclasses import dataclass, field
 
 from faultload.doctor import machine_limits
-from faultload.router.config import ROUTER_CONNECTIONS_PER_PROC, procs_for
+from faultload.model.router import ROUTER_CONNECTIONS_PER_PROC, procs_for
 
 SERVER_FDS_PER_IN_FLIGHT = 2.5  # measured ~2 on SkyRL 0.4.0, plus headroom
 SERVER_FD_RESERVE = 256  # listening sockets, SQLite, logs, pools

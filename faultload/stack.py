@@ -14,44 +14,21 @@ import dataclasses
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from faultload.faults.stack import FaultStack
 from faultload.monitor import snapshot
 from faultload.netutil import pick_free_port
-from faultload.router.config import RouterConfig
+from faultload.model.router import RouterConfig
+from faultload.model.trial import StackConfig
 from faultload.router.handle import RouterHandle, start_router
 from faultload.targets import install
 from faultload.targets.server import STOP_GRACE_S, ServerHandle, attach_url, launch_skyrl
-from faultload.targets.spec import TargetSpec, parse_target
+from faultload.model.target import TargetSpec, parse_target
 from faultload.workspace import Workspace
 
 
-@dataclass(frozen=True)
-class ServerKnobs:
-    """The server's own forwarding and store settings, passed through when it has them."""
-
-    forwarding_max_connections: int | None = None
-    forwarding_timeout_s: float | None = None
-    retrieved_ttl_s: float | None = None
-
-
-@dataclass(frozen=True)
-class StackConfig:
-    """What is fixed for a stack's whole life."""
-
-    target: str
-    regress: tuple[str, ...] = ()
-    fixes: tuple[str, ...] = ()
-    knobs: ServerKnobs = dataclasses.field(default_factory=ServerKnobs)
-    time_scale: float = 1.0
-    proxies: bool = False
-    server_pid: int | None = None  # for url= targets
-    server_port: int = 0
-    profile_server: str | None = None
-    keep_run_dir: bool = False
 
 
 class Stack:

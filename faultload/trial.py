@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 import random
 import resource
 import time
@@ -25,93 +24,16 @@ from faultload.client.job import WorkerJob, WorkerResult
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool, source_ip
 from faultload.faults.schedule import FaultLog
-from faultload.faults.spec import FaultSchedule
 from faultload.history import History, Outcome
 from faultload.monitor import Monitor, MonitorSamples, drain_fds
-from faultload.router.config import RouterConfig
 from faultload.serverlog import ServerLogSummary, classify_log
-from faultload.shape import LoadShape
-from faultload.stack import ServerKnobs, Stack, StackConfig
+from faultload.model.trial import TrialConfig
+from faultload.stack import Stack
 from faultload.targets.server import BASE_MODEL
-from faultload.targets.switches import unknown_switch
-from faultload.targets.spec import TargetSpec, parse_target, require_loopback  # noqa: F401
 from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
 from faultload.watching import LogFollower, Progress, wait_load
 from faultload.workspace import Workspace
 
-
-@dataclass(frozen=True)
-class TrialConfig:
-    """Everything one trial needs, as plain data (the repro file stores it)."""
-
-    target: str
-    shape: LoadShape = field(default_factory=LoadShape)
-    router: RouterConfig = field(default_factory=RouterConfig)
-    regress: tuple[str, ...] = ()
-    # Candidate fixes applied in the launched server (skyrl_patches.FIXES).
-    fixes: tuple[str, ...] = ()
-    faults: FaultSchedule = field(default_factory=FaultSchedule)
-    # Route load and forwards through Toxiproxy: "on", "off", or "auto" (on when faults are scheduled).
-    proxies: str = "auto"
-    knobs: ServerKnobs = field(default_factory=ServerKnobs)
-    allow_remote: bool = False
-    server_pid: int | None = None
-    server_port: int = 0
-    max_wall_s: float = 1800.0  # the load stops here whatever is left
-    drain_s: float = 10.0  # after the load, wait up to this for fds to settle
-    profile_server: str | None = None
-    keep_run_dir: bool = False
-    watchdog: WatchdogLimits = field(default_factory=WatchdogLimits)
-    early_stop: bool = True  # stop the trial when the watchdog recognises a collapse
-    # Fault kinds ("crash" or "router:crash") whose victims may give up without it being a loss.
-    fatal_faults: tuple[str, ...] = ()
-    # Send the load to the server's own port even when the stack has an edge
-    # proxy: Toxiproxy makes two TCP connections of each client connection,
-    # so a race on the client's own connection to the server (a keep-alive
-    # close meeting a reused connection) is a different race through it.
-    direct_edge: bool = False
-
-    def validate(self) -> TargetSpec:
-        spec = parse_target(self.target)
-        self.shape.validate()
-        self.router.validate()
-        if spec.kind == "url":
-            require_loopback(spec.url or "", self.allow_remote)
-            if self.regress or self.fixes:
-                raise ValueError("--regress/--fix need a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
-        if not isinstance(self.direct_edge, bool):
-            raise ValueError("direct_edge must be true or false")
-        if self.direct_edge and any(f.link == "edge" for f in self.faults.faults):
-            raise ValueError("direct_edge leaves the edge proxy out: edge faults cannot apply")
-        if self.proxies not in ("on", "off", "auto"):
-            raise ValueError("proxies must be on, off or auto")
-        if self.proxies == "off" and self.faults.faults:
-            raise ValueError("--proxies off leaves no fault stack: edge/backend faults need Toxiproxy, router faults its scheduler")
-        if spec.kind == "url" and any(f.link != "edge" for f in self.faults.faults):
-            raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
-        if not 0 < self.max_wall_s < math.inf:
-            raise ValueError("max_wall_s must be > 0 and finite")
-        problem = unknown_switch(self.regress, self.fixes)
-        if problem:
-            raise ValueError(problem)
-        for name, value in dataclasses.asdict(self.knobs).items():
-            if value is not None and not 0 < value < math.inf:
-                raise ValueError(f"{name} must be > 0 and finite, got {value}")
-        if not 0 <= self.server_port < 65536:
-            raise ValueError("server_port must be in [0, 65535]")
-        return spec
-
-    @property
-    def uses_proxies(self) -> bool:
-        return self.proxies == "on" or (self.proxies == "auto" and bool(self.faults.faults))
-
-    def stack_config(self) -> StackConfig:
-        """The part of this config a reusable stack is made of."""
-        return StackConfig(
-            target=self.target, regress=self.regress, fixes=self.fixes, knobs=self.knobs, time_scale=self.shape.time_scale,
-            proxies=self.uses_proxies, server_pid=self.server_pid, server_port=self.server_port,
-            profile_server=self.profile_server, keep_run_dir=self.keep_run_dir,
-        )
 
 
 @dataclass

@@ -29,26 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faultload.model.watchdog import WatchdogLimits
+
 VERDICT_KINDS = ("fd_exhaustion", "accept_queue_overflow", "event_loop_stall", "no_progress", "server_exit")
 
-
-@dataclass(frozen=True)
-class WatchdogLimits:
-    fd_fraction: float = 0.97
-    stall_latency_s: float = 5.0
-    stall_window_s: float = 30.0
-    no_progress_window_s: float = 30.0
-    accept_window_s: float = 10.0
-    confirm_s: float = 20.0  # keep watching this long after the first signal, for consequences
-
-    def validate(self) -> None:
-        if not 0 < self.fd_fraction <= 1:
-            raise ValueError("watchdog fd_fraction must be in (0, 1]")
-        for name in ("stall_latency_s", "stall_window_s", "no_progress_window_s", "accept_window_s"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"watchdog {name} must be > 0")
-        if self.confirm_s < 0:
-            raise ValueError("watchdog confirm_s must be >= 0")
 
 
 @dataclass(frozen=True)

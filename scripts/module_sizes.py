@@ -17,7 +17,7 @@ import ast
 import sys
 from pathlib import Path
 
-DEFAULT_ROOTS = ("faultload", "strategies")
+DEFAULT_ROOTS = ("faultload",)
 
 
 def _docstring_lines(node: ast.AST) -> int:

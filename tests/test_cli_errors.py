@@ -176,10 +176,10 @@ def test_target_that_fails_to_start_shows_its_log_tail(cli):
 
 
 def _repro_file(tmp_path: Path) -> Path:
-    import strategies as S
+    import faultload.strategies as S
     from faultload.checker.budgets import Budgets
     from faultload.checker.inputs import Verdict
-    from faultload.repro import build_repro, write_repro
+    from faultload.store.repro import build_repro, write_repro
 
     config = S.minimal_trial_config("skyrl==0.4.0", 0.05)
     repro = build_repro(config, [Verdict("no_lost_results", False, 1, 0, "1 lost")], {}, Budgets())

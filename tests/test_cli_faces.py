@@ -19,7 +19,7 @@ import faultload
 from conftest import run_cli
 from faultload import cli, cli_parser
 from faultload.suite import plugin
-from faultload.targets.spec import DEFAULT_TARGET
+from faultload.model.target import DEFAULT_TARGET
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -41,16 +41,17 @@ import numpy as np
 import psutil
 import pytest
 
-from faultload import report
+from faultload.store import report
 from faultload.checker.budgets import load_budgets
 from faultload.checker.judge import judge
-from faultload.faults.spec import FaultSchedule
+from faultload.model.faults import FaultSchedule
 from faultload.faults.toxiproxy import find_toxiproxy
 from faultload.history import Outcome
-from faultload.router.config import RouterConfig
-from faultload.shape import LoadShape, PollBehaviour
-from faultload.stack import ServerKnobs, Stack
-from faultload.trial import TrialConfig, TrialResult, run_trial
+from faultload.model.router import RouterConfig
+from faultload.model.shape import LoadShape, PollBehaviour
+from faultload.model.trial import ServerKnobs, TrialConfig
+from faultload.stack import Stack
+from faultload.trial import TrialResult, run_trial
 from faultload.workspace import Workspace
 
 from conftest import TARGETS, WORKDIR, require_target

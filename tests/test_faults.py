@@ -24,25 +24,12 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from faultload.faults import (
-    AppliedFault,
-    Fault,
-    FaultControlError,
-    FaultLog,
-    FaultRunner,
-    FaultSchedule,
-    ToxiproxyControl,
-    ToxiproxyServer,
-    check_toxiproxy,
-    create_proxy_on_free_port,
-    create_topology,
-    ephemeral_range,
-    find_toxiproxy,
-    parse_fault,
-    pick_free_port,
-    reap_stale,
-    teardown,
-)
+from faultload.faults.control import FaultControlError, ToxiproxyControl
+from faultload.faults.schedule import AppliedFault, FaultLog, FaultRunner
+from faultload.faults.topology import create_proxy_on_free_port, create_topology, teardown
+from faultload.faults.toxiproxy import ToxiproxyServer, check_toxiproxy, find_toxiproxy, reap_stale
+from faultload.model.faults import Fault, FaultSchedule, parse_fault
+from faultload.netutil import ephemeral_range, pick_free_port
 from faultload.netutil import port_is_free
 from faultload.faults.toxiproxy import process_gone
 
@@ -617,7 +604,8 @@ def test_stop_mid_fault_leaves_nothing(tmp_path: Path, echo: EchoServer) -> None
 _CHILD = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
-    from faultload.faults import ToxiproxyServer, create_proxy_on_free_port
+    from faultload.faults.toxiproxy import ToxiproxyServer
+    from faultload.faults.topology import create_proxy_on_free_port
     server = ToxiproxyServer(Path(sys.argv[1]), Path(sys.argv[2]), die_with_parent=sys.argv[3] == "1").start()
     control = server.control()
     info = create_proxy_on_free_port(control, "k", "127.0.0.1:9")
@@ -692,7 +680,9 @@ def test_teardown_resets_and_destroys(tmp_path: Path) -> None:
 
 _CTRL_C_CHILD = textwrap.dedent("""
     import asyncio, sys
-    from faultload.faults import FaultRunner, FaultSchedule, ToxiproxyControl
+    from faultload.faults.control import ToxiproxyControl
+    from faultload.faults.schedule import FaultRunner
+    from faultload.model.faults import FaultSchedule
     control = ToxiproxyControl("127.0.0.1", int(sys.argv[1]))
     schedule = FaultSchedule.parse(["edge:latency:latency=2000", "edge:down@0.1", "edge:bandwidth:rate=1@0+60"])
 

@@ -39,11 +39,11 @@ from faultload.checker.results import (
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.checker.serverlog import check_clean_server_log
 from faultload.faults.schedule import AppliedFault, FaultLog
-from faultload.faults.spec import Fault
+from faultload.model.faults import Fault
 from faultload.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
-from faultload.shape import LoadShape, PollBehaviour
+from faultload.model.shape import LoadShape, PollBehaviour
 
 BUDGETS = Budgets()
 SHAPE = LoadShape(requests=100, result_tokens=64, num_samples=1, max_outstanding=50)

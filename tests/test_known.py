@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from faultload.repro import config_from_dict, config_to_dict
+from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.suite.profiles import get_profile
 from faultload.suite.families import Family, known_configs
-from strategies.known import KNOWN_SHAPES, known_trial_config
-from strategies.limits import NIGHTLY, SDK_KEEPALIVE_EXPIRY_S
+from faultload.strategies.known import KNOWN_SHAPES, known_trial_config
+from faultload.model.sdk import SDK_KEEPALIVE_EXPIRY_S
+from faultload.strategies.limits import NIGHTLY
 
 FAMILY = Family("bounded_retries", ("retry_amplification",), ("attempts_per_request",), known=("completion_burst",))
 
@@ -50,7 +51,7 @@ def test_known_trials_bypass_the_edge_proxy() -> None:
 def test_direct_edge_refuses_edge_faults() -> None:
     import dataclasses
 
-    from faultload.faults.spec import Fault, FaultSchedule
+    from faultload.model.faults import Fault, FaultSchedule
 
     config = known_trial_config("completion_burst", "skyrl==0.4.0", 0.05, (), NIGHTLY)
     edge = dataclasses.replace(config, faults=FaultSchedule((Fault("edge", "down", start_s=1.0, duration_s=1.0),)))

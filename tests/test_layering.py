@@ -4,6 +4,8 @@ a branch no test runs is still caught)."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,6 +55,11 @@ FORBIDDEN = {
     "faultload.stack": ("faultload.suite", "faultload.cli", "faultload.matrix", "faultload.checker"),
 }
 INSIDE_THE_TARGET = ("faultload.targets.skyrl_patches", "faultload.targets.skyrl_launch")
+# room -> the only rooms it may import (at run time): plain values import plain values
+ONLY = {
+    "faultload.model": ("faultload.model",),
+    "faultload.strategies": ("faultload.model", "faultload.strategies"),
+}
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: _module(p))
@@ -61,6 +68,9 @@ def test_layering(path: Path) -> None:
     room = _room(module)
     broken = [name for name in imports if any(name == f or name.startswith(f + ".") for f in FORBIDDEN.get(room, ()))]
     assert not broken, f"{module} imports {broken[0]}: ARCHITECTURE.md forbids {room} -> {_room(broken[0])}"
+    if room in ONLY:
+        outside = [name for name in imports if _room(name) not in ONLY[room]]
+        assert not outside, f"{module} imports {outside[0]}: ARCHITECTURE.md lets {room} import only {', '.join(ONLY[room])}"
     inside = [name for name in imports if name.startswith(INSIDE_THE_TARGET)]
     assert not inside, f"{module} imports {inside[0]}, code that runs inside the target's Python"
     if room != "faultload.suite" and module != "faultload.matrix":
@@ -74,3 +84,12 @@ def test_the_scan_sees_a_forbidden_import(tmp_path: Path) -> None:
     src.write_text("from typing import TYPE_CHECKING\nfrom faultload.trial import run_trial\n"
                    "if TYPE_CHECKING:\n    from faultload.suite.runner import SuiteRunner\n")
     assert _imports(src) == ["faultload.trial", "faultload.trial.run_trial"]
+
+
+def test_plain_values_load_nothing_heavy() -> None:
+    """``import faultload.model, faultload.strategies`` (what a property file or a spawned worker needs
+    to build a TrialConfig) loads no HTTP stack, process library or Toxiproxy client."""
+    code = ("import sys, faultload.model.codec, faultload.model.trial, faultload.strategies; "
+            "print(' '.join(m for m in ('aiohttp', 'psutil', 'toxiproxy', 'requests', 'httpx', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == []

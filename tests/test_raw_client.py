@@ -28,7 +28,7 @@ from faultload.client.job import COUNTER_SLOTS, WorkerJob
 from faultload.client.raw import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, RawClient, _Counters, make_session
 from faultload.history import ErrorClass, History, Outcome
 from faultload.netutil import pick_free_port
-from faultload.shape import ClientPolicy, LoadShape, PollBehaviour
+from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 
 BOUND_S = 60.0  # upper bound on any one client run here (never reached when things work)
 # Time scale for tests that count retries exactly: backoffs stay short, while the

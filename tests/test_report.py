@@ -1,4 +1,4 @@
-"""Report merging (faultload.report) from a TrialResult built by hand.
+"""Report merging (faultload.store.report) from a TrialResult built by hand.
 
 Two workers' histories and histograms are constructed here, so every number
 the report shows can be computed independently.
@@ -11,13 +11,14 @@ import json
 import numpy as np
 import pytest
 
-from faultload import report
+from faultload.store import report
 from faultload.client.job import WorkerResult
 from faultload.history import ErrorClass, History, Outcome
 from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
-from faultload.shape import LoadShape
+from faultload.model.shape import LoadShape
 from faultload.stats import Histogram
-from faultload.trial import TrialConfig, TrialResult
+from faultload.model.trial import TrialConfig
+from faultload.trial import TrialResult
 
 REQUESTED = 12  # two more than the workers' rows: a slice of the load never reported
 

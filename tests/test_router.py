@@ -22,7 +22,7 @@ import simdjson
 
 from faultload import tokens
 from faultload.router.bodies import completion_body
-from faultload.router.config import RouterConfig
+from faultload.model.router import RouterConfig
 from faultload.router.handle import RouterHandle, start_router
 
 WAIT_S = 10.0  # upper bound for any wait in these tests
@@ -135,7 +135,7 @@ def test_default_config_is_valid_and_round_trips() -> None:
 
 def test_config_module_imports_nothing_heavy() -> None:
     """The parent builds a RouterConfig without loading the router's machinery."""
-    code = "import sys, faultload.router.config; print(sorted({'aiohttp', 'numpy'} & set(sys.modules)))"
+    code = "import sys, faultload.model.router; print(sorted({'aiohttp', 'numpy'} & set(sys.modules)))"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30, check=True)
     assert r.stdout.decode().strip() == "[]", r.stdout
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from faultload.client import raw
-from faultload.shape import ClientPolicy, LoadShape
+from faultload.model.shape import ClientPolicy, LoadShape
 
 tinker = pytest.importorskip("tinker")
 POLICY = ClientPolicy()

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from faultload import cli, cli_parser
-from faultload.shape import ClientPolicy, LoadShape, PollBehaviour, parse_poll_behaviour
-from faultload.targets.spec import DEFAULT_TARGET, parse_target, require_loopback
+from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour, parse_poll_behaviour
+from faultload.model.target import DEFAULT_TARGET, parse_target, require_loopback
 
 # --------------------------------------------------------------------------- LoadShape.validate
 

@@ -13,11 +13,12 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-import strategies as S
-from faultload.faults.spec import Fault, FaultSchedule
-from faultload.repro import build_repro, config_from_dict, config_to_dict, load_repro, write_repro
-from faultload.router.config import RouterConfig
-from faultload.shape import ClientPolicy, LoadShape, PollBehaviour, arrival_offsets
+import faultload.strategies as S
+from faultload.model.faults import Fault, FaultSchedule
+from faultload.model.codec import config_from_dict, config_to_dict
+from faultload.store.repro import build_repro, load_repro, write_repro
+from faultload.model.router import RouterConfig
+from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour, arrival_offsets
 
 TARGET = "skyrl==0.4.0"
 SCALE = 0.05
@@ -70,7 +71,7 @@ def test_faithful_hold_follows_the_poll_timeout_and_the_scale():
 
 
 def test_requests_fit_half_the_wall_bound_through_the_cap():
-    from strategies.shapes import wall_fitting_requests
+    from faultload.strategies.shapes import wall_fitting_requests
 
     late = (PollBehaviour(0.5, 418.0), PollBehaviour())
     # 36 held, each for (1 + 209) SDK s = 10.5 s at 0.05: 28 rounds fit 300 s
@@ -81,7 +82,7 @@ def test_requests_fit_half_the_wall_bound_through_the_cap():
 
 
 def test_barrier_waves_fit_half_the_wall_bound_even_if_each_times_out():
-    from strategies.routers import barrier_fitting_requests
+    from faultload.strategies.routers import barrier_fitting_requests
 
     shape = LoadShape(requests=8192, max_outstanding=58, time_scale=SCALE, workers=4)
     barrier = RouterConfig(mode="barrier", barrier=58, barrier_timeout_s=4.0)
@@ -105,7 +106,7 @@ def test_drawn_barrier_trials_fit_their_wall_bound(config):
 
 
 def test_faithful_cap_lowers_only_a_hold_above_the_limit():
-    from strategies.shapes import faithful_cap
+    from faultload.strategies.shapes import faithful_cap
 
     assert faithful_cap(300, 0, 401) == 0  # one burst of 300 fits
     assert faithful_cap(300, 0, 133) == 133  # a storm's shorter timeout: capped

@@ -16,14 +16,15 @@ import json
 
 import pytest
 
-from faultload.faults.spec import Fault
-from faultload.repro import config_from_dict, config_key
+from faultload.model.faults import Fault
+from faultload.model.codec import config_from_dict
+from faultload.store.repro import config_key
 from faultload.suite import runner as runner_mod
 from faultload.suite.executor import SuiteError
 from faultload.suite.families import ALL, Family
 from faultload.suite.reducer import complexity, reductions, with_requests
 from faultload.suite.state import Tally
-from faultload.watchdog import WatchdogLimits
+from faultload.model.watchdog import WatchdogLimits
 from tests.quality.fakes import (
     TARGET, TIME_SCALE, FakeClock, KnownFailure, big_failure, make_runner, quality_profile, trial,
 )

@@ -24,7 +24,7 @@ from faultload.monitor import http_get_json
 from faultload.netutil import pick_free_port
 from faultload.targets import install, skyrl_patches
 from faultload.targets.server import ServerHandle, ServerStartError, launch_skyrl, wait_healthy
-from faultload.targets.spec import parse_target
+from faultload.model.target import parse_target
 
 from conftest import TARGETS, require_target, wait_until
 
@@ -293,8 +293,8 @@ def test_knob_a_release_lacks_is_refused_by_name(tmp_path: Path):
 
 
 def test_the_harness_names_the_switches_the_target_side_carries() -> None:
-    """faultload.targets.switches (harness side) and skyrl_patches (inside the target) list the same switches."""
-    from faultload.targets import switches
+    """faultload.model.switches (harness side) and skyrl_patches (inside the target) list the same switches."""
+    from faultload.model import switches
 
     assert set(switches.REGRESSIONS) == set(skyrl_patches.REGRESSIONS)
     assert set(switches.FIXES) == set(skyrl_patches.FIXES)

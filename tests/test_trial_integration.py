@@ -20,10 +20,11 @@ import numpy as np
 import psutil
 import pytest
 
-from faultload import report
+from faultload.store import report
 from faultload.history import Outcome
-from faultload.shape import LoadShape
-from faultload.trial import TrialConfig, run_trial
+from faultload.model.shape import LoadShape
+from faultload.model.trial import TrialConfig
+from faultload.trial import run_trial
 from faultload.workspace import Workspace
 
 from conftest import ROOT, cli_env, leftover_dirs, python_exe, require_target, tagged_processes, wait_until

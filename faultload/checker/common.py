@@ -16,7 +16,7 @@ from faultload.history import ErrorClass, History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.faults.schedule import FaultLog
-    from faultload.faults.spec import Fault
+    from faultload.model.faults import Fault
 
 # How many requests/classes/times a detail line names before "...".
 DETAIL_ITEMS = 5

@@ -14,7 +14,7 @@ import numpy as np
 from faultload.checker.budgets import Budgets
 from faultload.history import History
 from faultload.serverlog import ServerLogSummary
-from faultload.shape import LoadShape
+from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.faults.schedule import FaultLog

@@ -10,7 +10,7 @@ from faultload.checker.budgets import MIB, Budgets
 from faultload.checker.common import fault_windows, fmt_bytes, fmt_s
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.history import History, Outcome
-from faultload.shape import LoadShape
+from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.monitor import MonitorSamples

@@ -25,7 +25,7 @@ from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.history import AttemptKind, ErrorClass, History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.faults.spec import Fault
+    from faultload.model.faults import Fault
     from faultload.monitor import MonitorSamples
 
 

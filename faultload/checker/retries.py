@@ -22,7 +22,7 @@ from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.history import AttemptKind, ErrorClass, History
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.faults.spec import Fault
+    from faultload.model.faults import Fault
 
 
 def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:

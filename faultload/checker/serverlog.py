@@ -14,7 +14,7 @@ from faultload.history import History
 from faultload.serverlog import LogClass
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.faults.spec import Fault
+    from faultload.model.faults import Fault
 
 
 def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from faultload.history import History
-from faultload.shape import LoadShape
+from faultload.model.shape import LoadShape
 
 # Bits of a nonce below the trial salt: room for 16M requests per trial.
 NONCE_INDEX_BITS = 24

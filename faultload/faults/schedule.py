@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Mapping, Protocol
 
-from .control import FaultControlError, ToxiproxyControl
-from .spec import PROXY_LINKS, Fault, FaultSchedule
+from faultload.faults.control import FaultControlError, ToxiproxyControl
+from faultload.model.faults import PROXY_LINKS, Fault, FaultSchedule
 
 MAX_FAULTS = 1000
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from faultload.faults.control import ToxiproxyControl
 from faultload.faults.schedule import FaultLog, FaultRunner, RouterController
-from faultload.faults.spec import FaultSchedule
+from faultload.model.faults import FaultSchedule
 from faultload.faults.topology import Topology, create_topology, teardown
 from faultload.faults.toxiproxy import ToxiproxyServer, find_toxiproxy
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .control import FaultControlError, ProxyInfo, ToxiproxyControl
+from faultload.faults.control import FaultControlError, ProxyInfo, ToxiproxyControl
 from faultload.netutil import pick_free_port
-from .toxiproxy import ToxiproxyServer
+from faultload.faults.toxiproxy import ToxiproxyServer
 
 EDGE = "edge"
 BACKEND = "backend"

@@ -24,7 +24,7 @@ from typing import IO
 
 from faultload.procutil import die_with_parent
 
-from .control import FaultControlError, ToxiproxyControl  # noqa: F401  (re-exported)
+from faultload.faults.control import FaultControlError, ToxiproxyControl  # noqa: F401  (re-exported)
 from faultload.netutil import pick_free_port
 
 PINNED_VERSION = "2.12.0"

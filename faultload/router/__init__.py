@@ -76,7 +76,7 @@ them, then kill it: orphans would stay zombies (PID 1 here reaps none).
 
 Modules, one per role (only ``config`` is needed to describe a router, so it
 and this package import nothing heavy: no aiohttp, numpy or psutil)
-    ``config``       :class:`~faultload.router.config.RouterConfig` and the limits it checks.
+    ``config``       :class:`~faultload.model.router.RouterConfig` and the limits it checks.
     ``bodies``       request parsing and the response bodies.
     ``state``        cross-process shared counters, the barrier and the slot pool.
     ``completions``  the per-process completion log and its reader.

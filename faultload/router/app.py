@@ -17,7 +17,7 @@ from aiohttp import web
 
 from faultload.router.bodies import completion_body, parse_job
 from faultload.router.completions import CompletionLog
-from faultload.router.config import MAX_FAULT_S, SHUTDOWN_S, RouterConfig, is_int
+from faultload.model.router import MAX_FAULT_S, SHUTDOWN_S, RouterConfig, is_int
 from faultload.router.state import INT_INDEX, Barrier, SharedState, SlotPool
 
 LISTEN_BACKLOG = 4096

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from faultload import tokens
-from faultload.router.config import is_int
+from faultload.model.router import is_int
 
 MAX_TOKENS = 2_000_000  # per choice
 MAX_N = 1024

@@ -23,7 +23,7 @@ import psutil
 
 from faultload.procutil import tied_to_this_process
 from faultload.router.completions import read_completions
-from faultload.router.config import SHUTDOWN_S, RouterConfig
+from faultload.model.router import SHUTDOWN_S, RouterConfig
 
 
 def _process_gone(pid: int) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 from faultload import aio
 from faultload.router.app import serve
 from faultload.router.bodies import completion_body
-from faultload.router.config import MODES, SHUTDOWN_S, RouterConfig
+from faultload.model.router import MODES, SHUTDOWN_S, RouterConfig
 from faultload.router.state import INT_INDEX, SharedState
 
 

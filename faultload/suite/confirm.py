@@ -8,14 +8,14 @@ server rather than this machine's fd limit.
 
 from __future__ import annotations
 
-from faultload.faults.spec import FaultSchedule
-from faultload.router.config import RouterConfig
-from faultload.shape import LoadShape
+from faultload.model.faults import FaultSchedule
+from faultload.model.router import RouterConfig
+from faultload.model.shape import LoadShape
 from faultload.suite.profiles import CONFIRM_REQUESTS
 
 
 def confirm_config(target: str, regress: tuple[str, ...] = (), requests: int = CONFIRM_REQUESTS):
-    from faultload.trial import TrialConfig
+    from faultload.model.trial import TrialConfig
 
     try:
         from faultload.preflight import current_limits, plan

@@ -18,7 +18,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
-from faultload.targets.switches import switches_text
+from faultload.model.sdk import SDK_POLL_TIMEOUT_S
+from faultload.model.switches import switches_text
 
 
 @dataclass
@@ -57,7 +58,7 @@ def describe_config(config) -> str:
         parts.append(f"abandon {s.abandon_polls.fraction:g}@{s.abandon_polls.after_s:g}")
     if s.delay_polls.fraction:
         parts.append(f"delay {s.delay_polls.fraction:g}@{s.delay_polls.after_s:g}")
-    if s.policy.poll_timeout_s != 45.0:
+    if s.policy.poll_timeout_s != SDK_POLL_TIMEOUT_S:
         parts.append(f"poll timeout {s.policy.poll_timeout_s:g}")
     router = r.mode + (f" {r.max_num_seqs}x{r.gen_seconds:g}s" if r.mode == "latency" else "")
     router += f" {r.barrier}/{r.barrier_timeout_s:g}s" if r.mode == "barrier" else ""
@@ -90,7 +91,7 @@ class StackExecutor:
         KeyboardInterrupt, so the session ends as pytest ends on Ctrl-C.
         """
         from faultload.checker.judge import judge
-        from faultload.repro import figures_of
+        from faultload.store.repro import figures_of
         from faultload.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
 
         try:

@@ -25,18 +25,18 @@ class Family:
     name: str
     invariants: tuple[str, ...]  # () = every invariant
     targets: tuple[str, ...]  # invariants whose verdict figure Hypothesis steers toward (hypothesis.target)
-    # Changes to the profile's strategies.Limits for this family (e.g. storms=False);
+    # Changes to the profile's faultload.strategies.Limits for this family (e.g. storms=False);
     # max_result_wait_s only ever lowers the profile's.
     limits: tuple[tuple[str, Any], ...] = ()
     weight: float = 1.0  # multiplies the profile's examples and time per property
-    known: tuple[str, ...] = ()  # known-bug trials (strategies.known) run first when the profile asks
+    known: tuple[str, ...] = ()  # known-bug trials (faultload.strategies.known) run first when the profile asks
 
 
 def known_configs(profile: Profile, family: Family, target: str, regress: tuple[str, ...]) -> list:
     """The family's known-bug trials as TrialConfigs, or none when the profile does not run them."""
     if profile.confirm:
         return []
-    from strategies.known import known_trial_config
+    from faultload.strategies.known import known_trial_config
 
     limits = family_limits(profile, family, target)
     return [known_trial_config(name, target, profile.time_scale, regress, limits)

@@ -69,7 +69,7 @@ class SuiteOptions:
     def __init__(self, config: pytest.Config | None = None) -> None:
         get = (lambda name: config.getoption(name)) if config is not None else (lambda name: None)
         from faultload.suite.profiles import get_profile
-        from faultload.targets.spec import DEFAULT_TARGET
+        from faultload.model.target import DEFAULT_TARGET
 
         profile = get_profile(get("faultload_profile") or os.environ.get("FAULTLOAD_PROFILE") or DEFAULT_PROFILE)
         import dataclasses

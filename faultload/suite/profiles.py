@@ -6,7 +6,7 @@
             the small random draws cannot judge.
 ``nightly`` more and larger examples, random, Hypothesis's example database in
             ``.faultload/hypothesis`` (a failure is retried first next night),
-            the known-bug trials (``strategies.known``) first, ≤ 60 minutes.
+            the known-bug trials (``faultload.strategies.known``) first, ≤ 60 minutes.
 ``confirm`` one example: the 131,072-request shape at time scale 1, fitted to
             this machine (``faultload.preflight``); the combined property only.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from strategies.limits import CI, NIGHTLY, Limits
+from faultload.strategies.limits import CI, NIGHTLY, Limits
 
 CONFIRM_REQUESTS = 131_072
 
@@ -47,7 +47,7 @@ class Profile:
     # requests, drop each fault, ...) may use at a first failure, before
     # Hypothesis's shrinker gets the rest.
     reduce_share: float = 0.75
-    # The known trials (strategies.known) this profile runs before any random draw,
+    # The known trials (faultload.strategies.known) this profile runs before any random draw,
     # each for the families that name it (Family.known).
     known_examples: tuple[str, ...] = ()
     confirm: bool = False

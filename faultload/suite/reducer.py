@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from faultload.router.config import procs_for
+from faultload.model.router import procs_for
 
 
 def complexity(config) -> tuple:
@@ -27,13 +27,13 @@ def complexity(config) -> tuple:
 def with_requests(config, requests: int):
     """``config`` with ``requests`` requests; cap, workers, waves and router processes follow.
 
-    The shape's part is the strategies' own rule (``strategies.shapes.with_requests``:
+    The shape's part is the strategies' own rule (``faultload.strategies.shapes.with_requests``:
     workers and waves no more than the requests); the cap is clamped too, so
     the shrunk trial holds no more than it sends. The barrier size stays: a
     wave the fewer requests no longer fill waits for its timeout, which is
     often what made the trial fail.
     """
-    from strategies.shapes import with_requests as shape_with_requests
+    from faultload.strategies.shapes import with_requests as shape_with_requests
 
     s = config.shape
     cap = min(s.max_outstanding, requests) if s.max_outstanding else 0
@@ -49,10 +49,10 @@ def reductions(config):
     polls, spread arrivals), so later candidates run faster; then each fault;
     then the client policy, the router and the result size.
     """
-    from faultload.faults.spec import FaultSchedule
-    from faultload.shape import ClientPolicy, PollBehaviour
-    from strategies.faults import fatal_kinds
-    from strategies.routers import immediate_router
+    from faultload.model.faults import FaultSchedule
+    from faultload.model.shape import ClientPolicy, PollBehaviour
+    from faultload.strategies.faults import fatal_kinds
+    from faultload.strategies.routers import immediate_router
 
     s = config.shape
 

@@ -13,8 +13,8 @@ from faultload.suite.state import PropertyState
 def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
                          hypothesis_seed: Any = None) -> Path | None:
     """Write the property's smallest failing trial (its last failure) as a repro, with report and PNG."""
-    from faultload import report as report_mod
-    from faultload.repro import build_repro, config_key, replay_command, write_repro
+    from faultload.store import report as report_mod
+    from faultload.store.repro import build_repro, config_key, replay_command, write_repro
 
     if state.best is None:
         return None
@@ -47,7 +47,7 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
         report_mod.write_json(report, report_path)
         repro["report"] = str(report_path)
         try:
-            from faultload.plot import write_timeline
+            from faultload.store.plot import write_timeline
 
             repro["plot"] = str(write_timeline(outcome.result, directory / f"{stem}.png",
                                                title=f"{state.nodeid}: {config.shape.requests} requests"))

@@ -43,7 +43,7 @@ from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
 from faultload.suite.repros import write_property_repro
 from faultload.suite.state import PropertyState, Tally, tallies_dict, tally_text
-from faultload.targets.switches import switches_text
+from faultload.model.switches import switches_text
 
 class SuiteRunner:
     """One pytest session's bookkeeping: time bounds, cache, tallies, shrinking, repros.
@@ -174,7 +174,7 @@ class SuiteRunner:
 
     def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> Outcome | None:
         """The trial's outcome (cached, or run now); None when a time bound forbids a new trial."""
-        from faultload.repro import config_key
+        from faultload.store.repro import config_key
 
         key = config_key(config)
         outcome = self.cache.get(key)

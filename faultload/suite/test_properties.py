@@ -2,7 +2,7 @@
 
 Run with ``pytest faultload [--faultload-profile ci|nightly|confirm]
 [--faultload-target SPEC] [--faultload-regress NAME]``. Each example draws a
-whole ``TrialConfig`` (``strategies.trial_configs``), runs it on the session's
+whole ``TrialConfig`` (``faultload.strategies.trial_configs``), runs it on the session's
 shared stack, judges it and asserts its family's invariants; Hypothesis
 shrinks a failure toward fewer requests, smaller results, no faults and one
 burst, and the plugin writes the shrunk trial as a repro for
@@ -22,7 +22,7 @@ Some families draw a restricted space (``Family.limits``):
   design — the other families put that load on the server.
 
 On profiles with ``known_examples`` (nightly), ``bounded_resources`` and
-``bounded_retries`` first run the known-bug trials of ``strategies.known``
+``bounded_retries`` first run the known-bug trials of ``faultload.strategies.known``
 as explicit examples: the load a fixed upstream bug needs, so a regression of
 it is met every run rather than when a random draw happens to make that load.
 """
@@ -87,14 +87,14 @@ def _configs(family: Family) -> st.SearchStrategy:
         from faultload.suite.confirm import confirm_config
 
         return st.just(_with_fixes(confirm_config(OPTIONS.target, OPTIONS.regress)))
-    from strategies import trial_configs
+    from faultload.strategies import trial_configs
 
     configs = trial_configs(OPTIONS.target, PROFILE.time_scale, OPTIONS.regress, family_limits(PROFILE, family, OPTIONS.target))
     return configs.map(_with_fixes) if OPTIONS.fixes else configs
 
 
 def _known(family: Family):
-    """The family's known-bug trials (strategies.known) as explicit examples, when the profile runs them."""
+    """The family's known-bug trials (faultload.strategies.known) as explicit examples, when the profile runs them."""
     def apply(test):
         for config in known_configs(PROFILE, family, OPTIONS.target, OPTIONS.regress):
             test = example(config=_with_fixes(config))(test)

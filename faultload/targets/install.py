@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from faultload.targets.spec import TargetSpec
+from faultload.model.target import TargetSpec
 
 TORCH_REQUIREMENT = "torch==2.13.0"
 # The release's own `tinker` extra (fastapi[standard] brings uvicorn with uvloop

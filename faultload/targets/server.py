@@ -18,7 +18,7 @@ from typing import Any
 from faultload.monitor import http_get_json
 from faultload.netutil import port_is_free
 from faultload.procutil import tied_to_this_process
-from faultload.targets.spec import TargetSpec
+from faultload.model.target import TargetSpec
 
 _HERE = Path(__file__).resolve().parent
 LAUNCHER = _HERE / "skyrl_launch.py"

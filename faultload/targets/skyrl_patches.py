@@ -151,7 +151,7 @@ FIXES: dict[str, Callable[[dict], str]] = {
 def unknown_switch(regress, fixes) -> str | None:
     """What is wrong with the switch names ("unknown fix 'x'; known: ..."), or None.
 
-    The harness checks the same names first (``faultload.targets.switches``); this
+    The harness checks the same names first (``faultload.model.switches``); this
     module runs inside the target's Python, where faultload is not installed.
     """
     for names, known, what in ((regress, REGRESSIONS, "regression"), (fixes, FIXES, "fix")):

@@ -21,16 +21,16 @@ from hypothesis import strategies as st
 
 from faultload.checker.budgets import load_budgets
 from faultload.checker.inputs import Verdict
-from faultload.faults.spec import Fault, FaultSchedule
-from faultload.repro import config_key
+from faultload.model.faults import Fault, FaultSchedule
+from faultload.store.repro import config_key
 from faultload.suite.executor import Outcome, SuiteError
 from faultload.suite.profiles import Profile, get_profile
 from faultload.suite.families import ALL
 from faultload.suite.runner import SuiteRunner
 from faultload.workspace import Workspace
-from faultload.shape import PollBehaviour
+from faultload.model.shape import PollBehaviour
 from faultload.suite.reducer import with_requests
-from strategies import CI, Limits, fatal_kinds, minimal_trial_config, trial_configs
+from faultload.strategies import CI, Limits, fatal_kinds, minimal_trial_config, trial_configs
 
 TARGET = "skyrl==0.4.0"
 TIME_SCALE = 0.05

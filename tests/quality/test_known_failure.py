@@ -5,7 +5,7 @@ The executor is a test double (:class:`tests.quality.fakes.KnownFailure`):
 ``backend:down`` fault, so the simplest failing trial is known before the run —
 exactly ``N`` requests with that one fault — and so is every count the
 session summary must report. The properties draw the suite's own
-``strategies.trial_configs`` (with the fault added to some draws, see
+``faultload.strategies.trial_configs`` (with the fault added to some draws, see
 ``configs_meeting``) and call ``SuiteRunner.check`` as the suite's properties
 do. Runs in about a second on CPU; nothing starts.
 """
@@ -17,9 +17,10 @@ import json
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 
-from faultload.faults.spec import Fault
+from faultload.model.faults import Fault
 from faultload.matrix import judge_row, select_rows
-from faultload.repro import config_from_dict, config_key
+from faultload.model.codec import config_from_dict
+from faultload.store.repro import config_key
 from faultload.suite.families import Family
 from tests.quality.fakes import TIME_SCALE, KnownFailure, big_failure, configs_meeting, make_runner
 

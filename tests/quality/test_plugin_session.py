@@ -42,7 +42,7 @@ def faultload_executor():
 PROPERTIES = """
 from hypothesis import HealthCheck, Phase, given, settings
 
-from faultload.faults.spec import Fault
+from faultload.model.faults import Fault
 from faultload.suite.families import Family
 from tests.quality.fakes import TIME_SCALE, configs_meeting
 

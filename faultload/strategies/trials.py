@@ -9,12 +9,13 @@ from typing import Iterable
 
 from hypothesis import strategies as st
 
-from faultload.faults.spec import FaultSchedule
-from faultload.trial import TrialConfig
-from strategies.faults import fatal_kinds, fault_schedules
-from strategies.limits import CI, RETRIEVED_TTL_S, Limits
-from strategies.routers import barrier_fitting_requests, immediate_router, router_configs
-from strategies.shapes import load_shapes, minimal_shape, with_requests
+from faultload.model.faults import FaultSchedule
+from faultload.model.trial import TrialConfig
+from faultload.strategies.faults import fatal_kinds, fault_schedules
+from faultload.model.sdk import RETRIEVED_TTL_S
+from faultload.strategies.limits import CI, Limits
+from faultload.strategies.routers import barrier_fitting_requests, immediate_router, router_configs
+from faultload.strategies.shapes import load_shapes, minimal_shape, with_requests
 
 
 def _config(target: str, time_scale: float, regress: Iterable[str], limits: Limits, shape, router, faults,
@@ -61,18 +62,18 @@ def proxies_for(limits: Limits) -> str:
 def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] = (), limits: Limits = CI) -> TrialConfig:
     """A full ``TrialConfig`` for ``target`` at ``time_scale`` with ``regress`` undone.
 
-    Shape, router and faults come from :func:`strategies.load_shapes`,
-    :func:`strategies.router_configs` and :func:`strategies.fault_schedules`;
+    Shape, router and faults come from :func:`faultload.strategies.load_shapes`,
+    :func:`faultload.strategies.router_configs` and :func:`faultload.strategies.fault_schedules`;
     ``fatal_faults`` declares the schedule's forward-breaking faults
-    (:func:`strategies.fatal_kinds`); ``proxies`` is fixed by ``limits``
+    (:func:`faultload.strategies.fatal_kinds`); ``proxies`` is fixed by ``limits``
     (:func:`proxies_for`) so that every drawn config fits one shared stack.
     The real SDK client runs a share of the trials (``limits.sdk_fraction``;
-    see :func:`strategies.shapes.clients`) where ``target``'s results are
+    see :func:`faultload.strategies.shapes.clients`) where ``target``'s results are
     readable by it (:func:`sdk_reads_results`) and its unscaled backoff fits
     the drawn faults (:func:`sdk_outlasts_faults`; otherwise the raw client
     runs the same shape). A barrier router's waves must fit half the wall
     bound even if each one times out: the shape's requests are lowered after every draw
-    (:func:`strategies.routers.barrier_fitting_requests`), so the draws are
+    (:func:`faultload.strategies.routers.barrier_fitting_requests`), so the draws are
     the same.
 
     Minimal: :func:`minimal_trial_config` — one 1-token request, one burst,

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from faultload.faults.spec import Fault, FaultSchedule
-from strategies.limits import CI, Limits
+from faultload.model.faults import Fault, FaultSchedule
+from faultload.strategies.limits import CI, Limits
 
 # Simplest first within each link.
 EDGE_KINDS = ("reset_peer", "down", "latency", "timeout", "slicer")

@@ -13,6 +13,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultload.model.sdk import (
+    SDK_BACKOFF_CAP_S, SDK_CONNECTION_RETRIES, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, SDK_SUBMIT_CONCURRENCY,
+)
+
 CLIENTS = ("raw", "sdk")
 ACCEPTS = ("proto", "json")
 # How requests arrive over the trial (see arrival_offsets); the raw client implements them.
@@ -36,13 +40,13 @@ class ClientPolicy:
     and ``max_polls`` polls so every trial ends.
     """
 
-    submit_concurrency: int = 400
-    poll_timeout_s: float = 45.0
-    backoff_cap_s: float = 30.0
-    max_connection_retries: int = 16
+    submit_concurrency: int = SDK_SUBMIT_CONCURRENCY
+    poll_timeout_s: float = SDK_POLL_TIMEOUT_S
+    backoff_cap_s: float = SDK_BACKOFF_CAP_S
+    max_connection_retries: int = SDK_CONNECTION_RETRIES
     max_polls: int = 1000
     connect_timeout_s: float = 5.0
-    keepalive_expiry_s: float = 5.0
+    keepalive_expiry_s: float = SDK_KEEPALIVE_EXPIRY_S
 
 
 @dataclass(frozen=True)

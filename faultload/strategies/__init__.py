@@ -6,7 +6,7 @@ repro file and run again with ``faultload replay``. Use them in your own
 properties::
 
     from hypothesis import given
-    from strategies import CI, trial_configs
+    from faultload.strategies import CI, trial_configs
 
     @given(trial_configs("skyrl==0.4.0", time_scale=0.05, limits=CI))
     def test_mine(config): ...
@@ -37,10 +37,10 @@ strategy                              minimal example
 Bounds come from a :class:`Limits` value (``CI``, ``NIGHTLY`` or your own).
 """
 
-from strategies.faults import FATAL, fatal_kinds, fault_schedules, faults
-from strategies.limits import CI, NIGHTLY, Limits
-from strategies.routers import barrier_routers, immediate_router, latency_routers, router_configs
-from strategies.shapes import (
+from faultload.strategies.faults import FATAL, fatal_kinds, fault_schedules, faults
+from faultload.strategies.limits import CI, NIGHTLY, Limits
+from faultload.strategies.routers import barrier_routers, immediate_router, latency_routers, router_configs
+from faultload.strategies.shapes import (
     arrivals,
     client_policies,
     clients,
@@ -52,7 +52,7 @@ from strategies.shapes import (
     result_sizes,
     sample_counts,
 )
-from strategies.trials import minimal_trial_config, proxies_for, sdk_reads_results, trial_configs
+from faultload.strategies.trials import minimal_trial_config, proxies_for, sdk_reads_results, trial_configs
 
 __all__ = [
     "CI", "NIGHTLY", "Limits", "FATAL", "fatal_kinds", "fault_schedules", "faults", "barrier_routers",

@@ -14,12 +14,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# The server's and the SDK's timers (SDK seconds), the landmarks retention bugs live on.
-SDK_POLL_TIMEOUT_S = 45.0  # retrieve_future client timeout
-SDK_BACKOFF_CAP_S = 30.0  # connection-error backoff cap; also the store's sweep interval
-RETRIEVED_TTL_S = 300.0  # a retrieved result is kept this long (pre-fix: 120 s)
-COMPLETED_TTL_S = 600.0  # a completed, never-retrieved result is kept this long
-SDK_KEEPALIVE_EXPIRY_S = 5.0  # the SDK's client closes a connection idle this long (httpx default)
 HTTP_REQUESTS_PER_REQUEST = 2  # one asample POST and one retrieve_future poll, when all goes well
 
 

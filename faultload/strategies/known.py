@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from faultload.faults.spec import FaultSchedule
-from faultload.router.config import RouterConfig
-from faultload.shape import LoadShape, PollBehaviour
-from faultload.trial import TrialConfig
-from strategies.limits import SDK_KEEPALIVE_EXPIRY_S, Limits
-from strategies.routers import immediate_router, router_procs
-from strategies.shapes import held_at_once
-from strategies.trials import proxies_for
+from faultload.model.faults import FaultSchedule
+from faultload.model.router import RouterConfig
+from faultload.model.shape import LoadShape, PollBehaviour
+from faultload.model.trial import TrialConfig
+from faultload.model.sdk import SDK_KEEPALIVE_EXPIRY_S
+from faultload.strategies.limits import Limits
+from faultload.strategies.routers import immediate_router, router_procs
+from faultload.strategies.shapes import held_at_once
+from faultload.strategies.trials import proxies_for
 
 
 def completion_burst(time_scale: float) -> LoadShape:

@@ -11,11 +11,11 @@ import math
 
 from hypothesis import strategies as st
 
-from faultload.router.config import RouterConfig
-from faultload.router.config import procs_for
-from faultload.shape import LoadShape
-from strategies.limits import CI, Limits
-from strategies.shapes import held_at_once, rounds_fitting
+from faultload.model.router import RouterConfig
+from faultload.model.router import procs_for
+from faultload.model.shape import LoadShape
+from faultload.strategies.limits import CI, Limits
+from faultload.strategies.shapes import held_at_once, rounds_fitting
 
 # Generation time of one request (SDK seconds), fastest first.
 GEN_SECONDS_SDK = (1.0, 5.0, 20.0, 40.0, 80.0)
@@ -26,7 +26,7 @@ BARRIER_TIMEOUTS_SDK = (20.0, 40.0, 80.0, 160.0)
 
 
 def router_procs(held: int) -> int:
-    """Router processes for ``held`` requests at once: the one rule (faultload.router.config.procs_for)."""
+    """Router processes for ``held`` requests at once: the one rule (faultload.model.router.procs_for)."""
     return procs_for(held)
 
 

@@ -14,10 +14,11 @@ import math
 
 from hypothesis import strategies as st
 
-from faultload.shape import ClientPolicy, LoadShape, PollBehaviour
-from strategies.limits import (
-    CI, COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, Limits,
+from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
+from faultload.model.sdk import (
+    COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S,
 )
+from faultload.strategies.limits import CI, Limits
 
 # Where a late poll is interesting (SDK seconds): just past the SDK's poll
 # timeout, past timeout + backoff cap (what the SDK does after a timeout), past

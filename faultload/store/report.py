@@ -18,7 +18,7 @@ from faultload.checker.inputs import Verdict
 from faultload.checker.judge import error_examples
 from faultload.history import ErrorClass, Outcome
 from faultload.stats import Histogram
-from faultload.targets.switches import switches_text
+from faultload.model.switches import switches_text
 from faultload.trial import TrialResult
 
 REPORT_VERSION = 1

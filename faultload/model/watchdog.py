@@ -1,0 +1,24 @@
+"""The collapse watchdog's limits: when a server counts as collapsed (``faultload.watchdog`` applies them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+@dataclass(frozen=True)
+class WatchdogLimits:
+    fd_fraction: float = 0.97
+    stall_latency_s: float = 5.0
+    stall_window_s: float = 30.0
+    no_progress_window_s: float = 30.0
+    accept_window_s: float = 10.0
+    confirm_s: float = 20.0  # keep watching this long after the first signal, for consequences
+
+    def validate(self) -> None:
+        if not 0 < self.fd_fraction <= 1:
+            raise ValueError("watchdog fd_fraction must be in (0, 1]")
+        for name in ("stall_latency_s", "stall_window_s", "no_progress_window_s", "accept_window_s"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"watchdog {name} must be > 0")
+        if self.confirm_s < 0:
+            raise ValueError("watchdog confirm_s must be >= 0")
+

@@ -1,0 +1,1 @@
+"""What a trial leaves behind and how it is shown: reports, plots, repro files."""
