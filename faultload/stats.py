@@ -1,10 +1,24 @@
 """Mergeable latency histograms that never keep individual samples.
 
 Log-spaced buckets (about 1% wide) from 10 µs to ~28 hours: percentiles are
-accurate to a bucket's width, memory is fixed (~2 KB of counts), and worker
-histograms merge by adding counts. Written here rather than taken from a
-library because HdrHistogram's Python port is not maintained for 3.11 and we
-need only record/merge/percentile over numpy arrays.
+accurate to a bucket's width, memory is fixed (~18 KB of counts; the sparse
+state of 131,072 latencies pickles to ~5 KB), and worker histograms merge by
+adding counts.
+
+Written here rather than taken from hdrhistogram (0.10.8 ships cp311 wheels)
+because faultload records a whole numpy array at once, and HdrHistogram has
+no array call: its ``record_value`` runs in Python per value. Measured by
+``bench/histogram.py`` (131,072 values, medians of 9 runs): recording is ~40x
+slower per value there (561 ns vs 14 ns at 2 significant figures; 387 ns
+even after collapsing repeats with np.unique), merging worker states 2-7x
+and reading the summary 3-16x slower; it would still need
+numpy beside it to skip NaN and keep the exact max; and it pulls in
+setuptools>=83 and pbr at run time. It wins on state size (2.5 KB vs 5.0 KB
+pickled at 2 figures) and, at 3 figures, on accuracy (<=0.04% vs <=0.9% off
+numpy's exact p50/p90/p99/max), neither of which faultload needs: each
+worker ships its History beside the state (85 B a request, ~5.6 MB for a
+confirm-run worker's 65,536), and the report promises percentiles to a 1%
+bucket, no finer.
 """
 
 from __future__ import annotations
