@@ -25,7 +25,8 @@ from tests.results import json_result, proto_result
 from faultload import tokens
 from faultload.client import decode
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
-from faultload.client.raw import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, RawClient, _Counters, make_session
+from faultload.client.counters import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
+from faultload.client.raw import RawClient, make_session
 from faultload.history import ErrorClass, History, Outcome
 from faultload.netutil import pick_free_port
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
@@ -223,7 +224,7 @@ def run_against_stub(
         job = make_job(url, shape, count, source_ip)
         try:
             async with make_session(job) as session:
-                client = RawClient(job, session, _Counters(counters, 0, len(COUNTER_SLOTS)))
+                client = RawClient(job, session, LiveCounters(counters, 0, len(COUNTER_SLOTS)))
                 should_stop = (lambda: stop(stub)) if stop else (lambda: False)
                 await asyncio.wait_for(client.run(should_stop), BOUND_S)
         finally:
@@ -512,7 +513,7 @@ def test_poll_plan_fractions(fraction):
         requests=1, time_scale=0.5, seed=9,
         delay_polls=PollBehaviour(fraction, 4.0), abandon_polls=PollBehaviour(fraction, 1.0),
     )
-    client = RawClient(make_job("http://127.0.0.1:1", shape), None, _Counters(None, 0, len(COUNTER_SLOTS)))
+    client = RawClient(make_job("http://127.0.0.1:1", shape), None, LiveCounters(None, 0, len(COUNTER_SLOTS)))
     plans = [client._first_poll_plan(nonce) for nonce in range(20_000)]
     delayed = np.array([d for d, _ in plans])
     abandoned = np.array([a for _, a in plans])

@@ -39,6 +39,9 @@ import simdjson
 
 from faultload import tokens
 from faultload.client import decode
+from faultload.client.counters import (
+    ACCEPTED, ATTEMPTS, COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters,
+)
 from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
 from faultload.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome
@@ -52,25 +55,6 @@ _JSON = b"Content-Type: application/json\r\n"
 ABANDON_AFTER_S = 0.25
 # How often a running worker checks for a stop request.
 _STOP_CHECK_S = 0.2
-
-
-class _Counters:
-    """This worker's slots in the shared live-counter array (or a local stand-in)."""
-
-    def __init__(self, array: Any, worker: int, slots: int) -> None:
-        self._a = array
-        self._base = worker * slots
-
-    def add(self, slot: int, delta: int = 1) -> None:
-        if self._a is not None:
-            self._a[self._base + slot] += delta
-
-    def set(self, slot: int, value: int) -> None:
-        if self._a is not None:
-            self._a[self._base + slot] = value
-
-
-SUBMITTED, ACCEPTED, COMPLETED, FAILED, IN_FLIGHT, ATTEMPTS, CONNECTIONS_PEAK = range(7)
 
 
 def _classify(exc: BaseException) -> ErrorClass:
@@ -109,7 +93,7 @@ def _unit(seed: int, nonce: int, stream: int) -> float:
 class RawClient:
     """Runs one worker's share of a trial against ``job.base_url``."""
 
-    def __init__(self, job: WorkerJob, session: HttpPool, counters: _Counters) -> None:
+    def __init__(self, job: WorkerJob, session: HttpPool, counters: LiveCounters) -> None:
         self.job = job
         self.shape = job.shape
         self.policy = job.shape.policy
@@ -296,56 +280,72 @@ class RawClient:
             self.counters.add(ATTEMPTS)
             started = self.now()
             try:
-                request = self._post_poll(body, poll_timeout)
-                if abandon and poll == 0:
-                    result = await self._abandon(request)
-                    if result is None:
-                        self._record(row, AttemptKind.ABANDONED, started, 0)
-                        await asyncio.sleep(self.shape.scaled(self.shape.abandon_polls.after_s))
-                        continue
-                    status, ctype, payload = result
-                else:
-                    status, ctype, payload = await request
+                answer = await self._send_poll(row, body, poll_timeout, abandon and poll == 0, started)
             except OSError as exc:  # every HttpError, and TimeoutError
                 h["transport_errors"][row] += 1
                 self._note(row, _classify(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
                 self._record(row, AttemptKind.POLL, started, -_classify(exc))
-                if transport_failures >= self.policy.max_connection_retries:
+                if not await self._back_off_or_give_up(transport_failures):
                     return Outcome.GAVE_UP
-                await self._backoff(transport_failures)
                 transport_failures += 1
                 continue
+            if answer is None:  # abandoned client-side: poll again
+                continue
+            status, ctype, payload = answer
             self._record(row, AttemptKind.POLL, started, status)
             if status == 429:
                 # As the SDK: rate limited -> re-poll after the connection-error backoff,
                 # whose exponent a 429 does not reset.
                 self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP 429: {payload[:200]!r}")
-                if transport_failures >= self.policy.max_connection_retries:
+                if not await self._back_off_or_give_up(transport_failures):
                     return Outcome.GAVE_UP
-                await self._backoff(transport_failures)
                 transport_failures += 1
                 continue
             transport_failures = 0
             if status == 200:
                 return self._judge(row, nonce, ctype, payload)
-            if status == 404:
-                self._note(row, ErrorClass.HTTP_404, f"retrieve_future {server_id}: HTTP 404: {payload[:200]!r}")
-                return Outcome.LOST
-            if status == 408:
-                bad_requests = 0  # as the SDK: a 408 is a round trip, re-opening the bare-400 budget
-                continue
-            if status >= 500:
-                self._note(row, ErrorClass.HTTP_5XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
-                continue
-            if status == 400:
-                self._note(row, ErrorClass.SERVER_FAILED, f"retrieve_future: HTTP 400: {payload[:300]!r}")
-                if bad_requests < _BAD_REQUEST_RETRIES:
-                    bad_requests += 1
-                    continue
-                return Outcome.FAILED
-            self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
-            return Outcome.FAILED
+            outcome, bad_requests = self._settle(row, server_id, status, payload, bad_requests)
+            if outcome is not None:
+                return outcome
         return Outcome.GAVE_UP
+
+    async def _send_poll(self, row: int, body: bytes, timeout_s: float, abandon: bool,
+                         started: float) -> tuple[int, str, bytes] | None:
+        """One poll's answer; None when it was abandoned client-side (recorded, and waited out)."""
+        request = self._post_poll(body, timeout_s)
+        if not abandon:
+            return await request
+        result = await self._abandon(request)
+        if result is None:
+            self._record(row, AttemptKind.ABANDONED, started, 0)
+            await asyncio.sleep(self.shape.scaled(self.shape.abandon_polls.after_s))
+        return result
+
+    async def _back_off_or_give_up(self, transport_failures: int) -> bool:
+        """As the SDK: back off before the next try, or False once its connection retries are spent."""
+        if transport_failures >= self.policy.max_connection_retries:
+            return False
+        await self._backoff(transport_failures)
+        return True
+
+    def _settle(self, row: int, server_id: int, status: int, payload: bytes,
+                bad_requests: int) -> tuple[Outcome | None, int]:
+        """What a poll answered with neither 200 nor 429 ends as: (outcome, or None to poll again; bare 400s so far)."""
+        if status == 404:
+            self._note(row, ErrorClass.HTTP_404, f"retrieve_future {server_id}: HTTP 404: {payload[:200]!r}")
+            return Outcome.LOST, bad_requests
+        if status == 408:
+            return None, 0  # as the SDK: a 408 is a round trip, re-opening the bare-400 budget
+        if status >= 500:
+            self._note(row, ErrorClass.HTTP_5XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
+            return None, bad_requests
+        if status == 400:
+            self._note(row, ErrorClass.SERVER_FAILED, f"retrieve_future: HTTP 400: {payload[:300]!r}")
+            if bad_requests < _BAD_REQUEST_RETRIES:
+                return None, bad_requests + 1
+            return Outcome.FAILED, bad_requests
+        self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
+        return Outcome.FAILED, bad_requests
 
     def _post_poll(self, body: bytes, timeout_s: float):
         """The poll request (a coroutine: awaited, or wrapped in a task to abandon)."""
@@ -389,6 +389,6 @@ def make_session(job: WorkerJob) -> HttpPool:
 
 async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool]) -> RawClient:
     async with make_session(job) as session:
-        client = RawClient(job, session, _Counters(counter_array, job.worker, slots))
+        client = RawClient(job, session, LiveCounters(counter_array, job.worker, slots))
         await client.run(stop)
     return client

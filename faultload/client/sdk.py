@@ -29,7 +29,7 @@ from typing import Any, Callable
 from faultload import tokens
 from faultload.client import decode
 from faultload.client.job import WorkerJob
-from faultload.client.raw import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, _Counters
+from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.sdk_wire import SdkWire, classify_exception, installed
 from faultload.history import ErrorClass, History, Outcome
 
@@ -69,7 +69,7 @@ def socket_count() -> int:
 
 
 class SdkClient:
-    def __init__(self, job: WorkerJob, counters: _Counters) -> None:
+    def __init__(self, job: WorkerJob, counters: LiveCounters) -> None:
         self.job = job
         self.counters = counters
         self.history = History.empty(job.count)
@@ -213,7 +213,7 @@ class SdkClient:
 
 def prepare_sdk(job: WorkerJob, counter_array: Any, slots: int) -> SdkClient:
     """An SDK client with its session open, ready for :func:`run_sdk` (blocking)."""
-    client = SdkClient(job, _Counters(counter_array, job.worker, slots))
+    client = SdkClient(job, LiveCounters(counter_array, job.worker, slots))
     try:
         client.prepare()
     except BaseException:
