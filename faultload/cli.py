@@ -24,7 +24,7 @@ from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.watchdog import load_watchdog_limits
 from faultload.workspace import Workspace
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:

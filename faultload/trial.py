@@ -30,7 +30,7 @@ from faultload.serverlog import ServerLogSummary, classify_log
 from faultload.model.trial import TrialConfig
 from faultload.stack import Stack
 from faultload.targets.server import BASE_MODEL
-from faultload.watchdog import Verdict, Watchdog, WatchdogLimits
+from faultload.watchdog import CollapseVerdict, Watchdog, WatchdogLimits
 from faultload.watching import LogFollower, Progress, wait_load
 from faultload.workspace import Workspace
 
@@ -50,7 +50,7 @@ class TrialResult:
     interrupted: bool = False
     error: str | None = None
     fault_log: FaultLog | None = None
-    verdict: Verdict | None = None
+    verdict: CollapseVerdict | None = None
     stopped_early: bool = False  # the watchdog ended the load (requests left are unfinished, not lost)
     cut_off: bool = False  # the load reached max_wall_s with requests pending (unfinished, not lost)
     # trial seconds when the harness stopped the load (collapse, Ctrl-C or wall bound); what

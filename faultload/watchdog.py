@@ -46,7 +46,7 @@ class Signal:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CollapseVerdict:
     kind: str
     at_s: float
     evidence: list[str]
@@ -173,7 +173,7 @@ class Watchdog:
             return False
         return now_s - min(self._fired_at.values()) >= self.limits.confirm_s
 
-    def verdict(self, extra_evidence: list[str] | None = None) -> Verdict | None:
+    def verdict(self, extra_evidence: list[str] | None = None) -> CollapseVerdict | None:
         """The first cause in time and its consequences; None when nothing fired."""
         ordered = sorted(self.signals.values(), key=lambda s: s.at_s)
         if not ordered:
@@ -183,7 +183,7 @@ class Watchdog:
         if cause.kind == "fd_exhaustion" and self.fd_soft:
             evidence.append(f"server fd peak {self._peak_fds} against its soft limit {self.fd_soft}")
         evidence += extra_evidence or []
-        return Verdict(cause.kind, cause.at_s, evidence, ordered[1:])
+        return CollapseVerdict(cause.kind, cause.at_s, evidence, ordered[1:])
 
 
 def load_watchdog_limits(pyproject: Path | None) -> WatchdogLimits:

@@ -28,7 +28,7 @@ from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.switches import switches_text
 
 REPRO_VERSION = 1
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 
 def config_key(config) -> str:

@@ -4,7 +4,7 @@ Kept apart from :mod:`faultload.suite.runner` (time bounds, cache, shrink
 bookkeeping, repros) so that bookkeeping can be tested against an executor
 whose failures are known in advance (``tests/quality``), and so the real one
 is the only place that starts servers. An executor is anything with
-``run(config) -> Outcome`` and ``close()``; :class:`StackExecutor` is the real
+``run(config) -> TrialOutcome`` and ``close()``; :class:`StackExecutor` is the real
 one: one stack (router, Toxiproxy, SkyRL server) shared by every example,
 started on first use and restarted when the server or router died — a
 collapse — or when the server's fds do not come back to their baseline.
@@ -23,7 +23,7 @@ from faultload.model.switches import switches_text
 
 
 @dataclass
-class Outcome:
+class TrialOutcome:
     """One trial as the suite keeps it."""
 
     verdicts: list
@@ -39,7 +39,7 @@ class SuiteError(RuntimeError):
 
 
 class Executor(Protocol):
-    def run(self, config) -> Outcome: ...
+    def run(self, config) -> TrialOutcome: ...
 
     def close(self) -> None: ...
 
@@ -83,11 +83,11 @@ class StackExecutor:
         self.trials = 0
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
 
-    def run(self, config) -> Outcome:
+    def run(self, config) -> TrialOutcome:
         """The judged outcome of one trial; SuiteError when the stack cannot start.
 
         A trial that raises (the harness failed, not the server) comes back as
-        an ``Outcome`` with ``error`` set; an interrupted one re-raises
+        an ``TrialOutcome`` with ``error`` set; an interrupted one re-raises
         KeyboardInterrupt, so the session ends as pytest ends on Ctrl-C.
         """
         from faultload.checker.judge import judge
@@ -106,7 +106,7 @@ class StackExecutor:
             raise
         except Exception as exc:  # noqa: BLE001 - the harness failed, not the server
             self._close_stack(f"trial raised {type(exc).__name__}")
-            return Outcome([], {}, config.shape.requests, time.monotonic() - started,
+            return TrialOutcome([], {}, config.shape.requests, time.monotonic() - started,
                            error=f"trial raised {type(exc).__name__}: {exc}")
         if result.interrupted:
             self.close(server_grace_s=INTERRUPTED_SERVER_GRACE_S)
@@ -115,7 +115,7 @@ class StackExecutor:
         verdicts = judge(result, self.budgets)
         figures = figures_of(verdicts)
         failed = any(v.ok is False for v in verdicts)
-        outcome = Outcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None)
+        outcome = TrialOutcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None)
         if result.error:
             outcome.error = f"harness error: {result.error}"
         bad = ", ".join(v.name for v in verdicts if v.ok is False) or "none"

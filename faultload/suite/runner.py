@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from faultload.suite.executor import Executor, Outcome, SuiteError, StackExecutor
+from faultload.suite.executor import Executor, TrialOutcome, SuiteError, StackExecutor
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
@@ -65,7 +65,7 @@ class SuiteRunner:
         self.watchdog = watchdog
         self.shrink_s = profile.shrink_s if shrink_s is None else shrink_s
         self.session_started = time.monotonic()
-        self.cache: dict[str, Outcome] = {}
+        self.cache: dict[str, TrialOutcome] = {}
         self.states: dict[str, PropertyState] = {}
         self.current: PropertyState | None = None
         self.trials = 0
@@ -128,12 +128,12 @@ class SuiteRunner:
         return config
 
     @staticmethod
-    def _failing(family: Family, outcome: Outcome) -> list:
+    def _failing(family: Family, outcome: TrialOutcome) -> list:
         names = checked(family)
         return [v for v in outcome.verdicts if v.name in names and v.ok is False]
 
     @staticmethod
-    def _tally(state: PropertyState, family: Family, key: str, outcome: Outcome | None) -> None:
+    def _tally(state: PropertyState, family: Family, key: str, outcome: TrialOutcome | None) -> None:
         """Count one example per invariant: judged, unknown, or skipped (``outcome`` None: not run).
 
         A trial is counted once per property, however often Hypothesis replays it.
@@ -172,7 +172,7 @@ class SuiteRunner:
         return (f"not judged: no example judged any of {', '.join(names)}"
                 + (f" ({'; '.join(reasons)})" if reasons else " (no example ran)"))
 
-    def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> Outcome | None:
+    def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> TrialOutcome | None:
         """The trial's outcome (cached, or run now); None when a time bound forbids a new trial."""
         from faultload.store.repro import config_key
 
@@ -212,7 +212,7 @@ class SuiteRunner:
         reserve = 0.8 * self.profile.property_s * state.remaining_after
         return now + max(min(20.0, self.shrink_s), min(self.shrink_s, session_end - now - reserve))
 
-    def _record_failure(self, state: PropertyState, config, outcome: Outcome) -> None:
+    def _record_failure(self, state: PropertyState, config, outcome: TrialOutcome) -> None:
         now = time.monotonic()
         state.failures += 1
         if state.first_failure_at is None:
@@ -271,7 +271,7 @@ class SuiteRunner:
 
     # ------------------------------------------------------------------ trials
 
-    def _run(self, config, state: PropertyState) -> Outcome:
+    def _run(self, config, state: PropertyState) -> TrialOutcome:
         """Run one trial through the executor; a harness failure breaks the property (reported once)."""
         try:
             outcome = self.executor.run(config)

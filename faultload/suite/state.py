@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultload.suite.executor import Outcome
+from faultload.suite.executor import TrialOutcome
 from faultload.suite.families import Family
 
 @dataclass
@@ -40,8 +40,8 @@ class PropertyState:
     last_failure_at: float | None = None
     failures: int = 0
     shrink_cut: bool = False  # the shrink budget ended shrinking
-    last_failure: tuple[Any, Outcome] | None = None  # (config, outcome) of the latest failing example
-    best: tuple[Any, Outcome] | None = None  # the simplest failing example (see complexity): the repro
+    last_failure: tuple[Any, TrialOutcome] | None = None  # (config, outcome) of the latest failing example
+    best: tuple[Any, TrialOutcome] | None = None  # the simplest failing example (see complexity): the repro
     reduce_log: list[dict[str, Any]] = field(default_factory=list)
     broken: str | None = None  # an infrastructure error: every later example fails with it at once
     repro_path: Path | None = None

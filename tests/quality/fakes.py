@@ -23,7 +23,7 @@ from faultload.checker.budgets import load_budgets
 from faultload.checker.inputs import Verdict
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.store.repro import config_key
-from faultload.suite.executor import Outcome, SuiteError
+from faultload.suite.executor import TrialOutcome, SuiteError
 from faultload.suite.profiles import Profile, get_profile
 from faultload.suite.families import ALL
 from faultload.suite.runner import SuiteRunner
@@ -107,7 +107,7 @@ class KnownFailure:
                 out.append(Verdict(name, True, 0, 0, "test double: holds"))
         return out
 
-    def run(self, config) -> Outcome:
+    def run(self, config) -> TrialOutcome:
         self.ran.append(config)
         if self.record_to is not None:
             with open(self.record_to, "a") as out:
@@ -120,8 +120,8 @@ class KnownFailure:
         verdicts = self.verdicts(config)
         figures = {v.name: {"ok": v.ok, "figure": v.figure, "budget": v.budget} for v in verdicts}
         if self.harness_error is not None:
-            return Outcome([], {}, config.shape.requests, self.trial_s, error=self.harness_error)
-        return Outcome(verdicts, figures, config.shape.requests, self.trial_s)
+            return TrialOutcome([], {}, config.shape.requests, self.trial_s, error=self.harness_error)
+        return TrialOutcome(verdicts, figures, config.shape.requests, self.trial_s)
 
     def close(self) -> None:
         self.closed += 1
