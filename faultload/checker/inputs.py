@@ -17,7 +17,7 @@ from faultload.serverlog import ServerLogSummary
 from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.faults.schedule import FaultLog
+    from faultload.faults.log import FaultLog
     from faultload.monitor import MonitorSamples
 
 
