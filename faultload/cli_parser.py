@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from faultload import installed_version as version
 from faultload.model.target import DEFAULT_TARGET
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
@@ -54,18 +55,6 @@ _whole_number = _value_type(int, "a whole number >= 0", lambda value: value >= 0
 _integer = _value_type(int, "a whole number")
 _number = _value_type(float, "a number")
 _seconds = _value_type(float, "a number of seconds >= 0", lambda value: value >= 0)
-
-
-def version() -> str:
-    """The installed distribution's version; the package's own when it runs from a checkout not installed."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("faultload")
-    except metadata.PackageNotFoundError:
-        from faultload import __version__
-
-        return __version__
 
 
 def _add_trial_args(p: argparse.ArgumentParser) -> None:
