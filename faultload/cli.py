@@ -1,4 +1,4 @@
-"""``faultload`` command line: run | setup | doctor.
+"""``faultload`` command line: run | confirm | check | replay | matrix | setup | doctor.
 
 Exit codes: 0 all good, 1 a trial failed (requests lost/failed, or an
 invariant violated), 2 bad usage or setup, 130 interrupted.
@@ -112,7 +112,7 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
     # interrupted; written again if those add to it.
     if args.json_out:  # before printing too: a closed stdout (`| head`) must not lose the report
         report_mod.write_json(report, args.json_out)
-    if _write_extras(args, result, report) and args.json_out:
+    if _write_extras(args, result, report, budgets, verdicts) and args.json_out:
         report_mod.write_json(report, args.json_out)
     print(report_mod.render_text(report))
     if result.interrupted:
@@ -122,8 +122,8 @@ def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
     return EXIT_OK
 
 
-def _write_extras(args: argparse.Namespace, result, report: dict) -> bool:
-    """The history and plot asked for, their paths into ``report``; True if it changed.
+def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdicts) -> bool:
+    """The history, bundle and plot asked for, their paths into ``report``; True if it changed.
 
     Without matplotlib the plot is skipped with one line saying why (and
     ``plot_skipped`` in the report); the run's exit code does not change.
@@ -132,6 +132,11 @@ def _write_extras(args: argparse.Namespace, result, report: dict) -> bool:
     if args.history:
         result.history.save(args.history)
         report["history_path"] = str(args.history)
+        changed = True
+    if args.bundle:
+        from faultload.store.bundle import write_bundle
+
+        report["bundle_path"] = str(write_bundle(result, budgets, verdicts, args.bundle))
         changed = True
     if args.plot:
         from faultload.store.plot import PlotUnavailable, write_timeline
@@ -199,6 +204,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Judge a stored trial bundle again: 0 when every verdict held, 1 when one is violated."""
+    from faultload.store.check import check_bundle
+
+    try:
+        return check_bundle(args.bundle, args.budget, args.json_out)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_matrix(args: argparse.Namespace) -> int:
     """0 when every row came out as expected, 1 otherwise."""
     from faultload import matrix as matrix_mod
@@ -264,8 +279,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_USAGE if doctor_mod.failed(checks) else EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "setup": cmd_setup, "doctor": cmd_doctor, "replay": cmd_replay,
-            "matrix": cmd_matrix}
+COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "check": cmd_check, "setup": cmd_setup, "doctor": cmd_doctor,
+            "replay": cmd_replay, "matrix": cmd_matrix}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 
+from faultload import installed_version as version
 from faultload.model.target import DEFAULT_TARGET
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
@@ -54,18 +55,6 @@ _whole_number = _value_type(int, "a whole number >= 0", lambda value: value >= 0
 _integer = _value_type(int, "a whole number")
 _number = _value_type(float, "a number")
 _seconds = _value_type(float, "a number of seconds >= 0", lambda value: value >= 0)
-
-
-def version() -> str:
-    """The installed distribution's version; the package's own when it runs from a checkout not installed."""
-    from importlib import metadata
-
-    try:
-        return metadata.version("faultload")
-    except metadata.PackageNotFoundError:
-        from faultload import __version__
-
-        return __version__
 
 
 def _add_trial_args(p: argparse.ArgumentParser) -> None:
@@ -138,6 +127,8 @@ def _add_output_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the trial's timeline (default: none; confirm: beside the JSON)")
     p.add_argument("--history", default=None, metavar="NPZ",
                    help="write the per-request history, compressed numpy (default: none; confirm: beside the JSON)")
+    p.add_argument("--bundle", default=None, metavar="DIR",
+                   help="write the trial's bundle here, for `faultload check DIR` (default: not written)")
     p.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
@@ -169,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         requests=131_072, router_mode="latency", max_num_seqs=256, gen_seconds=1.0, max_outstanding=0, workers=0,
     )
     _add_replay_args(sub.add_parser("replay", help="run a repro file's trial again on a fresh stack"))
+    _add_check_args(sub.add_parser("check", help="judge a stored trial bundle again, offline (run --bundle DIR)"))
     _add_matrix_args(sub.add_parser("matrix", help="run the suite over (target, regression) rows: caught or clean as expected?"))
     for name, help_, verb in (("setup", "install target venvs (idempotent)", "install"),
                               ("doctor", "check the machine and the installed parts", "check")):
@@ -188,6 +180,14 @@ def _add_replay_args(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("--fix", action="append", default=[], metavar="NAME",
                         help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
     replay.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
+
+
+def _add_check_args(check: argparse.ArgumentParser) -> None:
+    check.add_argument("bundle", metavar="BUNDLE", help="a trial bundle: `faultload run --bundle DIR`, or beside a suite repro")
+    check.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
+                       help="override one of the bundle's budgets (repeatable; default: judge with the stored budgets)")
+    check.add_argument("--json-out", default=None, metavar="PATH",
+                       help="write the verdicts and the budgets used as JSON (default: not written)")
 
 
 def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:

@@ -18,8 +18,8 @@ import http.client
 import json
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -40,6 +40,13 @@ class ProcessSnapshot:
     rss: int
     fds: int
     cpu_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> "ProcessSnapshot | None":
+        return None if data is None else cls(int(data["rss"]), int(data["fds"]), float(data["cpu_s"]))
 
 
 def snapshot(pid: int | None) -> ProcessSnapshot | None:
@@ -90,6 +97,30 @@ class MonitorSamples:
     @property
     def healthz_failures(self) -> int:
         return int(np.count_nonzero(~self.healthz_ok))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready (columns as lists), for a trial bundle; :meth:`from_dict` is its inverse."""
+        return {
+            "samples": {name: col.tolist() for name, col in self.samples.items()},
+            "healthz_t": self.healthz_t.tolist(), "healthz_latency_s": self.healthz_latency_s.tolist(),
+            "healthz_ok": self.healthz_ok.tolist(),
+            "baseline": self.baseline.to_dict() if self.baseline else None,
+            "drained": self.drained.to_dict() if self.drained else None,
+            "fd_limit": list(self.fd_limit) if self.fd_limit else None, "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "MonitorSamples":
+        def floats(values: Any) -> np.ndarray:
+            return np.asarray(values, dtype=np.float64)
+
+        return cls(
+            samples={name: floats(col) for name, col in data["samples"].items()},
+            healthz_t=floats(data["healthz_t"]), healthz_latency_s=floats(data["healthz_latency_s"]),
+            healthz_ok=np.asarray(data["healthz_ok"], dtype=bool),
+            baseline=ProcessSnapshot.from_dict(data["baseline"]), drained=ProcessSnapshot.from_dict(data["drained"]),
+            fd_limit=tuple(data["fd_limit"]) if data["fd_limit"] else None, notes=list(data["notes"]),
+        )
 
 
 class Monitor:

@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 
@@ -113,12 +113,26 @@ class LogClass:
     # to the request it failed, not only to the time it was written.
     request_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
+    def to_dict(self, exact: bool = False) -> dict[str, Any]:
+        """The report's form; ``exact`` adds every occurrence's time and request id (a trial bundle's form)."""
+        out = {
             "name": self.name, "count": self.count, "example": self.example,
             "first_ts": self.first_ts, "last_ts": self.last_ts,
             "first_time": self.first_time, "last_time": self.last_time, "untimed": self.untimed,
         }
+        if exact:
+            out.update(times=self.times.tolist(), request_ids=self.request_ids.tolist())
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "LogClass":
+        """The inverse of ``to_dict(exact=True)``."""
+        return cls(
+            name=data["name"], count=data["count"], example=data["example"], first_ts=data["first_ts"],
+            last_ts=data["last_ts"], first_time=data["first_time"], last_time=data["last_time"],
+            times=np.asarray(data["times"], dtype=np.float64), untimed=data["untimed"],
+            request_ids=np.asarray(data["request_ids"], dtype=np.int64),
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,12 +154,19 @@ class ServerLogSummary:
     def clean(self) -> bool:
         return not self.classes
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, exact: bool = False) -> dict[str, Any]:
+        """The report's form; ``exact``: with each class's times, so :meth:`from_dict` gives it back."""
         return {
             "lines": self.lines, "records": self.records, "warnings": self.warnings,
             "errors": self.errors, "first_ts": self.first_ts, "last_ts": self.last_ts,
-            "classes": [c.to_dict() for c in self.classes.values()],
+            "classes": [c.to_dict(exact) for c in self.classes.values()],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ServerLogSummary":
+        """The inverse of ``to_dict(exact=True)`` (``errors`` is derived, not read)."""
+        classes = {c["name"]: LogClass.from_dict(c) for c in data["classes"]}
+        return cls(data["lines"], data["records"], data["warnings"], classes, data["first_ts"], data["last_ts"])
 
 
 class _Record:

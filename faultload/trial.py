@@ -23,7 +23,7 @@ import psutil
 from faultload.client.job import WorkerJob, WorkerResult
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool, source_ip
-from faultload.faults.schedule import FaultLog
+from faultload.faults.log import FaultLog
 from faultload.history import History, Outcome
 from faultload.monitor import Monitor, MonitorSamples, drain_fds
 from faultload.serverlog import ServerLogSummary, classify_log

@@ -27,7 +27,7 @@ import dataclasses
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from faultload.model.watchdog import WatchdogLimits
 
@@ -41,8 +41,13 @@ class Signal:
     at_s: float  # onset, trial seconds
     evidence: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "at_s": round(self.at_s, 2), "evidence": self.evidence}
+    def to_dict(self, exact: bool = False) -> dict[str, Any]:
+        """The report's form (``at_s`` to 0.01 s); ``exact``: unrounded, as a trial bundle keeps it."""
+        return {"kind": self.kind, "at_s": self.at_s if exact else round(self.at_s, 2), "evidence": self.evidence}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Signal":
+        return cls(data["kind"], float(data["at_s"]), data["evidence"])
 
 
 @dataclass(frozen=True)
@@ -52,13 +57,19 @@ class CollapseVerdict:
     evidence: list[str]
     consequences: list[Signal] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, exact: bool = False) -> dict[str, Any]:
+        """The report's form (times to 0.01 s); ``exact``: unrounded, so :meth:`from_dict` gives it back."""
         return {
             "kind": self.kind,
-            "at_s": round(self.at_s, 2),
+            "at_s": self.at_s if exact else round(self.at_s, 2),
             "evidence": self.evidence,
-            "consequences": [c.to_dict() for c in self.consequences],
+            "consequences": [c.to_dict(exact) for c in self.consequences],
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
+        return cls(data["kind"], float(data["at_s"]), list(data["evidence"]),
+                   [Signal.from_dict(c) for c in data.get("consequences", [])])
 
     def line(self) -> str:
         chain = " -> ".join([f"{self.kind} at t={self.at_s:.0f}s"] + [f"{c.kind} at t={c.at_s:.0f}s" for c in self.consequences])

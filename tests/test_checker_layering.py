@@ -1,5 +1,7 @@
 """The checker package reads plain data: importing it loads neither the trial runner nor the suite.
 
+Nor does ``faultload check``'s side of the store (a bundle's loader, the check, the report).
+
 Run in a fresh interpreter, so what other tests imported does not hide an import.
 """
 
@@ -30,3 +32,11 @@ def test_budgets_import_light() -> None:
     """The CLI imports the budgets at its top, and every spawned load worker imports the CLI again."""
     loaded = _loaded("import faultload.checker\nimport faultload.checker.budgets")
     assert "numpy" not in loaded
+
+
+def test_checking_a_bundle_loads_no_trial_runner_network_stack_or_toxiproxy() -> None:
+    loaded = _loaded("import faultload.store.check, faultload.store.bundle, faultload.store.report")
+    heavy = {m for m in loaded if m in ("faultload.trial", "faultload.stack", "aiohttp", "toxiproxy", "requests",
+                                        "httpx", "faultload.faults.schedule")
+             or m.startswith(("faultload.suite", "faultload.router", "faultload.client", "faultload.targets"))}
+    assert not heavy

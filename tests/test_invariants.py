@@ -38,7 +38,7 @@ from faultload.checker.results import (
 )
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.checker.serverlog import check_clean_server_log
-from faultload.faults.schedule import AppliedFault, FaultLog
+from faultload.faults.log import AppliedFault, FaultLog
 from faultload.model.faults import Fault
 from faultload.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot

@@ -54,6 +54,13 @@ FORBIDDEN = {
     "faultload.trial": ("faultload.suite", "faultload.cli", "faultload.matrix"),
     "faultload.stack": ("faultload.suite", "faultload.cli", "faultload.matrix", "faultload.checker"),
 }
+# module -> what it must never import (at run time): a stored trial is loaded, shown and judged again
+# without the trial runner, the stack, the router, the client or Toxiproxy (faultload check)
+OFFLINE = ("faultload.trial", "faultload.stack", "faultload.router", "faultload.client", "faultload.suite",
+           "faultload.cli", "faultload.matrix", "faultload.targets", "faultload.faults.schedule",
+           "faultload.faults.control", "faultload.faults.stack")
+FORBIDDEN_MODULES = {"faultload.store.bundle": OFFLINE, "faultload.store.check": OFFLINE,
+                     "faultload.store.report": OFFLINE}
 INSIDE_THE_TARGET = ("faultload.targets.skyrl_patches", "faultload.targets.skyrl_launch")
 # room -> the only rooms it may import (at run time): plain values import plain values
 ONLY = {
@@ -68,6 +75,9 @@ def test_layering(path: Path) -> None:
     room = _room(module)
     broken = [name for name in imports if any(name == f or name.startswith(f + ".") for f in FORBIDDEN.get(room, ()))]
     assert not broken, f"{module} imports {broken[0]}: ARCHITECTURE.md forbids {room} -> {_room(broken[0])}"
+    forbidden = FORBIDDEN_MODULES.get(module, ())
+    broken = [name for name in imports if any(name == f or name.startswith(f + ".") for f in forbidden)]
+    assert not broken, f"{module} imports {broken[0]}: ARCHITECTURE.md keeps a stored trial's loading offline"
     if room in ONLY:
         outside = [name for name in imports if _room(name) not in ONLY[room]]
         assert not outside, f"{module} imports {outside[0]}: ARCHITECTURE.md lets {room} import only {', '.join(ONLY[room])}"

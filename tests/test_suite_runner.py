@@ -200,6 +200,10 @@ def test_the_repro_file_round_trips_its_config_and_says_how_it_was_found(tmp_pat
     assert path.parent == tmp_path / "repros" and path.name.startswith("test_p-") and path == state.repro_path
     assert path.name.endswith(f"-{config_key(config)}.json")
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no report (no TrialResult), no temp file
+    assert state.bundle_path is None  # no bundle either: nothing recorded to judge again
+    state.bundle_path = path.with_suffix(".bundle")  # as write_property_repro sets it when the result was kept
+    assert (f"    repro: {path}\n    replay: faultload replay {path}\n    bundle: {state.bundle_path}\n"
+            f"    check: faultload check {state.bundle_path}") in "\n".join(runner.summary_lines())
     data = json.loads(path.read_text())
     assert config_from_dict(data["config"]) == config
     assert (data["target"], data["requests"], data["time_scale"]) == (TARGET, 50, TIME_SCALE)

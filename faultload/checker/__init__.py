@@ -2,8 +2,9 @@
 
 Each checker is ``check_x(inputs: CheckInputs, budgets: Budgets) -> Verdict``;
 it reads only its arguments (no clock, no network, no globals), so a stored
-history can be re-checked later. A verdict is ``ok=True`` (holds), ``False``
-(violated) or ``None`` (unknown: not enough data, or the checker crashed —
+trial is judged again with the same answer (a trial bundle: ``faultload
+check``). A verdict is ``ok=True`` (holds), ``False`` (violated) or ``None``
+(unknown: not enough data, or the checker crashed —
 :func:`~faultload.checker.compose.check_all` turns an exception into ``None``,
 never into ``True``).
 

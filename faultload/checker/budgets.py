@@ -352,6 +352,15 @@ def load_budgets(
     if pyproject_path is not None:
         table = read_pyproject_budgets(Path(pyproject_path))
         budgets = budgets.replace(table, f"{pyproject_path} [{'.'.join(PYPROJECT_TABLE)}]")
+    return apply_overrides(budgets, overrides)
+
+
+def apply_overrides(budgets: Budgets, overrides: Mapping[str, str] | Iterable[str]) -> Budgets:
+    """``budgets`` with ``overrides`` (a mapping NAME -> VALUE, or ``"NAME=VALUE"`` strings) replaced.
+
+    What ``--budget`` does on top of a pyproject's budgets (``run``) or a
+    bundle's (``check``); one-line ValueError for a bad name or value.
+    """
     if isinstance(overrides, Mapping):
         pairs = dict(overrides)
     else:
@@ -359,6 +368,4 @@ def load_budgets(
         for item in overrides:
             name, value = parse_override(item)
             pairs[name] = value
-    if pairs:
-        budgets = budgets.replace(pairs, "budget override")
-    return budgets
+    return budgets.replace(pairs, "budget override") if pairs else budgets

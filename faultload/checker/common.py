@@ -15,7 +15,7 @@ from faultload.checker.budgets import MIB
 from faultload.history import ErrorClass, History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.faults.schedule import FaultLog
+    from faultload.faults.log import FaultLog
     from faultload.model.faults import Fault
 
 # How many requests/classes/times a detail line names before "...".

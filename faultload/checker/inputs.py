@@ -1,6 +1,7 @@
 """What a checker reads (:class:`CheckInputs`) and what it answers (:class:`Verdict`).
 
-Plain values only, so a stored trial can be re-judged without running anything.
+Plain values only, so a stored trial can be re-judged without running anything
+(``faultload.store.bundle`` loads one, ``faultload check`` judges it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from faultload.serverlog import ServerLogSummary
 from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.faults.schedule import FaultLog
+    from faultload.faults.log import FaultLog
     from faultload.monitor import MonitorSamples
 
 
@@ -34,6 +35,11 @@ class Verdict:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "ok": self.ok, "figure": _json_number(self.figure),
                 "budget": _json_number(self.budget), "detail": self.detail}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
+        """The inverse of :meth:`to_dict` (whose figures are JSON numbers: NaN/inf came back as None)."""
+        return cls(data["name"], data["ok"], data["figure"], data["budget"], data["detail"])
 
 
 @dataclass(frozen=True)

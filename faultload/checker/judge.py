@@ -16,17 +16,18 @@ from faultload.checker.compose import check_all
 from faultload.checker.inputs import CheckInputs, Verdict
 
 if TYPE_CHECKING:  # type-only: the checker must not import the trial runner (layering)
+    from faultload.store.bundle import StoredTrial
     from faultload.trial import TrialResult
 
 
-def collapse_verdict(result: TrialResult) -> Verdict:
+def collapse_verdict(result: TrialResult | StoredTrial) -> Verdict:
     """``no_collapse``: the watchdog recognised no collapse (fd exhaustion, stall, ...)."""
     if result.verdict is None:
         return Verdict("no_collapse", True, 0, 0, "the watchdog saw no collapse")
     return Verdict("no_collapse", False, 1, 0, result.verdict.line())
 
 
-def error_examples(result: TrialResult) -> dict[str, str]:
+def error_examples(result: TrialResult | StoredTrial) -> dict[str, str]:
     """Error class key -> the first message of that class any load worker kept (workers in order)."""
     examples: dict[str, str] = {}
     for worker in result.workers:
@@ -35,7 +36,7 @@ def error_examples(result: TrialResult) -> dict[str, str]:
     return examples
 
 
-def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
+def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
     config = result.config
     inputs = CheckInputs(
         history=result.history,

@@ -2,13 +2,9 @@
 
 The runner is the suite's nemesis: one asyncio task per fault sleeps until the
 fault's start (relative to the trial's monotonic start), applies it, sleeps
-until its end, removes it.  Each fault yields an :class:`AppliedFault` record
-with the times it was actually in force, so a checker can ask which faults were
-active when a request failed (:meth:`FaultLog.active_at`).
-
-The recorded window is deliberately wide: ``applied_at_s`` is when the apply
-call *began* and ``removed_at_s`` when the removal call *finished*, so an error
-that a fault might have caused always falls inside it.
+until its end, removes it.  Each fault yields an :class:`~faultload.faults.log.AppliedFault`
+record with the times it was actually in force, so a checker can ask which
+faults were active when a request failed (``FaultLog.active_at``).
 
 ``heal()`` undoes everything still active (each removal bounded, then one
 Toxiproxy reset, router faults reset and a crashed router restarted).  Call it
@@ -20,12 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 from faultload.faults.control import FaultControlError, ToxiproxyControl
+from faultload.faults.log import AppliedFault, FaultLog
 from faultload.model.faults import PROXY_LINKS, Fault, FaultSchedule
 
 MAX_FAULTS = 1000
@@ -43,63 +39,6 @@ class RouterController(Protocol):
     def crash(self) -> Awaitable[None] | None: ...
     def restart(self) -> Awaitable[None] | None: ...
     def reset_faults(self) -> Awaitable[None] | None: ...
-
-
-@dataclass(frozen=True)
-class AppliedFault:
-    """One fault as it really happened; times in seconds from trial start (and epoch)."""
-
-    index: int
-    fault: Fault
-    applied_at_s: float | None = None
-    removed_at_s: float | None = None
-    applied_at_epoch: float | None = None
-    removed_at_epoch: float | None = None
-    error: str | None = None           # applying failed: the fault never took effect
-    remove_error: str | None = None    # removal failed (heal's reset is the backstop)
-    removed_by: str | None = None      # "schedule" or "heal"
-
-    @property
-    def applied(self) -> bool:
-        return self.applied_at_s is not None and self.error is None
-
-    def active_at(self, t: float) -> bool:
-        """Was this fault (possibly) in force at ``t`` seconds after trial start?"""
-        if not self.applied:
-            return False
-        end = math.inf if self.removed_at_s is None else self.removed_at_s
-        return self.applied_at_s <= t <= end  # type: ignore[operator]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "index": self.index, "fault": self.fault.to_dict(),
-            "applied_at_s": self.applied_at_s, "removed_at_s": self.removed_at_s,
-            "applied_at_epoch": self.applied_at_epoch, "removed_at_epoch": self.removed_at_epoch,
-            "error": self.error, "remove_error": self.remove_error, "removed_by": self.removed_by,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "AppliedFault":
-        return cls(**{**data, "fault": Fault.from_dict(data["fault"])})
-
-
-@dataclass(frozen=True)
-class FaultLog:
-    """All records of one trial, for attribution and for the stored history."""
-
-    records: tuple[AppliedFault, ...]
-    trial_start_epoch: float | None = None
-
-    def active_at(self, t: float) -> list[Fault]:
-        """Faults possibly in force ``t`` seconds after trial start."""
-        return [r.fault for r in self.records if r.active_at(t)]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"trial_start_epoch": self.trial_start_epoch, "records": [r.to_dict() for r in self.records]}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "FaultLog":
-        return cls(tuple(AppliedFault.from_dict(r) for r in data["records"]), data.get("trial_start_epoch"))
 
 
 def toxic_name(index: int, fault: Fault) -> str:

@@ -18,7 +18,8 @@ import threading
 from pathlib import Path
 
 from faultload.faults.control import ToxiproxyControl
-from faultload.faults.schedule import FaultLog, FaultRunner, RouterController
+from faultload.faults.log import FaultLog
+from faultload.faults.schedule import FaultRunner, RouterController
 from faultload.model.faults import FaultSchedule
 from faultload.faults.topology import Topology, create_topology, teardown
 from faultload.faults.toxiproxy import ToxiproxyServer, find_toxiproxy

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -19,7 +19,10 @@ from faultload.checker.judge import error_examples
 from faultload.history import ErrorClass, Outcome
 from faultload.stats import Histogram
 from faultload.model.switches import switches_text
-from faultload.trial import TrialResult
+
+if TYPE_CHECKING:  # type-only: a stored trial is shown and re-judged without the trial runner
+    from faultload.store.bundle import StoredTrial
+    from faultload.trial import TrialResult
 
 REPORT_VERSION = 1
 CONTRACT_KEYS = (
@@ -36,7 +39,7 @@ def _percentiles(values: np.ndarray) -> dict[str, float | None]:
     return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(values.max())}
 
 
-def _errors(result: TrialResult) -> dict[str, dict[str, Any]]:
+def _errors(result: TrialResult | StoredTrial) -> dict[str, dict[str, Any]]:
     """Error class -> {count, example}: requests whose last error was of that class."""
     codes = result.history["error"]
     examples = error_examples(result)
@@ -56,7 +59,7 @@ def _peak(values: np.ndarray) -> int | None:
     return int(valid.max()) if valid.size else None
 
 
-def _server_block(result: TrialResult) -> dict[str, Any]:
+def _server_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
     mon = result.monitor
     block: dict[str, Any] = {k: v for k, v in result.server.items() if k != "log_tail"}
     if mon is None:
@@ -85,7 +88,7 @@ def _server_block(result: TrialResult) -> dict[str, Any]:
     return block
 
 
-def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> dict[str, Any]:
+def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | None = None) -> dict[str, Any]:
     """The JSON report of one trial (``verdicts``: the invariants, when judged)."""
     h = result.history
     config = result.config
@@ -131,7 +134,7 @@ def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> 
     }
 
 
-def _faults_block(result: TrialResult) -> dict[str, Any]:
+def _faults_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
     """Each fault as applied and removed, with the requests it touched.
 
     A request is attributed to a fault when its life (submit to done, or to
@@ -162,7 +165,7 @@ def _faults_block(result: TrialResult) -> dict[str, Any]:
     return block
 
 
-def _config_dict(result: TrialResult) -> dict[str, Any]:
+def _config_dict(result: TrialResult | StoredTrial) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(result.config), default=str))
 
 
@@ -191,6 +194,19 @@ def _server_lines(server: dict[str, Any]) -> list[str]:
         f"accept queue peak {server.get('peak_accept_queue')}/{server.get('listen_backlog')}, "
         f"listen overflows +{server.get('listen_overflows')}, drops +{server.get('listen_drops')}",
     ]
+
+
+def verdict_lines(invariants: Sequence[dict[str, Any]] | None, collapse: dict[str, Any] | None) -> list[str]:
+    """The verdicts as a run prints them: one line per invariant (``to_report`` form), then the collapse.
+
+    ``faultload check`` prints a stored trial's verdicts through this too, so
+    they read exactly as the live run's.
+    """
+    lines = []
+    for inv in invariants or []:
+        mark = {True: "ok      ", False: "VIOLATED", None: "unknown "}[inv["ok"]]
+        lines.append(f"[{mark}] {inv['name']}: {inv['detail']}")
+    return lines + (_collapse_lines(collapse) if collapse else [])
 
 
 def _collapse_lines(v: dict[str, Any]) -> list[str]:
@@ -242,11 +258,7 @@ def render_text(report: dict[str, Any]) -> str:
             f"fault {fault['spec']}: {window}; {fault.get('requests_with_errors', 0)} requests hit, "
             f"{fault.get('retries_caused', 0)} retries" + (f"; ERROR {fault['error']}" if fault.get("error") else "")
         )
-    for inv in report.get("invariants") or []:
-        mark = {True: "ok      ", False: "VIOLATED", None: "unknown "}[inv["ok"]]
-        lines.append(f"[{mark}] {inv['name']}: {inv['detail']}")
-    if report.get("verdict"):
-        lines += _collapse_lines(report["verdict"])
+    lines += verdict_lines(report.get("invariants"), report.get("verdict"))
     if report.get("interrupted"):
         lines.append("INTERRUPTED: partial report")
     if report.get("error"):

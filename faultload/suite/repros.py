@@ -1,4 +1,4 @@
-"""A failing property's repro: the smallest failing trial as JSON, with its report and PNG beside it."""
+"""A failing property's repro: the smallest failing trial as JSON, with its report, bundle and PNG beside it."""
 
 from __future__ import annotations
 
@@ -12,8 +12,14 @@ from faultload.suite.state import PropertyState
 
 def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
                          hypothesis_seed: Any = None) -> Path | None:
-    """Write the property's smallest failing trial (its last failure) as a repro, with report and PNG."""
+    """Write the property's smallest failing trial (its last failure) as a repro, with report, bundle and PNG.
+
+    The bundle (``STEM.bundle/``, ``faultload check`` judges it again offline)
+    is named in the repro's ``bundle`` and ``check`` keys and in the session's
+    summary lines, under the repro.
+    """
     from faultload.store import report as report_mod
+    from faultload.store.bundle import write_bundle
     from faultload.store.repro import build_repro, config_key, replay_command, write_repro
 
     if state.best is None:
@@ -46,6 +52,9 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
         directory.mkdir(parents=True, exist_ok=True)
         report_mod.write_json(report, report_path)
         repro["report"] = str(report_path)
+        state.bundle_path = write_bundle(outcome.result, budgets, outcome.verdicts, directory / f"{stem}.bundle")
+        repro["bundle"] = str(state.bundle_path)
+        repro["check"] = f"faultload check {state.bundle_path}"
         try:
             from faultload.store.plot import write_timeline
 

@@ -326,6 +326,7 @@ class SuiteRunner:
                 "first_failure_requests": state.first_failure_requests,
                 "repro_requests": state.best[0].shape.requests if state.best else None,
                 "repro_path": str(state.repro_path) if state.repro_path else None,
+                "bundle_path": str(state.bundle_path) if state.bundle_path else None,
                 "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
                 "error": state.broken or self.not_judged(state.nodeid),
             })
@@ -365,6 +366,8 @@ class SuiteRunner:
                          + (" (cut by the shrink budget)" if state.shrink_cut else ""))
             if state.repro_path:
                 text += f"\n    repro: {state.repro_path}\n    replay: faultload replay {state.repro_path}"
+            if state.bundle_path:
+                text += f"\n    bundle: {state.bundle_path}\n    check: faultload check {state.bundle_path}"
             if state.broken:
                 text += f"; ERROR {state.broken}"
             elif self.not_judged(state.nodeid):

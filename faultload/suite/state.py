@@ -45,6 +45,7 @@ class PropertyState:
     reduce_log: list[dict[str, Any]] = field(default_factory=list)
     broken: str | None = None  # an infrastructure error: every later example fails with it at once
     repro_path: Path | None = None
+    bundle_path: Path | None = None  # the repro's trial bundle (faultload check), when its result was kept
     ended_at: float | None = None
     remaining_after: int = 0  # properties after this one in the session
     tally: dict[str, Tally] = field(default_factory=dict)  # per invariant the family asserts

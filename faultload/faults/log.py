@@ -1,0 +1,75 @@
+"""What a fault schedule really did: one record per fault, with the times it was in force.
+
+Kept apart from :mod:`.schedule` (which applies faults through Toxiproxy and
+the router) so that a checker or a stored trial bundle reads the record
+without loading a Toxiproxy client.
+
+The recorded window is deliberately wide: ``applied_at_s`` is when the apply
+call *began* and ``removed_at_s`` when the removal call *finished*, so an error
+that a fault might have caused always falls inside it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from faultload.model.faults import Fault
+
+
+@dataclass(frozen=True)
+class AppliedFault:
+    """One fault as it really happened; times in seconds from trial start (and epoch)."""
+
+    index: int
+    fault: Fault
+    applied_at_s: float | None = None
+    removed_at_s: float | None = None
+    applied_at_epoch: float | None = None
+    removed_at_epoch: float | None = None
+    error: str | None = None           # applying failed: the fault never took effect
+    remove_error: str | None = None    # removal failed (heal's reset is the backstop)
+    removed_by: str | None = None      # "schedule" or "heal"
+
+    @property
+    def applied(self) -> bool:
+        return self.applied_at_s is not None and self.error is None
+
+    def active_at(self, t: float) -> bool:
+        """Was this fault (possibly) in force at ``t`` seconds after trial start?"""
+        if not self.applied:
+            return False
+        end = math.inf if self.removed_at_s is None else self.removed_at_s
+        return self.applied_at_s <= t <= end  # type: ignore[operator]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index, "fault": self.fault.to_dict(),
+            "applied_at_s": self.applied_at_s, "removed_at_s": self.removed_at_s,
+            "applied_at_epoch": self.applied_at_epoch, "removed_at_epoch": self.removed_at_epoch,
+            "error": self.error, "remove_error": self.remove_error, "removed_by": self.removed_by,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "AppliedFault":
+        return cls(**{**data, "fault": Fault.from_dict(data["fault"])})
+
+
+@dataclass(frozen=True)
+class FaultLog:
+    """All records of one trial, for attribution and for a trial bundle (``faults.json``)."""
+
+    records: tuple[AppliedFault, ...]
+    trial_start_epoch: float | None = None
+
+    def active_at(self, t: float) -> list[Fault]:
+        """Faults possibly in force ``t`` seconds after trial start."""
+        return [r.fault for r in self.records if r.active_at(t)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"trial_start_epoch": self.trial_start_epoch, "records": [r.to_dict() for r in self.records]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "FaultLog":
+        return cls(tuple(AppliedFault.from_dict(r) for r in data["records"]), data.get("trial_start_epoch"))

@@ -1,0 +1,214 @@
+"""A trial bundle: one directory holding everything needed to judge a trial again, offline.
+
+Jepsen's store/analyze split: ``faultload run --bundle DIR`` (and the suite,
+beside every repro) writes what the trial recorded; ``faultload check DIR``
+loads it and runs the checker over it again, with the stored budgets or others,
+without starting a server, a router or a load worker. This module imports none
+of the trial runner, the stack, the router or the client (``tests/test_layering.py``).
+
+A bundle's files::
+
+    bundle.json    format version, versions (faultload, target, Python, numpy), the file list
+    config.json    the TrialConfig (faultload.model.codec's JSON)
+    budgets.json   the budgets it was judged with
+    trial.json     the rest of the TrialResult: router stats and completion times, the load's
+                   stop time and flags (stopped early, cut off, interrupted), the watchdog's
+                   verdict, per-worker error examples and latency histograms, CPU, server, errors
+    monitor.json   the monitor's samples and /healthz probes (null when none were taken)
+    faults.json    the fault log, as applied and removed (null when no fault was scheduled)
+    server_log.json  the server log's classes, with every occurrence's time (null when not read)
+    history.npz    the per-request history and its attempts (History.save)
+    verdicts.json  the verdicts as judged (``to_report`` form)
+    verdicts.txt   the verdict lines as the run printed them
+
+:func:`load_bundle` gives a :class:`StoredTrial`: it has every attribute
+``faultload.checker.judge.judge`` and ``faultload.store.report.build_report``
+read of a ``TrialResult``, plus the budgets, verdicts and versions stored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import numpy as np
+
+from faultload import installed_version
+from faultload.checker.budgets import Budgets
+from faultload.checker.compose import to_report
+from faultload.checker.inputs import Verdict
+from faultload.faults.log import FaultLog
+from faultload.history import History
+from faultload.model.codec import config_from_dict, config_to_dict
+from faultload.model.trial import TrialConfig
+from faultload.monitor import MonitorSamples
+from faultload.serverlog import ServerLogSummary
+from faultload.store.report import verdict_lines
+from faultload.watchdog import Verdict as CollapseVerdict
+
+if TYPE_CHECKING:  # type-only: a bundle is read without the trial runner (layering)
+    from faultload.trial import TrialResult
+
+BUNDLE_VERSION = 1
+MANIFEST = "bundle.json"
+# TrialResult fields stored as they are (JSON values already)
+PLAIN_FIELDS = ("router_stats", "server", "wall_s", "load_s", "cpu", "interrupted", "error", "stopped_early",
+                "cut_off", "load_stopped_s", "start_epoch", "topology", "cleanup_errors")
+
+
+@dataclass(frozen=True)
+class WorkerSummary:
+    """What a trial keeps of one load worker besides its history (merged into the trial's)."""
+
+    worker: int
+    submit_hist: dict[str, Any]  # Histogram.to_state()
+    e2e_hist: dict[str, Any]
+    error_examples: dict[str, str] = field(default_factory=dict)  # error class -> first message
+    cpu_s: float = 0.0
+    crashed: str | None = None
+
+    @classmethod
+    def of(cls, worker: Any) -> "WorkerSummary":
+        """From a ``WorkerResult`` (read by attribute: the client is not imported here)."""
+        return cls(worker.worker, worker.submit_hist, worker.e2e_hist, dict(worker.error_examples),
+                   worker.cpu_s, worker.crashed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "WorkerSummary":
+        return cls(**data)
+
+
+@dataclass
+class StoredTrial:
+    """A trial as its bundle holds it: a ``TrialResult``'s attributes, and what it was judged with."""
+
+    config: TrialConfig
+    history: History
+    workers: list[WorkerSummary]
+    monitor: MonitorSamples | None
+    fault_log: FaultLog | None
+    server_log: ServerLogSummary | None
+    verdict: CollapseVerdict | None  # the watchdog's
+    router_completed_s: dict[int, float]
+    budgets: Budgets
+    verdicts: list[Verdict]  # as judged when the bundle was written
+    versions: dict[str, Any]
+    router_stats: dict[str, Any] = field(default_factory=dict)
+    server: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+    load_s: float = 0.0
+    cpu: dict[str, float] = field(default_factory=dict)
+    interrupted: bool = False
+    error: str | None = None
+    stopped_early: bool = False
+    cut_off: bool = False
+    load_stopped_s: float | None = None
+    start_epoch: float | None = None
+    topology: dict[str, str] = field(default_factory=dict)
+    cleanup_errors: list[str] = field(default_factory=list)
+
+
+def versions_of(result: TrialResult | StoredTrial) -> dict[str, Any]:
+    """What judged and what was judged: faultload, the target (spec and version), Python, numpy."""
+    return {"faultload": installed_version(), "target": result.config.target,
+            "target_version": result.server.get("version"), "python": platform.python_version(),
+            "numpy": np.__version__, "platform": sys.platform}
+
+
+def _optional(value: Any) -> Any:
+    return None if value is None else value.to_dict()
+
+
+def _exact(value: Any) -> Any:
+    return None if value is None else value.to_dict(exact=True)
+
+
+def write_bundle(result: TrialResult | StoredTrial, budgets: Budgets, verdicts: Sequence[Verdict],
+                 directory: str | Path) -> Path:
+    """Write ``result``'s bundle into ``directory`` (created; files of an older bundle replaced)."""
+    path = Path(directory)
+    path.mkdir(parents=True, exist_ok=True)
+    report = to_report(verdicts)
+    collapse = result.verdict.to_dict() if result.verdict else None
+    trial = {name: getattr(result, name) for name in PLAIN_FIELDS}
+    trial.update(
+        workers=[WorkerSummary.of(w).to_dict() for w in result.workers],
+        verdict=_exact(result.verdict),
+        router_completed_s={str(nonce): s for nonce, s in result.router_completed_s.items()},
+    )
+    files = {
+        "config.json": config_to_dict(result.config), "budgets.json": budgets.to_dict(), "trial.json": trial,
+        "monitor.json": _optional(result.monitor), "faults.json": _optional(result.fault_log),
+        "server_log.json": _exact(result.server_log), "verdicts.json": report,
+    }
+    for name, data in files.items():
+        _write(path / name, json.dumps(data, indent=1, default=str) + "\n")
+    result.history.save(str(path / "history.npz"))
+    _write(path / "verdicts.txt", "\n".join(verdict_lines(report, collapse)) + "\n")
+    manifest = {"bundle_version": BUNDLE_VERSION, "versions": versions_of(result),
+                "files": sorted([*files, "history.npz", "verdicts.txt"])}
+    _write(path / MANIFEST, json.dumps(manifest, indent=1) + "\n")  # last: a bundle with a manifest is whole
+    return path
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def load_bundle(directory: str | Path) -> StoredTrial:
+    """The trial stored in ``directory``; ValueError (one line, naming the file) when it is not a whole bundle."""
+    path = Path(directory)
+    manifest = _read_json(path, MANIFEST)
+    if not isinstance(manifest, dict) or manifest.get("bundle_version") != BUNDLE_VERSION:
+        version = manifest.get("bundle_version") if isinstance(manifest, dict) else None
+        raise ValueError(f"{path / MANIFEST}: bundle_version {version!r}; this faultload reads {BUNDLE_VERSION}")
+    try:
+        return _stored_trial(path, manifest)
+    except (KeyError, TypeError, AttributeError) as exc:  # ValueErrors name their file already
+        raise ValueError(f"{path}: not a whole faultload bundle ({type(exc).__name__}: {exc})") from None
+
+
+def _stored_trial(path: Path, manifest: Mapping[str, Any]) -> StoredTrial:
+    trial = _read_json(path, "trial.json")
+    monitor, faults, log = (_read_json(path, n) for n in ("monitor.json", "faults.json", "server_log.json"))
+    try:
+        history = History.load(str(path / "history.npz"))
+    except (OSError, KeyError, ValueError) as exc:
+        raise ValueError(f"{path / 'history.npz'}: cannot read: {exc}") from None
+    return StoredTrial(
+        config=config_from_dict(_read_json(path, "config.json")),
+        history=history,
+        workers=[WorkerSummary.from_dict(w) for w in trial["workers"]],
+        monitor=None if monitor is None else MonitorSamples.from_dict(monitor),
+        fault_log=None if faults is None else FaultLog.from_dict(faults),
+        server_log=None if log is None else ServerLogSummary.from_dict(log),
+        verdict=None if trial["verdict"] is None else CollapseVerdict.from_dict(trial["verdict"]),
+        router_completed_s={int(nonce): float(s) for nonce, s in trial["router_completed_s"].items()},
+        budgets=Budgets.from_mapping(_read_json(path, "budgets.json"), f"{path / 'budgets.json'}"),
+        verdicts=[Verdict.from_dict(v) for v in _read_json(path, "verdicts.json")],
+        versions=dict(manifest.get("versions") or {}),
+        **{name: trial[name] for name in PLAIN_FIELDS},
+    )
+
+
+def _read_json(path: Path, name: str) -> Any:
+    try:
+        return json.loads((path / name).read_text())
+    except FileNotFoundError:
+        what = "no such directory" if not path.is_dir() else f"no {name} (not a faultload bundle?)"
+        raise ValueError(f"{path}: {what}") from None
+    except OSError as exc:
+        raise ValueError(f"{path / name}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path / name}: not JSON ({exc})") from None
