@@ -67,7 +67,7 @@ class CollapseVerdict:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
+    def from_dict(cls, data: Mapping[str, Any]) -> "CollapseVerdict":
         return cls(data["kind"], float(data["at_s"]), list(data["evidence"]),
                    [Signal.from_dict(c) for c in data.get("consequences", [])])
 

@@ -16,7 +16,6 @@ import pytest
 
 from faultload import cli
 from faultload.checker.budgets import Budgets
-from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import judge
 from faultload.faults.log import AppliedFault, FaultLog
@@ -28,7 +27,7 @@ from faultload.store.bundle import StoredTrial, WorkerSummary, load_bundle, writ
 from faultload.store.check import check_bundle
 from faultload.trial import TrialResult
 from faultload.watchdog import Signal
-from faultload.watchdog import Verdict as CollapseVerdict
+from faultload.watchdog import CollapseVerdict
 from tests.test_report import result  # noqa: F401 - the hand-built TrialResult fixture
 
 LOG = """2026-11-30 07:50:14,170 - INFO - uvicorn.error: Started server process [6256]
@@ -244,7 +243,7 @@ def test_not_a_bundle_is_one_line_and_exit_2(full, tmp_path, capsys) -> None:
 
 def test_the_suite_writes_a_bundle_beside_each_repro_and_names_it(full, tmp_path, capsys) -> None:
     from faultload.store.repro import figures_of
-    from faultload.suite.executor import Outcome
+    from faultload.suite.executor import TrialOutcome
     from faultload.suite.repros import write_property_repro
     from faultload.suite.state import PropertyState
     from faultload.workspace import Workspace
@@ -252,7 +251,7 @@ def test_the_suite_writes_a_bundle_beside_each_repro_and_names_it(full, tmp_path
     budgets = Budgets()
     verdicts = judge(full, budgets)
     state = PropertyState("tests/p.py::test_p", first_failure_requests=12, failures=1)
-    state.best = (full.config, Outcome(verdicts, figures_of(verdicts), 12, 5.0, result=full))
+    state.best = (full.config, TrialOutcome(verdicts, figures_of(verdicts), 12, 5.0, result=full))
     path = write_property_repro(state, "ci", Workspace(tmp_path), budgets)
     repro = json.loads(path.read_text())
     assert state.bundle_path == path.with_suffix(".bundle") and repro["bundle"] == str(state.bundle_path)

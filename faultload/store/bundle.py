@@ -50,7 +50,7 @@ from faultload.model.trial import TrialConfig
 from faultload.monitor import MonitorSamples
 from faultload.serverlog import ServerLogSummary
 from faultload.store.report import verdict_lines
-from faultload.watchdog import Verdict as CollapseVerdict
+from faultload.watchdog import CollapseVerdict
 
 if TYPE_CHECKING:  # type-only: a bundle is read without the trial runner (layering)
     from faultload.trial import TrialResult
