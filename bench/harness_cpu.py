@@ -31,7 +31,7 @@ DEFAULT_ARGS = ["--requests", "20000", "--workers", "2", "--router-mode", "laten
 
 def one_run(run_args: list[str]) -> dict[str, float]:
     args = _parser().parse_args(["run", *run_args])
-    result = run_trial(config_from_args(args), Workspace.default())
+    result = run_trial(config_from_args(args), Workspace.default(os.environ.get("FAULTLOAD_HOME")))
     rep = report_mod.build_report(result)
     cpu = rep["cpu_s"]
     done = max(rep["completed"], 1)

@@ -20,6 +20,7 @@ Usage: .faultload/venv/bin/python bench/proxy_overhead.py [--repeats N] [--reque
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -92,7 +93,7 @@ def main() -> int:
     if known.repeats < 1:
         parser.error("--repeats must be >= 1")
     run_args = ["--requests", str(known.requests), *rest]
-    workspace = Workspace.default()
+    workspace = Workspace.default(os.environ.get("FAULTLOAD_HOME"))
     print("faultload run", " ".join(run_args), "--proxies off|on   x", known.repeats, flush=True)
     print(HEADER, flush=True)
     runs: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}

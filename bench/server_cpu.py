@@ -16,6 +16,7 @@ Usage: .faultload/venv/bin/python bench/server_cpu.py [--repeats N] [--regress N
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -65,7 +66,7 @@ def main() -> int:
         parser.error("--repeats must be >= 1")
     regressed = known.regress or ["rich-access-log"]
     modes = ([], regressed)
-    workspace = Workspace.default()
+    workspace = Workspace.default(os.environ.get("FAULTLOAD_HOME"))
     print("faultload run", " ".join(rest), "| clean vs --regress", " ".join(regressed), "x", known.repeats, flush=True)
     print(HEADER, flush=True)
     runs: list[list[dict[str, Any]]] = [[], []]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -15,6 +16,7 @@ from typing import Sequence
 # Only light modules at the top: load workers are spawned processes that import
 # this module again (as __mp_main__), and each heavy import here costs every worker.
 from faultload.checker.budgets import load_budgets
+from faultload.config_file import find_config
 from faultload.cli_parser import UsageError, build_parser
 from faultload.model.faults import FaultSchedule
 from faultload.procutil import Interrupts
@@ -28,7 +30,8 @@ from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:
-    return Workspace(Path(args.workdir).resolve()) if args.workdir else Workspace.default()
+    """--workdir, else $FAULTLOAD_HOME (read by :func:`main` into ``args.home``), else ./.faultload."""
+    return Workspace.default(args.workdir or args.home)
 
 
 def config_from_args(args: argparse.Namespace):
@@ -67,14 +70,9 @@ def config_from_args(args: argparse.Namespace):
 
 
 def _config_path(args: argparse.Namespace) -> Path | None:
-    """The pyproject.toml holding [tool.faultload.*] settings: --config, or ./pyproject.toml."""
-    if args.config:
-        path = Path(args.config)
-        if not path.is_file():
-            raise ValueError(f"--config {args.config}: no such file")
-        return path
-    default = Path("pyproject.toml")
-    return default if default.is_file() else None
+    """The pyproject.toml holding [tool.faultload.*] settings (:func:`faultload.config_file.find_config`
+    from the current directory: --config, or the nearest with a [tool.faultload] table)."""
+    return find_config(Path.cwd(), args.config or None)
 
 
 def _build(args: argparse.Namespace):
@@ -233,7 +231,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
     try:
         result = matrix_mod.run_matrix(rows, args.profile, all_properties=args.all_properties, workdir=logs, log=log,
-                                       session_s=args.session_s)
+                                       session_s=args.session_s, home=args.home)
     except KeyboardInterrupt:
         print("faultload: interrupted; every row's session stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -283,13 +281,16 @@ COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "check": cmd_check, "setup":
             "replay": cmd_replay, "matrix": cmd_matrix}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = None) -> int:
+    """Run one command; ``environ`` (default ``os.environ``) is read here only, and passed down as values."""
+    environ = os.environ if environ is None else environ
     # SIGTERM (CI cancelling, `timeout`, kill) and SIGHUP (a closed terminal) take
     # the Ctrl-C path, so cleanup runs and the partial report is written; a
     # second one kills every child at once.
     interrupts = Interrupts(EXIT_INTERRUPTED).install()
     try:
         args = build_parser().parse_args(argv)
+        args.home = environ.get("FAULTLOAD_HOME")  # the workspace when --workdir is not given
         return COMMANDS[args.command](args)
     except UsageError as exc:
         print(f"faultload: error: {exc}", file=sys.stderr)

@@ -133,7 +133,7 @@ def _add_output_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
                    help="override one invariant budget, --config's or built in (repeatable; default none)")
-    p.add_argument("--config", default=None, metavar="PYPROJECT", help="read [tool.faultload.*] from this file (default ./pyproject.toml if present)")
+    p.add_argument("--config", default=None, metavar="PYPROJECT", help="read [tool.faultload.*] from this file (default: the nearest pyproject.toml with a [tool.faultload] table, from here upward)")
     p.add_argument("--fatal-fault", action="append", default=[], metavar="KIND",
                    help="fault kind whose victims may give up, e.g. router:crash (repeatable; default none)")
     p.add_argument("--no-early-stop", action="store_true", help="do not stop the trial on a recognised collapse (the verdict is still computed)")

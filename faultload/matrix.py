@@ -290,14 +290,15 @@ def _stop(proc: subprocess.Popen) -> int | None:
 
 def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = False, cwd: Path | None = None,
                workdir: Path | None = None, log: Callable[[str], None] = print,
-               session_s: float | None = None) -> dict[str, Any]:
-    """Run every row; the matrix as the JSON contract describes (``session_s``: each row's session time)."""
+               session_s: float | None = None, home: str | None = None) -> dict[str, Any]:
+    """Run every row; the matrix as the JSON contract describes (``session_s``: each row's session time;
+    ``home``: the workspace the logs go under when ``workdir`` is None, the caller's $FAULTLOAD_HOME)."""
     cwd = cwd or Path.cwd()
     suite_dir = Path(__file__).resolve().parent
     if workdir is None:  # kept: the JSON points at each row's log; under the workspace, not /tmp
         from faultload.workspace import Workspace
 
-        workdir = Workspace.default().root / "matrix" / time.strftime("%Y%m%dT%H%M%S")
+        workdir = Workspace.default(home).root / "matrix" / time.strftime("%Y%m%dT%H%M%S")
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     results = []

@@ -2,12 +2,13 @@
 
 The root defaults to ``.faultload`` in the current directory (``make setup``
 creates it in the checkout) and can be moved with ``--workdir`` or the
-``FAULTLOAD_HOME`` environment variable. Passed around as a value.
+``FAULTLOAD_HOME`` environment variable, which only the edges read (the CLI's
+``main``, the plugin's ``pytest_configure``) and hand to :meth:`Workspace.default`.
+Passed around as a value.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +18,9 @@ class Workspace:
     root: Path
 
     @classmethod
-    def default(cls) -> "Workspace":
-        return cls(Path(os.environ.get("FAULTLOAD_HOME", ".faultload")).resolve())
+    def default(cls, root: str | Path | None = None) -> "Workspace":
+        """At ``root`` (a --workdir, or the caller's $FAULTLOAD_HOME), else ``.faultload`` here."""
+        return cls(Path(root or ".faultload").resolve())
 
     @property
     def targets(self) -> Path:

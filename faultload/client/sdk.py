@@ -33,6 +33,10 @@ from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FL
 from faultload.client.sdk_wire import SdkWire, classify_exception, installed
 from faultload.history import ErrorClass, History, Outcome
 
+# The SDK insists on a key ("tml-" prefix) and the server under test checks none. Given to
+# ServiceClient as a value (it hands it to every holder and pool), never written to os.environ,
+# so a real TINKER_API_KEY in the environment is not sent to the server under test either.
+API_KEY = "tml-faultload"
 _STOP_CHECK_S = 0.2
 _GAVE_UP = (ErrorClass.CONNECT, ErrorClass.RESET, ErrorClass.TIMEOUT)
 
@@ -87,9 +91,8 @@ class SdkClient:
         """Open the SDK's session and sampling client (blocking; call outside an event loop)."""
         import tinker
 
-        os.environ.setdefault("TINKER_API_KEY", "tml-faultload")
         self._installed.__enter__()
-        self.service = tinker.ServiceClient(base_url=self.job.base_url)
+        self.service = tinker.ServiceClient(base_url=self.job.base_url, api_key=API_KEY)
         self.sampling = self.service.create_sampling_client(base_model=self.job.base_model)
 
     async def run(self, stop: Callable[[], bool]) -> None:

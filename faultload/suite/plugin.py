@@ -15,6 +15,15 @@ collected. Options::
     --faultload-session-s S      override the profile's session time (no trial starts after S seconds)
     --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
 
+Each session's state (options, runner, outcomes) is a
+:class:`~faultload.suite.session.SuiteSession` on its own ``config.stash``
+(:func:`session`), made on first use; the environment (``FAULTLOAD_PROFILE``,
+``FAULTLOAD_HOME``) is read here, in ``pytest_configure``, and handed to it as
+values. Properties carry the ``faultload`` marker (``-m faultload`` selects
+them, ``-m "not faultload"`` leaves them out), registered with pytest so
+``--strict-markers`` passes; their Hypothesis settings are the registered
+profile ``faultload-<profile>`` (see :mod:`faultload.suite.session`).
+
 The session fixture ``faultload_suite`` is the :class:`~faultload.suite.runner.SuiteRunner`
 (one shared stack, started on first use). What runs and judges each trial is
 the session fixture ``faultload_executor``: ``None``, the real shared stack
@@ -29,12 +38,25 @@ beside it), adds it to the failure report and lists every repro with its
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from contextvars import ContextVar
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from faultload.suite.session import SuiteSession
+
 DEFAULT_PROFILE = "ci"
-_state: dict = {"options": None, "runner": None, "config": None, "outcomes": {}}
+ENVIRONMENT = ("FAULTLOAD_PROFILE", "FAULTLOAD_HOME")
+MARKER = "faultload: a faultload property (runs trials on the session's shared stack; uses faultload_suite)"
+
+_ENVIRON = pytest.StashKey[Mapping[str, str]]()
+_SESSION = pytest.StashKey["SuiteSession"]()
+# The pytest config collecting a module now: a property's decorators run at its import and read
+# their session's settings through it (collecting()); set only while one module is collected.
+_COLLECTING: ContextVar[pytest.Config | None] = ContextVar("faultload_collecting", default=None)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -63,141 +85,66 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write each property's outcome, violated invariants and repro as JSON (default: not written)")
 
 
-class SuiteOptions:
-    """The plugin's options, resolved once per session (read by the properties at import)."""
+def session(config: pytest.Config) -> SuiteSession:
+    """The session's faultload state, made on its first use (``config.stash``: one per session)."""
+    found = config.stash.get(_SESSION, None)
+    if found is None:
+        # The one import of the suite's machinery (Hypothesis, the runner, the stack): this module is
+        # loaded by every pytest run in the environment, so only a session that uses faultload pays it.
+        from faultload.suite.session import SuiteSession
 
-    def __init__(self, config: pytest.Config | None = None) -> None:
-        get = (lambda name: config.getoption(name)) if config is not None else (lambda name: None)
-        from faultload.suite.profiles import get_profile
-        from faultload.model.target import DEFAULT_TARGET
-
-        profile = get_profile(get("faultload_profile") or os.environ.get("FAULTLOAD_PROFILE") or DEFAULT_PROFILE)
-        import dataclasses
-
-        examples = get("faultload_examples")
-        if examples:
-            profile = dataclasses.replace(profile, max_examples=max(1, examples))
-        session_s = get("faultload_session_s")
-        if session_s is not None:
-            profile = dataclasses.replace(profile, session_s=max(0.0, session_s))
-        self.profile = profile
-        self.target: str = get("faultload_target") or DEFAULT_TARGET
-        self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
-        self.fixes: tuple[str, ...] = tuple(get("faultload_fix") or ())
-        self.workdir: str | None = get("faultload_workdir")
-        self.shrink_s: float | None = get("faultload_shrink_s")
-        self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
-
-    def workspace(self):
-        from faultload.workspace import Workspace
-
-        return Workspace(Path(self.workdir).resolve()) if self.workdir else Workspace.default()
-
-    def pyproject(self) -> Path | None:
-        path = self.rootdir / "pyproject.toml"
-        return path if path.is_file() else None
+        found = config.stash[_SESSION] = SuiteSession(config, config.stash.get(_ENVIRON, {}))
+    return found
 
 
-def options() -> SuiteOptions:
-    """The session's options, read from pytest's config when there is one (defaults for a bare import).
-
-    Resolved on first use, so an option given alone (``--faultload-examples``,
-    ``--faultload-workdir``, ...) applies however the properties were collected:
-    ``pytest faultload``, ``pytest --pyargs faultload.suite`` or a user's own
-    property file.
-    """
-    if _state["options"] is None:
-        _state["options"] = SuiteOptions(_state.get("config"))
-    return _state["options"]
-
-
-def runner(executor=None):
-    """The session's SuiteRunner, made on first use (starting nothing until the first trial).
-
-    ``executor``: what the runner runs trials with when this call makes it
-    (None: the real shared stack); the ``faultload_executor`` fixture's value.
-    """
-    if _state["runner"] is None:
-        from faultload.checker.budgets import load_budgets
-        from faultload.suite.runner import SuiteRunner
-        from faultload.watchdog import load_watchdog_limits
-
-        opts = options()
-        pyproject = opts.pyproject()
-        _state["runner"] = SuiteRunner(
-            opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject), fixes=opts.fixes,
-            watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=_terminal_log(),
-            executor=executor,
-        )
-        # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
-        # closed; a second signal kills every child process at once.
-        from faultload.procutil import Interrupts
-
-        _state["interrupts"] = Interrupts(pytest.ExitCode.INTERRUPTED, name="faultload suite").install()
-    elif executor is not None and _state["runner"].executor is not executor:
-        raise RuntimeError("faultload: the session's runner was made before faultload_executor gave its executor")
-    return _state["runner"]
-
-
-def _terminal_log():
-    """Progress lines straight to the terminal (pytest captures the tests' own stdout/stderr)."""
-    config = _state.get("config")
-    reporter = config.pluginmanager.get_plugin("terminalreporter") if config is not None else None
-    if reporter is None:
-        return None
-
-    capture = config.pluginmanager.get_plugin("capturemanager")
-
-    def log(message: str) -> None:
-        if capture is not None:
-            with capture.global_and_fixture_disabled():
-                reporter.ensure_newline()
-                reporter.write_line(f"faultload: {message}")
-        else:
-            reporter.ensure_newline()
-            reporter.write_line(f"faultload: {message}")
-
-    return log
+def collecting() -> SuiteSession:
+    """The session of the pytest run importing a property module now (its decorators run at import)."""
+    config = _COLLECTING.get()
+    if config is None:
+        raise RuntimeError("faultload: the suite's properties are collected by pytest (pytest faultload, "
+                           "pytest --pyargs faultload.suite), not imported on their own")
+    return session(config)
 
 
 def _is_property(item: pytest.Item) -> bool:
     return "faultload_suite" in getattr(item, "fixturenames", ())
 
 
-def _write_summary(path: Path) -> None:
-    """The session's results as JSON, written even when no property ran (an empty list says so)."""
-    import json
-
-    runner_ = _state["runner"]
-    if runner_ is not None:
-        data = runner_.summary_dict(_state["outcomes"])
-    else:
-        opts = options()
-        data = {"profile": opts.profile.name, "target": opts.target, "regress": list(opts.regress),
-                "fixes": list(opts.fixes), "trials": 0, "wall_s": 0.0, "stack_starts": 0,
-                "judged_trials": 0, "invariants": {}, "properties": []}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n")
+def _made(config: pytest.Config) -> SuiteSession | None:
+    """The session's faultload state if something used faultload (None: make nothing)."""
+    return config.stash.get(_SESSION, None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    _state["outcomes"] = {}
-    _state["options"] = None
-    _state["runner"] = None
-    _state["config"] = config
+    config.addinivalue_line("markers", MARKER)
+    config.stash[_ENVIRON] = environment(os.environ)
+
+
+def environment(environ: Mapping[str, str]) -> dict[str, str]:
+    """The faultload variables of ``environ``: the only place the plugin reads the environment."""
+    return {name: environ[name] for name in ENVIRONMENT if environ.get(name)}
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     path = config.getoption("faultload_summary_json", None)
     if path:
-        _write_summary(Path(path))
-    if _state["runner"] is not None:
-        _state["runner"].close()
-    _state["runner"] = None
-    if _state.get("interrupts") is not None:
-        _state.pop("interrupts").uninstall()
-    _state["options"] = None
-    _state["config"] = None
+        session(config).write_summary(Path(path))
+    found = _made(config)
+    if found is not None:
+        found.close()
+        del config.stash[_SESSION]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector):
+    """While a module is collected (imported), :func:`collecting` gives its decorators this session."""
+    if not isinstance(collector, pytest.Module):
+        return (yield)
+    token = _COLLECTING.set(collector.config)
+    try:
+        return (yield)
+    finally:
+        _COLLECTING.reset(token)
 
 
 @pytest.fixture(scope="session")
@@ -208,26 +155,36 @@ def faultload_executor():
 
 
 @pytest.fixture(scope="session")
-def faultload_suite(faultload_executor):
+def faultload_suite(request: pytest.FixtureRequest, faultload_executor):
     """The session's :class:`~faultload.suite.runner.SuiteRunner` (one shared stack)."""
-    suite = runner(faultload_executor)
+    suite = session(request.config).runner(faultload_executor)
     yield suite
     suite.close()
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects: `-m faultload` selects a user's properties too
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _is_property(item) and item.get_closest_marker("faultload") is None:
+            item.add_marker("faultload")
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    _state["property_ids"] = [
-        item.nodeid for item in session.items
-        if _is_property(item) and not any(m.args and m.args[0] is True for m in item.iter_markers("skipif"))
-    ]
+    found = _made(session.config)
+    if found is not None:
+        found.property_ids = [
+            item.nodeid for item in session.items
+            if _is_property(item) and not any(m.args and m.args[0] is True for m in item.iter_markers("skipif"))
+        ]
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     if not _is_property(item):
         return (yield)
-    suite = runner()
-    ids = _state.get("property_ids") or []
+    found = session(item.config)
+    suite = found.runner()
+    ids = found.property_ids
     remaining = len(ids) - ids.index(item.nodeid) - 1 if item.nodeid in ids else 0
     suite.begin(item.nodeid, remaining)
     try:
@@ -244,39 +201,22 @@ def pytest_runtest_call(item: pytest.Item):
 def pytest_runtest_makereport(item: pytest.Item, call):
     outcome = yield
     report = outcome.get_result()
-    if _is_property(item) and call.when == "call":
-        _state["outcomes"][item.nodeid] = report.outcome
-    elif _is_property(item) and report.failed:  # setup or teardown failed: not a verdict on the target
-        _state["outcomes"][item.nodeid] = "error"
-    if call.when != "call" or not _is_property(item) or _state["runner"] is None:
+    found = _made(item.config) if _is_property(item) else None
+    if found is None:
         return
-    suite = _state["runner"]
-    state = suite.states.get(item.nodeid)
-    if state is None:
-        return
-    lines = []
-    if report.failed and state.best is not None:
-        seed = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_generated_seed", None)
-        path = suite.write_repro(state, hypothesis_seed=seed)
-        config, _ = state.best
-        lines += [
-            f"repro: {path}",
-            f"replay: faultload replay {path}",
-            f"shrunk from {state.first_failure_requests} to {config.shape.requests} requests in "
-            f"{state.shrink_seconds:.0f}s ({state.failures} failing examples"
-            + (", cut by the shrink budget)" if state.shrink_cut else ")"),
-        ]
-    lines.append(f"{state.trials} trials run, {state.cached} cached, {state.not_run} not run (time bound), "
-                 f"{state.judged_trials} judged")
-    if state.tally:
-        from faultload.suite.state import tally_text
-
-        lines.append(tally_text(state.tally))
-    report.sections.append(("faultload", "\n".join(lines)))
+    if call.when == "call":
+        found.outcomes[item.nodeid] = report.outcome
+    elif report.failed:  # setup or teardown failed: not a verdict on the target
+        found.outcomes[item.nodeid] = "error"
+    if call.when == "call":
+        section = found.failure_section(item, report)
+        if section is not None:
+            report.sections.append(("faultload", section))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
-    suite = _state["runner"]
+    found = _made(config)
+    suite = found.suite if found is not None else None
     if suite is None or not suite.states:
         return
     terminalreporter.section("faultload")

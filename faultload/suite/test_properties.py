@@ -25,6 +25,15 @@ On profiles with ``known_examples`` (nightly), ``bounded_resources`` and
 ``bounded_retries`` first run the known-bug trials of ``faultload.strategies.known``
 as explicit examples: the load a fixed upstream bug needs, so a regression of
 it is met every run rather than when a random draw happens to make that load.
+
+What a property draws and how (its Hypothesis settings, strategy, explicit
+examples, skip) depends on the session's options, and decorators run when the
+module is imported: each decorator here reads the session of the pytest run
+importing it (``plugin.collecting()``, the plugin's per-session
+:class:`~faultload.suite.session.SuiteSession`), nothing is fixed at the first
+import. The settings are the session's Hypothesis profile ``faultload-<name>``
+with the family's examples (``SuiteSession.settings_for``), so a
+``--hypothesis-profile`` of yours composes with them.
 """
 
 from __future__ import annotations
@@ -32,14 +41,16 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from faultload.strategies import trial_configs
 from faultload.suite import plugin
-from faultload.suite.families import Family, family_examples, family_limits, known_configs
+from faultload.suite.confirm import confirm_config
+from faultload.suite.families import Family, family_limits, known_configs
+from faultload.suite.session import SuiteSession
 
-OPTIONS = plugin.options()
-PROFILE = OPTIONS.profile
+pytestmark = pytest.mark.faultload
 
 LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests"), ("no_lost_results", "accepted_requests"),
               weight=2.0,
@@ -58,46 +69,38 @@ COMBINED = Family(
 )
 FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, COMBINED)
 
-only_combined = pytest.mark.skipif(PROFILE.confirm, reason="the confirm profile runs the combined property once")
+only_combined = pytest.mark.skipif(plugin.collecting().profile.confirm,
+                                   reason="the confirm profile runs the combined property once")
 
 
 def _settings(family: Family) -> settings:
-    database = None
-    if PROFILE.use_database and not PROFILE.derandomize:
-        from hypothesis.database import DirectoryBasedExampleDatabase
-
-        database = DirectoryBasedExampleDatabase(str(OPTIONS.workspace().root / "hypothesis"))
-    phases = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
-    if PROFILE.confirm or PROFILE.shrink_s <= 0:
-        phases = (Phase.explicit, Phase.reuse, Phase.generate)
-    return settings(
-        max_examples=family_examples(PROFILE, family), derandomize=PROFILE.derandomize, database=database,
-        deadline=None, phases=phases, suppress_health_check=list(HealthCheck), report_multiple_bugs=False,
-        print_blob=True,
-    )
+    """The session's Hypothesis profile (``faultload-<name>``) with the family's examples."""
+    return plugin.collecting().settings_for(family)
 
 
-def _with_fixes(config):
+def _with_fixes(session: SuiteSession, config):
     """The session's candidate fixes (``--faultload-fix``) on a config: they change no draw, only the server."""
-    return dataclasses.replace(config, fixes=OPTIONS.fixes) if OPTIONS.fixes else config
+    fixes = session.options.fixes
+    return dataclasses.replace(config, fixes=fixes) if fixes else config
 
 
 def _configs(family: Family) -> st.SearchStrategy:
-    if PROFILE.confirm:
-        from faultload.suite.confirm import confirm_config
-
-        return st.just(_with_fixes(confirm_config(OPTIONS.target, OPTIONS.regress)))
-    from faultload.strategies import trial_configs
-
-    configs = trial_configs(OPTIONS.target, PROFILE.time_scale, OPTIONS.regress, family_limits(PROFILE, family, OPTIONS.target))
-    return configs.map(_with_fixes) if OPTIONS.fixes else configs
+    session = plugin.collecting()
+    opts = session.options
+    if session.profile.confirm:
+        return st.just(_with_fixes(session, confirm_config(opts.target, opts.regress)))
+    configs = trial_configs(opts.target, session.profile.time_scale, opts.regress,
+                            family_limits(session.profile, family, opts.target))
+    return configs.map(lambda config: _with_fixes(session, config)) if opts.fixes else configs
 
 
 def _known(family: Family):
     """The family's known-bug trials (faultload.strategies.known) as explicit examples, when the profile runs them."""
+    session = plugin.collecting()
+
     def apply(test):
-        for config in known_configs(PROFILE, family, OPTIONS.target, OPTIONS.regress):
-            test = example(config=_with_fixes(config))(test)
+        for config in known_configs(session.profile, family, session.options.target, session.options.regress):
+            test = example(config=_with_fixes(session, config))(test)
         return test
 
     return apply

@@ -176,14 +176,3 @@ def make_runner(root: Path, executor, profile: Profile | None = None, **kwargs) 
     """A SuiteRunner on ``executor`` with its workspace at ``root`` and the default budgets."""
     return SuiteRunner(profile or quality_profile(), TARGET, (), Workspace(root), load_budgets(None),
                        executor=executor, log=lambda message: None, **kwargs)
-
-
-def isolate_plugin_state(monkeypatch) -> None:
-    """Give an in-process pytest run (pytester) the plugin's per-session state of its own.
-
-    The plugin keeps one session's options and runner in a module dict; a
-    nested session would otherwise reset the enclosing one's.
-    """
-    from faultload.suite import plugin
-
-    monkeypatch.setattr(plugin, "_state", {"options": None, "runner": None, "config": None, "outcomes": {}})

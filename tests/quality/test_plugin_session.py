@@ -3,8 +3,8 @@
 A generated conftest overrides the plugin's ``faultload_executor`` fixture with
 the test double :class:`tests.quality.fakes.KnownFailure` (no server starts);
 the generated properties are written as a user writes them (``faultload_suite``
-and ``check``). The session is an in-process pytest run (pytester) with the
-plugin's per-session state of its own (``isolate_plugin_state``). Asserts what
+and ``check``). The session is an in-process pytest run (pytester); the plugin keeps its
+state on that session's own config, so it shares none with this one. Asserts what
 the plugin reports: the failing property's repro (exactly 40 requests and the
 one fault), the property that judged nothing failing as not judged, the
 summary JSON's counts against what the executor ran, and ``faultload
@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from faultload.matrix import judge_row, select_rows
-from tests.quality.fakes import isolate_plugin_state
 
 pytest_plugins = ["pytester"]
 
@@ -76,7 +75,6 @@ def run_session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, unkn
     """(pytest's result, the summary JSON, the configs the executor ran as JSON lines)."""
     pytester.makeconftest(CONFTEST.format(n=N, unknown=unknown))
     pytester.makepyfile(test_generated=PROPERTIES)
-    isolate_plugin_state(monkeypatch)
     workdir, summary_path = pytester.path / "fl", pytester.path / "summary.json"
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(workdir),
                                            "--faultload-summary-json", str(summary_path))
@@ -143,10 +141,9 @@ def test_an_executor_given_after_the_runner_was_made_is_an_error_not_the_real_st
 def pytest_collection_finish(session):
     from faultload.suite import plugin
 
-    plugin.runner()  # made here, with the real stack, before any fixture
+    plugin.session(session.config).runner()  # made here, with the real stack, before any fixture
 """)
     pytester.makepyfile(test_generated=PROPERTIES)
-    isolate_plugin_state(monkeypatch)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"))
     result.assert_outcomes(errors=3)
     assert "the session's runner was made before faultload_executor gave its executor" in result.stdout.str()

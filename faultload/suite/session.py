@@ -1,0 +1,233 @@
+"""One pytest session's faultload: its options as values, its Hypothesis profiles, its runner.
+
+The plugin (:mod:`faultload.suite.plugin`) is imported by every pytest run in
+the environment, so it holds hooks only; this module holds what a session
+that uses faultload needs (Hypothesis, the runner and, through it, the stack)
+and is imported by the plugin once, when a session first uses faultload. Each
+session keeps its :class:`SuiteSession` on its own ``config.stash``: two
+sessions in one process (pytester) share nothing.
+
+Settings arrive as values: the environment (``FAULTLOAD_PROFILE``,
+``FAULTLOAD_HOME``) is read by the plugin's ``pytest_configure`` and handed
+here as a mapping; the settings file is found by
+:func:`faultload.config_file.find_config` from pytest's rootdir.
+
+**Hypothesis profiles.** Each suite profile (:mod:`faultload.suite.profiles`)
+is registered as the Hypothesis profile ``faultload-<name>``
+(``faultload-ci``, ``faultload-nightly``, ``faultload-confirm``) holding the
+suite's settings (examples, derandomize, example database, no deadline,
+phases, health checks, one bug, blobs), on top of the profile loaded when the
+session is made — Hypothesis's own, or yours (``--hypothesis-profile``, or a
+``settings.load_profile`` in a conftest) — so the settings the suite does not
+set (verbosity, ``--hypothesis-verbosity``, stateful steps, backend) are
+yours. The suite's properties are built on the chosen one; it is loaded for
+the rest of the session when you loaded no profile of your own (so a property
+of yours decorated after that takes the suite's settings for what its own
+``@settings`` leaves out), and the previous profile is loaded again at the
+session's end. An ``@settings`` decorator always wins over a profile.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
+
+from faultload.checker.budgets import load_budgets
+from faultload.config_file import find_config
+from faultload.model.target import DEFAULT_TARGET
+from faultload.procutil import Interrupts
+from faultload.suite.families import Family, family_examples
+from faultload.suite.plugin import DEFAULT_PROFILE
+from faultload.suite.profiles import PROFILES, Profile, get_profile
+from faultload.suite.runner import SuiteRunner
+from faultload.suite.state import tally_text
+from faultload.watchdog import load_watchdog_limits
+from faultload.workspace import Workspace
+
+FULL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
+NO_SHRINK_PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
+
+
+class SuiteOptions:
+    """The plugin's options and the environment the plugin read, resolved once per session."""
+
+    def __init__(self, config: pytest.Config | None = None, environ: Mapping[str, str] | None = None) -> None:
+        get = (lambda name: config.getoption(name)) if config is not None else (lambda name: None)
+        environ = environ or {}
+        profile = get_profile(get("faultload_profile") or environ.get("FAULTLOAD_PROFILE") or DEFAULT_PROFILE)
+        examples = get("faultload_examples")
+        if examples:
+            profile = dataclasses.replace(profile, max_examples=max(1, examples))
+        session_s = get("faultload_session_s")
+        if session_s is not None:
+            profile = dataclasses.replace(profile, session_s=max(0.0, session_s))
+        self.profile: Profile = profile
+        self.target: str = get("faultload_target") or DEFAULT_TARGET
+        self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
+        self.fixes: tuple[str, ...] = tuple(get("faultload_fix") or ())
+        self.workdir: str | None = get("faultload_workdir")
+        self.home: str | None = environ.get("FAULTLOAD_HOME")
+        self.shrink_s: float | None = get("faultload_shrink_s")
+        self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
+
+    def workspace(self) -> Workspace:
+        return Workspace.default(self.workdir or self.home)
+
+    def pyproject(self) -> Path | None:
+        return find_config(self.rootdir)
+
+
+def hypothesis_profile_name(profile: Profile) -> str:
+    return f"faultload-{profile.name}"
+
+
+def hypothesis_settings(profile: Profile, workspace: Workspace) -> dict[str, Any]:
+    """The Hypothesis settings a suite profile stands for (keyword arguments of ``settings``)."""
+    database = None
+    if profile.use_database and not profile.derandomize:
+        database = DirectoryBasedExampleDatabase(str(workspace.root / "hypothesis"))
+    phases = NO_SHRINK_PHASES if profile.confirm or profile.shrink_s <= 0 else FULL_PHASES
+    return {"max_examples": profile.max_examples, "derandomize": profile.derandomize, "database": database,
+            "deadline": None, "phases": phases, "suppress_health_check": list(HealthCheck),
+            "report_multiple_bugs": False, "print_blob": True}
+
+
+def register_hypothesis_profiles(chosen: Profile, workspace: Workspace) -> None:
+    """Register every suite profile as ``faultload-<name>`` on top of the profile loaded now
+    (``chosen``, with the session's --faultload-examples/--faultload-session-s, in place of its own)."""
+    parent = settings.default
+    for profile in PROFILES.values():
+        profile = chosen if profile.name == chosen.name else profile
+        settings.register_profile(hypothesis_profile_name(profile), parent=parent,
+                                  **hypothesis_settings(profile, workspace))
+
+
+class SuiteSession:
+    """What one pytest session knows about faultload: options, Hypothesis profile, runner, outcomes."""
+
+    def __init__(self, config: pytest.Config | None, environ: Mapping[str, str]) -> None:
+        self.config = config
+        self.options = SuiteOptions(config, environ)
+        self.outcomes: dict[str, str] = {}
+        self.property_ids: list[str] = []
+        self.suite: SuiteRunner | None = None
+        self._interrupts: Interrupts | None = None
+        # Hypothesis's profiles are process-wide: what was loaded is loaded again by close().
+        self._loaded_before = (settings.get_current_profile_name(), settings.default)
+        register_hypothesis_profiles(self.options.profile, self.options.workspace())
+        chose_own = config is not None and config.getoption("hypothesis_profile", None)
+        if not chose_own and self._loaded_before[0] == "default":
+            settings.load_profile(hypothesis_profile_name(self.options.profile))
+
+    # ------------------------------------------------------------------ what the properties read
+
+    @property
+    def profile(self) -> Profile:
+        return self.options.profile
+
+    def settings_for(self, family: Family) -> settings:
+        """A property's Hypothesis settings: the session's ``faultload-<profile>`` with its family's examples."""
+        parent = settings.get_profile(hypothesis_profile_name(self.profile))
+        return settings(parent, max_examples=family_examples(self.profile, family))
+
+    # ------------------------------------------------------------------ the runner
+
+    def runner(self, executor=None) -> SuiteRunner:
+        """The session's SuiteRunner, made on first use (starting nothing until the first trial).
+
+        ``executor``: what the runner runs trials with when this call makes it
+        (None: the real shared stack); the ``faultload_executor`` fixture's value.
+        """
+        if self.suite is None:
+            opts = self.options
+            pyproject = opts.pyproject()
+            self.suite = SuiteRunner(
+                opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject), fixes=opts.fixes,
+                watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=self._terminal_log(),
+                executor=executor,
+            )
+            # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
+            # closed; a second signal kills every child process at once.
+            self._interrupts = Interrupts(pytest.ExitCode.INTERRUPTED, name="faultload suite").install()
+        elif executor is not None and self.suite.executor is not executor:
+            raise RuntimeError("faultload: the session's runner was made before faultload_executor gave its executor")
+        return self.suite
+
+    def _terminal_log(self) -> Callable[[str], None] | None:
+        """Progress lines straight to the terminal (pytest captures the tests' own stdout/stderr)."""
+        config = self.config
+        reporter = config.pluginmanager.get_plugin("terminalreporter") if config is not None else None
+        if reporter is None:
+            return None
+        capture = config.pluginmanager.get_plugin("capturemanager")
+
+        def log(message: str) -> None:
+            if capture is not None:
+                with capture.global_and_fixture_disabled():
+                    reporter.ensure_newline()
+                    reporter.write_line(f"faultload: {message}")
+            else:
+                reporter.ensure_newline()
+                reporter.write_line(f"faultload: {message}")
+
+        return log
+
+    # ------------------------------------------------------------------ reporting
+
+    def failure_section(self, item: pytest.Item, report: pytest.TestReport) -> str | None:
+        """The ``faultload`` section of a property's report: its repro (written here when it failed),
+        the replay command, how far shrinking got and what its trials judged."""
+        state = self.suite.states.get(item.nodeid) if self.suite is not None else None
+        if state is None:
+            return None
+        lines = []
+        if report.failed and state.best is not None:
+            seed = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_generated_seed", None)
+            path = self.suite.write_repro(state, hypothesis_seed=seed)
+            config, _ = state.best
+            lines += [
+                f"repro: {path}",
+                f"replay: faultload replay {path}",
+                f"shrunk from {state.first_failure_requests} to {config.shape.requests} requests in "
+                f"{state.shrink_seconds:.0f}s ({state.failures} failing examples"
+                + (", cut by the shrink budget)" if state.shrink_cut else ")"),
+            ]
+        lines.append(f"{state.trials} trials run, {state.cached} cached, {state.not_run} not run (time bound), "
+                     f"{state.judged_trials} judged")
+        if state.tally:
+            lines.append(tally_text(state.tally))
+        return "\n".join(lines)
+
+    def write_summary(self, path: Path) -> None:
+        """The session's results as JSON, written even when no property ran (an empty list says so)."""
+        if self.suite is not None:
+            data = self.suite.summary_dict(self.outcomes)
+        else:
+            opts = self.options
+            data = {"profile": opts.profile.name, "target": opts.target, "regress": list(opts.regress),
+                    "fixes": list(opts.fixes), "trials": 0, "wall_s": 0.0, "stack_starts": 0,
+                    "judged_trials": 0, "invariants": {}, "properties": []}
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2) + "\n")
+
+    def close(self) -> None:
+        """Close the runner (and its stack), uninstall the signal handlers, load the previous Hypothesis profile."""
+        if self.suite is not None:
+            self.suite.close()
+        self.suite = None
+        if self._interrupts is not None:
+            self._interrupts.uninstall()
+            self._interrupts = None
+        if self._loaded_before is not None:
+            name, loaded = self._loaded_before
+            if settings.get_profile(name) is not loaded:  # a nested session re-registered it
+                settings.register_profile(name, loaded)
+            settings.load_profile(name)
+            self._loaded_before = None
