@@ -1,15 +1,21 @@
 """The ``faultload`` command line's parser: every subcommand, option, help line and value type.
 
-Kept apart from :mod:`faultload.cli` (what each command does) so that the
-parser — the CLI's face, its help and its one-line errors — reads on its own.
-Light imports only: load workers re-import the CLI module in each process.
+Kept apart from :mod:`faultload.cli_commands` (what each command does) so that
+the parser — the CLI's face, its help and its one-line errors — reads on its
+own. Light imports only: :mod:`faultload.cli` imports it, and load workers
+re-import that module in each process.
 """
 
 from __future__ import annotations
 
 import argparse
+from importlib import metadata
 
+from faultload import __version__
 from faultload.model.target import DEFAULT_TARGET
+
+# The command line's exit codes: all good, a trial failed, bad usage or setup, interrupted.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
 
@@ -58,13 +64,9 @@ _seconds = _value_type(float, "a number of seconds >= 0", lambda value: value >=
 
 def version() -> str:
     """The installed distribution's version; the package's own when it runs from a checkout not installed."""
-    from importlib import metadata
-
     try:
         return metadata.version("faultload")
     except metadata.PackageNotFoundError:
-        from faultload import __version__
-
         return __version__
 
 
