@@ -6,6 +6,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from faultload.store import report as report_mod
+from faultload.store.plot import write_timeline
+from faultload.store.repro import build_repro, config_key, replay_command, write_repro
 from faultload.suite.families import checked
 from faultload.suite.state import PropertyState
 
@@ -13,9 +16,6 @@ from faultload.suite.state import PropertyState
 def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
                          hypothesis_seed: Any = None) -> Path | None:
     """Write the property's smallest failing trial (its last failure) as a repro, with report and PNG."""
-    from faultload.store import report as report_mod
-    from faultload.store.repro import build_repro, config_key, replay_command, write_repro
-
     if state.best is None:
         return None
     config, outcome = state.best
@@ -47,8 +47,6 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
         report_mod.write_json(report, report_path)
         repro["report"] = str(report_path)
         try:
-            from faultload.store.plot import write_timeline
-
             repro["plot"] = str(write_timeline(outcome.result, directory / f"{stem}.png",
                                                title=f"{state.nodeid}: {config.shape.requests} requests"))
         except Exception as exc:  # noqa: BLE001 - matplotlib missing or a plotting bug: the repro still counts
