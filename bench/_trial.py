@@ -9,7 +9,7 @@ from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from faultload.cli import config_from_args
+from faultload.cli_commands import config_from_args
 from faultload.cli_parser import build_parser as _parser  # noqa: E402
 from faultload.stack import Stack  # noqa: E402
 from faultload.workspace import Workspace  # noqa: E402

@@ -20,7 +20,7 @@ import statistics
 import sys
 
 from faultload.store import report as report_mod
-from faultload.cli import config_from_args
+from faultload.cli_commands import config_from_args
 from faultload.cli_parser import build_parser as _parser
 from faultload.trial import run_trial
 from faultload.workspace import Workspace

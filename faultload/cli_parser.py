@@ -1,15 +1,16 @@
 """The ``faultload`` command line's parser: every subcommand, option, help line and value type.
 
-Kept apart from :mod:`faultload.cli` (what each command does) so that the
-parser — the CLI's face, its help and its one-line errors — reads on its own.
-Light imports only: load workers re-import the CLI module in each process.
+Kept apart from :mod:`faultload.cli_commands` (what each command does) so that
+the parser — the CLI's face, its help and its one-line errors — reads on its
+own. Light imports only: :mod:`faultload.cli` imports it, and load workers
+re-import that module in each process.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from faultload import installed_version as version
+from faultload.version import installed_version as version
 from faultload.model.target import DEFAULT_TARGET
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"

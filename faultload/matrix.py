@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -49,6 +50,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from faultload.model.switches import switches_text
+from faultload.suite.profiles import get_profile
+from faultload.workspace import Workspace
 
 SCHEMA = "faultload.matrix/1"
 
@@ -184,8 +187,6 @@ def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | 
     ``profile`` (default: the summary's) picks the row's expectation and the
     fewest judged trials a clean result needs.
     """
-    from faultload.suite.profiles import get_profile
-
     name = profile or (summary or {}).get("profile") or "ci"
     expectation = row.expectation(name)
     result = RowResult(row.name, row.target, list(row.regress), expectation.expected, "error", list(row.fixes),
@@ -231,8 +232,6 @@ def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | 
 
 def row_timeout_s(profile_name: str, session_s: float | None = None) -> float:
     """A bound on one row's session: the profile's session time and shrink time, plus stack start-up."""
-    from faultload.suite.profiles import get_profile
-
     profile = get_profile(profile_name)
     return (profile.session_s if session_s is None else session_s) + profile.shrink_s + 300.0
 
@@ -274,8 +273,6 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
 
 def _stop(proc: subprocess.Popen) -> int | None:
     """SIGINT the row's session (pytest then stops its stack), escalating to SIGKILL of its group."""
-    import signal
-
     for sig, wait_s in ((signal.SIGINT, 60.0), (signal.SIGTERM, 20.0), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -296,8 +293,6 @@ def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = Fa
     cwd = cwd or Path.cwd()
     suite_dir = Path(__file__).resolve().parent
     if workdir is None:  # kept: the JSON points at each row's log; under the workspace, not /tmp
-        from faultload.workspace import Workspace
-
         workdir = Workspace.default(home).root / "matrix" / time.strftime("%Y%m%dT%H%M%S")
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

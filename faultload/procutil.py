@@ -8,6 +8,8 @@ import signal
 import threading
 from typing import Any, Callable
 
+import psutil  # loaded with this module, so a signal handler never imports it
+
 _PR_SET_PDEATHSIG = 1
 # What ends a run from outside: Ctrl-C (the terminal sends it to the whole
 # foreground group), `kill`/`timeout`/CI cancelling, and a closed terminal.
@@ -47,8 +49,6 @@ def ignore_terminal_signals() -> None:
 def kill_descendants() -> int:
     """SIGKILL every process below this one, whatever its session (router, server, Toxiproxy,
     workers); return how many were signalled."""
-    import psutil  # here, not at the top: cli imports this module, and so every spawned worker
-
     try:
         children = psutil.Process().children(recursive=True)
     except psutil.Error:
@@ -95,8 +95,6 @@ class Interrupts:
         self._timer: threading.Timer | None = None
 
     def install(self) -> "Interrupts":
-        import psutil  # noqa: F401 - loaded now, so the handler never imports
-
         for sig in INTERRUPT_SIGNALS:
             current = signal.getsignal(sig)
             if current is signal.SIG_IGN:

@@ -17,7 +17,7 @@ import pytest
 
 import faultload
 from conftest import run_cli
-from faultload import cli, cli_parser
+from faultload import cli, cli_commands, cli_parser
 from faultload.suite import plugin
 from faultload.model.target import DEFAULT_TARGET
 
@@ -37,7 +37,7 @@ SUBCOMMANDS = sorted(_subparsers(cli_parser.build_parser()))
 
 
 def test_every_subcommand_is_checked():
-    assert set(SUBCOMMANDS) == set(cli.COMMANDS)
+    assert set(SUBCOMMANDS) == set(cli_commands.COMMANDS)
 
 
 @pytest.mark.parametrize("command", SUBCOMMANDS)

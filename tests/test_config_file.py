@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from faultload import cli
+from faultload import cli, cli_commands
 from faultload.config_file import find_config
 from faultload.workspace import Workspace
 
@@ -53,7 +53,7 @@ def test_workspace_default_reads_no_environment(tmp_path: Path, monkeypatch: pyt
 
 def test_the_cli_reads_faultload_home_in_main_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen = []
-    monkeypatch.setitem(cli.COMMANDS, "doctor", lambda args: seen.append(cli._workspace(args)) or 0)
+    monkeypatch.setitem(cli_commands.COMMANDS, "doctor", lambda args: seen.append(cli_commands._workspace(args)) or 0)
     monkeypatch.delenv("FAULTLOAD_HOME", raising=False)
     assert cli.main(["doctor"], environ={"FAULTLOAD_HOME": str(tmp_path / "home")}) == 0
     assert cli.main(["doctor", "--workdir", str(tmp_path / "w")], environ={"FAULTLOAD_HOME": str(tmp_path)}) == 0

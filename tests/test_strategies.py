@@ -18,7 +18,8 @@ from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.store.repro import build_repro, load_repro, write_repro
 from faultload.model.router import RouterConfig
-from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour, arrival_offsets
+from faultload.client.arrivals import arrival_offsets
+from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 
 TARGET = "skyrl==0.4.0"
 SCALE = 0.05

@@ -45,7 +45,7 @@ from faultload.client.counters import (
 from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
 from faultload.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome
-from faultload.model.shape import arrival_offsets
+from faultload.client.arrivals import arrival_offsets
 
 _BAD_REQUEST_RETRIES = 3
 # asample statuses retried with backoff besides 5xx (the SDK's _is_retryable_status_code).

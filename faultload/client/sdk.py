@@ -26,6 +26,9 @@ import os
 import time
 from typing import Any, Callable
 
+import tinker
+from tinker import types
+
 from faultload import tokens
 from faultload.client import decode
 from faultload.client.job import WorkerJob
@@ -89,16 +92,12 @@ class SdkClient:
 
     def prepare(self) -> None:
         """Open the SDK's session and sampling client (blocking; call outside an event loop)."""
-        import tinker
-
         self._installed.__enter__()
         self.service = tinker.ServiceClient(base_url=self.job.base_url, api_key=API_KEY)
         self.sampling = self.service.create_sampling_client(base_model=self.job.base_model)
 
     async def run(self, stop: Callable[[], bool]) -> None:
         """Run every request until done, the deadline, or ``stop()``; keep partial history."""
-        from tinker import types
-
         shape = self.job.shape
         cap = max(1, shape.max_outstanding // shape.workers) if shape.max_outstanding else self.job.count
         gate = asyncio.Semaphore(cap)
@@ -145,8 +144,6 @@ class SdkClient:
             self.close()
 
     async def _one(self, row: int, params: Any) -> None:
-        from tinker import types
-
         h = self.history
         shape = self.job.shape
         nonce = self.job.nonce(self.job.first + row)

@@ -27,6 +27,8 @@ import threading
 from typing import Any, Callable, Iterator
 
 import httpx
+import tinker
+from tinker import _base_client
 
 from faultload import tokens
 from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
@@ -86,8 +88,6 @@ def classify_exception(exc: BaseException) -> ErrorClass:
     first, then a timeout (a connect timeout included, as the raw client
     counts it), a reset, a refused connect.
     """
-    import tinker
-
     chain = list(_chain(exc))
     for e in chain:
         if isinstance(e, tinker.RequestFailedError):
@@ -340,14 +340,10 @@ class installed:
         self._saved: type | None = None
 
     def __enter__(self) -> "installed":
-        from tinker import _base_client
-
         self._saved = _base_client.AsyncHttpxClientWrapper
         _base_client.AsyncHttpxClientWrapper = recording_client_class(self._saved, self._wire, self._scale)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        from tinker import _base_client
-
         if self._saved is not None:
             _base_client.AsyncHttpxClientWrapper = self._saved

@@ -19,7 +19,7 @@ from faultload.model.sdk import (
 
 CLIENTS = ("raw", "sdk")
 ACCEPTS = ("proto", "json")
-# How requests arrive over the trial (see arrival_offsets); the raw client implements them.
+# How requests arrive over the trial; the raw client implements them (faultload.client.arrivals).
 ARRIVALS = ("burst", "waves", "ramp", "poisson")
 
 # Largest result a trial may ask for, in tokens per sample (the router's cap).
@@ -191,26 +191,6 @@ def _check_types(shape: "LoadShape") -> None:
             if isinstance(value, bool) or not isinstance(value, _NUMBER):
                 raise ValueError(f"{name} {part} must be a number, got {value!r}")
 
-
-def arrival_offsets(shape: LoadShape, first: int, count: int):
-    """Earliest start (trial seconds) of requests ``[first, first + count)``; None for a burst.
-
-    A numpy float64 array; the same for a request whichever worker runs it.
-    """
-    if shape.arrival == "burst" or shape.arrival_span_s <= 0 or count <= 0:
-        return None
-    import numpy as np
-
-    n = shape.requests
-    span = shape.scaled(shape.arrival_span_s)
-    index = np.arange(first, first + count, dtype=np.float64)
-    if shape.arrival == "waves":
-        waves = min(shape.arrival_waves, n)
-        return np.floor(index * waves / n) * (span / waves)
-    if shape.arrival == "ramp":
-        return span * np.sqrt(index / n)
-    gaps = np.random.default_rng(shape.seed).exponential(span / n, size=n)  # poisson
-    return (np.cumsum(gaps) - gaps[0])[first:first + count]
 
 
 def parse_poll_behaviour(text: str, flag: str) -> PollBehaviour:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from faultload import installed_version
+from faultload.version import installed_version
 from faultload.checker.budgets import Budgets
 from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict

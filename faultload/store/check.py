@@ -19,7 +19,7 @@ from faultload.checker.compose import to_report
 from faultload.checker.judge import judge
 from faultload.model.switches import switches_text
 from faultload.store.bundle import StoredTrial, load_bundle
-from faultload.store.repro import EXIT_FAILED, EXIT_OK
+from faultload.exits import EXIT_FAILED, EXIT_OK
 from faultload.store.report import verdict_lines
 
 MARKS = {True: "ok", False: "VIOLATED", None: "unknown"}

@@ -24,11 +24,14 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from faultload.checker.budgets import Budgets
+from faultload.checker.judge import judge
+from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.switches import switches_text
+from faultload.store import report as report_mod
+from faultload.trial import run_trial
 
 REPRO_VERSION = 1
-from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 
 
 def config_key(config) -> str:
@@ -145,10 +148,6 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     fix: ``skyrl@PATH``) or with candidate fixes applied, to prove a fix: 0
     then means the failure is gone there. ValueError when they do not apply.
     """
-    from faultload.store import report as report_mod
-    from faultload.checker.judge import judge
-    from faultload.trial import run_trial
-
     data, config, budgets = load_repro(path)
     if target is not None or fixes:
         config = dataclasses.replace(config, target=target or config.target,

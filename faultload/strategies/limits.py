@@ -12,6 +12,7 @@ at 1.0.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 HTTP_REQUESTS_PER_REQUEST = 2  # one asample POST and one retrieve_future poll, when all goes well
@@ -101,8 +102,6 @@ class Limits:
         return max(1, int(budget_s // per_request_s))
 
     def replace(self, **changes) -> "Limits":
-        import dataclasses
-
         return dataclasses.replace(self, **changes)
 
 

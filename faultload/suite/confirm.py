@@ -11,19 +11,14 @@ from __future__ import annotations
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape
+from faultload.model.trial import TrialConfig
+from faultload.preflight import current_limits, plan
 from faultload.suite.profiles import CONFIRM_REQUESTS
 
 
-def confirm_config(target: str, regress: tuple[str, ...] = (), requests: int = CONFIRM_REQUESTS):
-    from faultload.model.trial import TrialConfig
-
-    try:
-        from faultload.preflight import current_limits, plan
-
-        fit = plan(requests, 0, 0, current_limits())
-        outstanding, workers, procs = fit.max_outstanding, fit.workers, fit.router_procs
-    except ImportError:  # an older checkout without the preflight
-        outstanding, workers, procs = 8192, 2, 2
+def confirm_config(target: str, regress: tuple[str, ...] = (), requests: int = CONFIRM_REQUESTS) -> TrialConfig:
+    fit = plan(requests, 0, 0, current_limits())
+    outstanding, workers, procs = fit.max_outstanding, fit.workers, fit.router_procs
     shape = LoadShape(requests=requests, max_outstanding=outstanding, workers=workers, time_scale=1.0)
     router = RouterConfig(mode="latency", max_num_seqs=1024, gen_seconds=1.0, procs=procs)
     return TrialConfig(target=target, shape=shape, router=router, regress=tuple(regress), faults=FaultSchedule(),

@@ -18,8 +18,12 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
+from faultload.checker.judge import judge
 from faultload.model.sdk import SDK_POLL_TIMEOUT_S
 from faultload.model.switches import switches_text
+from faultload.stack import Stack
+from faultload.store.repro import figures_of
+from faultload.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
 
 
 @dataclass
@@ -90,10 +94,6 @@ class StackExecutor:
         an ``TrialOutcome`` with ``error`` set; an interrupted one re-raises
         KeyboardInterrupt, so the session ends as pytest ends on Ctrl-C.
         """
-        from faultload.checker.judge import judge
-        from faultload.store.repro import figures_of
-        from faultload.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
-
         try:
             stack = self._ready_stack(config)
         except Exception as exc:  # noqa: BLE001 - reported as the property's error, once
@@ -134,8 +134,6 @@ class StackExecutor:
             f" (restarts: {'; '.join(self.stack_restarts)})" if self.stack_restarts else "")
 
     def _ready_stack(self, config):
-        from faultload.stack import Stack
-
         wanted = config.stack_config()
         if self.stack is not None and self.stack.config != wanted:
             self._close_stack("the trial needs another stack (target/regress/fix/scale/proxies)")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faultload.checker.compose import CHECKERS
+from faultload.strategies.known import known_trial_config
 from faultload.suite.profiles import Profile
 
 # Every invariant a trial is judged by: the checkers' and the watchdog's (judge.collapse_verdict).
@@ -36,8 +37,6 @@ def known_configs(profile: Profile, family: Family, target: str, regress: tuple[
     """The family's known-bug trials as TrialConfigs, or none when the profile does not run them."""
     if profile.confirm:
         return []
-    from faultload.strategies.known import known_trial_config
-
     limits = family_limits(profile, family, target)
     return [known_trial_config(name, target, profile.time_scale, regress, limits)
             for name in family.known if name in profile.known_examples]

@@ -91,7 +91,7 @@ def session(config: pytest.Config) -> SuiteSession:
     if found is None:
         # The one import of the suite's machinery (Hypothesis, the runner, the stack): this module is
         # loaded by every pytest run in the environment, so only a session that uses faultload pays it.
-        from faultload.suite.session import SuiteSession
+        from faultload.suite.session import SuiteSession  # local import: every pytest run in the env loads this plugin
 
         found = config.stash[_SESSION] = SuiteSession(config, config.stash.get(_ENVIRON, {}))
     return found

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from faultload.model.faults import FaultSchedule
 from faultload.model.router import procs_for
+from faultload.model.shape import ClientPolicy, PollBehaviour
+from faultload.strategies.faults import fatal_kinds
+from faultload.strategies.routers import immediate_router
+from faultload.strategies.shapes import with_requests as shape_with_requests
 
 
 def complexity(config) -> tuple:
@@ -33,8 +38,6 @@ def with_requests(config, requests: int):
     wave the fewer requests no longer fill waits for its timeout, which is
     often what made the trial fail.
     """
-    from faultload.strategies.shapes import with_requests as shape_with_requests
-
     s = config.shape
     cap = min(s.max_outstanding, requests) if s.max_outstanding else 0
     shape = dataclasses.replace(shape_with_requests(s, requests), max_outstanding=cap)
@@ -49,11 +52,6 @@ def reductions(config):
     polls, spread arrivals), so later candidates run faster; then each fault;
     then the client policy, the router and the result size.
     """
-    from faultload.model.faults import FaultSchedule
-    from faultload.model.shape import ClientPolicy, PollBehaviour
-    from faultload.strategies.faults import fatal_kinds
-    from faultload.strategies.routers import immediate_router
-
     s = config.shape
 
     def shape(label, **changes):

@@ -6,6 +6,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from faultload.store import report as report_mod
+from faultload.store.bundle import write_bundle
+from faultload.store.plot import write_timeline
+from faultload.store.repro import build_repro, config_key, replay_command, write_repro
 from faultload.suite.families import checked
 from faultload.suite.state import PropertyState
 
@@ -18,10 +22,6 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
     is named in the repro's ``bundle`` and ``check`` keys and in the session's
     summary lines, under the repro.
     """
-    from faultload.store import report as report_mod
-    from faultload.store.bundle import write_bundle
-    from faultload.store.repro import build_repro, config_key, replay_command, write_repro
-
     if state.best is None:
         return None
     config, outcome = state.best
@@ -56,8 +56,6 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
         repro["bundle"] = str(state.bundle_path)
         repro["check"] = f"faultload check {state.bundle_path}"
         try:
-            from faultload.store.plot import write_timeline
-
             repro["plot"] = str(write_timeline(outcome.result, directory / f"{stem}.png",
                                                title=f"{state.nodeid}: {config.shape.requests} requests"))
         except Exception as exc:  # noqa: BLE001 - matplotlib missing or a plotting bug: the repro still counts

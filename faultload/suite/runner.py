@@ -37,7 +37,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from faultload.suite.executor import Executor, TrialOutcome, SuiteError, StackExecutor
+import hypothesis
+
+from faultload.store.repro import config_key
+from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
@@ -95,8 +98,6 @@ class SuiteRunner:
 
     def check(self, family: Family, config) -> None:
         """Run (or recall) one example and assert the family's invariants."""
-        import hypothesis
-
         state = self.current or self.begin("<outside pytest>")
         state.family = family
         config = self.as_run(config)
@@ -174,8 +175,6 @@ class SuiteRunner:
 
     def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> TrialOutcome | None:
         """The trial's outcome (cached, or run now); None when a time bound forbids a new trial."""
-        from faultload.store.repro import config_key
-
         key = config_key(config)
         outcome = self.cache.get(key)
         if outcome is not None:

@@ -26,6 +26,12 @@ import json
 import os
 import sys
 import typing
+from importlib.metadata import PackageNotFoundError, version
+
+import typing_extensions
+
+# sqlmodel and skyrl are imported in the functions below, after _alias_typed_dict
+# has run: at the top they would load pydantic before the alias (step 1).
 
 LAUNCH_ERROR_EXIT = 3
 
@@ -36,15 +42,12 @@ def _fail(message: str) -> typing.NoReturn:
 
 
 def _alias_typed_dict() -> None:
-    import typing_extensions
-
     typing.TypedDict = typing_extensions.TypedDict  # type: ignore[misc]
 
 
 def _seed_router_url(db_path: str, router_url: str) -> None:
-    from sqlmodel import Session, SQLModel, create_engine
-
-    from skyrl.tinker.db_models import EngineStateDB
+    from sqlmodel import Session, SQLModel, create_engine  # local import: pydantic, after the TypedDict alias
+    from skyrl.tinker.db_models import EngineStateDB  # local import: pydantic, after the TypedDict alias
 
     engine = create_engine(f"sqlite:///{db_path}")
     SQLModel.metadata.create_all(engine)
@@ -93,8 +96,6 @@ def _engine_flags(api, options: dict) -> list[str]:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("skyrl")
     except PackageNotFoundError:
@@ -105,9 +106,8 @@ def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as fh:
         spec = json.load(fh)
     _alias_typed_dict()
-    import skyrl.tinker.api as api
-
-    from skyrl_patches import PatchError, apply_patches  # shipped beside this file
+    import skyrl.tinker.api as api  # local import: the module under test, after the TypedDict alias
+    from skyrl_patches import PatchError, apply_patches  # local import: beside this file, on sys.path from __main__
 
     namespace = api.__dict__
     _require(namespace, "_build_uv_run_cmd_engine", "engine subprocess command")

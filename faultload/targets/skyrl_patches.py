@@ -27,7 +27,11 @@ reported in the applied list rather than silently ignored.
 from __future__ import annotations
 
 import functools
+import logging
 from typing import Any, Callable
+
+from rich.logging import RichHandler
+from starlette.requests import Request
 
 # Pre-fix retrieved TTL (SDK seconds) for the `retention` regression.
 PRE_FIX_RETRIEVED_TTL_S = 120.0
@@ -68,7 +72,6 @@ def _regress_retention(ns: dict) -> str:
     caller in the app) and by the 120 s TTL (applied in ``apply_patches``).
     """
     _need(ns, "ExternalFutureStore", "in-memory future store")
-    from starlette.requests import Request
 
     async def never_disconnected(self) -> bool:
         return False
@@ -126,11 +129,8 @@ def _fix_plain_tracebacks(ns: dict) -> str:
     ``RICH_HANDLER_KWARGS``, which uvicorn's log config reads when the server
     starts, and on the ``skyrl`` logger's handlers made at import).
     """
-    import logging
-
     try:
-        from skyrl.utils import log as skyrl_log
-        from rich.logging import RichHandler
+        from skyrl.utils import log as skyrl_log  # local import: the patched module, which a version may lack
     except ImportError as exc:
         raise PatchError(f"this skyrl version has no skyrl.utils.log with Rich ({exc})") from exc
     kwargs = getattr(skyrl_log, "RICH_HANDLER_KWARGS", None)

@@ -1,0 +1,273 @@
+"""What each ``faultload`` command does: run | confirm | check | replay | matrix | setup | doctor.
+
+:mod:`faultload.cli` parses the command line and imports this module only
+once a command has been parsed: every spawned load worker re-imports the
+CLI's module, and what the commands need (the trial machinery, the matrix,
+the doctor) is theirs alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from faultload import doctor as doctor_mod
+from faultload import matrix as matrix_mod
+from faultload.checker.budgets import load_budgets
+from faultload.checker.judge import judge
+from faultload.cli_parser import UsageError
+from faultload.config_file import find_config
+from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from faultload.model.faults import FaultSchedule
+from faultload.model.router import RouterConfig, procs_for
+from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
+from faultload.model.target import DEFAULT_TARGET, parse_target
+from faultload.model.trial import ServerKnobs, TrialConfig
+from faultload.preflight import DoesNotFit, current_limits, plan
+from faultload.progress import ProgressLine
+from faultload.store import report as report_mod
+from faultload.store.bundle import write_bundle
+from faultload.store.check import check_bundle
+from faultload.store.plot import PlotUnavailable, write_timeline
+from faultload.store.repro import replay
+from faultload.targets.install import InstallError, ensure_target
+from faultload.targets.server import ServerStartError
+from faultload.trial import run_trial
+from faultload.watchdog import load_watchdog_limits
+from faultload.workspace import Workspace
+
+
+def _workspace(args: argparse.Namespace) -> Workspace:
+    """--workdir, else $FAULTLOAD_HOME (read by :func:`main` into ``args.home``), else ./.faultload."""
+    return Workspace.default(args.workdir or args.home)
+
+
+def config_from_args(args: argparse.Namespace):
+    """Build and validate a TrialConfig from parsed args (ValueError on bad input)."""
+
+    shape = LoadShape(
+        requests=args.requests, result_tokens=args.result_tokens, num_samples=args.num_samples,
+        max_outstanding=args.max_outstanding, workers=args.workers, client=args.client, accept=args.accept,
+        time_scale=args.time_scale, seed=args.seed, policy=ClientPolicy(),
+        delay_polls=parse_poll_behaviour(args.delay_polls, "--delay-polls") if args.delay_polls else LoadShape().delay_polls,
+        abandon_polls=parse_poll_behaviour(args.abandon_polls, "--abandon-polls") if args.abandon_polls else LoadShape().abandon_polls,
+    )
+    barrier = args.barrier
+    if args.router_mode == "barrier" and barrier == 0:
+        cap = args.max_outstanding or args.requests
+        barrier = min(args.requests, cap)
+    held = barrier if args.router_mode == "barrier" else (args.max_outstanding or args.requests)
+    procs = args.router_procs or procs_for(min(held, args.requests))
+    router = RouterConfig(
+        mode=args.router_mode, barrier=barrier, barrier_timeout_s=args.barrier_timeout,
+        max_num_seqs=args.max_num_seqs, gen_seconds=args.gen_seconds, procs=procs,
+    )
+    knobs = ServerKnobs(args.forwarding_max_connections, args.forwarding_timeout, args.retrieved_ttl)
+    faults = FaultSchedule.parse(args.fault)
+    config = TrialConfig(
+        target=args.target, shape=shape, router=router, regress=tuple(args.regress), fixes=tuple(args.fix), knobs=knobs,
+        faults=faults, proxies=args.proxies,
+        allow_remote=args.allow_remote, server_pid=args.server_pid, server_port=args.server_port,
+        max_wall_s=args.max_wall, profile_server=args.profile_server, early_stop=not args.no_early_stop,
+        fatal_faults=tuple(args.fatal_fault), watchdog=load_watchdog_limits(_config_path(args)),
+    )
+    config.validate()
+    return config
+
+
+def _config_path(args: argparse.Namespace) -> Path | None:
+    """The pyproject.toml holding [tool.faultload.*] settings (:func:`faultload.config_file.find_config`
+    from the current directory: --config, or the nearest with a [tool.faultload] table)."""
+    return find_config(Path.cwd(), args.config or None)
+
+
+def _build(args: argparse.Namespace):
+    """(config, budgets) from args; UsageError on bad input."""
+    try:
+        return config_from_args(args), load_budgets(_config_path(args), args.budget)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
+    """Run one trial, judge it, print and write what was asked; the exit code."""
+
+    progress = None if args.quiet else ProgressLine(config.shape.requests, sys.stderr)
+    try:
+        result = run_trial(config, _workspace(args), progress=progress)
+    except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
+        print(f"faultload: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # a trial interrupted once its load ran returns its partial result instead
+        print("faultload: interrupted before the load started; everything stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        if progress is not None:
+            progress.close()
+    verdicts = judge(result, budgets)
+    report = report_mod.build_report(result, verdicts)
+    # The JSON first, before anything optional (history, plot) can fail or be
+    # interrupted; written again if those add to it.
+    if args.json_out:  # before printing too: a closed stdout (`| head`) must not lose the report
+        report_mod.write_json(report, args.json_out)
+    if _write_extras(args, result, report, budgets, verdicts) and args.json_out:
+        report_mod.write_json(report, args.json_out)
+    print(report_mod.render_text(report))
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    if result.error or any(v.ok is False for v in verdicts) or report["completed"] < report["requested"]:
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdicts) -> bool:
+    """The history, bundle and plot asked for, their paths into ``report``; True if it changed.
+
+    Without matplotlib the plot is skipped with one line saying why (and
+    ``plot_skipped`` in the report); the run's exit code does not change.
+    """
+    changed = False
+    if args.history:
+        result.history.save(args.history)
+        report["history_path"] = str(args.history)
+        changed = True
+    if args.bundle:
+
+        report["bundle_path"] = str(write_bundle(result, budgets, verdicts, args.bundle))
+        changed = True
+    if args.plot:
+
+        try:
+            report["plot_path"] = str(write_timeline(result, args.plot))
+        except PlotUnavailable as exc:
+            report["plot_skipped"] = str(exc)
+            print(f"faultload: plot skipped: {exc}", file=sys.stderr)
+        changed = True
+    return changed
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config, budgets = _build(args)
+    return _run_and_report(args, config, budgets)
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    """The full-size run: fit it to the machine first, say what changed, then run and judge it."""
+
+    try:
+        limits = current_limits()
+        fit = plan(args.requests, args.max_outstanding, args.workers, limits)
+        if not args.max_outstanding:
+            # As many SDK sampling clients as workers, each at its default
+            # sample_max_concurrent_requests, within what the machine holds.
+            sdk_like = LoadShape().max_outstanding * fit.workers
+            fit = plan(args.requests, min(sdk_like, fit.max_outstanding), fit.workers, limits)
+    except DoesNotFit as exc:
+        raise UsageError(f"confirm run does not fit this machine: {exc}") from None
+    for note in fit.notes:
+        print(f"faultload: preflight: {note}", file=sys.stderr)
+    print(
+        f"faultload: preflight: {args.requests} requests, outstanding {fit.max_outstanding}, "
+        f"{fit.workers} workers, {fit.router_procs} router processes",
+        file=sys.stderr,
+    )
+    args.max_outstanding, args.workers = fit.max_outstanding, fit.workers
+    args.router_procs = args.router_procs or fit.router_procs
+    if args.json_out:
+        stem = Path(args.json_out).with_suffix("")
+        args.plot = args.plot or f"{stem}.png"
+        args.history = args.history or f"{stem}-history.npz"
+    config, budgets = _build(args)
+    return _run_and_report(args, config, budgets)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Run a repro file again: 1 if its failure reproduces, 0 if not (reported as flaky)."""
+
+    try:
+        return replay(args.file, _workspace(args), args.json_out, target=args.target, fixes=tuple(args.fix))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
+        print(f"faultload: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("faultload: interrupted; everything stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Judge a stored trial bundle again: 0 when every verdict held, 1 when one is violated."""
+
+    try:
+        return check_bundle(args.bundle, args.budget, args.json_out)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    """0 when every row came out as expected, 1 otherwise."""
+
+    try:
+        rows = matrix_mod.select_rows([n.strip() for n in args.rows.split(",") if n.strip()] if args.rows else None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    for option in ("json_out", "markdown_out"):
+        path = getattr(args, option)
+        if path and not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"--{option.replace('_', '-')}: no such directory: {Path(path).parent}")
+    logs = Path(args.logs).resolve() if args.logs else None
+
+    def log(message: str) -> None:
+        print(f"faultload matrix: {message}", file=sys.stderr, flush=True)
+
+    try:
+        result = matrix_mod.run_matrix(rows, args.profile, all_properties=args.all_properties, workdir=logs, log=log,
+                                       session_s=args.session_s, home=args.home)
+    except KeyboardInterrupt:
+        print("faultload: interrupted; every row's session stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    table = matrix_mod.markdown_table(result)
+    print(table)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
+    if args.markdown_out:
+        Path(args.markdown_out).write_text(table)
+    return EXIT_OK if result["ok"] else EXIT_FAILED
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+
+    targets = args.target or [DEFAULT_TARGET]
+    workspace = _workspace(args)
+    for text in targets:
+        try:
+            spec = parse_target(text)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if spec.kind == "url":
+            continue
+        try:
+            ensure_target(workspace.targets, spec, log=lambda m: print(m, file=sys.stderr, flush=True))
+        except InstallError as exc:
+            print(f"faultload: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    targets = args.target or [DEFAULT_TARGET]
+    try:
+        specs = [parse_target(t) for t in targets]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+    checks = doctor_mod.run_checks(_workspace(args), specs)
+    print(doctor_mod.render(checks))
+    return EXIT_USAGE if doctor_mod.failed(checks) else EXIT_OK
+
+
+COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "check": cmd_check, "setup": cmd_setup, "doctor": cmd_doctor,
+            "replay": cmd_replay, "matrix": cmd_matrix}
