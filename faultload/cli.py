@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -232,22 +233,18 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    from faultload.targets.install import InstallError, ensure_target
+    """Toxiproxy, then each target, installed when missing; exit 2 with one line naming what is short."""
+    try:
+        specs = [parse_target(text) for text in args.target or [DEFAULT_TARGET]]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    from faultload.provision import provision
 
-    targets = args.target or [DEFAULT_TARGET]
-    workspace = _workspace(args)
-    for text in targets:
-        try:
-            spec = parse_target(text)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        if spec.kind == "url":
-            continue
-        try:
-            ensure_target(workspace.targets, spec, log=lambda m: print(m, file=sys.stderr, flush=True))
-        except InstallError as exc:
-            print(f"faultload: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+    short = provision(_workspace(args), specs, os.environ.get("GO"),
+                      log=lambda m: print(m, file=sys.stderr, flush=True))
+    if short is not None:
+        print(f"faultload: {short}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 

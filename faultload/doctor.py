@@ -7,7 +7,7 @@ import resource
 from dataclasses import dataclass
 from pathlib import Path
 
-from faultload.faults.toxiproxy import _find_go, check_toxiproxy
+from faultload.faults.toxiproxy import check_toxiproxy, find_go
 from faultload.netutil import ephemeral_range
 from faultload.targets import install
 from faultload.model.target import TargetSpec
@@ -43,14 +43,6 @@ def machine_limits() -> dict[str, int]:
     return {"nofile_soft": soft, "nofile_hard": hard, "somaxconn": somaxconn, "ephemeral_ports": high - low + 1}
 
 
-def find_go() -> str | None:
-    """The Go toolchain as scripts/install_toxiproxy.sh finds it: $GO, else PATH, else /usr/local/go."""
-    named = os.environ.get("GO")
-    if named:
-        return named if os.access(named, os.X_OK) else None
-    return _find_go()
-
-
 def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
     limits = machine_limits()
     checks = [
@@ -68,7 +60,7 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
             "widen net.ipv4.ip_local_port_range, or use more --workers (each binds its own 127.0.1.x)",
         ),
     ]
-    go = find_go()
+    go = find_go(os.environ.get("GO"))
     toxiproxy_ok, message = check_toxiproxy(workspace.tools, go=go or "")
     checks.append(Check("toxiproxy", toxiproxy_ok, message))
     # Go only builds Toxiproxy: without it, a machine whose Toxiproxy is built lacks nothing.
