@@ -6,18 +6,17 @@ BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.faultload-deps
 TARGETS ?= skyrl==0.4.0 skyrl==0.3.0
 
-.PHONY: setup toxiproxy targets run test test-all unit clean
+.PHONY: setup targets run test test-all unit clean
 
-setup: $(DEPS_STAMP) toxiproxy targets
+setup: $(DEPS_STAMP) targets
 
 $(DEPS_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[plot]'
 	touch $(DEPS_STAMP)
 
-toxiproxy:
-	bash scripts/install_toxiproxy.sh
-
+# `faultload setup` builds Toxiproxy into .faultload/tools from its Go module
+# (when missing), then installs the targets (when missing).
 targets: $(DEPS_STAMP)
 	$(BIN)/faultload setup $(addprefix --target ,$(TARGETS))
 

@@ -27,12 +27,13 @@ from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.preflight import DoesNotFit, current_limits, plan
 from faultload.progress import ProgressLine
+from faultload.provision import provision
 from faultload.store import report as report_mod
 from faultload.store.bundle import write_bundle
 from faultload.store.check import check_bundle
 from faultload.store.plot import PlotUnavailable, write_timeline
 from faultload.store.repro import replay
-from faultload.targets.install import InstallError, ensure_target
+from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
 from faultload.trial import run_trial
 from faultload.watchdog import load_watchdog_limits
@@ -239,21 +240,15 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-
-    targets = args.target or [DEFAULT_TARGET]
-    workspace = _workspace(args)
-    for text in targets:
-        try:
-            spec = parse_target(text)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        if spec.kind == "url":
-            continue
-        try:
-            ensure_target(workspace.targets, spec, log=lambda m: print(m, file=sys.stderr, flush=True))
-        except InstallError as exc:
-            print(f"faultload: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+    """Toxiproxy, then each target, installed when missing; exit 2 with one line naming what is short."""
+    try:
+        specs = [parse_target(text) for text in args.target or [DEFAULT_TARGET]]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    short = provision(_workspace(args), specs, args.go, log=lambda m: print(m, file=sys.stderr, flush=True))
+    if short is not None:
+        print(f"faultload: {short}", file=sys.stderr)
+        return EXIT_USAGE
     return EXIT_OK
 
 
@@ -264,7 +259,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
-    checks = doctor_mod.run_checks(_workspace(args), specs)
+    checks = doctor_mod.run_checks(_workspace(args), specs, args.go)
     print(doctor_mod.render(checks))
     return EXIT_USAGE if doctor_mod.failed(checks) else EXIT_OK
 

@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_replay_args(sub.add_parser("replay", help="run a repro file's trial again on a fresh stack"))
     _add_check_args(sub.add_parser("check", help="judge a stored trial bundle again, offline (run --bundle DIR)"))
     _add_matrix_args(sub.add_parser("matrix", help="run the suite over (target, regression) rows: caught or clean as expected?"))
-    for name, help_, verb in (("setup", "install target venvs (idempotent)", "install"),
+    for name, help_, verb in (("setup", "build Toxiproxy and install target venvs, each when missing (idempotent)", "install"),
                               ("doctor", "check the machine and the installed parts", "check")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("--target", action="append", default=[], metavar="SPEC",

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import resource
 from dataclasses import dataclass
 from pathlib import Path
 
-from faultload.faults.toxiproxy import _find_go, check_toxiproxy
+from faultload.faults.toxiproxy import check_toxiproxy, find_go
 from faultload.netutil import ephemeral_range
 from faultload.targets import install
 from faultload.model.target import TargetSpec
@@ -43,15 +42,8 @@ def machine_limits() -> dict[str, int]:
     return {"nofile_soft": soft, "nofile_hard": hard, "somaxconn": somaxconn, "ephemeral_ports": high - low + 1}
 
 
-def find_go() -> str | None:
-    """The Go toolchain as scripts/install_toxiproxy.sh finds it: $GO, else PATH, else /usr/local/go."""
-    named = os.environ.get("GO")
-    if named:
-        return named if os.access(named, os.X_OK) else None
-    return _find_go()
-
-
-def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
+def run_checks(workspace: Workspace, targets: list[TargetSpec], go_named: str | None = None) -> list[Check]:
+    """``go_named``: the ``GO`` environment variable as the CLI read it (a Go binary to use), if set."""
     limits = machine_limits()
     checks = [
         Check(
@@ -68,13 +60,13 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
             "widen net.ipv4.ip_local_port_range, or use more --workers (each binds its own 127.0.1.x)",
         ),
     ]
-    go = find_go()
+    go = find_go(go_named)
     toxiproxy_ok, message = check_toxiproxy(workspace.tools, go=go or "")
     checks.append(Check("toxiproxy", toxiproxy_ok, message))
     # Go only builds Toxiproxy: without it, a machine whose Toxiproxy is built lacks nothing.
     advice = ("needed only to build toxiproxy, which is built: nothing to do" if toxiproxy_ok
               else "needed to build toxiproxy; see the toxiproxy line")
-    named = f" (GO={os.environ['GO']})" if os.environ.get("GO") else ""
+    named = f" (GO={go_named})" if go_named else ""
     checks.append(Check("go toolchain", go is not None, go or f"not found{named}", advice, required=not toxiproxy_ok))
     for spec in targets:
         if spec.kind == "url":

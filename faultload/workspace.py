@@ -1,7 +1,8 @@
 """Where faultload keeps what it installs and writes, under one root folder.
 
 The root defaults to ``.faultload`` in the current directory (``make setup``
-creates it in the checkout) and can be moved with ``--workdir`` or the
+creates it in the checkout, ``faultload setup`` in whatever folder it runs
+in) and can be moved with ``--workdir`` or the
 ``FAULTLOAD_HOME`` environment variable, which only the edges read (the CLI's
 ``main``, the plugin's ``pytest_configure``) and hand to :meth:`Workspace.default`.
 Passed around as a value.

@@ -1,7 +1,7 @@
 """``faultload doctor`` through a subprocess, on a machine without Go.
 
 Go is made absent honestly for the process: PATH keeps no directory holding a
-``go`` binary, and ``GO`` (which doctor and scripts/install_toxiproxy.sh read
+``go`` binary, and ``GO`` (which doctor and ``faultload setup`` read
 first) names a file that does not exist, so the /usr/local/go fallback is not
 taken either. Toxiproxy is the real one: the checkout's built binary (tools/
 symlinked into a private workdir) or none (an empty workdir). The target is a

@@ -1,6 +1,6 @@
 """Tests for faultload.faults: spec validation, JSON round-trip, and real Toxiproxy effects.
 
-The Toxiproxy tests run the real toxiproxy-server (``scripts/install_toxiproxy.sh``)
+The Toxiproxy tests run the real toxiproxy-server (built by ``faultload setup``)
 in front of a tiny aiohttp server in this process and check each toxic's
 observable effect against a baseline measured in the same test.
 """
@@ -170,17 +170,9 @@ def test_ports_below_ephemeral_range() -> None:
 
 def test_doctor_messages(tmp_path: Path) -> None:
     ok, msg = check_toxiproxy(tmp_path, explicit=tmp_path / "nope", go="/usr/bin/go")
-    assert not ok and "make setup" in msg and "--toxiproxy PATH" in msg
+    assert not ok and "faultload setup" in msg and "--toxiproxy PATH" in msg
     ok, msg = check_toxiproxy(tmp_path, explicit=tmp_path / "nope", go="")
     assert not ok and "ghcr.io/shopify/toxiproxy:2.12.0" in msg and "--toxiproxy PATH" in msg
-
-
-def test_install_script_without_go(tmp_path: Path) -> None:
-    out = subprocess.run([str(REPO / "scripts" / "install_toxiproxy.sh"), str(tmp_path / "tools")],
-                         env={**os.environ, "GO": str(tmp_path / "no-go")}, capture_output=True, text=True,
-                         timeout=30)
-    assert out.returncode == 2
-    assert len(out.stderr.strip().splitlines()) == 1 and "'go' not found" in out.stderr
 
 
 # ---------------------------------------------------------------------------
@@ -190,7 +182,7 @@ def test_install_script_without_go(tmp_path: Path) -> None:
 def _binary() -> Path:
     binary = find_toxiproxy(TOOL_DIR)
     if binary is None:
-        pytest.skip(f"toxiproxy-server not installed in {TOOL_DIR} or PATH: run scripts/install_toxiproxy.sh")
+        pytest.skip(f"toxiproxy-server not installed in {TOOL_DIR} or PATH: run `faultload setup`")
     return binary
 
 

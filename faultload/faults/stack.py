@@ -31,7 +31,7 @@ class FaultStack:
     def __init__(self, tool_dir: Path, log_dir: Path, seed: int | None = None) -> None:
         binary = find_toxiproxy(tool_dir)
         if binary is None:
-            raise RuntimeError(f"toxiproxy-server not found in {tool_dir} or PATH; run `make setup`")
+            raise RuntimeError(f"toxiproxy-server not found in {tool_dir} or PATH; run `faultload setup`")
         self.server = ToxiproxyServer(binary, log_dir, seed=seed)
         self.control: ToxiproxyControl | None = None
         self.topology: Topology | None = None

@@ -52,7 +52,14 @@ def binary_version(binary: Path, timeout_s: float = 5.0) -> str | None:
     return words[-1] if out.returncode == 0 and words else None
 
 
-def _find_go() -> str | None:
+def find_go(named: str | None = None) -> str | None:
+    """The Go toolchain: ``named`` (the caller's ``$GO``) if given, else PATH, else /usr/local/go/bin/go.
+
+    A ``named`` one that is not executable means no Go (it is not silently
+    replaced by another), as a user who set ``GO`` would expect.
+    """
+    if named:
+        return named if os.access(named, os.X_OK) else None
     found = shutil.which("go")
     if found:
         return found
@@ -69,18 +76,18 @@ def check_toxiproxy(tool_dir: Path, explicit: Path | None = None, go: str | None
     binary = Path(explicit) if explicit else find_toxiproxy(tool_dir)
     if binary is None or not binary.exists():
         where = f"--toxiproxy {explicit}" if explicit else f"{tool_dir} or PATH"
-        go = go if go is not None else _find_go()
+        go = go if go is not None else find_go()
         if go:
-            return False, (f"toxiproxy-server not found in {where}: run `make setup` "
+            return False, (f"toxiproxy-server not found in {where}: run `faultload setup` "
                            f"(builds {PINNED_VERSION} with go, ~1 min) or pass --toxiproxy PATH")
         return False, (f"toxiproxy-server not found in {where} and no `go` to build it: get the "
                        f"{PINNED_VERSION} release binary or the container image {CONTAINER_IMAGE}, "
                        f"then pass --toxiproxy PATH")
     version = binary_version(binary)
     if version is None:
-        return False, f"{binary} does not run (`{binary} --version` failed); run `make setup` or pass --toxiproxy PATH"
+        return False, f"{binary} does not run (`{binary} --version` failed); run `faultload setup` or pass --toxiproxy PATH"
     if version != PINNED_VERSION:
-        return True, f"toxiproxy-server {version} at {binary} (pinned {PINNED_VERSION}: `make setup` installs it)"
+        return True, f"toxiproxy-server {version} at {binary} (pinned {PINNED_VERSION}: `faultload setup` installs it)"
     return True, f"toxiproxy-server {version} at {binary}"
 
 
