@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from faultload.cli_commands import config_from_args
 from faultload.cli_parser import build_parser as _parser  # noqa: E402
-from faultload.stack import Stack  # noqa: E402
+from faultload.run.stack import Stack  # noqa: E402
 from faultload.workspace import Workspace  # noqa: E402
 
 

@@ -22,7 +22,7 @@ import sys
 from faultload.store import report as report_mod
 from faultload.cli_commands import config_from_args
 from faultload.cli_parser import build_parser as _parser
-from faultload.trial import run_trial
+from faultload.run.trial import run_trial
 from faultload.workspace import Workspace
 
 DEFAULT_ARGS = ["--requests", "20000", "--workers", "2", "--router-mode", "latency", "--gen-seconds", "2",

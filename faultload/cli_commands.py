@@ -25,7 +25,7 @@ from faultload.model.router import RouterConfig, procs_for
 from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.model.trial import ServerKnobs, TrialConfig
-from faultload.preflight import DoesNotFit, current_limits, plan
+from faultload.run.preflight import DoesNotFit, current_limits, plan
 from faultload.progress import ProgressLine
 from faultload.provision import provision
 from faultload.store import report as report_mod
@@ -35,8 +35,8 @@ from faultload.store.plot import PlotUnavailable, write_timeline
 from faultload.store.repro import replay
 from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
-from faultload.trial import run_trial
-from faultload.watchdog import load_watchdog_limits
+from faultload.run.trial import run_trial
+from faultload.run.watchdog import load_watchdog_limits
 from faultload.workspace import Workspace
 
 

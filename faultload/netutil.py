@@ -1,4 +1,4 @@
-"""Loopback ports: which are free, and which are safe to listen on.
+"""Loopback networking: which ports are free and safe to listen on, and a bounded JSON GET.
 
 The load workers open tens of thousands of client sockets; a listener inside
 the ephemeral range could collide with (or be starved by) an outgoing
@@ -8,9 +8,13 @@ test) use ports below the range, checked to bind right now.
 
 from __future__ import annotations
 
+import http.client
+import json
 import random
 import socket
+import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 DEFAULT_POOL = (20000, 32000)
@@ -66,3 +70,22 @@ def pick_free_port(
         if port not in exclude and port_is_free(host, port):
             return port
     raise RuntimeError(f"no free port on {host} in {low}-{high} after {attempts} tries")
+
+
+def http_get_json(url: str, timeout_s: float) -> tuple[float, dict | None]:
+    """GET ``url``; (seconds taken, parsed JSON or None on any failure)."""
+    parts = urlsplit(url)
+    start = time.monotonic()
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    try:
+        conn.request("GET", parts.path or "/")
+        resp = conn.getresponse()
+        body = resp.read()
+        elapsed = time.monotonic() - start
+        if resp.status != 200:
+            return elapsed, None
+        return elapsed, json.loads(body)
+    except (OSError, http.client.HTTPException, ValueError):
+        return time.monotonic() - start, None
+    finally:
+        conn.close()

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from faultload.monitor import SAMPLE_FIELDS
+from faultload.record.samples import SAMPLE_FIELDS
 
 
 def format_line(total: int, t: float, live: dict[str, int], sample: tuple) -> str:

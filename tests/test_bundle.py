@@ -18,16 +18,16 @@ from faultload import cli
 from faultload.checker.budgets import Budgets
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import judge
-from faultload.faults.log import AppliedFault, FaultLog
+from faultload.record.faults import AppliedFault, FaultLog
 from faultload.model.faults import parse_fault
-from faultload.monitor import MonitorSamples, ProcessSnapshot
-from faultload.serverlog import ServerLogSummary, classify_log
+from faultload.record.samples import MonitorSamples, ProcessSnapshot
+from faultload.record.serverlog import ServerLogSummary, classify_log
 from faultload.store import report
 from faultload.store.bundle import StoredTrial, WorkerSummary, load_bundle, write_bundle
 from faultload.store.check import check_bundle
-from faultload.trial import TrialResult
-from faultload.watchdog import Signal
-from faultload.watchdog import CollapseVerdict
+from faultload.run.trial import TrialResult
+from faultload.record.collapse import Signal
+from faultload.record.collapse import CollapseVerdict
 from tests.test_report import result  # noqa: F401 - the hand-built TrialResult fixture
 
 LOG = """2026-11-30 07:50:14,170 - INFO - uvicorn.error: Started server process [6256]

@@ -23,8 +23,8 @@ def _loaded(code: str) -> set[str]:
 
 def test_checker_imports_no_trial_runner_or_suite() -> None:
     loaded = _loaded("".join(f"import faultload.checker.{name}\n" for name in CHECKER_MODULES))
-    heavy = {m for m in loaded if m == "faultload.trial" or m.startswith(("faultload.suite", "faultload.router",
-                                                                            "faultload.stack", "aiohttp"))}
+    heavy = {m for m in loaded if m == "faultload.run.trial" or m.startswith(("faultload.suite", "faultload.router",
+                                                                            "faultload.run.stack", "aiohttp"))}
     assert not heavy
 
 
@@ -36,7 +36,7 @@ def test_budgets_import_light() -> None:
 
 def test_checking_a_bundle_loads_no_trial_runner_network_stack_or_toxiproxy() -> None:
     loaded = _loaded("import faultload.store.check, faultload.store.bundle, faultload.store.report")
-    heavy = {m for m in loaded if m in ("faultload.trial", "faultload.stack", "aiohttp", "toxiproxy", "requests",
+    heavy = {m for m in loaded if m in ("faultload.run.trial", "faultload.run.stack", "aiohttp", "toxiproxy", "requests",
                                         "httpx", "faultload.faults.schedule")
              or m.startswith(("faultload.suite", "faultload.router", "faultload.client", "faultload.targets"))}
     assert not heavy

@@ -46,12 +46,12 @@ from faultload.checker.budgets import load_budgets
 from faultload.checker.judge import judge
 from faultload.model.faults import FaultSchedule
 from faultload.faults.toxiproxy import find_toxiproxy
-from faultload.history import Outcome
+from faultload.record.history import Outcome
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.trial import ServerKnobs, TrialConfig
-from faultload.stack import Stack
-from faultload.trial import TrialResult, run_trial
+from faultload.run.stack import Stack
+from faultload.run.trial import TrialResult, run_trial
 from faultload.workspace import Workspace
 
 from conftest import TARGETS, WORKDIR, require_target

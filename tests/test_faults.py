@@ -25,7 +25,7 @@ import pytest
 from aiohttp import web
 
 from faultload.faults.control import FaultControlError, ToxiproxyControl
-from faultload.faults.log import AppliedFault, FaultLog
+from faultload.record.faults import AppliedFault, FaultLog
 from faultload.faults.schedule import FaultRunner
 from faultload.faults.topology import create_proxy_on_free_port, create_topology, teardown
 from faultload.faults.toxiproxy import ToxiproxyServer, check_toxiproxy, find_toxiproxy, reap_stale

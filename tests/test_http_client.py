@@ -502,7 +502,7 @@ def test_connect_that_never_completes_is_a_connect_timeout(run):
 
 def test_raw_client_classifies_pool_errors():
     from faultload.client.raw import _classify
-    from faultload.history import ErrorClass
+    from faultload.record.history import ErrorClass
 
     assert _classify(ConnectError("refused")) == ErrorClass.CONNECT
     assert _classify(ConnectTimeout("slow connect")) == ErrorClass.TIMEOUT  # as aiohttp's ConnectionTimeoutError was

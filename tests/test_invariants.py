@@ -38,11 +38,11 @@ from faultload.checker.results import (
 )
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.checker.serverlog import check_clean_server_log
-from faultload.faults.log import AppliedFault, FaultLog
+from faultload.record.faults import AppliedFault, FaultLog
 from faultload.model.faults import Fault
-from faultload.history import AttemptKind, ErrorClass, History, Outcome
-from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
-from faultload.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
+from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
+from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
+from faultload.record.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
 from faultload.model.shape import LoadShape, PollBehaviour
 
 BUDGETS = Budgets()

@@ -7,10 +7,10 @@ from faultload.checker.compose import overall
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import error_examples, judge
 from faultload.client.job import WorkerResult
-from faultload.history import Outcome
+from faultload.record.history import Outcome
 from faultload.store.repro import FIGURE_ALIASES, figures_of
 from faultload.model.trial import TrialConfig
-from faultload.trial import TrialResult
+from faultload.run.trial import TrialResult
 from tests.test_invariants import NOT_LOADED, make_history, make_monitor, rejected, set_row, submit_log
 
 

@@ -1,4 +1,4 @@
-"""The monitor (faultload.monitor) against a tiny local HTTP server and real process ids.
+"""The monitor (faultload.run.monitor) against a tiny local HTTP server and real process ids.
 
 The HTTP server is a test double running in a thread: ``/api/v1/healthz``
 (200, 500, or slow, as the test sets) and a router-like ``/stats``. Waits
@@ -18,7 +18,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from faultload.monitor import SAMPLE_FIELDS, Monitor, http_get_json, snapshot
+from faultload.record.samples import SAMPLE_FIELDS
+
+from faultload.netutil import http_get_json
+from faultload.run.monitor import Monitor, snapshot
 from faultload.netutil import pick_free_port
 
 from conftest import wait_until

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultload.preflight import DoesNotFit, plan
+from faultload.run.preflight import DoesNotFit, plan
 
 MACHINE = {"nofile_soft": 20000, "nofile_hard": 20000, "somaxconn": 4096, "ephemeral_ports": 28232}
 

@@ -27,7 +27,7 @@ from faultload.client import decode
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
 from faultload.client.counters import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.raw import RawClient, make_session
-from faultload.history import ErrorClass, History, Outcome
+from faultload.record.history import ErrorClass, History, Outcome
 from faultload.netutil import pick_free_port
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 

@@ -13,12 +13,12 @@ import pytest
 
 from faultload.store import report
 from faultload.client.job import WorkerResult
-from faultload.history import ErrorClass, History, Outcome
-from faultload.monitor import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
+from faultload.record.history import ErrorClass, History, Outcome
+from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.model.shape import LoadShape
 from faultload.stats import Histogram
 from faultload.model.trial import TrialConfig
-from faultload.trial import TrialResult
+from faultload.run.trial import TrialResult
 
 REQUESTED = 12  # two more than the workers' rows: a slice of the load never reported
 

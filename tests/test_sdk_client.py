@@ -28,7 +28,7 @@ from faultload.client.sdk import final_outcome, socket_count
 from faultload.client.sdk_wire import (
     RecordingTransport, SdkWire, attempt_kind, classify_exception, installed, recording_client_class, status_error,
 )
-from faultload.history import AttemptKind, ErrorClass, History, Outcome
+from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.model.shape import LoadShape
 
 from conftest import require_target, run_cli

@@ -11,7 +11,7 @@ import simdjson
 from tests.results import json_result, proto_result
 from faultload import tokens
 from faultload.client import decode
-from faultload.history import COLUMNS, ErrorClass, History, Outcome
+from faultload.record.history import COLUMNS, ErrorClass, History, Outcome
 from faultload.stats import Histogram
 
 BUCKET = 1.01  # the histogram's bucket growth factor: one bucket is ~1% wide

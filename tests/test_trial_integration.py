@@ -21,10 +21,10 @@ import psutil
 import pytest
 
 from faultload.store import report
-from faultload.history import Outcome
+from faultload.record.history import Outcome
 from faultload.model.shape import LoadShape
 from faultload.model.trial import TrialConfig
-from faultload.trial import run_trial
+from faultload.run.trial import run_trial
 from faultload.workspace import Workspace
 
 from conftest import ROOT, cli_env, leftover_dirs, python_exe, require_target, tagged_processes, wait_until

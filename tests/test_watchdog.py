@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from faultload.model.watchdog import WatchdogLimits
-from faultload.watchdog import Watchdog, load_watchdog_limits
+from faultload.run.watchdog import Watchdog, load_watchdog_limits
 
 LIMITS = WatchdogLimits(stall_window_s=10, no_progress_window_s=20, accept_window_s=5, confirm_s=3)
 

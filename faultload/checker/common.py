@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 import numpy as np
 
 from faultload.checker.budgets import MIB
-from faultload.history import ErrorClass, History, Outcome
+from faultload.record.history import ErrorClass, History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.faults.log import FaultLog
+    from faultload.record.faults import FaultLog
     from faultload.model.faults import Fault
 
 # How many requests/classes/times a detail line names before "...".

@@ -9,7 +9,7 @@ import numpy as np
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import DETAIL_ITEMS, fault_windows, few, fmt_s
 from faultload.checker.inputs import CheckInputs, Verdict
-from faultload.history import History
+from faultload.record.history import History
 
 
 def _load_window(history: History) -> tuple[float, float] | None:

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.history import History
-from faultload.serverlog import ServerLogSummary
+from faultload.record.history import History
+from faultload.record.serverlog import ServerLogSummary
 from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.faults.log import FaultLog
-    from faultload.monitor import MonitorSamples
+    from faultload.record.faults import FaultLog
+    from faultload.record.samples import MonitorSamples
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Judge a finished trial: feed its history, samples, faults and log to the invariants.
 
-Kept apart from ``faultload/trial.py`` (which only runs and records) and from
+Kept apart from ``faultload/run/trial.py`` (which only runs and records) and from
 the checkers (pure functions): this is the one place that knows how a
 ``TrialResult`` maps onto ``CheckInputs``, so a stored trial can be re-judged.
 ``TrialResult`` is imported for type checking only: the checker package reads
@@ -17,7 +17,7 @@ from faultload.checker.inputs import CheckInputs, Verdict
 
 if TYPE_CHECKING:  # type-only: the checker must not import the trial runner (layering)
     from faultload.store.bundle import StoredTrial
-    from faultload.trial import TrialResult
+    from faultload.run.trial import TrialResult
 
 
 def collapse_verdict(result: TrialResult | StoredTrial) -> Verdict:

@@ -9,14 +9,11 @@ import numpy as np
 from faultload.checker.budgets import MIB, Budgets
 from faultload.checker.common import fault_windows, fmt_bytes, fmt_s
 from faultload.checker.inputs import CheckInputs, Verdict
-from faultload.history import History, Outcome
+from faultload.record.history import History, Outcome
 from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
-    from faultload.monitor import MonitorSamples
-
-
-# Bytes a server holds per result token: a 4-byte token id and a 4-byte float32
+    from faultload.record.samples import MonitorSamples
 # logprob (the proto's packed fields; JSON is larger — see bounded_rss).
 RESULT_BYTES_PER_TOKEN = 8
 

@@ -22,11 +22,11 @@ from faultload.checker.common import (
     what_happened,
 )
 from faultload.checker.inputs import CheckInputs, Verdict
-from faultload.history import AttemptKind, ErrorClass, History, Outcome
+from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.model.faults import Fault
-    from faultload.monitor import MonitorSamples
+    from faultload.record.samples import MonitorSamples
 
 
 def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:

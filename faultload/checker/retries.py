@@ -19,7 +19,7 @@ from faultload.checker.common import (
     request_label,
 )
 from faultload.checker.inputs import CheckInputs, Verdict
-from faultload.history import AttemptKind, ErrorClass, History
+from faultload.record.history import AttemptKind, ErrorClass, History
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.model.faults import Fault

@@ -10,8 +10,8 @@ import numpy as np
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import fault_label, fault_windows, few, fmt_s, overlaps
 from faultload.checker.inputs import CheckInputs, Verdict
-from faultload.history import History
-from faultload.serverlog import LogClass
+from faultload.record.history import History
+from faultload.record.serverlog import LogClass
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.model.faults import Fault

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from faultload.history import History
+from faultload.record.history import History
 from faultload.model.shape import LoadShape
 
 # Bits of a nonce below the trial salt: room for 16M requests per trial.

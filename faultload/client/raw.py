@@ -44,7 +44,7 @@ from faultload.client.counters import (
 )
 from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
-from faultload.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome
+from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome
 from faultload.client.arrivals import arrival_offsets
 
 _BAD_REQUEST_RETRIES = 3

@@ -34,7 +34,7 @@ from faultload.client import decode
 from faultload.client.job import WorkerJob
 from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.sdk_wire import SdkWire, classify_exception, installed
-from faultload.history import ErrorClass, History, Outcome
+from faultload.record.history import ErrorClass, History, Outcome
 
 # The SDK insists on a key ("tml-" prefix) and the server under test checks none. Given to
 # ServiceClient as a value (it hands it to every holder and pool), never written to os.environ,

@@ -33,7 +33,7 @@ from tinker import _base_client
 from faultload import tokens
 from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
 from faultload.client.raw import ACCEPTED as _ACCEPTED, ATTEMPTS as _ATTEMPTS
-from faultload.history import AttemptKind, AttemptRecorder, ErrorClass, History
+from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History
 
 _SAMPLE_PATH = "/api/v1/asample"
 _POLL_PATH = "/api/v1/retrieve_future"

@@ -28,7 +28,7 @@ from faultload import aio
 from faultload.procutil import die_with_parent, ignore_terminal_signals
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
 from faultload.client.raw import run_raw
-from faultload.history import History
+from faultload.record.history import History
 from faultload.stats import Histogram
 
 _READY_TIMEOUT_S = 60.0

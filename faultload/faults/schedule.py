@@ -2,7 +2,7 @@
 
 The runner is the suite's nemesis: one asyncio task per fault sleeps until the
 fault's start (relative to the trial's monotonic start), applies it, sleeps
-until its end, removes it.  Each fault yields an :class:`~faultload.faults.log.AppliedFault`
+until its end, removes it.  Each fault yields an :class:`~faultload.record.faults.AppliedFault`
 record with the times it was actually in force, so a checker can ask which
 faults were active when a request failed (``FaultLog.active_at``).
 
@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping, Protocol
 
 from faultload.faults.control import FaultControlError, ToxiproxyControl
-from faultload.faults.log import AppliedFault, FaultLog
+from faultload.record.faults import AppliedFault, FaultLog
 from faultload.model.faults import PROXY_LINKS, Fault, FaultSchedule
 
 MAX_FAULTS = 1000

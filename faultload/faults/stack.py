@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from faultload.faults.control import ToxiproxyControl
-from faultload.faults.log import FaultLog
+from faultload.record.faults import FaultLog
 from faultload.faults.schedule import FaultRunner, RouterController
 from faultload.model.faults import FaultSchedule
 from faultload.faults.topology import Topology, create_topology, teardown

@@ -1,7 +1,7 @@
 """What one trial is, as plain data: ``TrialConfig`` and the stack settings it carries.
 
 A repro file and a trial bundle store a ``TrialConfig`` (``faultload.model.codec``);
-``faultload.trial.run_trial`` runs one.
+``faultload.run.trial.run_trial`` runs one.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The collapse watchdog's limits: when a server counts as collapsed (``faultload.watchdog`` applies them)."""
+"""The collapse watchdog's limits: when a server counts as collapsed (``faultload.run.watchdog`` applies them)."""
 
 from __future__ import annotations
 

@@ -71,7 +71,9 @@ class RouterHandle:
         return self._proc.pid if self._proc is not None else -1
 
     def _spawn(self, port: int, ready_timeout_s: float) -> None:
-        root = str(Path(__file__).resolve().parents[2])  # the checkout holding faultload/
+        # the folder holding this faultload package (a checkout, or site-packages when installed), so the
+        # router runs the same faultload as its parent whatever the working directory
+        root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         cmd = [sys.executable, "-m", "faultload.router", "--host", self.host, "--port", str(port),

@@ -43,17 +43,17 @@ from faultload.version import installed_version
 from faultload.checker.budgets import Budgets
 from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
-from faultload.faults.log import FaultLog
-from faultload.history import History
+from faultload.record.faults import FaultLog
+from faultload.record.history import History
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.trial import TrialConfig
-from faultload.monitor import MonitorSamples
-from faultload.serverlog import ServerLogSummary
+from faultload.record.samples import MonitorSamples
+from faultload.record.serverlog import ServerLogSummary
 from faultload.store.report import verdict_lines
-from faultload.watchdog import CollapseVerdict
+from faultload.record.collapse import CollapseVerdict
 
 if TYPE_CHECKING:  # type-only: a bundle is read without the trial runner (layering)
-    from faultload.trial import TrialResult
+    from faultload.run.trial import TrialResult
 
 BUNDLE_VERSION = 1
 MANIFEST = "bundle.json"

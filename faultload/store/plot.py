@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from faultload.history import Outcome
-from faultload.trial import TrialResult
+from faultload.record.history import Outcome
+from faultload.run.trial import TrialResult
 
 _FAULT_COLOURS = {"edge": "tab:red", "backend": "tab:orange", "router": "tab:purple"}
 

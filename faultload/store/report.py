@@ -16,13 +16,13 @@ import numpy as np
 from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import error_examples
-from faultload.history import ErrorClass, Outcome
+from faultload.record.history import ErrorClass, Outcome
 from faultload.stats import Histogram
 from faultload.model.switches import switches_text
 
 if TYPE_CHECKING:  # type-only: a stored trial is shown and re-judged without the trial runner
     from faultload.store.bundle import StoredTrial
-    from faultload.trial import TrialResult
+    from faultload.run.trial import TrialResult
 
 REPORT_VERSION = 1
 CONTRACT_KEYS = (

@@ -29,7 +29,7 @@ from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.switches import switches_text
 from faultload.store import report as report_mod
-from faultload.trial import run_trial
+from faultload.run.trial import run_trial
 
 REPRO_VERSION = 1
 

@@ -2,7 +2,7 @@
 
 The same shape ``faultload confirm`` runs (latency router, 1,024 slots of 1 s,
 no cap asked for), at time scale 1, with the outstanding cap, worker and
-router processes sized by :func:`faultload.preflight.plan` so it measures the
+router processes sized by :func:`faultload.run.preflight.plan` so it measures the
 server rather than this machine's fd limit.
 """
 
@@ -12,7 +12,7 @@ from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape
 from faultload.model.trial import TrialConfig
-from faultload.preflight import current_limits, plan
+from faultload.run.preflight import current_limits, plan
 from faultload.suite.profiles import CONFIRM_REQUESTS
 
 

@@ -21,9 +21,9 @@ from typing import Any, Callable, Protocol
 from faultload.checker.judge import judge
 from faultload.model.sdk import SDK_POLL_TIMEOUT_S
 from faultload.model.switches import switches_text
-from faultload.stack import Stack
+from faultload.run.stack import Stack
 from faultload.store.repro import figures_of
-from faultload.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
+from faultload.run.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
 
 
 @dataclass

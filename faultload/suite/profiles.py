@@ -8,7 +8,7 @@
             ``.faultload/hypothesis`` (a failure is retried first next night),
             the known-bug trials (``faultload.strategies.known``) first, ≤ 60 minutes.
 ``confirm`` one example: the 131,072-request shape at time scale 1, fitted to
-            this machine (``faultload.preflight``); the combined property only.
+            this machine (``faultload.run.preflight``); the combined property only.
 
 Time is bounded three ways, because Hypothesis has no shrink-time cap of its
 own that fits trials of tens of seconds: a property stops drawing new trials

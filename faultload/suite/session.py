@@ -48,7 +48,7 @@ from faultload.suite.plugin import DEFAULT_PROFILE
 from faultload.suite.profiles import PROFILES, Profile, get_profile
 from faultload.suite.runner import SuiteRunner
 from faultload.suite.state import tally_text
-from faultload.watchdog import load_watchdog_limits
+from faultload.run.watchdog import load_watchdog_limits
 from faultload.workspace import Workspace
 
 FULL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultload.monitor import http_get_json
+from faultload.netutil import http_get_json
 from faultload.netutil import port_is_free
 from faultload.procutil import tied_to_this_process
 from faultload.model.target import TargetSpec

@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from faultload.faults.stack import FaultStack
-from faultload.monitor import snapshot
+from faultload.run.monitor import snapshot
 from faultload.netutil import pick_free_port
 from faultload.model.router import RouterConfig
 from faultload.model.trial import StackConfig

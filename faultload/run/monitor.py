@@ -14,39 +14,16 @@ rows) and are returned as numpy columns.
 
 from __future__ import annotations
 
-import http.client
-import json
 import threading
 import time
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Mapping
-from urllib.parse import urlsplit
+from typing import Callable
 
 import numpy as np
 import psutil
 
-from faultload import kernel
-
-SAMPLE_FIELDS = (
-    "t", "rss", "fds", "cpu_s", "router_received", "router_completed", "router_in_flight",
-    "client_completed", "client_failed", "client_in_flight",
-    "accept_queue", "listen_backlog", "listen_overflows", "listen_drops",
-    "client_connections_peak",  # the workers' most open connections so far (summed per-worker peaks)
-)
-
-
-@dataclass
-class ProcessSnapshot:
-    rss: int
-    fds: int
-    cpu_s: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any] | None) -> "ProcessSnapshot | None":
-        return None if data is None else cls(int(data["rss"]), int(data["fds"]), float(data["cpu_s"]))
+from faultload.netutil import http_get_json
+from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
+from faultload.run import kernel
 
 
 def snapshot(pid: int | None) -> ProcessSnapshot | None:
@@ -60,67 +37,6 @@ def snapshot(pid: int | None) -> ProcessSnapshot | None:
             return ProcessSnapshot(proc.memory_info().rss, proc.num_fds(), cpu.user + cpu.system)
     except (psutil.Error, OSError):
         return None
-
-
-def http_get_json(url: str, timeout_s: float) -> tuple[float, dict | None]:
-    """GET ``url``; (seconds taken, parsed JSON or None on any failure)."""
-    parts = urlsplit(url)
-    start = time.monotonic()
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
-    try:
-        conn.request("GET", parts.path or "/")
-        resp = conn.getresponse()
-        body = resp.read()
-        elapsed = time.monotonic() - start
-        if resp.status != 200:
-            return elapsed, None
-        return elapsed, json.loads(body)
-    except (OSError, http.client.HTTPException, ValueError):
-        return time.monotonic() - start, None
-    finally:
-        conn.close()
-
-
-@dataclass
-class MonitorSamples:
-    """What the monitor saw: process/progress samples and health probes."""
-
-    samples: dict[str, np.ndarray]
-    healthz_t: np.ndarray
-    healthz_latency_s: np.ndarray
-    healthz_ok: np.ndarray
-    baseline: ProcessSnapshot | None = None
-    drained: ProcessSnapshot | None = None
-    fd_limit: tuple[int, int] | None = None  # the server's own (soft, hard) RLIMIT_NOFILE
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def healthz_failures(self) -> int:
-        return int(np.count_nonzero(~self.healthz_ok))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (columns as lists), for a trial bundle; :meth:`from_dict` is its inverse."""
-        return {
-            "samples": {name: col.tolist() for name, col in self.samples.items()},
-            "healthz_t": self.healthz_t.tolist(), "healthz_latency_s": self.healthz_latency_s.tolist(),
-            "healthz_ok": self.healthz_ok.tolist(),
-            "baseline": self.baseline.to_dict() if self.baseline else None,
-            "drained": self.drained.to_dict() if self.drained else None,
-            "fd_limit": list(self.fd_limit) if self.fd_limit else None, "notes": list(self.notes),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "MonitorSamples":
-        def floats(values: Any) -> np.ndarray:
-            return np.asarray(values, dtype=np.float64)
-
-        return cls(
-            samples={name: floats(col) for name, col in data["samples"].items()},
-            healthz_t=floats(data["healthz_t"]), healthz_latency_s=floats(data["healthz_latency_s"]),
-            healthz_ok=np.asarray(data["healthz_ok"], dtype=bool),
-            baseline=ProcessSnapshot.from_dict(data["baseline"]), drained=ProcessSnapshot.from_dict(data["drained"]),
-            fd_limit=tuple(data["fd_limit"]) if data["fd_limit"] else None, notes=list(data["notes"]),
-        )
 
 
 class Monitor:

@@ -23,15 +23,18 @@ import psutil
 from faultload.client.job import WorkerJob, WorkerResult
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool, source_ip
-from faultload.faults.log import FaultLog
-from faultload.history import History, Outcome
-from faultload.monitor import Monitor, MonitorSamples, drain_fds
-from faultload.serverlog import ServerLogSummary, classify_log
+from faultload.record.faults import FaultLog
+from faultload.record.history import History, Outcome
+from faultload.record.samples import MonitorSamples
+from faultload.run.monitor import Monitor, drain_fds
+from faultload.record.serverlog import ServerLogSummary, classify_log
 from faultload.model.trial import TrialConfig
-from faultload.stack import Stack
+from faultload.run.stack import Stack
 from faultload.targets.server import BASE_MODEL
-from faultload.watchdog import CollapseVerdict, Watchdog, WatchdogLimits
-from faultload.watching import LogFollower, Progress, wait_load
+from faultload.record.collapse import CollapseVerdict
+from faultload.model.watchdog import WatchdogLimits
+from faultload.run.watchdog import Watchdog
+from faultload.run.watching import LogFollower, Progress, wait_load
 from faultload.workspace import Workspace
 
 

@@ -25,55 +25,10 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
 
 from faultload.model.watchdog import WatchdogLimits
-
-VERDICT_KINDS = ("fd_exhaustion", "accept_queue_overflow", "event_loop_stall", "no_progress", "server_exit")
-
-
-
-@dataclass(frozen=True)
-class Signal:
-    kind: str
-    at_s: float  # onset, trial seconds
-    evidence: str
-
-    def to_dict(self, exact: bool = False) -> dict[str, Any]:
-        """The report's form (``at_s`` to 0.01 s); ``exact``: unrounded, as a trial bundle keeps it."""
-        return {"kind": self.kind, "at_s": self.at_s if exact else round(self.at_s, 2), "evidence": self.evidence}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Signal":
-        return cls(data["kind"], float(data["at_s"]), data["evidence"])
-
-
-@dataclass(frozen=True)
-class CollapseVerdict:
-    kind: str
-    at_s: float
-    evidence: list[str]
-    consequences: list[Signal] = field(default_factory=list)
-
-    def to_dict(self, exact: bool = False) -> dict[str, Any]:
-        """The report's form (times to 0.01 s); ``exact``: unrounded, so :meth:`from_dict` gives it back."""
-        return {
-            "kind": self.kind,
-            "at_s": self.at_s if exact else round(self.at_s, 2),
-            "evidence": self.evidence,
-            "consequences": [c.to_dict(exact) for c in self.consequences],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "CollapseVerdict":
-        return cls(data["kind"], float(data["at_s"]), list(data["evidence"]),
-                   [Signal.from_dict(c) for c in data.get("consequences", [])])
-
-    def line(self) -> str:
-        chain = " -> ".join([f"{self.kind} at t={self.at_s:.0f}s"] + [f"{c.kind} at t={c.at_s:.0f}s" for c in self.consequences])
-        return f"collapse: {chain}; {self.evidence[0] if self.evidence else ''}"
+from faultload.record.collapse import CollapseVerdict, Signal
 
 
 class _Window:

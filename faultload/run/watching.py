@@ -8,9 +8,12 @@ from pathlib import Path
 from typing import Callable
 
 from faultload.client.workers import WorkerPool
-from faultload.monitor import SAMPLE_FIELDS, Monitor
+from faultload.record.samples import SAMPLE_FIELDS
+from faultload.run.monitor import Monitor
 from faultload.targets.server import ServerHandle
-from faultload.watchdog import Watchdog
+from faultload.run.watchdog import Watchdog
+
+# progress(trial seconds, live counters, latest monitor sample)
 
 # progress(trial seconds, live counters, latest monitor sample)
 Progress = Callable[[float, dict[str, int], tuple], None]
