@@ -35,8 +35,10 @@ def test_budgets_import_light() -> None:
 
 
 def test_checking_a_bundle_loads_no_trial_runner_network_stack_or_toxiproxy() -> None:
+    """What ``faultload check`` loads: the records, the checker and the report; nothing that runs or
+    watches a trial (the run room, psutil), no HTTP stack, no Toxiproxy client."""
     loaded = _loaded("import faultload.store.check, faultload.store.bundle, faultload.store.report")
-    heavy = {m for m in loaded if m in ("faultload.run.trial", "faultload.run.stack", "aiohttp", "toxiproxy", "requests",
-                                        "httpx", "faultload.faults.schedule")
-             or m.startswith(("faultload.suite", "faultload.router", "faultload.client", "faultload.targets"))}
+    heavy = {m for m in loaded if m in ("aiohttp", "toxiproxy", "requests", "httpx", "psutil", "tinker")
+             or m.startswith(("faultload.run", "faultload.faults", "faultload.suite", "faultload.router",
+                              "faultload.client", "faultload.targets"))}
     assert not heavy
