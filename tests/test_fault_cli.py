@@ -85,8 +85,12 @@ def _run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subproces
         ("edge:down@1+-2", ("fault.duration_s", "negative")),
         ("edge:down@1+nan", ("fault.duration_s", "not a finite number")),
         ("edge:latency:latency=5,toxicity=2", ("fault.toxicity", "2", "outside [0, 1]")),
-        ("edge:latency:latency=5,stream=sideways", ("fault.stream", "'sideways'", "downstream, upstream")),
+        ("edge:latency:latency=5,stream=sideways", ("fault.stream", "'sideways'", "downstream, upstream, both")),
+        ("edge:latency:latency=5,stream=both,stream=upstream", ("fault.stream", "given twice")),
         ("edge:down:toxicity=0.5", ("fault.stream/toxicity", "'down'")),
+        ("backend:down:stream=both@0+36", ("fault.stream/toxicity", "'down'")),
+        ("router:stall:stream=upstream", ("fault.stream/toxicity", "'stall'")),
+        ("backend:limit_data:stream=both", ("fault.attributes", "requires bytes")),
         ("router:errors:status=200", ("fault.attributes.status", "200", "5xx")),
     ],
 )
