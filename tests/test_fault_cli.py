@@ -85,8 +85,12 @@ def _run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subproces
         ("edge:down@1+-2", ("fault.duration_s", "negative")),
         ("edge:down@1+nan", ("fault.duration_s", "not a finite number")),
         ("edge:latency:latency=5,toxicity=2", ("fault.toxicity", "2", "outside [0, 1]")),
-        ("edge:latency:latency=5,stream=sideways", ("fault.stream", "'sideways'", "downstream, upstream")),
+        ("edge:latency:latency=5,stream=sideways", ("fault.stream", "'sideways'", "downstream, upstream, both")),
+        ("edge:latency:latency=5,stream=both,stream=upstream", ("fault.stream", "given twice")),
         ("edge:down:toxicity=0.5", ("fault.stream/toxicity", "'down'")),
+        ("backend:down:stream=both@0+36", ("fault.stream/toxicity", "'down'")),
+        ("router:stall:stream=upstream", ("fault.stream/toxicity", "'stall'")),
+        ("backend:limit_data:stream=both", ("fault.attributes", "requires bytes")),
         ("router:errors:status=200", ("fault.attributes.status", "200", "5xx")),
     ],
 )
@@ -255,3 +259,45 @@ def test_killed_run_leaves_no_toxiproxy_and_no_proxy_listening(killed_mid_fault:
 @pytest.mark.integration
 def test_killed_run_leaves_no_process_at_all(killed_mid_fault: Killed):
     assert killed_mid_fault.others_after == [], killed_mid_fault.others_after
+
+
+# --------------------------------------------------------------------------- both streams, end to end
+
+
+@pytest.mark.integration
+def test_both_streams_and_upstream_toxics_are_applied_and_healed(home: Path, tmp_path: Path):
+    """`stream=both` is the pair of toxics on the real Toxiproxy during its window, an upstream
+    toxic is one, and after the windows (the run still going) the edge has no toxic left."""
+    require_target("0.4.0")
+    out = tmp_path / "report.json"
+    tag = uuid.uuid4().hex
+    cmd = [python_exe(), "-m", "faultload.cli", "run", "--requests", "64", "--time-scale", "0.05",
+           "--router-mode", "latency", "--gen-seconds", "5", "--quiet", "--json-out", str(out),
+           "--fault", "edge:latency:latency=200,stream=both@0.5+2", "--fault", "edge:latency:latency=100,stream=upstream@0.5+2"]
+    proc = subprocess.Popen(cmd, cwd=home, env=cli_env(tag, home), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        api = wait_until(lambda: _toxiproxy_api(tag), timeout_s=120.0, every_s=0.1)
+        assert api, "toxiproxy-server never started"
+
+        def edge_toxics() -> list:
+            return _proxies(api[1]).get("edge", {}).get("toxics") or []
+
+        during = wait_until(lambda: edge_toxics() if len(edge_toxics()) == 3 else None, timeout_s=120.0, every_s=0.1)
+        assert during, f"the toxics never appeared: {edge_toxics()}"
+        assert sorted((t["name"], t["stream"]) for t in during) == [
+            ("fl0_latency_downstream", "downstream"), ("fl0_latency_upstream", "upstream"),
+            ("fl1_latency_upstream", "upstream")]
+        healed = wait_until(lambda: proc.poll() is None and _proxies(api[1]).get("edge") and not edge_toxics(),
+                            timeout_s=30.0, every_s=0.1)
+        assert healed, f"toxics left after their windows: {edge_toxics()} (run ended: {proc.poll() is not None})"
+        _, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    rep = json.loads(out.read_text())
+    applied = rep["faults"]["applied"]
+    assert [(f["fault"]["stream"], f["streams"], f["removed_by"], f["error"], f["remove_error"]) for f in applied] == [
+        ("both", ["downstream", "upstream"], "schedule", None, None), ("upstream", ["upstream"], "schedule", None, None)]
+    assert rep["completed"] == 64, (rep["completed"], rep["failed"], err[-2000:])

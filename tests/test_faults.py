@@ -56,11 +56,26 @@ TOOL_DIR = REPO / ".faultload" / "tools"
     ("edge:bandwidth:rate=10", Fault("edge", "bandwidth", {"rate": 10})),
     ("edge:slow_close:delay=10", Fault("edge", "slow_close", {"delay": 10})),
     ("edge:timeout:timeout=0", Fault("edge", "timeout", {"timeout": 0})),
+    ("edge:latency:latency=2000,stream=both@1+5",
+     Fault("edge", "latency", {"latency": 2000}, stream="both", start_s=1, duration_s=5)),
+    ("backend:limit_data:bytes=0,stream=upstream,toxicity=0.1@0+720",
+     Fault("backend", "limit_data", {"bytes": 0}, stream="upstream", toxicity=0.1, duration_s=720)),
 ])
 def test_parse_fault(spec: str, expect: Fault) -> None:
     fault = parse_fault(spec)
     assert fault == expect
     assert parse_fault(fault.to_spec()) == fault
+
+
+def test_both_streams_are_the_pair_of_toxics() -> None:
+    both = parse_fault("edge:latency:latency=2000,stream=both@1+5")
+    assert both.streams == ("downstream", "upstream") and both.to_spec() == "edge:latency:jitter=0,latency=2000,stream=both@1.0+5.0"
+    assert Fault.from_dict(json.loads(json.dumps(both.to_dict()))) == both
+    assert parse_fault("backend:reset_peer:stream=upstream").streams == ("upstream",)
+    assert parse_fault("edge:slicer:average_size=1").streams == ("downstream",)
+    assert parse_fault("edge:down").streams == () and parse_fault("router:stall").streams == ()
+    with pytest.raises(ValueError, match="allowed: downstream, upstream, both$"):
+        parse_fault("edge:latency:latency=1,stream=sideways")
 
 
 def test_parse_without_window_lasts_whole_trial() -> None:
@@ -82,8 +97,12 @@ def test_parse_without_window_lasts_whole_trial() -> None:
     ("router:errors:status=404", "fault.attributes.status"),
     ("edge:latency:latency=1,toxicity=1.5", "fault.toxicity"),
     ("edge:latency:latency=1,toxicity=-0.1", "fault.toxicity"),
-    ("edge:latency:latency=1,stream=both", "fault.stream"),
+    ("edge:latency:latency=1,stream=sideways", "fault.stream"),
+    ("edge:latency:latency=1,stream=both,stream=upstream", "fault.stream"),
+    ("edge:latency:latency=1,toxicity=1,toxicity=0.5", "fault.toxicity"),
     ("edge:down:toxicity=0.5", "fault.stream/toxicity"),
+    ("edge:down:stream=both", "fault.stream/toxicity"),
+    ("router:stall:stream=upstream", "fault.stream/toxicity"),
     ("edge:latency:latency=1@-1+2", "fault.start_s"),
     ("edge:latency:latency=1@1+0", "fault.duration_s"),
     ("edge:latency:latency=1@1+-2", "fault.duration_s"),
@@ -532,6 +551,53 @@ def test_heal_removes_everything(control: ToxiproxyControl, topology) -> None:
     assert all(r.removed_by == "heal" and r.removed_at_s is not None for r in records[:7])
     assert not records[7].applied and records[7].applied_at_s is None
     assert body_of(raw_get(topology.edge.listen_port)[0]) == b"hello"
+
+
+def test_both_streams_apply_two_toxics_and_remove_both(control: ToxiproxyControl, topology) -> None:
+    schedule = FaultSchedule.parse([
+        "edge:latency:latency=50,stream=both@0+0.4",
+        "backend:reset_peer:stream=upstream@0+0.4",
+        "backend:limit_data:bytes=0,stream=both",  # to the end: heal removes the pair
+    ])
+
+    async def run() -> tuple[FaultRunner, list, list, list[str]]:
+        runner = FaultRunner(schedule, control, topology.names, None)
+        runner.start()
+        await asyncio.sleep(0.2)
+        mid = await control.atoxics(topology.edge.name), await control.atoxics(topology.backend.name)
+        for _ in range(100):
+            if runner.records()[0].removed_at_s is not None and runner.records()[1].removed_at_s is not None:
+                break
+            await asyncio.sleep(0.02)
+        after_schedule = await control.atoxics(topology.edge.name)
+        return runner, mid, after_schedule, await runner.heal()
+
+    runner, (edge_mid, backend_mid), edge_after, errors = asyncio.run(run())
+    assert sorted((t["name"], t["stream"], t["attributes"]["latency"]) for t in edge_mid) == [
+        ("fl0_latency_downstream", "downstream", 50), ("fl0_latency_upstream", "upstream", 50)]
+    assert sorted((t["name"], t["stream"]) for t in backend_mid) == [
+        ("fl1_reset_peer_upstream", "upstream"),
+        ("fl2_limit_data_downstream", "downstream"), ("fl2_limit_data_upstream", "upstream")]
+    assert edge_after == [] and errors == []
+    assert control.toxics(topology.backend.name) == []
+    assert [r.removed_by for r in runner.records()] == ["schedule", "schedule", "heal"]
+    assert [r.fault.stream for r in runner.log().records] == ["both", "upstream", "both"]  # the log says which
+
+
+def test_half_applied_pair_is_taken_back(control: ToxiproxyControl, topology) -> None:
+    """The upstream half fails (its name is taken): the downstream half must not stay behind."""
+    control.add_toxic(topology.edge.name, "fl0_latency_upstream", "latency", {"latency": 1}, stream="upstream")
+    schedule = FaultSchedule.parse(["edge:latency:latency=50,stream=both@0+0.2"])
+
+    async def run() -> FaultRunner:
+        runner = FaultRunner(schedule, control, topology.names, None)
+        runner.start()
+        assert await runner.wait(5.0)
+        return runner
+
+    record, = asyncio.run(run()).records()  # the topology fixture deletes the proxy and its toxics
+    assert record.error and "fl0_latency_upstream" in record.error and not record.applied
+    assert [t["name"] for t in control.toxics(topology.edge.name)] == ["fl0_latency_upstream"]
 
 
 def test_failed_apply_is_recorded_not_fatal(control: ToxiproxyControl, topology) -> None:

@@ -13,6 +13,8 @@ import pytest
 
 from faultload.store import report
 from faultload.client.job import WorkerResult
+from faultload.model.faults import parse_fault
+from faultload.record.faults import AppliedFault, FaultLog
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.model.shape import LoadShape
@@ -227,3 +229,18 @@ def test_crashed_worker_counts_as_not_finished(result):
     rep = report.build_report(result)
     assert rep["completed"] == 7
     assert rep["latency_s"]["e2e"]["count"] == len(W0_E2E) + len(W1_E2E)
+
+
+def test_faults_say_their_direction(result):
+    specs = ("edge:latency:latency=500,stream=both@0.5+2", "backend:reset_peer@1+1", "edge:down@0+0.5")
+    result.fault_log = FaultLog(tuple(
+        AppliedFault(i, parse_fault(spec), applied_at_s=0.5, removed_at_s=2.5) for i, spec in enumerate(specs)))
+    rep = report.build_report(result)
+    assert [f["streams"] for f in rep["faults"]["applied"]] == [["downstream", "upstream"], ["downstream"], []]
+    assert [f["fault"]["stream"] for f in rep["faults"]["applied"]] == ["both", "downstream", "downstream"]
+    lines = [line for line in report.render_text(rep).splitlines() if line.startswith("fault ")]
+    assert [line.split(": ")[0] for line in lines] == [
+        "fault edge:latency:jitter=0,latency=500,stream=both@0.5+2.0 (downstream + upstream)",
+        "fault backend:reset_peer:timeout=0@1.0+1.0 (downstream)",
+        "fault edge:down@0.0+0.5",
+    ]

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import faultload.strategies as S
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.codec import config_from_dict, config_to_dict
+from faultload.strategies.faults import LONGEST_OUTAGE_S, OUTAGE_KINDS, chain
 from faultload.store.repro import build_repro, load_repro, write_repro
 from faultload.model.router import RouterConfig
 from faultload.client.arrivals import arrival_offsets
@@ -216,6 +217,114 @@ def test_minimal_routers():
 
 def test_minimal_fault():
     assert minimal(S.faults(SCALE)) == Fault("edge", "reset_peer", {"timeout": 0}, start_s=0.0, duration_s=0.25)
+
+
+# ---------------------------------------------------------------- directions, long outages, sequences
+
+FIND = settings(database=None, max_examples=5000, derandomize=True, suppress_health_check=list(HealthCheck))
+SHORTEST = 5.0 * SCALE  # the shortest window, 5 SDK s
+# Each toxic kind's simplest attributes at SCALE (times scaled: 1,000 SDK ms -> 50 ms; rates divided).
+SIMPLEST_ATTRIBUTES = {
+    "latency": {"latency": 50, "jitter": 0}, "timeout": {"timeout": 0}, "reset_peer": {"timeout": 0},
+    "slicer": {"average_size": 1, "size_variation": 0, "delay": 1}, "limit_data": {"bytes": 0},
+    "bandwidth": {"rate": 2000}, "slow_close": {"delay": 50},
+}
+
+
+def _found(strategy, condition):
+    return find(strategy, condition, settings=FIND)
+
+
+@pytest.mark.parametrize("stream", ["downstream", "upstream", "both"])
+@pytest.mark.parametrize("kind", sorted(SIMPLEST_ATTRIBUTES))
+@pytest.mark.parametrize("link", ["edge", "backend"])
+def test_each_toxic_kind_is_drawn_in_each_direction(link, kind, stream):
+    """Minimal: that toxic at its simplest attributes, toxicity 1, from t=0 for the shortest window."""
+    fault = _found(S.faults(SCALE), lambda f: (f.link, f.kind, f.stream) == (link, kind, stream))
+    assert fault == Fault(link, kind, SIMPLEST_ATTRIBUTES[kind], stream=stream, start_s=0.0, duration_s=SHORTEST)
+
+
+def test_toxicity_is_drawn_and_down_takes_no_direction():
+    assert _found(S.faults(SCALE), lambda f: f.toxicity < 1) == Fault(
+        "edge", "reset_peer", {}, toxicity=0.5, duration_s=SHORTEST)
+    assert _found(S.faults(SCALE), lambda f: f.toxicity <= 0.1).toxicity == 0.1
+
+    @FAST
+    @given(S.faults(SCALE, S.NIGHTLY))
+    def check(fault):
+        if not fault.is_toxic:
+            assert (fault.stream, fault.toxicity) == ("downstream", 1.0)
+
+    check()
+
+
+def test_outages_reach_past_the_completed_ttl_under_nightly():
+    from faultload.model.sdk import COMPLETED_TTL_S
+
+    assert LONGEST_OUTAGE_S == 1.2 * COMPLETED_TTL_S == S.NIGHTLY.max_outage_s == 720.0
+    assert 720.0 * SCALE <= S.NIGHTLY.max_wall_real_s / 10  # 36 s of a 600 s wall bound
+    # Minimal outage >= 600 SDK s: the edge resetting every connection for 600 SDK s (30 s at 0.05).
+    long = _found(S.faults(SCALE, S.NIGHTLY), lambda f: f.duration_s >= 600 * SCALE)
+    assert long == Fault("edge", "reset_peer", {}, duration_s=600 * SCALE)
+    for kind in ("down", "timeout", "limit_data"):
+        assert _found(S.faults(SCALE, S.NIGHTLY), lambda f: f.kind == kind and f.duration_s >= 720 * SCALE)
+
+
+def test_only_outages_get_the_long_windows_and_ci_keeps_them_short():
+    @FAST
+    @given(S.faults(SCALE, S.NIGHTLY), S.faults(SCALE, S.CI))
+    def check(nightly, ci):
+        bound = S.NIGHTLY.max_outage_s if nightly.kind in OUTAGE_KINDS else S.NIGHTLY.max_fault_s
+        assert nightly.duration_s <= bound * SCALE
+        assert ci.duration_s <= max(S.CI.max_fault_s, S.CI.max_outage_s) * SCALE == 60.0 * SCALE
+
+    check()
+
+
+def _follows(schedule, first_kind=None, then_kind=None):
+    return any(a.link == b.link and b.start_s == a.end_s and first_kind in (None, a.kind) and then_kind in (None, b.kind)
+               for i, a in enumerate(schedule.faults) for b in schedule.faults[i + 1:])
+
+
+def test_a_fault_may_start_exactly_when_another_ends_on_its_link():
+    """Minimal: two shortest edge resets back to back."""
+    first = Fault("edge", "reset_peer", {}, duration_s=SHORTEST)
+    assert _found(S.fault_schedules(SCALE), _follows) == FaultSchedule(
+        (first, Fault("edge", "reset_peer", {}, start_s=SHORTEST, duration_s=SHORTEST)))
+    # A slow link that then goes down, on the backend:
+    slow_then_down = _found(S.fault_schedules(SCALE), lambda s: _follows(s, "latency", "down")
+                            and s.faults[0].link == "backend")
+    assert slow_then_down == FaultSchedule((
+        Fault("backend", "latency", SIMPLEST_ATTRIBUTES["latency"], duration_s=SHORTEST),
+        Fault("backend", "down", start_s=SHORTEST, duration_s=SHORTEST)))
+
+
+def test_faults_on_the_two_links_may_overlap():
+    def overlapping(schedule):
+        return any(a.link == "edge" and b.link == "backend" and a.start_s < b.end_s and b.start_s < a.end_s
+                   for a in schedule.faults for b in schedule.faults)
+
+    # Minimal: both links resetting every connection from t=0 for the shortest window.
+    assert _found(S.fault_schedules(SCALE), overlapping) == FaultSchedule((
+        Fault("edge", "reset_peer", {}, duration_s=SHORTEST), Fault("backend", "reset_peer", {}, duration_s=SHORTEST)))
+
+
+def test_a_sequence_shrinks_to_one_fault_where_one_suffices():
+    found = _found(S.fault_schedules(SCALE), lambda s: any(
+        (f.link, f.kind, f.stream) == ("backend", "bandwidth", "upstream") for f in s.faults))
+    assert found == FaultSchedule((Fault("backend", "bandwidth", {"rate": 2000}, stream="upstream",
+                                         duration_s=SHORTEST),))
+
+
+def test_chain_starts_a_follower_at_its_links_last_end_only():
+    slow = Fault("edge", "latency", {"latency": 50}, start_s=1.0, duration_s=2.0)
+    down = Fault("edge", "down", start_s=9.0, duration_s=1.0)
+    stall = Fault("router", "stall", start_s=9.0, duration_s=1.0)
+    backend = Fault("backend", "down", start_s=9.0, duration_s=1.0)
+    assert chain([(slow, False), (down, True)]) == (slow, dataclasses.replace(down, start_s=3.0))
+    assert chain([(down, True)]) == (down,)  # nothing before it on its link: its own start
+    assert chain([(slow, False), (backend, True), (stall, True)]) == (slow, backend, stall)
+    assert chain([(Fault("edge", "down"), False), (down, True)])[1] == down  # the one before never ends
 
 
 # ---------------------------------------------------------------- what the suite needs to be able to draw

@@ -18,7 +18,7 @@ import asyncio
 import inspect
 import time
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Mapping, Protocol
+from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 from faultload.faults.control import FaultControlError, ToxiproxyControl
 from faultload.record.faults import AppliedFault, FaultLog
@@ -41,9 +41,11 @@ class RouterController(Protocol):
     def reset_faults(self) -> Awaitable[None] | None: ...
 
 
-def toxic_name(index: int, fault: Fault) -> str:
-    """Toxic name unique within a schedule, readable in Toxiproxy's log."""
-    return f"fl{index}_{fault.kind}_{fault.stream}"
+def toxic_names(index: int, fault: Fault) -> tuple[tuple[str, str], ...]:
+    """(toxic name, Toxiproxy stream) per toxic of ``fault``: one, or the pair for ``stream=both``.
+
+    Names are unique within a schedule and readable in Toxiproxy's log."""
+    return tuple((f"fl{index}_{fault.kind}_{stream}", stream) for stream in fault.streams)
 
 
 class FaultRunner:
@@ -143,8 +145,7 @@ class FaultRunner:
     async def _do_apply(self, index: int, fault: Fault) -> None:
         seconds = fault.duration_s if fault.duration_s is not None else self.until_end_s
         if fault.is_toxic:
-            await self._control().aadd_toxic(self.proxy_names[fault.link], toxic_name(index, fault), fault.kind,
-                                             dict(fault.attributes), fault.stream, fault.toxicity)
+            await self._add_toxics(index, fault)
         elif fault.kind == "down":
             self._down[fault.link] = self._down.get(fault.link, 0) + 1
             if self._down[fault.link] == 1:
@@ -173,7 +174,7 @@ class FaultRunner:
 
     async def _do_remove(self, index: int, fault: Fault) -> None:
         if fault.is_toxic:
-            await self._control().aremove_toxic(self.proxy_names[fault.link], toxic_name(index, fault))
+            await self._remove_toxics(toxic_names(index, fault), self.proxy_names[fault.link])
         elif fault.kind == "down":
             self._down[fault.link] = max(0, self._down.get(fault.link, 0) - 1)
             if self._down[fault.link] == 0:
@@ -183,6 +184,30 @@ class FaultRunner:
             if self._crashed == 0:
                 await self._router_call("restart")
         # stall/errors/truncate end on the router's own timer: nothing to call.
+
+    async def _add_toxics(self, index: int, fault: Fault) -> None:
+        """Add each toxic of ``fault``; if one fails, take back those already added, so a
+        failed apply (recorded, never removed by the schedule) leaves no half of a pair behind."""
+        proxy, added = self.proxy_names[fault.link], []
+        for name, stream in toxic_names(index, fault):
+            try:
+                await self._control().aadd_toxic(proxy, name, fault.kind, dict(fault.attributes), stream,
+                                                 fault.toxicity)
+            except FaultControlError:
+                await self._remove_toxics(added, proxy, quiet=True)
+                raise
+            added.append((name, stream))
+
+    async def _remove_toxics(self, names: Sequence[tuple[str, str]], proxy: str, quiet: bool = False) -> None:
+        """Remove every named toxic, each tried even if another fails; the first failure is raised unless ``quiet``."""
+        failure: FaultControlError | None = None
+        for name, _stream in names:
+            try:
+                await self._control().aremove_toxic(proxy, name)
+            except FaultControlError as exc:
+                failure = failure or exc
+        if failure is not None and not quiet:
+            raise failure
 
     def _control(self) -> ToxiproxyControl:
         if self.control is None:

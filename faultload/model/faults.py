@@ -20,7 +20,9 @@ from typing import Any, Mapping
 
 LINKS = ("edge", "backend", "router")
 PROXY_LINKS = ("edge", "backend")
-STREAMS = ("downstream", "upstream")
+# Toxiproxy's two streams, and "both": one toxic on each (Toxiproxy has no both-ways toxic).
+TOXIPROXY_STREAMS = ("downstream", "upstream")
+STREAMS = (*TOXIPROXY_STREAMS, "both")
 
 # kind -> (required attributes, optional attributes with defaults)
 TOXIC_KINDS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
@@ -161,6 +163,13 @@ class Fault:
         return self.link in PROXY_LINKS and self.kind in TOXIC_KINDS
 
     @property
+    def streams(self) -> tuple[str, ...]:
+        """The Toxiproxy streams this fault puts a toxic on: ``both`` is the pair; () when not a toxic."""
+        if not self.is_toxic:
+            return ()
+        return TOXIPROXY_STREAMS if self.stream == "both" else (self.stream,)
+
+    @property
     def end_s(self) -> float:
         """Scheduled end relative to trial start; ``inf`` when it lasts to the end."""
         return math.inf if self.duration_s is None else self.start_s + self.duration_s
@@ -259,7 +268,7 @@ def _parse_value(text: str, field_name: str, spec: str) -> int | float:
 def parse_fault(spec: str) -> Fault:
     """Parse ``LINK:TYPE[:k=v,...][@START[+DURATION]]``, e.g. ``edge:reset_peer:timeout=0@5+3``.
 
-    ``stream=upstream`` and ``toxicity=0.5`` go in the k=v list.  Without ``@`` the
+    ``stream=upstream`` (or ``downstream``, ``both``) and ``toxicity=0.5`` go in the k=v list.  Without ``@`` the
     fault lasts the whole trial from t=0; ``@START`` alone lasts from START to the end.
     """
     if not isinstance(spec, str) or not spec.strip():
@@ -280,12 +289,16 @@ def parse_fault(spec: str) -> Fault:
     link, kind = pieces[0].strip(), pieces[1].strip()
     attributes: dict[str, int | float] = {}
     stream, toxicity = "downstream", 1.0
+    given: set[str] = set()
     if len(pieces) == 3 and pieces[2].strip():
         for item in pieces[2].split(","):
             key, eq, value = item.partition("=")
             key, value = key.strip(), value.strip()
             if not eq or not key:
                 raise ValueError(f"fault.attributes: {item!r} is not k=v (in {spec!r})")
+            if key in ("stream", "toxicity") and key in given:
+                raise ValueError(f"fault.{key}: given twice (in {spec!r})")
+            given.add(key)
             if key == "stream":
                 stream = value
             elif key == "toxicity":

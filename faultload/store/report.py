@@ -152,6 +152,7 @@ def _faults_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
     for record in log.records:
         entry = record.to_dict()
         entry["spec"] = record.fault.to_spec()
+        entry["streams"] = list(record.fault.streams)  # the toxics' directions; [] for down and router faults
         if record.applied_at_s is not None:
             removed = record.removed_at_s if record.removed_at_s is not None else result.load_s
             overlap = np.isfinite(start) & (start <= removed) & (end >= record.applied_at_s)
@@ -254,8 +255,10 @@ def render_text(report: dict[str, Any]) -> str:
     for fault in report.get("faults", {}).get("applied", []):
         applied, removed = fault.get("applied_at_s"), fault.get("removed_at_s")
         window = f"{applied:.1f}s..{removed:.1f}s" if applied is not None and removed is not None else "not applied"
+        streams = fault.get("streams") or []
+        direction = f" ({' + '.join(streams)})" if streams else ""
         lines.append(
-            f"fault {fault['spec']}: {window}; {fault.get('requests_with_errors', 0)} requests hit, "
+            f"fault {fault['spec']}{direction}: {window}; {fault.get('requests_with_errors', 0)} requests hit, "
             f"{fault.get('retries_caused', 0)} retries" + (f"; ERROR {fault['error']}" if fault.get("error") else "")
         )
     lines += verdict_lines(report.get("invariants"), report.get("verdict"))

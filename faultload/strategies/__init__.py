@@ -29,7 +29,7 @@ strategy                              minimal example
 ``router_configs(shape)``            ``immediate_router(shape)``
 ``latency_routers(shape)``           ``max_num_seqs=256, gen_seconds=1 SDK s × scale``
 ``barrier_routers(shape)``           one wave of everything held, 20 SDK s × scale timeout
-``faults(time_scale)``               ``edge:reset_peer`` from t=0 for 5 SDK s × scale
+``faults(time_scale)``               ``edge:reset_peer`` downstream from t=0 for 5 SDK s × scale
 ``fault_schedules(time_scale)``      ``FaultSchedule()`` (no faults)
 ``trial_configs(target, scale)``     ``minimal_trial_config(target, scale)``
 ===================================  ==============================================================
