@@ -23,7 +23,7 @@ class Outcome(IntEnum):
     OK = 1  # result received and it matched the request
     FAILED = 2  # the server reported the request failed (HTTP 400/500 with an error)
     LOST = 3  # accepted, then the server no longer knew it (404)
-    GAVE_UP = 4  # transport errors / poll limit exhausted
+    GAVE_UP = 4  # accepted, and the client itself gave up (the SDK: its stuck detection); never the harness's stop
     REJECTED = 5  # asample never accepted
     CORRUPT = 6  # a result arrived but did not match the request (integrity)
 
