@@ -49,6 +49,24 @@ class _RefusingServiceClient:
         raise _connection_error()
 
 
+class _LazyServiceClient:
+    """TEST DOUBLE of tinker.ServiceClient as it is: construction sends nothing, the session holder
+    is built on first use (create_sampling_client), and asking for ``holder`` again after that
+    failed builds it again (another 300 s of set-up retries for the real one)."""
+
+    def __init__(self, **_: object) -> None:
+        self._session_holder = None
+        self.builds = 0
+
+    @property
+    def holder(self) -> object:
+        self.builds += 1
+        raise _connection_error()
+
+    def create_sampling_client(self, **_: object) -> object:
+        return self.holder
+
+
 class _FailingSampling:
     """TEST DOUBLE of a sampling client: each sample_async raises, or answers something unreadable."""
 
@@ -88,6 +106,16 @@ def test_sdk_set_up_failure_is_every_requests_outcome(monkeypatch):
     assert len(set(h["nonce"].tolist())) == COUNT and (h["server_id"] == 0).all()
     assert "APIConnectionError" in client.examples["connect"] and client.examples["connect"].startswith("sdk set-up")
     assert counters[SUBMITTED] == counters[FAILED] == COUNT
+
+
+def test_a_lazy_set_up_that_failed_is_not_run_again_on_close(monkeypatch):
+    monkeypatch.setattr(sdk_client.tinker, "ServiceClient", _LazyServiceClient)
+    client = sdk_client.prepare_sdk(_job(), _counters(), len(COUNTER_SLOTS))
+    service = client.service
+    assert isinstance(client.setup_error, tinker.APIConnectionError) and service.builds == 1
+    asyncio.run(client.start(time.monotonic(), lambda: False))
+    assert service.builds == 1  # close() did not build the holder a second time
+    assert (client.history["outcome"] == Outcome.REJECTED).all()
 
 
 def test_sdk_exceptions_per_request_are_outcomes_not_a_crash(monkeypatch):

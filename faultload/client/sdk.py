@@ -245,8 +245,12 @@ class SdkClient:
         if self.wire.unmapped:  # never expected: say so rather than drop them silently
             self.examples.setdefault("other", f"{self.wire.unmapped} SDK sample/poll attempts matched no request")
         if self.service is not None:
+            # The holder as built, if it was: ServiceClient.holder builds it lazily, so asking
+            # for it after a failed set-up would run the whole set-up (and its 300 s retries) again.
+            holder = getattr(self.service, "_session_holder", None)
             with contextlib.suppress(Exception):
-                self.service.holder.close()
+                if holder is not None:
+                    holder.close()
             self.service = None
         self._installed.__exit__(None, None, None)
 
