@@ -45,7 +45,7 @@ from faultload.client.counters import (
 )
 from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
-from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome
+from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome, bump_count
 from faultload.client.arrivals import arrival_offsets
 from faultload.client.poll_plan import first_poll_plan
 from faultload.client.sdk_rules import (
@@ -224,13 +224,13 @@ class RawClient:
         window_s = self.shape.scaled(self.policy.submit_retry_window_s)
         window_start, failures = self.now(), 0
         while self.now() < self.job.deadline_s:
-            h["attempts"][row] += 1
+            bump_count(h["attempts"], row)
             self.counters.add(ATTEMPTS)
             started = self.now()
             try:
                 status, _, payload = await self.session.post(self._url_sample, body, _JSON, timeout_s)
             except OSError as exc:  # every HttpError, and TimeoutError
-                h["transport_errors"][row] += 1
+                bump_count(h["transport_errors"], row)
                 self._note(row, _classify(exc), f"asample: {type(exc).__name__}: {exc}")
                 self._record(row, AttemptKind.SUBMIT, started, -_classify(exc))
             else:
@@ -242,7 +242,7 @@ class RawClient:
                 if status not in RETRYABLE_SUBMIT_STATUSES and status < 500:
                     return Outcome.REJECTED
                 if status == RATE_LIMITED:
-                    h["submit_retries"][row] += 1
+                    bump_count(h["submit_retries"], row)
                     await asyncio.sleep(self._rate_limit_pause_s)
                     window_start, failures = self.now(), 0
                     continue
@@ -250,7 +250,7 @@ class RawClient:
             left_s = window_start + window_s - self.now()
             if left_s <= 0:
                 return Outcome.REJECTED  # the SDK raises what it last met
-            h["submit_retries"][row] += 1
+            bump_count(h["submit_retries"], row)
             await asyncio.sleep(min(self.shape.scaled(backoff_s(failures, self.policy.backoff_cap_s)), left_s))
             failures += 1
         return Outcome.PENDING
@@ -278,14 +278,14 @@ class RawClient:
         while self.now() < self.job.deadline_s:  # as the SDK: no count limit; the trial's wall bound ends it
             poll += 1
             if poll > 1:
-                h["repolls"][row] += 1
-            h["attempts"][row] += 1
+                bump_count(h["repolls"], row)
+            bump_count(h["attempts"], row)
             self.counters.add(ATTEMPTS)
             started = self.now()
             try:
                 answer = await self._send_poll(row, body, poll_timeout, abandon and poll == 1, started)
             except OSError as exc:  # every HttpError, and TimeoutError
-                h["transport_errors"][row] += 1
+                bump_count(h["transport_errors"], row)
                 self._note(row, _classify(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
                 self._record(row, AttemptKind.POLL, started, -_classify(exc))
                 await self._backoff(transport_failures)

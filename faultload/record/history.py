@@ -65,6 +65,15 @@ COLUMNS: dict[str, np.dtype] = {
 }
 
 
+MAX_COUNT = 65535  # the per-request counters are uint16: they saturate, never wrap
+
+
+def bump_count(column: np.ndarray, row: int) -> None:
+    """One more of a per-request count; a retry loop with no count limit may pass 65535 in a long trial."""
+    if column[row] < MAX_COUNT:
+        column[row] += 1
+
+
 class AttemptKind(IntEnum):
     SUBMIT = 0  # an asample POST
     POLL = 1  # a retrieve_future POST
