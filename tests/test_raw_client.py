@@ -13,6 +13,7 @@ every wait is bounded and nothing asserts a duration.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -187,11 +188,37 @@ class Run:
         return self.counters[slot]
 
 
-def make_job(base_url: str, shape: LoadShape, count: int = 1, source_ip: str | None = None) -> WorkerJob:
+def make_job(base_url: str, shape: LoadShape, count: int = 1, source_ip: str | None = None,
+             deadline_s: float = BOUND_S) -> WorkerJob:
     return WorkerJob(
         worker=0, base_url=base_url, source_ip=source_ip, sampling_session_id="stub-session", base_model="stub",
-        first=0, count=count, nonce_salt=5, shape=shape, t0=time.monotonic(), deadline_s=BOUND_S,
+        first=0, count=count, nonce_salt=5, shape=shape, t0=time.monotonic(), deadline_s=deadline_s,
     )
+
+
+@contextlib.asynccontextmanager
+async def serving(stub: StubServer, base_url: str | None = None):
+    """The stub listening on a free port while inside; yields the URL the client is to use."""
+    stub.close_now = asyncio.Event()
+    runner = web.AppRunner(stub.app(), handle_signals=False, access_log=None, shutdown_timeout=0.5)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]
+
+    async def closer() -> None:
+        await stub.close_now.wait()
+        await site.stop()  # stop listening: new connections are refused
+        stub.poll_default = "drop"  # and a kept-alive connection is dropped
+        stub.polls.clear()
+
+    closing = asyncio.ensure_future(closer())
+    try:
+        yield base_url or f"http://127.0.0.1:{port}"
+    finally:
+        closing.cancel()
+        await asyncio.gather(closing, return_exceptions=True)
+        await runner.cleanup()
 
 
 def run_against_stub(
@@ -201,36 +228,18 @@ def run_against_stub(
     source_ip: str | None = None,
     base_url: str | None = None,
     stop: Callable[[StubServer], bool] | None = None,
+    deadline_s: float = BOUND_S,
 ) -> Run:
     shape = shape or LoadShape(requests=count, result_tokens=8, time_scale=SCALE)
 
     async def main() -> Run:
-        stub.close_now = asyncio.Event()
-        runner = web.AppRunner(stub.app(), handle_signals=False, access_log=None, shutdown_timeout=0.5)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]
-        url = base_url or f"http://127.0.0.1:{port}"
-
-        async def closer() -> None:
-            await stub.close_now.wait()
-            await site.stop()  # stop listening: new connections are refused
-            stub.poll_default = "drop"  # and a kept-alive connection is dropped
-            stub.polls.clear()
-
-        closing = asyncio.ensure_future(closer())
-        counters = [0] * len(COUNTER_SLOTS)
-        job = make_job(url, shape, count, source_ip)
-        try:
+        async with serving(stub, base_url) as url:
+            counters = [0] * len(COUNTER_SLOTS)
+            job = make_job(url, shape, count, source_ip, deadline_s)
             async with make_session(job) as session:
                 client = RawClient(job, session, LiveCounters(counters, 0, len(COUNTER_SLOTS)))
                 should_stop = (lambda: stop(stub)) if stop else (lambda: False)
                 await asyncio.wait_for(client.run(should_stop), BOUND_S)
-        finally:
-            closing.cancel()
-            await asyncio.gather(closing, return_exceptions=True)
-            await runner.cleanup()
         return Run(client, counters, stub)
 
     return asyncio.run(main())
@@ -313,19 +322,40 @@ def test_bad_request_asample_is_rejected_at_once():
     assert run.counter(FAILED) == 1 and run.counter(ACCEPTED) == 0
 
 
-def test_persistent_refusal_on_submit_stops_after_max_connection_retries():
-    """Nothing listens: the first try plus max_connection_retries retries, then the request is
-    REJECTED (asample never accepted) with a CONNECT error; a retry is counted only when made."""
-    policy = FAST_POLICY
+def test_persistent_refusal_on_submit_is_retried_for_the_window_then_rejected():
+    """Nothing listens: as the SDK's execute_with_retries, the asample is retried until the
+    (scaled) retry window has passed, then REJECTED (never accepted) with a CONNECT error."""
+    policy = ClientPolicy(backoff_cap_s=0.2, submit_retry_window_s=2.0)  # 0.1 s at SCALE
     shape = LoadShape(requests=1, result_tokens=8, time_scale=SCALE, policy=policy)
     dead = f"http://127.0.0.1:{pick_free_port()}"
     run = run_against_stub(StubServer(), shape, base_url=dead)
     assert run.row("outcome") == Outcome.REJECTED
     assert run.row("error") == ErrorClass.CONNECT
-    assert run.row("transport_errors") == policy.max_connection_retries + 1
-    assert run.row("attempts") == policy.max_connection_retries + 1
-    assert run.row("submit_retries") == policy.max_connection_retries
+    assert run.row("transport_errors") == run.row("attempts") == run.row("submit_retries") + 1
+    assert run.row("attempts") >= 2
+    # It gave up only once the window had passed (the window is a lower bound, not a timing).
+    assert run.h.attempts["end"][-1] - run.row("submit_start") >= shape.scaled(policy.submit_retry_window_s) - 1e-3
     assert np.isnan(run.row("done"))
+
+
+def test_asample_transport_errors_past_16_tries_are_retried_within_the_window():
+    """The SDK has no count limit on asample retries, only its 300 s window: 20 dropped
+    connections in a row, then accepted."""
+    shape = LoadShape(requests=1, result_tokens=8, time_scale=SCALE, policy=FAST_POLICY)
+    run = run_against_stub(StubServer(asample=["drop"] * 20), shape)
+    assert run.row("outcome") == Outcome.OK
+    assert (run.row("submit_retries"), run.row("transport_errors")) == (20, 20)
+
+
+def test_asample_still_retrying_at_the_deadline_is_pending():
+    """Refused until the trial's wall bound, inside the SDK's window: unfinished, not rejected."""
+    shape = LoadShape(requests=1, result_tokens=8, time_scale=SCALE, policy=FAST_POLICY)  # window: 15 s
+    dead = f"http://127.0.0.1:{pick_free_port()}"
+    run = run_against_stub(StubServer(), shape, base_url=dead, deadline_s=0.5)
+    assert run.row("outcome") == Outcome.PENDING
+    assert run.row("server_id") == 0 and run.row("transport_errors") >= 1
+    assert np.isnan(run.row("done"))
+    assert run.counter(FAILED) == 0 and run.counter(IN_FLIGHT) == 0
 
 
 # --------------------------------------------------------------------------- retrieve_future
@@ -399,18 +429,39 @@ def test_dropped_poll_connection_is_repolled():
     assert run.row("error") == ErrorClass.RESET
 
 
-def test_persistent_refusal_while_polling_gives_up_after_max_connection_retries():
-    """The stub accepts the asample and then stops listening: every poll fails to connect."""
-    policy = FAST_POLICY
-    shape = LoadShape(requests=1, result_tokens=8, time_scale=SCALE, policy=policy)
+def test_poll_transport_errors_past_16_tries_are_repolled_until_the_result():
+    """The SDK's retrieve loop retries connection errors without a count limit: 20 dropped
+    polls in a row (more than the 16 an older raw client allowed), then the result."""
+    shape = LoadShape(requests=1, result_tokens=8, time_scale=SCALE, policy=FAST_POLICY)
+    run = run_against_stub(StubServer(polls=["drop"] * 20), shape)
+    assert run.row("outcome") == Outcome.OK
+    assert (run.row("repolls"), run.row("transport_errors")) == (20, 20)
+    assert run.counter(COMPLETED) == 1
+
+
+def test_persistent_refusal_while_polling_is_pending_at_the_deadline():
+    """The stub accepts the asample and then stops listening: every poll fails to connect, and
+    the client keeps re-polling (with backoff) until the trial's wall bound: PENDING, not GAVE_UP."""
+    shape = LoadShape(requests=1, result_tokens=8, time_scale=SCALE, policy=FAST_POLICY)
     stub = StubServer(asample=["ok_then_close"])
-    run = run_against_stub(stub, shape)
-    assert run.row("outcome") == Outcome.GAVE_UP
+    run = run_against_stub(stub, shape, deadline_s=2.0)
+    assert run.row("outcome") == Outcome.PENDING
     assert run.row("server_id") == 1
     assert run.row("error") == ErrorClass.CONNECT
-    assert run.row("repolls") == policy.max_connection_retries  # first poll + 16 re-polls
-    assert run.row("transport_errors") == policy.max_connection_retries + 1
-    assert run.counter(FAILED) == 1
+    assert run.row("transport_errors") >= 2 and run.row("repolls") == run.row("transport_errors") - 1
+    assert np.isnan(run.row("done"))
+    assert run.counter(FAILED) == 0 and run.counter(COMPLETED) == 0
+
+
+def test_stop_while_repolling_after_transport_errors_is_pending():
+    """Told to stop after 20 dropped polls (the client is still re-polling): PENDING, no done time."""
+    shape = LoadShape(requests=1, result_tokens=8, time_scale=SCALE, policy=FAST_POLICY)
+    stub = StubServer(poll_default="drop")
+    run = run_against_stub(stub, shape, stop=lambda s: len(s.polls_seen()) >= 20)
+    assert run.row("outcome") == Outcome.PENDING
+    assert run.row("transport_errors") >= 17
+    assert np.isnan(run.row("done"))
+    assert run.counter(FAILED) == 0 and run.counter(IN_FLIGHT) == 0
 
 
 def test_wrong_nonce_is_corrupt():

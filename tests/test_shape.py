@@ -43,8 +43,8 @@ BAD_FIELDS = [
     ({"time_scale": float("nan")}, "time_scale"),
     ({"policy": ClientPolicy(submit_concurrency=0)}, "submit_concurrency"),
     ({"policy": ClientPolicy(poll_timeout_s=0.0)}, "poll_timeout_s"),
-    ({"policy": ClientPolicy(max_connection_retries=-1)}, "max_connection_retries"),
-    ({"policy": ClientPolicy(max_polls=0)}, "max_polls"),
+    ({"policy": ClientPolicy(submit_retry_window_s=-1.0)}, "submit_retry_window_s"),
+    ({"policy": ClientPolicy(submit_retry_window_s=float("inf"))}, "submit_retry_window_s"),
     ({"policy": ClientPolicy(backoff_cap_s=-1.0)}, "backoff_cap_s"),
     ({"policy": ClientPolicy(connect_timeout_s=0.0)}, "connect_timeout_s"),
     ({"delay_polls": PollBehaviour(1.5, 1.0)}, "delay_polls"),
@@ -88,7 +88,7 @@ def test_json_round_trip_equal():
     shape = LoadShape(
         requests=77, result_tokens=5, num_samples=3, prompt_extra_tokens=9, max_outstanding=11, workers=2,
         client="sdk", accept="json", time_scale=0.5, delay_polls=PollBehaviour(0.25, 3.0),
-        abandon_polls=PollBehaviour(1.0, 0.5), policy=ClientPolicy(submit_concurrency=7, max_polls=9), seed=42,
+        abandon_polls=PollBehaviour(1.0, 0.5), policy=ClientPolicy(submit_concurrency=7, submit_retry_window_s=9.0), seed=42,
     )
     text = shape.to_json()
     json.loads(text)  # it is JSON
@@ -96,6 +96,24 @@ def test_json_round_trip_equal():
     assert back == shape
     assert isinstance(back.delay_polls, PollBehaviour) and isinstance(back.policy, ClientPolicy)
     assert back.to_json() == text
+
+
+def test_old_repro_policy_with_the_old_defaults_loads():
+    """A repro written before the raw client followed the SDK carries max_connection_retries=16 and
+    max_polls=1000, which meant "the SDK's rules": it loads, with today's SDK rules."""
+    data = LoadShape().to_dict()
+    data["policy"].update(max_connection_retries=16, max_polls=1000)
+    assert LoadShape.from_dict(data) == LoadShape()
+
+
+@pytest.mark.parametrize("name, value", [("max_connection_retries", 3), ("max_polls", 9)])
+def test_old_repro_policy_with_other_limits_is_refused_in_one_line(name, value):
+    data = LoadShape().to_dict()
+    data["policy"][name] = value
+    with pytest.raises(ValueError) as info:
+        LoadShape.from_dict(data)
+    message = str(info.value)
+    assert f"policy.{name}={value}" in message and "no longer a setting" in message and "\n" not in message
 
 
 def test_from_json_defaults_missing_fields():

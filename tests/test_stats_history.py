@@ -11,7 +11,7 @@ import simdjson
 from tests.results import json_result, proto_result
 from faultload import tokens
 from faultload.client import decode
-from faultload.record.history import COLUMNS, ErrorClass, History, Outcome
+from faultload.record.history import COLUMNS, MAX_COUNT, ErrorClass, History, Outcome, bump_count
 from faultload.stats import Histogram
 
 BUCKET = 1.01  # the histogram's bucket growth factor: one bucket is ~1% wide
@@ -288,3 +288,13 @@ def test_parser_reusable_after_decode_error():
     good = decode.decode_json(json_result(NONCE, 1, LENGTH), parser)
     assert decode.check(good, NONCE, 1, LENGTH) is None
 
+
+
+def test_bump_count_saturates_instead_of_wrapping():
+    """A retry loop with no count limit (the SDK's, and so the raw client's) can pass uint16."""
+    h = History.empty(2)
+    h["repolls"][0] = MAX_COUNT - 1
+    for _ in range(3):
+        bump_count(h["repolls"], 0)
+    bump_count(h["repolls"], 1)
+    assert h["repolls"].tolist() == [MAX_COUNT, 1]

@@ -133,8 +133,9 @@ class Budgets:
       shape's abandoned-poll fraction is added on top (each abandoned first
       poll costs exactly one more).
     * ``attempts_per_request_max`` — attempts for any one request — 50. Bounds
-      a single request's retry loop (the SDK retries connection errors 16
-      times with backoff; 50 leaves room for re-polls) so a retry storm shows.
+      a single request's retry loop (the SDK re-polls connection errors with no
+      count limit, backing off to 30 s, so even a 720 s outage costs about 30;
+      50 leaves room for re-polls) so a retry storm shows.
 
     Resets (``unprovoked_resets``):
 

@@ -5,17 +5,18 @@ pool and telemetry per process, and cannot bind a source address; the load
 needs thousands of requests per second from a few processes on distinct
 127.x.y.z addresses. This client reproduces what matters for the server:
 
-- asample POSTs: at most ``submit_concurrency`` in flight, retried on transport
-  errors, 408, 409, 429 and 5xx with backoff ``min(2**n, 30)`` (scaled);
+- asample POSTs: at most ``submit_concurrency`` in flight, retried as the
+  SDK's ``execute_with_retries`` does (for 300 s, scaled), a 429 paused and
+  retried afresh;
 - an outstanding cap like ``sample_max_concurrent_requests``;
-- retrieve_future polls with a 45 s (scaled) client timeout, immediate re-poll
-  on 408/5xx, re-poll after backoff on transport errors, timeouts and 429,
-  three re-polls of a bare 400 (the SDK's bad-request budget, re-opened by a
-  408), 404 final;
+- retrieve_future polls with a 45 s (scaled) client timeout, re-polled as
+  the SDK's ``_result_async`` does, with no count limit;
 - ``Accept: application/x-protobuf`` as the SDK sends for sample results.
 
-Every loop is bounded: ``max_connection_retries`` consecutive transport
-errors, ``max_polls`` polls, and the job's deadline.
+The rules, as read from the SDK, are in :mod:`faultload.client.sdk_rules`.
+Every loop ends by the job's deadline (the trial's wall bound) or its stop: a
+request still retrying then stays ``PENDING`` (unfinished, not given up), as a
+real client would still be waiting there.
 
 HTTP goes through :class:`faultload.client.http.HttpPool` (one per worker,
 keep-alive, bound to the worker's source address), which costs about a quarter
@@ -44,12 +45,13 @@ from faultload.client.counters import (
 )
 from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
-from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome
+from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome, bump_count
 from faultload.client.arrivals import arrival_offsets
+from faultload.client.poll_plan import first_poll_plan
+from faultload.client.sdk_rules import (
+    BAD_REQUEST_RETRIES, RATE_LIMITED, RETRYABLE_SUBMIT_STATUSES, backoff_s, rate_limit_pause_s,
+)
 
-_BAD_REQUEST_RETRIES = 3
-# asample statuses retried with backoff besides 5xx (the SDK's _is_retryable_status_code).
-RETRYABLE_SUBMIT_STATUSES = (408, 409, 429)
 _JSON = b"Content-Type: application/json\r\n"
 # How long an abandoned poll stays open at the server before the client drops it.
 ABANDON_AFTER_S = 0.25
@@ -79,17 +81,6 @@ def _split_base_url(base_url: str) -> tuple[str, int, str]:
     return parts.hostname, parts.port or 80, parts.path.rstrip("/")
 
 
-_MASK64 = (1 << 64) - 1
-
-
-def _unit(seed: int, nonce: int, stream: int) -> float:
-    """A uniform number in [0, 1) fixed by (seed, nonce, stream): splitmix64 of their mix."""
-    x = (seed * 0x9E3779B97F4A7C15 + nonce * 0xD1B54A32D192ED03 + stream * 0x8CB92BA72F3D8DD7) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return (x ^ (x >> 31)) / 2.0**64
-
-
 class RawClient:
     """Runs one worker's share of a trial against ``job.base_url``."""
 
@@ -114,6 +105,7 @@ class RawClient:
         per_worker = max(1, cap // self.shape.workers) if cap else 0
         self._outstanding = asyncio.Semaphore(per_worker) if per_worker else None
         self._submit = asyncio.Semaphore(max(1, self.policy.submit_concurrency // self.shape.workers))
+        self._rate_limit_pause_s = self.shape.scaled(rate_limit_pause_s(self.shape.prompt_extra_tokens))
 
     def now(self) -> float:
         return time.monotonic() - self.job.t0
@@ -126,7 +118,7 @@ class RawClient:
         self.examples.setdefault(error.key, message[:300])
 
     async def _backoff(self, attempt: int) -> None:
-        await asyncio.sleep(min(2.0**attempt, self.policy.backoff_cap_s) * self.shape.time_scale)
+        await asyncio.sleep(self.shape.scaled(backoff_s(attempt, self.policy.backoff_cap_s)))
 
     async def run(self, stop: Callable[[], bool] = lambda: False) -> None:
         """Run every request until done, the deadline, or ``stop()``; keep partial history.
@@ -149,9 +141,13 @@ class RawClient:
         for task in leftovers:
             task.cancel()
         await asyncio.gather(*leftovers, return_exceptions=True)
-        self.history.attempts = self._attempts.columns()
+        self.close()
         if self._error is not None:
             raise self._error
+
+    def close(self) -> None:
+        """Freeze the attempt rows into the history (idempotent; a crashed worker calls it too)."""
+        self.history.attempts = self._attempts.columns()
 
     async def _feed(self) -> None:
         offsets = arrival_offsets(self.shape, self.job.first, self.job.count)  # None: a burst
@@ -191,14 +187,18 @@ class RawClient:
             self.counters.add(SUBMITTED)
             async with self._submit:
                 server_id = await self._asample(row, nonce)
+            if isinstance(server_id, Outcome):
+                if server_id == Outcome.REJECTED:
+                    h["submit_end"][row] = self.now()
+                    h["outcome"][row] = Outcome.REJECTED
+                    self.counters.add(FAILED)
+                return  # PENDING: still retrying when the load stopped
             h["submit_end"][row] = self.now()
-            if server_id is None:
-                h["outcome"][row] = Outcome.REJECTED
-                self.counters.add(FAILED)
-                return
             h["server_id"][row] = server_id
             self.counters.add(ACCEPTED)
             outcome = await self._retrieve(row, nonce, server_id)
+            if outcome == Outcome.PENDING:
+                return  # still polling when the load stopped
             h["outcome"][row] = outcome
             h["done"][row] = self.now()
             self.counters.add(COMPLETED if outcome == Outcome.OK else FAILED)
@@ -216,53 +216,54 @@ class RawClient:
             f'"sampling_params":{{"max_tokens":{self.shape.result_tokens},"temperature":1.0,"seed":{nonce % (1 << 31)}}}}}'
         ).encode()
 
-    async def _asample(self, row: int, nonce: int) -> int | None:
+    async def _asample(self, row: int, nonce: int) -> int | Outcome:
+        """The server's request id, or REJECTED (the SDK raised), or PENDING (the deadline came first)."""
         h = self.history
         body = self._sample_body(row, nonce)
         timeout_s = 60.0 * self.shape.time_scale  # connects are bounded by the pool's connect_timeout_s
-        failures = 0
-        while failures <= self.policy.max_connection_retries:
-            h["attempts"][row] += 1
+        window_s = self.shape.scaled(self.policy.submit_retry_window_s)
+        window_start, failures = self.now(), 0
+        while self.now() < self.job.deadline_s:
+            bump_count(h["attempts"], row)
             self.counters.add(ATTEMPTS)
             started = self.now()
             try:
                 status, _, payload = await self.session.post(self._url_sample, body, _JSON, timeout_s)
             except OSError as exc:  # every HttpError, and TimeoutError
-                h["transport_errors"][row] += 1
+                bump_count(h["transport_errors"], row)
                 self._note(row, _classify(exc), f"asample: {type(exc).__name__}: {exc}")
                 self._record(row, AttemptKind.SUBMIT, started, -_classify(exc))
             else:
                 self._record(row, AttemptKind.SUBMIT, started, status)
                 if status == 200:
-                    try:
-                        return int(self._parser.parse(payload)["request_id"])
-                    except (ValueError, KeyError, TypeError) as exc:
-                        self._note(row, ErrorClass.DECODE, f"asample: bad body: {exc}")
-                        return None
+                    return self._request_id(row, payload)
                 error = ErrorClass.HTTP_5XX if status >= 500 else ErrorClass.HTTP_4XX
                 self._note(row, error, f"asample: HTTP {status}: {payload[:200]!r}")
                 if status not in RETRYABLE_SUBMIT_STATUSES and status < 500:
-                    return None
-            if failures >= self.policy.max_connection_retries:
-                break  # out of retries: no retry to count, no backoff to sleep
-            h["submit_retries"][row] += 1
-            await self._backoff(failures)
+                    return Outcome.REJECTED
+                if status == RATE_LIMITED:
+                    bump_count(h["submit_retries"], row)
+                    await asyncio.sleep(self._rate_limit_pause_s)
+                    window_start, failures = self.now(), 0
+                    continue
+            # As execute_with_retries: retry while inside the window, never sleeping past its end.
+            left_s = window_start + window_s - self.now()
+            if left_s <= 0:
+                return Outcome.REJECTED  # the SDK raises what it last met
+            bump_count(h["submit_retries"], row)
+            await asyncio.sleep(min(self.shape.scaled(backoff_s(failures, self.policy.backoff_cap_s)), left_s))
             failures += 1
-        return None
+        return Outcome.PENDING
+
+    def _request_id(self, row: int, payload: bytes) -> int | Outcome:
+        try:
+            return int(self._parser.parse(payload)["request_id"])
+        except (ValueError, KeyError, TypeError) as exc:
+            self._note(row, ErrorClass.DECODE, f"asample: bad body: {exc}")
+            return Outcome.REJECTED
 
     def _first_poll_plan(self, nonce: int) -> tuple[float, bool]:
-        """(delay before the first poll in trial seconds, abandon the first poll?)
-
-        A function of (seed, request) only: drawing from a shared generator in
-        the order submits happen to complete would make a replayed repro delay
-        or abandon different requests.
-        """
-        delay = 0.0
-        shape = self.shape
-        if shape.delay_polls.fraction and _unit(shape.seed, nonce, 1) < shape.delay_polls.fraction:
-            delay = shape.scaled(shape.delay_polls.after_s)
-        abandon = bool(shape.abandon_polls.fraction) and _unit(shape.seed, nonce, 2) < shape.abandon_polls.fraction
-        return delay, abandon
+        return first_poll_plan(self.shape, nonce)
 
     async def _retrieve(self, row: int, nonce: int, server_id: int) -> Outcome:
         h = self.history
@@ -273,20 +274,21 @@ class RawClient:
         poll_timeout = self.shape.scaled(self.policy.poll_timeout_s)
         transport_failures = 0
         bad_requests = 0
-        for poll in range(self.policy.max_polls):
-            if poll:
-                h["repolls"][row] += 1
-            h["attempts"][row] += 1
+        poll = 0
+        while self.now() < self.job.deadline_s:  # as the SDK: no count limit; the trial's wall bound ends it
+            poll += 1
+            if poll > 1:
+                bump_count(h["repolls"], row)
+            bump_count(h["attempts"], row)
             self.counters.add(ATTEMPTS)
             started = self.now()
             try:
-                answer = await self._send_poll(row, body, poll_timeout, abandon and poll == 0, started)
+                answer = await self._send_poll(row, body, poll_timeout, abandon and poll == 1, started)
             except OSError as exc:  # every HttpError, and TimeoutError
-                h["transport_errors"][row] += 1
+                bump_count(h["transport_errors"], row)
                 self._note(row, _classify(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
                 self._record(row, AttemptKind.POLL, started, -_classify(exc))
-                if not await self._back_off_or_give_up(transport_failures):
-                    return Outcome.GAVE_UP
+                await self._backoff(transport_failures)
                 transport_failures += 1
                 continue
             if answer is None:  # abandoned client-side: poll again
@@ -297,8 +299,7 @@ class RawClient:
                 # As the SDK: rate limited -> re-poll after the connection-error backoff,
                 # whose exponent a 429 does not reset.
                 self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP 429: {payload[:200]!r}")
-                if not await self._back_off_or_give_up(transport_failures):
-                    return Outcome.GAVE_UP
+                await self._backoff(transport_failures)
                 transport_failures += 1
                 continue
             transport_failures = 0
@@ -307,7 +308,7 @@ class RawClient:
             outcome, bad_requests = self._settle(row, server_id, status, payload, bad_requests)
             if outcome is not None:
                 return outcome
-        return Outcome.GAVE_UP
+        return Outcome.PENDING
 
     async def _send_poll(self, row: int, body: bytes, timeout_s: float, abandon: bool,
                          started: float) -> tuple[int, str, bytes] | None:
@@ -320,13 +321,6 @@ class RawClient:
             self._record(row, AttemptKind.ABANDONED, started, 0)
             await asyncio.sleep(self.shape.scaled(self.shape.abandon_polls.after_s))
         return result
-
-    async def _back_off_or_give_up(self, transport_failures: int) -> bool:
-        """As the SDK: back off before the next try, or False once its connection retries are spent."""
-        if transport_failures >= self.policy.max_connection_retries:
-            return False
-        await self._backoff(transport_failures)
-        return True
 
     def _settle(self, row: int, server_id: int, status: int, payload: bytes,
                 bad_requests: int) -> tuple[Outcome | None, int]:
@@ -341,7 +335,7 @@ class RawClient:
             return None, bad_requests
         if status == 400:
             self._note(row, ErrorClass.SERVER_FAILED, f"retrieve_future: HTTP 400: {payload[:300]!r}")
-            if bad_requests < _BAD_REQUEST_RETRIES:
+            if bad_requests < BAD_REQUEST_RETRIES:
                 return None, bad_requests + 1
             return Outcome.FAILED, bad_requests
         self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
@@ -387,8 +381,11 @@ def make_session(job: WorkerJob) -> HttpPool:
                     keepalive_expiry_s=job.shape.scaled(policy.keepalive_expiry_s))
 
 
-async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool]) -> RawClient:
+async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool],
+                  built: Callable[[RawClient], None] = lambda client: None) -> RawClient:
+    """Run one worker's raw client; ``built`` gets it before it runs (its history outlives a crash)."""
     async with make_session(job) as session:
         client = RawClient(job, session, LiveCounters(counter_array, job.worker, slots))
+        built(client)
         await client.run(stop)
     return client

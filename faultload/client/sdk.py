@@ -15,6 +15,11 @@ sleeps (1-30 s) are not scaled by the time scale (its HTTP timeouts are).
 
 The SDK's session and sampling client are opened in :func:`prepare_sdk`,
 before the trial's clock starts, so the trial times (and faults) the load only.
+What the SDK raises is a request's outcome, never the worker's crash: an
+exception from ``sample_async`` ends that request; one from the set-up
+(``ServiceClient``, ``create_sampling_client``: where a user's program would
+have stopped before sending anything) ends every request of the worker as
+rejected, with that error class.
 """
 
 from __future__ import annotations
@@ -86,18 +91,42 @@ class SdkClient:
         self._installed = installed(self.wire, job.shape.time_scale)
         self.service: Any = None
         self.sampling: Any = None
+        self.setup_error: Exception | None = None  # what the SDK raised while setting up
 
     def now(self) -> float:
         return time.monotonic() - self.job.t0
 
     def prepare(self) -> None:
-        """Open the SDK's session and sampling client (blocking; call outside an event loop)."""
+        """Open the SDK's session and sampling client (blocking; call outside an event loop).
+
+        What the SDK raises here is kept as :attr:`setup_error` for :meth:`run` to record.
+        """
         self._installed.__enter__()
-        self.service = tinker.ServiceClient(base_url=self.job.base_url, api_key=API_KEY)
-        self.sampling = self.service.create_sampling_client(base_model=self.job.base_model)
+        try:
+            self.service = tinker.ServiceClient(base_url=self.job.base_url, api_key=API_KEY)
+            self.sampling = self.service.create_sampling_client(base_model=self.job.base_model)
+        except Exception as exc:  # the SDK gave up setting up: every request's outcome (see run)
+            self.setup_error = exc
+
+    def _set_up_failed(self, exc: Exception) -> None:
+        """Every request ends rejected with the set-up's error: none could be sent."""
+        h = self.history
+        error = classify_exception(exc)
+        h["nonce"][:] = [self.job.nonce(self.job.first + row) for row in range(self.job.count)]
+        h["submit_start"][:] = 0.0
+        h["submit_end"][:] = 0.0
+        h["outcome"][:] = Outcome.REJECTED
+        h["error"][:] = error
+        self.examples.setdefault(error.key, f"sdk set-up: {type(exc).__name__}: {exc}"[:300])
+        self.counters.add(SUBMITTED, self.job.count)
+        self.counters.add(FAILED, self.job.count)
 
     async def run(self, stop: Callable[[], bool]) -> None:
         """Run every request until done, the deadline, or ``stop()``; keep partial history."""
+        if self.setup_error is not None:
+            self._set_up_failed(self.setup_error)
+            self.close()
+            return
         shape = self.job.shape
         cap = max(1, shape.max_outstanding // shape.workers) if shape.max_outstanding else self.job.count
         gate = asyncio.Semaphore(cap)
@@ -157,17 +186,22 @@ class SdkClient:
                                                         sampling_params=params)
             h["done"][row] = self.now()
         except Exception as exc:  # what the SDK gave up with
-            self._gave_up(row, exc)
+            self._ended(row, nonce, lambda: self._gave_up(row, exc), Outcome.FAILED, ErrorClass.OTHER)
         else:
-            try:
-                self._judge(row, nonce, response)
-            except Exception as exc:  # a response the SDK built but we cannot read
-                h["outcome"][row] = Outcome.CORRUPT
-                h["error"][row] = ErrorClass.DECODE
-                self.examples.setdefault("decode", f"sdk response of nonce {nonce}: {type(exc).__name__}: {exc}"[:300])
-                self.counters.add(FAILED)
+            self._ended(row, nonce, lambda: self._judge(row, nonce, response), Outcome.CORRUPT, ErrorClass.DECODE)
         finally:
             self.counters.add(IN_FLIGHT, -1)
+
+    def _ended(self, row: int, nonce: int, record: Callable[[], None], outcome: Outcome, error: ErrorClass) -> None:
+        """Record how a request ended; if recording raises (a response we cannot read), the request
+        ends as ``outcome``/``error`` instead of the exception ending the worker."""
+        try:
+            record()
+        except Exception as exc:
+            self.history["outcome"][row] = outcome
+            self.history["error"][row] = error
+            self.examples.setdefault(error.key, f"sdk request of nonce {nonce}: {type(exc).__name__}: {exc}"[:300])
+            self.counters.add(FAILED)
 
     def _judge(self, row: int, nonce: int, response: Any) -> None:
         h = self.history
@@ -199,30 +233,34 @@ class SdkClient:
         self.examples.setdefault(error.key, f"sdk: {type(exc).__name__}: {exc}"[:300])
         self.counters.add(FAILED)
 
+    async def start(self, t0: float, stop: Callable[[], bool]) -> "SdkClient":
+        """Run the load on the trial's clock ``t0`` (set once the workers are told to go)."""
+        self.job = dataclasses.replace(self.job, t0=t0)
+        await self.run(stop)
+        return self
+
     def close(self) -> None:
         """Freeze the attempt rows and close the SDK (idempotent)."""
         self.history.attempts = self.wire.close()
         if self.wire.unmapped:  # never expected: say so rather than drop them silently
             self.examples.setdefault("other", f"{self.wire.unmapped} SDK sample/poll attempts matched no request")
         if self.service is not None:
+            # The holder as built, if it was: ServiceClient.holder builds it lazily, so asking
+            # for it after a failed set-up would run the whole set-up (and its 300 s retries) again.
+            holder = getattr(self.service, "_session_holder", None)
             with contextlib.suppress(Exception):
-                self.service.holder.close()
+                if holder is not None:
+                    holder.close()
             self.service = None
         self._installed.__exit__(None, None, None)
 
 
 def prepare_sdk(job: WorkerJob, counter_array: Any, slots: int) -> SdkClient:
-    """An SDK client with its session open, ready for :func:`run_sdk` (blocking)."""
+    """An SDK client with its session open (or what the SDK raised), ready for ``start`` (blocking)."""
     client = SdkClient(job, LiveCounters(counter_array, job.worker, slots))
     try:
         client.prepare()
     except BaseException:
         client.close()
         raise
-    return client
-
-
-async def run_sdk(client: SdkClient, t0: float, stop: Callable[[], bool]) -> SdkClient:
-    client.job = dataclasses.replace(client.job, t0=t0)
-    await client.run(stop)
     return client

@@ -33,14 +33,13 @@ from tinker import _base_client
 from faultload import tokens
 from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
 from faultload.client.raw import ACCEPTED as _ACCEPTED, ATTEMPTS as _ATTEMPTS
-from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History
+from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, bump_count
 
 _SAMPLE_PATH = "/api/v1/asample"
 _POLL_PATH = "/api/v1/retrieve_future"
 # The prompt's first three tokens: the faultload mark, then the nonce's two halves.
 _PROMPT = re.compile(rb'"tokens"\s*:\s*\[\s*%d\s*,\s*(\d+)\s*,\s*(\d+)' % tokens.PROMPT_MARK)
 _REQUEST_ID = re.compile(rb'"request_id"\s*:\s*"?(-?\d+)')  # SkyRL's ids are signed 64-bit
-_MAX_COUNT = 65535  # the History's per-request counters are uint16
 _CHAIN_DEPTH = 8
 
 
@@ -161,10 +160,10 @@ class SdkWire:
             if self._closed:
                 return False
             h = self.history
-            _bump(h["attempts"], row)
+            bump_count(h["attempts"], row)
             seen = self._submitted if kind == AttemptKind.SUBMIT else self._polled
             if row in seen:  # a re-submit (retry, or the SDK re-sampling after a 410) or a re-poll
-                _bump(h["submit_retries"] if kind == AttemptKind.SUBMIT else h["repolls"], row)
+                bump_count(h["submit_retries"] if kind == AttemptKind.SUBMIT else h["repolls"], row)
             seen.add(row)
             self._add_counter(_ATTEMPTS, 1)
             return True
@@ -209,7 +208,7 @@ class SdkWire:
             error = classify_exception(exc)
             end = self.now()
             self._attempts.add(row, kind, started, end, -int(error))
-            _bump(h["transport_errors"], row)
+            bump_count(h["transport_errors"], row)
             h["error"][row] = error
             if kind == AttemptKind.SUBMIT:
                 h["submit_end"][row] = end
@@ -225,11 +224,6 @@ class SdkWire:
         with self._lock:
             self._closed = True
             return self._attempts.columns()
-
-
-def _bump(column: Any, row: int) -> None:
-    if column[row] < _MAX_COUNT:
-        column[row] += 1
 
 
 class _RecordingStream(httpx.AsyncByteStream):

@@ -10,9 +10,9 @@ a shared clock, stop early when told, and hand back their history.
 from __future__ import annotations
 
 import cProfile
+import contextlib
 import os
 import dataclasses
-import functools
 import multiprocessing as mp
 import queue as queue_mod
 import resource
@@ -20,7 +20,7 @@ import signal
 import time
 import traceback
 from multiprocessing import resource_tracker
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -55,22 +55,36 @@ def _histograms(history: History) -> tuple[dict, dict]:
 
 
 def _prepare(job: WorkerJob, counters: Any) -> Any:
-    """What a client must set up before the trial's clock starts: for the SDK, its open session, as
-    ``run(t0, stop)``; None for the raw client.
+    """What a client must set up before the trial's clock starts: for the SDK, its client with the
+    session open (what the SDK raised doing so is that client's to record); None for the raw client.
 
     Only an SDK worker imports the SDK: tinker alone is ~250 ms and ~450 modules, which no raw worker needs.
     """
     if job.shape.client != "sdk":
         return None
-    from faultload.client.sdk import prepare_sdk, run_sdk  # local import: tinker is loaded by SDK workers only
+    from faultload.client.sdk import prepare_sdk  # local import: tinker is loaded by SDK workers only
 
-    return functools.partial(run_sdk, prepare_sdk(job, counters, len(COUNTER_SLOTS)))
+    return prepare_sdk(job, counters, len(COUNTER_SLOTS))
 
 
-async def _run(job: WorkerJob, counters: Any, stop: Any, prepared: Any):
+async def _run(job: WorkerJob, counters: Any, stop: Any, prepared: Any, built: Callable[[Any], None]):
+    """Run the worker's client; ``built`` gets the client as soon as it exists (its history outlives a crash)."""
     if prepared is not None:
-        return await prepared(job.t0, stop.is_set)
-    return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set)
+        built(prepared)
+        return await prepared.start(job.t0, stop.is_set)
+    return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set, built)
+
+
+def _crash_result(job: WorkerJob, clients: list, exc: BaseException) -> WorkerResult:
+    """A crashed worker still hands back what its client recorded (unfinished requests stay pending)."""
+    crashed = f"{exc!r}\n{traceback.format_exc()}"
+    if not clients:
+        return WorkerResult(job.worker, History.empty(0), {}, {}, crashed=crashed)
+    client = clients[-1]
+    with contextlib.suppress(Exception):
+        client.close()  # the SDK client's: freezes its attempt rows
+    submit, e2e = _histograms(client.history)
+    return WorkerResult(job.worker, client.history, submit, e2e, client.examples, crashed=crashed)
 
 
 def _worker_main(
@@ -85,7 +99,7 @@ def _worker_main(
     prepared, setup_error = None, None
     try:
         prepared = _prepare(job, counters)
-    except BaseException as exc:  # reported once the trial starts, like any crash
+    except BaseException as exc:  # the harness's own failure (the SDK's is the client's): reported as a crash
         setup_error = f"setting up the {job.shape.client} client: {exc!r}\n{traceback.format_exc()}"
     with ready.get_lock():
         ready.value += 1
@@ -98,17 +112,18 @@ def _worker_main(
     job = dataclasses.replace(job, t0=t0.value)
     profile_dir = os.environ.get("FAULTLOAD_PROFILE_WORKERS")  # bench/ uses this to find hot spots
     profiler = cProfile.Profile() if profile_dir else None
+    clients: list = []
     try:
         if profiler is not None:
             profiler.enable()
-        client = aio.run(_run(job, counters, stop, prepared))
+        client = aio.run(_run(job, counters, stop, prepared, clients.append))
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))
         submit, e2e = _histograms(client.history)
         result = WorkerResult(job.worker, client.history, submit, e2e, client.examples)
     except BaseException as exc:  # the worker must always report, never hang the trial
-        result = WorkerResult(job.worker, History.empty(0), {}, {}, crashed=f"{exc!r}\n{traceback.format_exc()}")
+        result = _crash_result(job, clients, exc)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result.cpu_s = usage.ru_utime + usage.ru_stime
     out.put(result)

@@ -8,7 +8,15 @@ from here. ``tests/test_sdk_constants.py`` reads the installed SDK so a drift is
 SDK_SUBMIT_CONCURRENCY = 400  # asample POSTs in flight per client holder
 SDK_POLL_TIMEOUT_S = 45.0  # retrieve_future client timeout
 SDK_BACKOFF_CAP_S = 30.0  # connection-error backoff cap; also the store's sweep interval
-SDK_CONNECTION_RETRIES = 16  # connection-error retries
+# execute_with_retries retries an asample for this long (elapsed), then raises what it last met.
+SDK_SUBMIT_RETRY_WINDOW_S = 300.0
+# An asample answered 429 pauses the holder this long, then starts a fresh execute_with_retries
+# (its window and backoff exponent begin again): 1 s, or 5 s for a prompt the SDK estimates above
+# SDK_LARGE_PROMPT_BYTES (10 bytes per token).
+SDK_RATE_LIMIT_PAUSE_S = 1.0
+SDK_LARGE_RATE_LIMIT_PAUSE_S = 5.0
+SDK_LARGE_PROMPT_BYTES = 128 * 1024
+SDK_BYTES_PER_TOKEN = 10
 SDK_KEEPALIVE_EXPIRY_S = 5.0  # the SDK's client closes a connection idle this long (httpx default)
 RETRIEVED_TTL_S = 300.0  # a retrieved result is kept this long (pre-fix: 120 s)
 COMPLETED_TTL_S = 600.0  # a completed, never-retrieved result is kept this long

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faultload.model.sdk import (
-    SDK_BACKOFF_CAP_S, SDK_CONNECTION_RETRIES, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, SDK_SUBMIT_CONCURRENCY,
+    SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, SDK_SUBMIT_CONCURRENCY, SDK_SUBMIT_RETRY_WINDOW_S,
 )
 
 CLIENTS = ("raw", "sdk")
@@ -32,21 +32,38 @@ class ClientPolicy:
 
     Values match tinker 0.25 (a unit test reads them from the installed SDK so
     a drift is caught): 400 asample POSTs in flight per client holder, 45 s
-    retrieve_future timeout, connection-error backoff ``min(2**n, 30)`` s, 16
-    connection-error retries, idle connections closed after 5 s (httpx's
-    default ``keepalive_expiry``, which the SDK's ``DEFAULT_CONNECTION_LIMITS``
-    keeps). The SDK's poll loop itself is unbounded; the raw
-    client stops after ``max_connection_retries`` consecutive transport errors
-    and ``max_polls`` polls so every trial ends.
+    retrieve_future timeout, connection-error backoff ``min(2**n, 30)`` s, an
+    asample retried for 300 s of elapsed time (``execute_with_retries``), idle
+    connections closed after 5 s (httpx's default ``keepalive_expiry``, which
+    the SDK's ``DEFAULT_CONNECTION_LIMITS`` keeps). Like the SDK's, the raw
+    client's poll loop has no count limit: a trial's wall bound ends it.
     """
 
     submit_concurrency: int = SDK_SUBMIT_CONCURRENCY
     poll_timeout_s: float = SDK_POLL_TIMEOUT_S
     backoff_cap_s: float = SDK_BACKOFF_CAP_S
-    max_connection_retries: int = SDK_CONNECTION_RETRIES
-    max_polls: int = 1000
+    submit_retry_window_s: float = SDK_SUBMIT_RETRY_WINDOW_S
     connect_timeout_s: float = 5.0
     keepalive_expiry_s: float = SDK_KEEPALIVE_EXPIRY_S
+
+
+# Fields an older faultload wrote (the raw client's own retry limits, before it followed the SDK):
+# a repro holding their old defaults loads (they meant "the SDK's rules"); any other value is refused.
+LEGACY_POLICY_FIELDS = {"max_connection_retries": 16, "max_polls": 1000}
+
+
+def _drop_legacy_policy(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` without the retired fields; ValueError naming one that asked for something else."""
+    out = dict(data)
+    for name, old_default in LEGACY_POLICY_FIELDS.items():
+        if name not in out:
+            continue
+        value = out.pop(name)
+        if value != old_default:
+            raise ValueError(
+                f"policy.{name}={value!r} is no longer a setting: the raw client retries as the SDK does, "
+                f"until the trial's wall bound (a file from an older faultload; remove the field to run it so)")
+    return out
 
 
 @dataclass(frozen=True)
@@ -117,8 +134,7 @@ class LoadShape:
             (policy.submit_concurrency >= 1, "policy.submit_concurrency must be >= 1"),
             (0 < policy.poll_timeout_s < math.inf, "policy.poll_timeout_s must be > 0 and finite"),
             (0 <= policy.backoff_cap_s < math.inf, "policy.backoff_cap_s must be >= 0 and finite"),
-            (policy.max_connection_retries >= 0, "policy.max_connection_retries must be >= 0"),
-            (policy.max_polls >= 1, "policy.max_polls must be >= 1"),
+            (0 <= policy.submit_retry_window_s < math.inf, "policy.submit_retry_window_s must be >= 0 and finite"),
             (0 < policy.connect_timeout_s < math.inf, "policy.connect_timeout_s must be > 0 and finite"),
             (0 < policy.keepalive_expiry_s < math.inf, "policy.keepalive_expiry_s must be > 0 and finite"),
         ]
@@ -144,8 +160,9 @@ class LoadShape:
         _reject_unknown(cls, data, "load shape")
         for name, sub in (("delay_polls", PollBehaviour), ("abandon_polls", PollBehaviour), ("policy", ClientPolicy)):
             if name in data and isinstance(data[name], dict):
-                _reject_unknown(sub, data[name], name)
-                data[name] = sub(**data[name])
+                fields = _drop_legacy_policy(data[name]) if sub is ClientPolicy else data[name]
+                _reject_unknown(sub, fields, name)
+                data[name] = sub(**fields)
         return cls(**data)
 
     def to_json(self) -> str:
@@ -170,7 +187,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "max_outstanding": (int,), "workers": (int,), "client": (str,), "accept": (str,), "time_scale": _NUMBER,
     "seed": (int,), "arrival": (str,), "arrival_span_s": _NUMBER, "arrival_waves": (int,), "delay_polls": (PollBehaviour,), "abandon_polls": (PollBehaviour,), "policy": (ClientPolicy,),
     "policy.submit_concurrency": (int,), "policy.poll_timeout_s": _NUMBER, "policy.backoff_cap_s": _NUMBER,
-    "policy.max_connection_retries": (int,), "policy.max_polls": (int,), "policy.connect_timeout_s": _NUMBER,
+    "policy.submit_retry_window_s": _NUMBER, "policy.connect_timeout_s": _NUMBER,
     "policy.keepalive_expiry_s": _NUMBER,
 }
 

@@ -23,7 +23,7 @@ class Outcome(IntEnum):
     OK = 1  # result received and it matched the request
     FAILED = 2  # the server reported the request failed (HTTP 400/500 with an error)
     LOST = 3  # accepted, then the server no longer knew it (404)
-    GAVE_UP = 4  # transport errors / poll limit exhausted
+    GAVE_UP = 4  # accepted, and the client itself gave up (the SDK: its stuck detection); never the harness's stop
     REJECTED = 5  # asample never accepted
     CORRUPT = 6  # a result arrived but did not match the request (integrity)
 
@@ -63,6 +63,15 @@ COLUMNS: dict[str, np.dtype] = {
     "outcome": np.dtype(np.uint8),
     "error": np.dtype(np.uint8),  # last ErrorClass seen
 }
+
+
+MAX_COUNT = 65535  # the per-request counters are uint16: they saturate, never wrap
+
+
+def bump_count(column: np.ndarray, row: int) -> None:
+    """One more of a per-request count; a retry loop with no count limit may pass 65535 in a long trial."""
+    if column[row] < MAX_COUNT:
+        column[row] += 1
 
 
 class AttemptKind(IntEnum):

@@ -39,8 +39,9 @@ assert max(POLL_LANDMARKS_S) < COMPLETED_TTL_S
 POLL_FRACTIONS = (1.0, 0.5, 0.25, 0.1)
 # A retry storm's client poll timeout (SDK seconds), mildest first. Not below
 # 5 s: at time scale 0.05 that is a 0.25 s HTTP timeout, and a shorter one
-# times out answers a loaded 2-core server is already sending (16 such in a
-# row and the client gives up: a loss the client made, not the server).
+# times out answers a loaded 2-core server is already sending (each then
+# re-polled after backoff, without end as the SDK does: a storm the client
+# made, not the server).
 STORM_POLL_TIMEOUTS_S = (15.0, 10.0, 5.0)
 # Requests above which a shape must cap what is outstanding (the server holds
 # ~2 fds per request in flight; one process may open 20,000).

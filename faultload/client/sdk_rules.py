@@ -1,0 +1,53 @@
+"""The tinker SDK's (0.25) sampling retry rules, which the raw client follows; plain functions of plain values.
+
+Read from the installed SDK (``tests/test_sdk_constants.py`` checks each):
+
+- asample (``InternalClientHolder.execute_with_retries``): retried on
+  ``APIConnectionError`` (timeouts included), ``httpx.TimeoutException``,
+  ``asyncio.TimeoutError`` and HTTP 408, 409, 5xx, with backoff
+  ``min(2**n, 30)`` s, as long as the elapsed time is under 300 s (a sleep
+  never runs past it); then it raises what it last met. Other statuses raise
+  at once. A 429 never reaches that loop: ``_send_asample_request`` returns
+  None, and ``_sample_async_impl`` pauses 1 s (5 s for a prompt estimated
+  above 128 KiB, 10 bytes per token) and calls ``execute_with_retries``
+  afresh, its window and exponent begun again, with no count limit.
+- retrieve_future (``_APIFuture._result_async``): ``while True`` with no
+  count or time limit (the sampling path waits with no timeout). A
+  connection error (a 45 s client timeout included) or 429 re-polls after
+  ``min(2**n, 30)`` s, n counting them and reset by any other HTTP answer;
+  408 and 5xx re-poll at once; a bare 400 re-polls up to 3 times (a 408
+  re-opens that budget); 410 raises ``RetryableException`` (the SDK's
+  ``RetryHandler`` then samples anew; SkyRL never answers 410, and the raw
+  client ends that request failed); other 4xx (404 included) raise.
+- ``MAX_CONNECTION_ERROR_RETRIES`` (16) is not a poll limit: it is how many
+  bare 400s a connection pool turns into connection errors.
+
+Above all of that, the SDK's ``RetryHandler`` retries a whole sample that raised
+a retryable error (a new asample) until its stuck detection (no progress for
+7,200 s); the raw client does not: a trial's wall bound is far shorter.
+"""
+
+from __future__ import annotations
+
+from faultload import tokens
+from faultload.model.sdk import (
+    SDK_BYTES_PER_TOKEN, SDK_LARGE_PROMPT_BYTES, SDK_LARGE_RATE_LIMIT_PAUSE_S, SDK_RATE_LIMIT_PAUSE_S,
+)
+
+# asample statuses retried besides 5xx (the SDK's _is_retryable_status_code): 408 and 409 with
+# backoff inside the retry window, 429 by a pause that starts the window afresh.
+RETRYABLE_SUBMIT_STATUSES = (408, 409, 429)
+RATE_LIMITED = 429
+# Bare 400s re-polled before a request fails (the SDK's _MAX_BAD_REQUEST_RETRIES).
+BAD_REQUEST_RETRIES = 3
+
+
+def backoff_s(failures: int, cap_s: float) -> float:
+    """The SDK's connection-error backoff after ``failures`` earlier ones (SDK seconds)."""
+    return min(2.0**failures, cap_s)
+
+
+def rate_limit_pause_s(prompt_extra_tokens: int) -> float:
+    """The SDK's pause after an asample 429 (SDK seconds), by its estimate of the prompt's size."""
+    prompt_bytes = len(tokens.prompt_tokens(0, prompt_extra_tokens)) * SDK_BYTES_PER_TOKEN
+    return SDK_RATE_LIMIT_PAUSE_S if prompt_bytes <= SDK_LARGE_PROMPT_BYTES else SDK_LARGE_RATE_LIMIT_PAUSE_S
