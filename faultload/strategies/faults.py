@@ -12,6 +12,12 @@ bodies, a crash). Edge faults are never fatal: the client retries through them,
 and a lost result there is exactly what the suite looks for. Edge windows are
 bounded by ``limits.max_fault_s`` (60 SDK s by default), well inside the
 SDK's 16 connection retries (about 400 SDK s of backoff).
+
+Process faults (``limits.process_faults``) pause the server or the router for
+1 to 60 SDK s, shrinking toward 1 s at t=0, or restart the server (shrinking
+toward a restart at t=0). ``server:restart`` is fatal: the old process's
+in-memory futures die with it by design (the checker still holds every
+request accepted after the restart to its result).
 """
 
 from __future__ import annotations
@@ -30,8 +36,9 @@ DURATIONS_S = (5.0, 10.0, 20.0, 40.0, 60.0, 120.0)
 # Faults whose victims may fail without it being a lost result ("link:kind").
 FATAL = frozenset({
     "backend:reset_peer", "backend:down", "backend:timeout", "backend:limit_data",
-    "router:errors", "router:truncate", "router:crash",
+    "router:errors", "router:truncate", "router:crash", "server:restart",
 })
+PAUSE_MAX_S = 60  # SDK seconds a process pause lasts at most (GC pause, VM steal, a weight sync)
 
 
 def _window(time_scale: float, limits: Limits):
@@ -67,6 +74,16 @@ def _router_fault(kind: str, time_scale: float, limits: Limits) -> st.SearchStra
     return st.builds(Fault, link=st.just("router"), kind=st.just(kind), attributes=attrs, start_s=start, duration_s=duration)
 
 
+def _process_fault(link: str, kind: str, time_scale: float, limits: Limits) -> st.SearchStrategy[Fault]:
+    """``server:pause``/``router:pause`` for 1..PAUSE_MAX_S whole SDK s, or ``server:restart`` (an instant)."""
+    start, _ = _window(time_scale, limits)
+    if kind == "restart":
+        return st.builds(Fault, link=st.just(link), kind=st.just(kind), start_s=start)
+    longest = max(1, min(PAUSE_MAX_S, int(limits.max_fault_s)))
+    duration = st.integers(1, longest).map(lambda d: round(d * time_scale, 6))
+    return st.builds(Fault, link=st.just(link), kind=st.just(kind), start_s=start, duration_s=duration)
+
+
 def faults(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[Fault]:
     """One fault on one of ``limits.fault_links``. Minimal: ``edge:reset_peer`` from t=0 for
     5 SDK s (× scale): the edge proxy resets every connection for a moment."""
@@ -77,6 +94,9 @@ def faults(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[Fa
     if "router" in limits.fault_links:
         kinds = [k for k in ROUTER_KINDS if k != "crash" or limits.router_crash]
         options += [_router_fault(kind, time_scale, limits) for kind in kinds]
+    if limits.process_faults:
+        links = [("server", "pause"), ("server", "restart")] + [("router", "pause")] * ("router" in limits.fault_links)
+        options += [_process_fault(link, kind, time_scale, limits) for link, kind in links]
     if not options:
         return st.nothing()
     return st.one_of(*options)
