@@ -13,6 +13,8 @@ import pytest
 
 from faultload.store import report
 from faultload.client.job import WorkerResult
+from faultload.model.faults import parse_fault
+from faultload.record.faults import AppliedFault, FaultLog
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.model.shape import LoadShape
@@ -227,3 +229,16 @@ def test_crashed_worker_counts_as_not_finished(result):
     rep = report.build_report(result)
     assert rep["completed"] == 7
     assert rep["latency_s"]["e2e"]["count"] == len(W0_E2E) + len(W1_E2E)
+
+
+def test_report_names_what_each_process_fault_did(result):
+    specs = ["server:pause@0.1+0.2", "server:restart@0.5", "router:pause@1+1", "edge:down@0+1"]
+    result.fault_log = FaultLog(tuple(AppliedFault(i, parse_fault(s), applied_at_s=0.1 * (i + 1), removed_at_s=2.0)
+                                      for i, s in enumerate(specs)), None)
+    rep = report.build_report(result)
+    effects = [f.get("effect") for f in rep["faults"]["applied"]]
+    assert effects[3] is None and all(effects[:3])
+    lines = report.render_text(rep).splitlines()
+    restart = next(i for i, line in enumerate(lines) if line.startswith("fault server:restart@0.5"))
+    assert "started again on its port" in lines[restart + 1]
+    assert any("SIGSTOPped" in line and "router" in line for line in lines)
