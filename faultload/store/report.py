@@ -160,7 +160,7 @@ def _faults_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
             entry["requests_with_errors"] = int(np.count_nonzero(hit))
             entry["retries_caused"] = int(h["submit_retries"][hit].sum() + h["transport_errors"][hit].sum())
             entry["repolls_during"] = int(h["repolls"][hit].sum())
-        if record.effect:
+        if record.effect and record.applied:
             entry["effect"] = record.effect
         block["applied"].append(entry)
     block["trial_start_epoch"] = log.trial_start_epoch
