@@ -76,6 +76,18 @@ def tagged_processes(tag: str) -> list[psutil.Process]:
     return found
 
 
+def end_tagged_run(proc: subprocess.Popen, tag: str) -> None:
+    """After a test's run: kill it if it still runs, and every process left with its ``tag`` (only ours)."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait(timeout=30)
+    for leftover in tagged_processes(tag):
+        try:
+            leftover.kill()
+        except psutil.Error:
+            pass
+
+
 def named_processes_since(
     started: float,
     needles: tuple[str, ...] = ("faultload.router", "skyrl_launch.py"),

@@ -27,7 +27,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import TARGETS, WORKDIR, cli_env, python_exe, require_target, tagged_processes, wait_until
+from conftest import (TARGETS, WORKDIR, cli_env, end_tagged_run, python_exe, require_target, tagged_processes,
+                      wait_until)
 from faultload.faults.toxiproxy import find_toxiproxy, process_gone
 
 NEEDLES = ("toxiproxy-server", "faultload.router", "skyrl_launch.py")
@@ -92,6 +93,10 @@ def _run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subproces
         ("router:stall:stream=upstream", ("fault.stream/toxicity", "'stall'")),
         ("backend:limit_data:stream=both", ("fault.attributes", "requires bytes")),
         ("router:errors:status=200", ("fault.attributes.status", "200", "5xx")),
+        ("server:pause@3", ("fault.duration_s", "server:pause needs a window")),
+        ("router:pause", ("fault.duration_s", "router:pause needs a window")),
+        ("server:restart@5+3", ("fault.duration_s", "takes no duration")),
+        ("server:crash@1", ("fault.kind", "'crash'", "server kinds: pause, restart")),
     ],
 )
 def test_bad_fault_spec_exits_2_with_one_line_and_starts_nothing(home: Path, spec: str, needles: tuple[str, ...]):
@@ -236,14 +241,7 @@ def killed_mid_fault(tmp_path_factory) -> Killed:
                 pass
         return state
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=30)
-        for leftover in tagged_processes(tag):  # only processes this fixture started
-            try:
-                leftover.kill()
-            except psutil.Error:
-                pass
+        end_tagged_run(proc, tag)
 
 
 @pytest.mark.integration

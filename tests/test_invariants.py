@@ -1241,3 +1241,22 @@ def test_fd_budget_uses_the_routers_exact_peak_when_sampling_missed_it() -> None
     with_router = dataclasses.replace(inputs, router_peak_in_flight=500)
     v = check_bounded_fds(with_router, BUDGETS)
     assert v.ok is True and "router's exact peak in-flight 500" in v.detail
+
+
+def test_a_restart_excuses_what_the_old_process_held_but_not_what_was_accepted_after_it() -> None:
+    restart = Fault("server", "restart", start_s=0.3)
+    h = make_history()
+    # accepted at 0.205 and polled across the restart [0.3, 0.6]: forgotten with the old process
+    set_row(h, 20, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=2.0)
+    set_row(h, 21, outcome=Outcome.GAVE_UP, done=2.0)
+    # submitted during the restart, accepted by the new process at 0.7: judged as ever
+    set_row(h, 50, submit_start=0.5, submit_end=0.7, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=2.0)
+    set_row(h, 60, submit_start=0.5, submit_end=0.7, outcome=Outcome.GAVE_UP, done=2.0)
+    faults = fault_log(applied(restart, 0.3, 0.6))
+    v = check_no_lost_results(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"server:restart"})), BUDGETS)
+    assert v.ok is False and v.figure == 2, v.detail
+    assert "nonce 1050" in v.detail and "nonce 1060" in v.detail and "nonce 1020" not in v.detail
+    assert "2 ended during fatal server:restart (explained)" in v.detail
+    # not declared fatal: all four are losses
+    v = check_no_lost_results(make_inputs(history=h, faults=faults), BUDGETS)
+    assert v.figure == 4

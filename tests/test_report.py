@@ -244,3 +244,16 @@ def test_faults_say_their_direction(result):
         "fault backend:reset_peer:timeout=0@1.0+1.0 (downstream)",
         "fault edge:down@0.0+0.5",
     ]
+
+
+def test_report_names_what_each_process_fault_did(result):
+    specs = ["server:pause@0.1+0.2", "server:restart@0.5", "router:pause@1+1", "edge:down@0+1"]
+    result.fault_log = FaultLog(tuple(AppliedFault(i, parse_fault(s), applied_at_s=0.1 * (i + 1), removed_at_s=2.0)
+                                      for i, s in enumerate(specs)), None)
+    rep = report.build_report(result)
+    effects = [f.get("effect") for f in rep["faults"]["applied"]]
+    assert effects[3] is None and all(effects[:3])
+    lines = report.render_text(rep).splitlines()
+    restart = next(i for i, line in enumerate(lines) if line.startswith("fault server:restart@0.5"))
+    assert "started again on its port" in lines[restart + 1]
+    assert any("SIGSTOPped" in line and "router" in line for line in lines)

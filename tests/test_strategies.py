@@ -327,6 +327,47 @@ def test_chain_starts_a_follower_at_its_links_last_end_only():
     assert chain([(Fault("edge", "down"), False), (down, True)])[1] == down  # the one before never ends
 
 
+PROCESS = S.CI.replace(process_faults=True)
+
+
+@pytest.mark.parametrize("link, kind, expected", [
+    # the shortest pause: 1 SDK s from t=0
+    ("server", "pause", Fault("server", "pause", start_s=0.0, duration_s=SCALE)),
+    ("router", "pause", Fault("router", "pause", start_s=0.0, duration_s=SCALE)),
+    # a restart is an instant: the earliest one
+    ("server", "restart", Fault("server", "restart", start_s=0.0)),
+])
+def test_each_process_fault_is_drawn_and_shrinks_to_its_minimum(link, kind, expected):
+    found = find(S.faults(SCALE, PROCESS), lambda f: (f.link, f.kind) == (link, kind), settings=settings(database=None))
+    assert found == expected
+
+
+def test_process_pauses_last_1_to_60_sdk_seconds():
+    longest = find(S.faults(1.0, PROCESS), lambda f: f.kind == "pause" and f.duration_s >= 60,
+                   settings=settings(database=None, max_examples=5000))
+    assert longest.duration_s == 60.0
+
+    @FAST
+    @given(S.faults(1.0, PROCESS.replace(max_fault_s=120.0)))
+    def check(fault):
+        if fault.kind == "pause":
+            assert 1.0 <= fault.duration_s <= 60.0 and fault.duration_s == int(fault.duration_s)
+    check()
+
+
+def test_process_faults_only_when_asked_and_restart_is_fatal():
+    assert S.CI.process_faults is False and S.NIGHTLY.process_faults is True
+    assert "server:restart" in S.FATAL and not {"server:pause", "router:pause"} & S.FATAL
+    schedule = FaultSchedule((Fault("server", "restart", start_s=1.0), Fault("server", "pause", start_s=2.0, duration_s=1.0)))
+    assert S.fatal_kinds(schedule) == ("server:restart",)
+
+    @FAST
+    @given(S.faults(SCALE))
+    def ci_draws_none(fault):
+        assert not fault.is_process
+    ci_draws_none()
+
+
 # ---------------------------------------------------------------- what the suite needs to be able to draw
 
 

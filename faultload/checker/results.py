@@ -47,7 +47,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ``no_collapse``. Gave up / failed / never finished
     (pending, unless the trial was interrupted) is a loss unless the request was
     in flight ([submit start, done]) while a fault of a fatal kind was in force.
-    A corrupt result arrived, so it is left to ``result_integrity``; a request
+    A fatal ``server:restart`` excuses a 404 too (the old process's futures die
+    with it), but only for a request accepted before the restart finished and
+    still held when it began: one accepted after it is judged as ever. A corrupt result arrived, so it is left to ``result_integrity``; a request
     never accepted, to ``accepted_requests`` (with nothing accepted there is
     no loss to judge: unknown here, and ``accepted_requests`` carries the verdict).
     """
@@ -75,8 +77,14 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         pending = open_ & (outcome == Outcome.PENDING)
         unfinished = int(pending.sum())
         open_ &= ~pending
-    fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds))
+    fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds) and not _restart(f))
     explained, fatal_labels = overlaps(history, fatal, among=open_)
+    # A restart forgets what the old process held, 404 included; what was accepted after it is judged as ever.
+    restarts = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds) and _restart(f))
+    forgotten, restart_labels = overlaps(history, restarts, among=open_ | lost_404, spans=_accepted_spans(history))
+    fatal_labels += [label for label in restart_labels if label not in fatal_labels]
+    lost_404 &= ~forgotten
+    explained |= forgotten
     lost = lost_404 | (open_ & ~explained)
     n_lost = int(lost.sum())
     notes = []
@@ -99,6 +107,18 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         items = [what_happened(history, int(i)) for i in idx[:DETAIL_ITEMS]]
         return Verdict(name, False, n_lost, 0, f"{n_lost} lost of {n_accepted} accepted: {few(items, n_lost)}{tail}")
     return Verdict(name, True, 0, 0, f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK{tail}")
+
+
+def _restart(fault: Fault) -> bool:
+    return fault.link == "server" and fault.kind == "restart"
+
+
+def _accepted_spans(history: History) -> tuple[np.ndarray, np.ndarray]:
+    """[accepted (submit end), done] per request: held by the server from the one to the other."""
+    start, _ = request_spans(history)
+    accepted = np.where(np.isfinite(history["submit_end"]), history["submit_end"], start)
+    end = np.where(np.isfinite(history["done"]), history["done"], np.inf)
+    return accepted, end
 
 
 def _answered_as_dropped(history: History, completed_s: Mapping[int, float] | None) -> np.ndarray:

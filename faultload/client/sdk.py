@@ -186,7 +186,7 @@ class SdkClient:
                                                         sampling_params=params)
             h["done"][row] = self.now()
         except Exception as exc:  # what the SDK gave up with
-            self._ended(row, nonce, lambda: self._gave_up(row, exc), Outcome.FAILED, ErrorClass.OTHER)
+            self._ended(row, nonce, lambda exc=exc: self._gave_up(row, exc), Outcome.FAILED, ErrorClass.OTHER)
         else:
             self._ended(row, nonce, lambda: self._judge(row, nonce, response), Outcome.CORRUPT, ErrorClass.DECODE)
         finally:

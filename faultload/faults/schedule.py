@@ -7,7 +7,8 @@ record with the times it was actually in force, so a checker can ask which
 faults were active when a request failed (``FaultLog.active_at``).
 
 ``heal()`` undoes everything still active (each removal bounded, then one
-Toxiproxy reset, router faults reset and a crashed router restarted).  Call it
+Toxiproxy reset, router faults reset, a crashed router restarted and a paused
+server or router resumed).  Call it
 at the end of a trial, on failure and on Ctrl-C (``asyncio.run`` cancels the
 main task, so a ``finally: await runner.heal()`` runs).
 """
@@ -39,6 +40,17 @@ class RouterController(Protocol):
     def crash(self) -> Awaitable[None] | None: ...
     def restart(self) -> Awaitable[None] | None: ...
     def reset_faults(self) -> Awaitable[None] | None: ...
+    def pause(self, seconds: float) -> Awaitable[None] | None: ...
+    def resume(self) -> Awaitable[None] | None: ...
+
+
+class ServerController(Protocol):
+    """What the runner needs for process faults on the server: ``pause``/``resume`` (SIGSTOP/SIGCONT,
+    nested pauses counted by the controller) and ``restart`` (async: bounded by ``restart_timeout_s``)."""
+
+    def pause(self, seconds: float) -> Awaitable[None] | None: ...
+    def resume(self) -> Awaitable[None] | None: ...
+    def restart(self) -> Awaitable[None] | None: ...
 
 
 def toxic_names(index: int, fault: Fault) -> tuple[tuple[str, str], ...]:
@@ -57,7 +69,9 @@ class FaultRunner:
         control: ToxiproxyControl | None,
         proxy_names: Mapping[str, str],
         router: RouterController | None = None,
+        server: ServerController | None = None,
         call_timeout_s: float = 5.0,
+        restart_timeout_s: float = 240.0,
         heal_timeout_s: float = 20.0,
         until_end_s: float = 86400.0,
         clock: Callable[[], float] = time.monotonic,
@@ -66,7 +80,9 @@ class FaultRunner:
         self.control = control
         self.proxy_names = dict(proxy_names)
         self.router = router
+        self.server = server
         self.call_timeout_s = call_timeout_s
+        self.restart_timeout_s = restart_timeout_s
         self.heal_timeout_s = heal_timeout_s
         self.until_end_s = until_end_s
         self.clock = clock
@@ -87,6 +103,9 @@ class FaultRunner:
                 if self.control is None or fault.link not in self.proxy_names:
                     raise ValueError(f"schedule.faults[{i}].link: no proxy for {fault.link!r}; "
                                      f"have: {', '.join(self.proxy_names) or '(none)'}")
+            elif fault.link == "server":
+                if self.server is None:
+                    raise ValueError(f"schedule.faults[{i}].link: server fault {fault.kind!r} but no server controller")
             elif self.router is None:
                 raise ValueError(f"schedule.faults[{i}].link: router fault {fault.kind!r} but no router controller")
 
@@ -119,6 +138,9 @@ class FaultRunner:
         await self._sleep_until(fault.start_s)
         if not await self._apply(index):
             return
+        if fault.link == "server" and fault.kind == "restart":  # an instant: in force while it ran
+            await self._remove(index, by="schedule")
+            return
         if fault.duration_s is None:
             return
         await self._sleep_until(fault.end_s)
@@ -144,7 +166,11 @@ class FaultRunner:
 
     async def _do_apply(self, index: int, fault: Fault) -> None:
         seconds = fault.duration_s if fault.duration_s is not None else self.until_end_s
-        if fault.is_toxic:
+        if fault.link == "server":
+            await self._call(self.server, "server", fault.kind, *((seconds,) if fault.kind == "pause" else ()))
+        elif fault.kind == "pause":
+            await self._router_call("pause", seconds)
+        elif fault.is_toxic:
             await self._add_toxics(index, fault)
         elif fault.kind == "down":
             self._down[fault.link] = self._down.get(fault.link, 0) + 1
@@ -173,7 +199,9 @@ class FaultRunner:
         self._update(index, removed_at_s=self._now(), remove_error=error, removed_by=by)
 
     async def _do_remove(self, index: int, fault: Fault) -> None:
-        if fault.is_toxic:
+        if fault.kind == "pause":
+            await self._call(self.server if fault.link == "server" else self.router, fault.link, "resume")
+        elif fault.is_toxic:
             await self._remove_toxics(toxic_names(index, fault), self.proxy_names[fault.link])
         elif fault.kind == "down":
             self._down[fault.link] = max(0, self._down.get(fault.link, 0) - 1)
@@ -215,14 +243,18 @@ class FaultRunner:
         return self.control
 
     async def _router_call(self, method: str, *args: Any) -> None:
-        if self.router is None:
-            raise FaultControlError("no router controller")
-        result = getattr(self.router, method)(*args)
+        await self._call(self.router, "router", method, *args)
+
+    async def _call(self, target: Any, name: str, method: str, *args: Any) -> None:
+        if target is None:
+            raise FaultControlError(f"no {name} controller")
+        timeout = self.restart_timeout_s if method == "restart" else self.call_timeout_s
+        result = getattr(target, method)(*args)
         if inspect.isawaitable(result):
             try:
-                await asyncio.wait_for(result, self.call_timeout_s)
+                await asyncio.wait_for(result, timeout)
             except asyncio.TimeoutError:
-                raise FaultControlError(f"router.{method} did not finish within {self.call_timeout_s} s") from None
+                raise FaultControlError(f"{name}.{method} did not finish within {timeout} s") from None
 
     # -- healing ---------------------------------------------------------------
     async def heal(self) -> list[str]:
@@ -246,7 +278,7 @@ class FaultRunner:
         for index, record in enumerate(self._records):
             if not record.applied or record.removed_at_s is not None:
                 continue
-            router_active |= record.fault.link == "router" and record.fault.kind != "crash"
+            router_active |= record.fault.link == "router" and record.fault.kind not in ("crash", "pause")
             await self._remove(index, by="heal")
             if self._records[index].remove_error:
                 errors.append(f"fault {index} ({record.fault.to_spec()}): {self._records[index].remove_error}")
@@ -271,6 +303,10 @@ class FaultRunner:
 
     def active_at(self, t: float) -> list[Fault]:
         return self.log().active_at(t)
+
+    def process_fault_in_force(self) -> bool:
+        """A pause or restart is in force now: the silence that follows is the fault's, not a collapse."""
+        return any(r.applied and r.removed_at_s is None and r.fault.is_process for r in self._records)
 
 
 def _one_line(exc: BaseException) -> str:

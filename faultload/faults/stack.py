@@ -6,7 +6,7 @@ trial's loop and vice versa. That thread lives as long as the FaultStack, not
 one schedule: a router restarted by a ``router:crash`` fault is forked from
 it, and the restarted router's parent-death signal (PR_SET_PDEATHSIG) follows
 the *thread* that forked it, so ending the thread after each trial killed the
-router. ``close()`` heals (removes every toxic, re-enables proxies,
+router (a server respawned by ``server:restart`` is forked from it too). ``close()`` heals (removes every toxic, re-enables proxies,
 resets/restarts the router), deletes the proxies and stops the server,
 bounded in time, and is safe to call on any path out.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from faultload.faults.control import ToxiproxyControl
 from faultload.record.faults import FaultLog
-from faultload.faults.schedule import FaultRunner, RouterController
+from faultload.faults.schedule import FaultRunner, RouterController, ServerController
 from faultload.model.faults import FaultSchedule
 from faultload.faults.topology import Topology, create_topology, teardown
 from faultload.faults.toxiproxy import ToxiproxyServer, find_toxiproxy
@@ -48,14 +48,15 @@ class FaultStack:
         self.topology = create_topology(self.control, api_upstream, router_upstream)
         return self.topology
 
-    def start_schedule(self, schedule: FaultSchedule, router: RouterController | None, t0: float) -> None:
+    def start_schedule(self, schedule: FaultSchedule, router: RouterController | None, t0: float,
+                       server: ServerController | None = None) -> None:
         """Run ``schedule`` relative to ``t0`` (time.monotonic) in the stack's own loop thread."""
         self.runner = None
         self._healed = True
         if not schedule.faults:
             return
         names = self.topology.names if self.topology else {}
-        self.runner = FaultRunner(schedule, self.control, names, router=router)
+        self.runner = FaultRunner(schedule, self.control, names, router=router, server=server)
         self._ensure_loop()
         assert self._loop is not None
         self._healed = False

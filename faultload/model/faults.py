@@ -8,7 +8,9 @@ router call, and a bad value raises ``ValueError`` with one line naming the
 field and what is allowed.
 
 Toxic kinds use Toxiproxy's own names and units (ms, KB/s, bytes, µs) so a spec
-reads the same as Toxiproxy's documentation.
+reads the same as Toxiproxy's documentation. Process faults (``server:pause``,
+``router:pause``: SIGSTOP for a window; ``server:restart``: an instant) act on
+the processes, not a socket.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-LINKS = ("edge", "backend", "router")
+LINKS = ("edge", "backend", "router", "server")
 PROXY_LINKS = ("edge", "backend")
 # Toxiproxy's two streams, and "both": one toxic on each (Toxiproxy has no both-ways toxic).
 TOXIPROXY_STREAMS = ("downstream", "upstream")
@@ -41,7 +43,12 @@ ROUTER_KINDS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
     "errors": ((), {"status": 503}),
     "truncate": ((), {}),
     "crash": ((), {}),
+    "pause": ((), {}),  # SIGSTOP the router's processes, SIGCONT at the window's end (a weight sync)
 }
+# Process faults on the server under test: SIGSTOP/SIGCONT it, or restart it on its port.
+SERVER_KINDS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {"pause": ((), {}), "restart": ((), {})}
+# Process pauses need a window (a pause to the end is a collapse by construction); a restart is an instant.
+PAUSE_FAULTS = ("server:pause", "router:pause")
 _FIELDS = ("link", "kind", "attributes", "stream", "toxicity", "start_s", "duration_s")
 SPEC_SYNTAX = "LINK:TYPE[:k=v,...][@START[+DURATION]]"
 
@@ -50,6 +57,8 @@ def kinds_for(link: str) -> dict[str, tuple[tuple[str, ...], dict[str, int]]]:
     """The kinds allowed on ``link`` with their (required, optional) attributes."""
     if link == "router":
         return ROUTER_KINDS
+    if link == "server":
+        return SERVER_KINDS
     return {**TOXIC_KINDS, **PROXY_KINDS}
 
 
@@ -98,7 +107,7 @@ class Fault:
             raise ValueError(f"fault.link: {self.link!r} is unknown; allowed: {_allowed(LINKS)}")
         kinds = kinds_for(self.link)
         if self.kind not in kinds:
-            where = "router kinds" if self.link == "router" else "proxy kinds"
+            where = {"router": "router kinds", "server": "server kinds"}.get(self.link, "proxy kinds")
             raise ValueError(
                 f"fault.kind: {self.kind!r} is not allowed on link {self.link!r}; "
                 f"{where}: {_allowed(kinds)}"
@@ -112,6 +121,16 @@ class Fault:
             if duration <= 0:
                 raise ValueError(f"fault.duration_s: {self.duration_s!r} must be > 0 (or null: until the end)")
             object.__setattr__(self, "duration_s", duration)
+        self._check_process_window()
+
+    def _check_process_window(self) -> None:
+        label = f"{self.link}:{self.kind}"
+        if label in PAUSE_FAULTS and self.duration_s is None:
+            raise ValueError(f"fault.duration_s: {label} needs a window (e.g. {label}@2+10); "
+                             "a pause to the end of the trial is a collapse by construction")
+        if label == "server:restart" and self.duration_s is not None:
+            raise ValueError(f"fault.duration_s: server:restart is an instant and takes no duration "
+                             f"(e.g. server:restart@{self.start_s!r})")
 
     def _checked_attributes(self, spec: tuple[tuple[str, ...], dict[str, int]]) -> tuple[tuple[str, int], ...]:
         required, optional = spec
@@ -168,6 +187,11 @@ class Fault:
         if not self.is_toxic:
             return ()
         return TOXIPROXY_STREAMS if self.stream == "both" else (self.stream,)
+
+    @property
+    def is_process(self) -> bool:
+        """True for a fault on a process (``server:pause``, ``server:restart``, ``router:pause``)."""
+        return self.link == "server" or (self.link == "router" and self.kind == "pause")
 
     @property
     def end_s(self) -> float:

@@ -88,7 +88,7 @@ class TrialConfig:
         if self.proxies not in ("on", "off", "auto"):
             raise ValueError("proxies must be on, off or auto")
         if self.proxies == "off" and self.faults.faults:
-            raise ValueError("--proxies off leaves no fault stack: edge/backend faults need Toxiproxy, router faults its scheduler")
+            raise ValueError("--proxies off leaves no fault stack: edge/backend faults need Toxiproxy, router and process faults its scheduler")
         if spec.kind == "url" and any(f.link != "edge" for f in self.faults.faults):
             raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
         if not 0 < self.max_wall_s < math.inf:

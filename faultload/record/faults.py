@@ -17,6 +17,13 @@ from typing import Any, Mapping
 
 from faultload.model.faults import Fault
 
+# What a process fault did, in words, for the report (the spec says when).
+PROCESS_EFFECTS = {
+    "server:pause": "server process SIGSTOPped, then SIGCONTed",
+    "server:restart": "server stopped and started again on its port (futures it held died with it)",
+    "router:pause": "router processes SIGSTOPped (a weight sync: connections accepted, nothing answered), then SIGCONTed",
+}
+
 
 @dataclass(frozen=True)
 class AppliedFault:
@@ -35,6 +42,11 @@ class AppliedFault:
     @property
     def applied(self) -> bool:
         return self.applied_at_s is not None and self.error is None
+
+    @property
+    def effect(self) -> str | None:
+        """What a process fault did, in words; None for a toxic, a proxy down or a router fault."""
+        return PROCESS_EFFECTS.get(f"{self.fault.link}:{self.fault.kind}")
 
     def active_at(self, t: float) -> bool:
         """Was this fault (possibly) in force at ``t`` seconds after trial start?"""

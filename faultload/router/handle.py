@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 
+from faultload.pausing import Pauser
 from faultload.procutil import tied_to_this_process
 from faultload.router.completions import read_completions
 from faultload.model.router import SHUTDOWN_S, RouterConfig
@@ -62,6 +63,9 @@ class RouterHandle:
         self._proc: subprocess.Popen[bytes] | None = None
         self._workers: list[int] = []
         self._log_dir = Path(tempfile.mkdtemp(prefix="faultload-router-"))
+        # router:pause stops every router process at once: the kernel still accepts connections into
+        # the listen backlog, nobody answers, and SIGCONT resumes every held generation where it was.
+        self._pauser = Pauser(self.pids, "router")
 
     # -- lifecycle
 
@@ -177,6 +181,7 @@ class RouterHandle:
 
     def stop(self, remove_logs: bool = True) -> None:
         """SIGTERM, then SIGKILL after a few seconds; waits for exit. Idempotent."""
+        self._pauser.resume_all()  # a stopped process would keep SIGTERM pending
         proc = self._proc
         if proc is not None and proc.poll() is None:
             workers = self._child_pids()
@@ -238,6 +243,14 @@ class RouterHandle:
 
     def reset_faults(self) -> None:
         self._control("/control/reset")
+
+    def pause(self, seconds: float) -> None:
+        """SIGSTOP every router process (a weight sync: connections accepted, nothing answered)."""
+        self._pauser.pause(seconds)
+
+    def resume(self) -> None:
+        """SIGCONT them (after the last of nested pauses): held generations go on."""
+        self._pauser.resume()
 
 
 def start_router(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from typing import Callable, Union
 
 import numpy as np
 import psutil
@@ -39,12 +39,16 @@ def snapshot(pid: int | None) -> ProcessSnapshot | None:
         return None
 
 
+# A pid, or where to read it each time: a restarted server (server:restart) has a new one.
+PidSource = Union[int, None, Callable[[], Union[int, None]]]
+
+
 class Monitor:
     """Samples a server process and its health endpoint until stopped."""
 
     def __init__(
         self,
-        server_pid: int | None,
+        server_pid: PidSource,
         healthz_url: str,
         router_stats_url: str | None,
         live_counters: Callable[[], dict[str, int]] | None,
@@ -74,9 +78,14 @@ class Monitor:
         self._listen0 = kernel.listen_counters() or (0, 0)
         self.latest: tuple = ()
 
+    def pid(self) -> int | None:
+        """The server's pid now (it follows a restart)."""
+        return self.server_pid() if callable(self.server_pid) else self.server_pid
+
     def start(self) -> None:
-        self.baseline = snapshot(self.server_pid)
-        self.fd_limit = kernel.fd_limits(self.server_pid) if self.server_pid else None
+        pid = self.pid()
+        self.baseline = snapshot(pid)
+        self.fd_limit = kernel.fd_limits(pid) if pid else None
         for thread in self._threads:
             thread.start()
 
@@ -84,7 +93,7 @@ class Monitor:
         return time.monotonic() - self.t0
 
     def sample_once(self) -> tuple:
-        snap = snapshot(self.server_pid)
+        snap = snapshot(self.pid())
         stats: dict = {}
         if self.router_stats_url:
             _, stats = http_get_json(self.router_stats_url, timeout_s=1.0)

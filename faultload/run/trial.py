@@ -15,7 +15,7 @@ import random
 import resource
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import psutil
@@ -29,6 +29,7 @@ from faultload.record.samples import MonitorSamples
 from faultload.run.monitor import Monitor, drain_fds
 from faultload.record.serverlog import ServerLogSummary, classify_log
 from faultload.model.trial import TrialConfig
+from faultload.run.server_faults import ServerFaults
 from faultload.run.stack import Stack
 from faultload.targets.server import BASE_MODEL
 from faultload.record.collapse import CollapseVerdict
@@ -168,19 +169,19 @@ def run_trial(
         t0 = time.monotonic()
         result.start_epoch = time.time()
         monitor = Monitor(
-            server.pid, server.healthz_url, f"{router.url}/stats", pool.live, t0,
+            lambda: server.pid, server.healthz_url, f"{router.url}/stats", pool.live, t0,
             server_port=urlsplit(server.url).port,
         )
         monitor.start()
         router_cpu0 = _router_cpu(router.pids())
         pool.go(t0)
         if stack.faults is not None:
-            stack.faults.start_schedule(config.faults, router, t0)
+            stack.faults.start_schedule(config.faults, router, t0, server=ServerFaults(server))
         watchdog = Watchdog(_watchdog_limits(config), monitor.fd_limit)
         try:
             collapsed = wait_load(
                 pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s,
-                watchdog, server, log, config.early_stop,
+                watchdog, server, log, config.early_stop, excused=_process_fault_in_force(stack),
             )
         except KeyboardInterrupt:
             result.interrupted, collapsed = True, False
@@ -195,6 +196,14 @@ def run_trial(
         result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start
         result.wall_s = time.monotonic() - started
     return result
+
+
+def _process_fault_in_force(stack: Stack) -> Callable[[], bool]:
+    """What the load wait asks each turn: is a pause or restart (whose silence is not a collapse) in force?"""
+    def in_force() -> bool:
+        runner = stack.faults.runner if stack.faults is not None else None
+        return runner is not None and runner.process_fault_in_force()
+    return in_force
 
 
 def _collapse_evidence(log: LogFollower, watchdog: Watchdog, stack: Stack, config: TrialConfig) -> list[str]:

@@ -124,6 +124,13 @@ class Watchdog:
                 f"/healthz failing or slower than {lim.stall_latency_s:g}s from t={since:.1f}s to t={t:.1f}s",
             )
 
+    def excuse(self, t: float) -> None:
+        """An injected process fault (a paused or restarting server, a paused router) explains the
+        silence at ``t``: the stall, accept-queue and progress windows start again from there."""
+        self._stall.since = None
+        self._accept.since = None
+        self._last_progress_t = max(self._last_progress_t, t)
+
     def observe_log(self, kind: str, at_s: float, evidence: str) -> None:
         """A signal read from the server's log (e.g. fd exhaustion from 'Too many open files')."""
         self._raise(kind, at_s, evidence)

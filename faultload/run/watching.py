@@ -14,8 +14,6 @@ from faultload.targets.server import ServerHandle
 from faultload.run.watchdog import Watchdog
 
 # progress(trial seconds, live counters, latest monitor sample)
-
-# progress(trial seconds, live counters, latest monitor sample)
 Progress = Callable[[float, dict[str, int], tuple], None]
 
 
@@ -70,8 +68,12 @@ def feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: b
 def wait_load(
     pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float,
     watchdog: Watchdog, server: ServerHandle, log: LogFollower, early_stop: bool,
+    excused: Callable[[], bool] = lambda: False,
 ) -> bool:
-    """Wait for the load to finish; True if the watchdog stopped it early."""
+    """Wait for the load to finish; True if the watchdog stopped it early.
+
+    While ``excused()`` (a process fault in force) the watchdog's windows are
+    restarted after each feed: a paused server is silent by design."""
     next_report = time.monotonic() + every_s
     next_log = time.monotonic()
     fed = [0, 0]
@@ -79,6 +81,8 @@ def wait_load(
         pool.poll(0.1)
         now = time.monotonic()
         feed_watchdog(watchdog, monitor, fed, server.alive())
+        if excused():
+            watchdog.excuse(now - monitor.t0)
         if now >= next_log:
             log.poll(watchdog, now - monitor.t0)
             next_log = now + 1.0

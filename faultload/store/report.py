@@ -161,6 +161,8 @@ def _faults_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
             entry["requests_with_errors"] = int(np.count_nonzero(hit))
             entry["retries_caused"] = int(h["submit_retries"][hit].sum() + h["transport_errors"][hit].sum())
             entry["repolls_during"] = int(h["repolls"][hit].sum())
+        if record.effect and record.applied:
+            entry["effect"] = record.effect
         block["applied"].append(entry)
     block["trial_start_epoch"] = log.trial_start_epoch
     return block
@@ -261,6 +263,8 @@ def render_text(report: dict[str, Any]) -> str:
             f"fault {fault['spec']}{direction}: {window}; {fault.get('requests_with_errors', 0)} requests hit, "
             f"{fault.get('retries_caused', 0)} retries" + (f"; ERROR {fault['error']}" if fault.get("error") else "")
         )
+        if fault.get("effect"):
+            lines.append(f"  {fault['effect']}")
     lines += verdict_lines(report.get("invariants"), report.get("verdict"))
     if report.get("interrupted"):
         lines.append("INTERRUPTED: partial report")

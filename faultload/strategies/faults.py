@@ -21,6 +21,12 @@ Which faults are *fatal* (their victims may legitimately fail, so
 resets, a backend proxy down, holding or cutting data, router errors,
 truncated bodies, a crash). Edge faults are never fatal: the client retries
 through them, and a lost result there is exactly what the suite looks for.
+
+Process faults (``limits.process_faults``) pause the server or the router for
+1 to 60 SDK s, shrinking toward 1 s at t=0, or restart the server (shrinking
+toward a restart at t=0). ``server:restart`` is fatal: the old process's
+in-memory futures die with it by design (the checker still holds every
+request accepted after the restart to its result).
 """
 
 from __future__ import annotations
@@ -51,8 +57,9 @@ OUTAGE_DURATIONS_S = DURATIONS_S + (240.0, 360.0, 480.0, 600.0, LONGEST_OUTAGE_S
 # Faults whose victims may fail without it being a lost result ("link:kind").
 FATAL = frozenset({
     "backend:reset_peer", "backend:down", "backend:timeout", "backend:limit_data",
-    "router:errors", "router:truncate", "router:crash",
+    "router:errors", "router:truncate", "router:crash", "server:restart",
 })
+PAUSE_MAX_S = 60  # SDK seconds a process pause lasts at most (GC pause, VM steal, a weight sync)
 
 
 def _scaled(seconds: float, time_scale: float) -> float:
@@ -108,6 +115,16 @@ def _fault(link: str, kind: str, attributes: st.SearchStrategy[dict[str, int]], 
     )
 
 
+def _process_fault(link: str, kind: str, time_scale: float, limits: Limits) -> st.SearchStrategy[Fault]:
+    """``server:pause``/``router:pause`` for 1..PAUSE_MAX_S whole SDK s, or ``server:restart`` (an instant)."""
+    start = _starts(time_scale, limits)
+    if kind == "restart":
+        return st.builds(Fault, link=st.just(link), kind=st.just(kind), start_s=start)
+    longest = max(1, min(PAUSE_MAX_S, int(limits.max_fault_s)))
+    duration = st.integers(1, longest).map(lambda d: _scaled(d, time_scale))
+    return st.builds(Fault, link=st.just(link), kind=st.just(kind), start_s=start, duration_s=duration)
+
+
 def faults(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[Fault]:
     """One fault on one of ``limits.fault_links``. Minimal: ``edge:reset_peer`` downstream, toxicity 1,
     from t=0 for 5 SDK s (× scale): the edge proxy resets every connection for a moment."""
@@ -119,6 +136,9 @@ def faults(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[Fa
         for kind in (k for k in ROUTER_KINDS if k != "crash" or limits.router_crash):
             attrs = st.sampled_from(({"status": 503}, {"status": 500})) if kind == "errors" else st.just({})
             options.append(_fault("router", kind, attrs, time_scale, limits))
+    if limits.process_faults:
+        links = [("server", "pause"), ("server", "restart")] + [("router", "pause")] * ("router" in limits.fault_links)
+        options += [_process_fault(link, kind, time_scale, limits) for link, kind in links]
     if not options:
         return st.nothing()
     return st.one_of(*options)

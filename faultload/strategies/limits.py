@@ -59,6 +59,9 @@ class Limits:
     max_fault_s: float = 60.0
     max_outage_s: float = 60.0
     router_crash: bool = True
+    # Process faults: server:pause and router:pause (1 to PAUSE_MAX_S SDK s, SIGSTOP/SIGCONT) and
+    # server:restart. Off in CI: a restart costs a real server start-up (seconds that do not scale).
+    process_faults: bool = False
     # Share of trials run by the real tinker SDK client (client="sdk") among
     # those whose shape it can run: one burst, no late or abandoned polls, the
     # SDK's own policy, proto results (see load_shapes). 0: never.
@@ -121,6 +124,7 @@ NIGHTLY = Limits(
     fault_horizon_s=120.0,
     max_fault_s=120.0,
     max_outage_s=720.0,  # faultload.strategies.faults.LONGEST_OUTAGE_S: 36 s at 0.05, inside the 600 s wall
+    process_faults=True,
     max_arrival_span_s=300.0,
     max_wall_real_s=600.0,
 )

@@ -2,6 +2,9 @@
 
 Either way the trial gets a ``ServerHandle``: its base URL, its pid (when
 known, for process metrics), its version, where its log goes, and ``stop()``.
+A launched server can also be paused (SIGSTOP of the API process alone: its
+engine stand-in only sleeps) and respawned on its port (``server:restart``);
+the handle then carries the new process, so whoever reads ``pid`` follows it.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from faultload.netutil import http_get_json
 from faultload.netutil import port_is_free
+from faultload.pausing import Pauser
 from faultload.procutil import tied_to_this_process
 from faultload.model.target import TargetSpec
 
@@ -47,6 +51,16 @@ class ServerHandle:
     log_path: Path | None = None
     process: subprocess.Popen | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # How it was launched, to launch it again (server:restart): command, working dir, environment.
+    launch: tuple[list[str], Path, dict[str, str]] | None = None
+    restarting: bool = False  # between a restart's stop and the new process: not an exit
+    restarts: int = 0
+    _pauser: Pauser | None = field(default=None, repr=False)
+
+    def pauser(self) -> Pauser:
+        if self._pauser is None:
+            self._pauser = Pauser(lambda: [self.pid] if self.pid and self.alive() else [], "server")
+        return self._pauser
 
     @property
     def healthz_url(self) -> str:
@@ -59,10 +73,23 @@ class ServerHandle:
         return "\n".join(text[-lines:])
 
     def alive(self) -> bool:
-        return self.process is None or self.process.poll() is None
+        """The process runs, or a restart is replacing it (a restart is not an exit)."""
+        return self.restarting or self.process is None or self.process.poll() is None
+
+    def respawn(self) -> None:
+        """Start the launcher again on the same port (its log appended); does not wait for /healthz."""
+        if self.launch is None:
+            raise RuntimeError(f"server {self.url} was not launched by faultload: it cannot be restarted")
+        cmd, cwd, env = self.launch
+        assert self.log_path is not None
+        self.process = _spawn_launcher(cmd, cwd, env, self.log_path, append=True)
+        self.pid = self.process.pid
+        self.restarts += 1
 
     def stop(self, grace_s: float = STOP_GRACE_S) -> None:
         """SIGTERM the server's process group, SIGKILL it after ``grace_s``. Idempotent."""
+        if self._pauser is not None:
+            self._pauser.resume_all()  # a stopped process would keep SIGTERM pending
         proc = self.process
         if proc is None:
             return
@@ -137,13 +164,10 @@ def launch_skyrl(
     log_path = run_dir / "server.log"
     child_env = {**os.environ, **(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}
     child_env.pop("PYTHONPATH", None)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            [str(python), str(LAUNCHER), str(spec_path)],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            cwd=run_dir, env=child_env, start_new_session=True, preexec_fn=tied_to_this_process(),
-        )
-    handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc)
+    cmd = [str(python), str(LAUNCHER), str(spec_path)]
+    proc = _spawn_launcher(cmd, run_dir, child_env, log_path, append=False)
+    handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc,
+                          launch=(cmd, run_dir, child_env))
     try:
         healthy = wait_healthy(handle.url, STARTUP_TIMEOUT_S, proc)
     except BaseException:  # Ctrl-C while starting: the handle never reaches the caller, so stop it here
@@ -156,6 +180,15 @@ def launch_skyrl(
         raise ServerStartError(f"target {spec.text} failed to start ({state}); log tail:\n{handle.log_tail()}")
     handle.version = _read_launch_version(log_path) or spec.version
     return handle
+
+
+def _spawn_launcher(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path, append: bool) -> subprocess.Popen:
+    """The launcher in its own session, dying with this process (SIGKILL acts on a stopped one too)."""
+    with open(log_path, "ab" if append else "wb") as log:
+        return subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=cwd, env=env, start_new_session=True, preexec_fn=tied_to_this_process(),
+        )
 
 
 def _read_launch_version(log_path: Path) -> str | None:

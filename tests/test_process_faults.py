@@ -1,0 +1,263 @@
+"""Process faults: ``server:pause``, ``server:restart``, ``router:pause``.
+
+Unit tier: the spec, the Pauser over real ``sleep`` processes (SIGSTOP is
+real; a paused process always runs again, even when the process that paused
+it is SIGKILLed), and the FaultRunner's calls against a recording stand-in
+controller (a test double, labelled). The integration test SIGKILLs a real
+``faultload run`` mid-pause and checks the real server is not left stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import (TARGETS, WORKDIR, cli_env, end_tagged_run, python_exe, require_target, tagged_processes,
+                      wait_until)
+from faultload.faults.schedule import FaultRunner
+from faultload.model.faults import Fault, FaultSchedule, parse_fault
+from faultload.pausing import Pauser
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ---------------------------------------------------------------------------- spec
+
+@pytest.mark.parametrize("spec, expect", [
+    ("server:pause@2+10", Fault("server", "pause", start_s=2, duration_s=10)),
+    ("server:restart@5", Fault("server", "restart", start_s=5)),
+    ("server:restart", Fault("server", "restart")),
+    ("router:pause@1+20", Fault("router", "pause", start_s=1, duration_s=20)),
+])
+def test_process_fault_specs_round_trip(spec: str, expect: Fault) -> None:
+    fault = parse_fault(spec)
+    assert fault == expect and fault.is_process and not fault.is_toxic
+    assert parse_fault(fault.to_spec()) == fault
+    assert Fault.from_dict(fault.to_dict()) == fault
+
+
+@pytest.mark.parametrize("spec, field", [
+    ("server:pause", "fault.duration_s"),           # a pause needs a window
+    ("server:pause@3", "fault.duration_s"),
+    ("router:pause@1", "fault.duration_s"),
+    ("server:restart@5+3", "fault.duration_s"),     # a restart is an instant
+    ("server:crash@1", "fault.kind"),
+    ("server:latency:latency=5@0+1", "fault.kind"),
+    ("server:pause:seconds=3@0+1", "fault.attributes"),
+    ("server:pause:stream=upstream@0+1", "fault.stream/toxicity"),
+    ("server:pause@0+0", "fault.duration_s"),
+])
+def test_bad_process_fault_specs_are_one_line(spec: str, field: str) -> None:
+    with pytest.raises(ValueError) as info:
+        parse_fault(spec)
+    message = str(info.value)
+    assert message.startswith(field + ":") and "\n" not in message, message
+
+
+def test_edge_faults_are_not_process_faults() -> None:
+    assert not parse_fault("edge:down@0+1").is_process and not parse_fault("router:stall@0+1").is_process
+
+
+# ---------------------------------------------------------------------------- Pauser, real processes
+
+def _status(pid: int) -> str:
+    try:
+        return psutil.Process(pid).status()
+    except psutil.NoSuchProcess:
+        return "gone"
+
+
+def _wait_status(pid: int, wanted: set[str], timeout_s: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    status = _status(pid)
+    while status not in wanted and time.monotonic() < deadline:
+        time.sleep(0.02)
+        status = _status(pid)
+    return status
+
+
+@pytest.fixture
+def sleeper():
+    proc = subprocess.Popen(["sleep", "60"])
+    yield proc
+    proc.kill()
+    proc.wait(5)
+
+
+RUNNING = {psutil.STATUS_SLEEPING, psutil.STATUS_RUNNING}
+
+
+def test_pause_stops_and_resume_continues_nested_pauses_counted(sleeper) -> None:
+    pauser = Pauser(lambda: [sleeper.pid], "sleeper")
+    assert pauser.pause(5.0) == [sleeper.pid]
+    assert _wait_status(sleeper.pid, {psutil.STATUS_STOPPED}) == psutil.STATUS_STOPPED
+    pauser.pause(5.0)                      # a second pause overlapping the first
+    resumers = list(pauser._resumers)
+    pauser.resume()                        # the first ends: still paused
+    assert _status(sleeper.pid) == psutil.STATUS_STOPPED and pauser.paused
+    pauser.resume()
+    assert _wait_status(sleeper.pid, RUNNING) in RUNNING and not pauser.paused
+    assert all(r.poll() == 0 for r in resumers)  # dismissed and reaped
+    pauser.resume()                        # one too many: nothing happens
+
+
+def test_a_pause_with_no_process_is_an_error_not_a_silent_no_op() -> None:
+    with pytest.raises(RuntimeError, match="no process to pause"):
+        Pauser(lambda: [], "server").pause(1.0)
+
+
+def test_the_resumer_resumes_on_its_own_deadline(sleeper) -> None:
+    pauser = Pauser(lambda: [sleeper.pid], "sleeper", margin_s=0.3)
+    pauser.pause(0.0)
+    assert _wait_status(sleeper.pid, {psutil.STATUS_STOPPED}) == psutil.STATUS_STOPPED
+    assert _wait_status(sleeper.pid, RUNNING) in RUNNING  # nobody called resume()
+    pauser.resume()  # the resumer is gone already: dismissing it is not an error
+
+
+_PAUSE_THEN_DIE = """
+import os, signal, sys, time
+from faultload.pausing import Pauser
+Pauser(lambda: [int(sys.argv[1])], "target").pause(600.0)
+print("paused", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_paused_process_runs_again_when_whoever_paused_it_is_sigkilled(sleeper) -> None:
+    """The hard path out: SIGKILL of the pausing process leaves no stopped process behind."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    pauser = subprocess.Popen([sys.executable, "-c", _PAUSE_THEN_DIE, str(sleeper.pid)], env=env,
+                              stdout=subprocess.PIPE)
+    try:
+        assert pauser.stdout is not None and pauser.stdout.readline() == b"paused\n"
+        assert _wait_status(sleeper.pid, {psutil.STATUS_STOPPED}) == psutil.STATUS_STOPPED
+        pauser.send_signal(signal.SIGKILL)
+        pauser.wait(5)
+        assert _wait_status(sleeper.pid, RUNNING) in RUNNING
+    finally:
+        pauser.kill()
+        pauser.wait(5)
+
+
+# ---------------------------------------------------------------------------- FaultRunner, stand-in controller
+
+class RecordingController:
+    """Test double for the server/router controller: records calls; ``restart`` takes a moment."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def pause(self, seconds: float) -> None:
+        self.calls.append(f"pause {seconds:g}")
+
+    def resume(self) -> None:
+        self.calls.append("resume")
+
+    async def restart(self) -> None:
+        self.calls.append("restart")
+        await asyncio.sleep(0.1)
+        self.calls.append("restarted")
+
+    def reset_faults(self) -> None:
+        self.calls.append("reset_faults")
+
+
+def test_runner_pauses_resumes_and_restarts_on_schedule() -> None:
+    schedule = FaultSchedule.parse(["server:pause@0+0.2", "server:restart@0.3", "router:pause@0.1+0.1"])
+    server, router = RecordingController(), RecordingController()
+
+    async def run():
+        runner = FaultRunner(schedule, None, {}, router=router, server=server)
+        runner.start()
+        await asyncio.sleep(0.05)
+        paused = runner.process_fault_in_force()
+        await asyncio.sleep(0.3)
+        restarting = runner.process_fault_in_force()
+        assert await runner.wait(5.0)
+        return runner, paused, restarting, runner.process_fault_in_force()
+
+    runner, paused, restarting, after = asyncio.run(run())
+    assert (paused, restarting, after) == (True, True, False)
+    assert server.calls == ["pause 0.2", "resume", "restart", "restarted"]
+    assert router.calls == ["pause 0.1", "resume"]
+    pause, restart, _ = runner.records()
+    assert pause.removed_by == "schedule" and pause.error is None
+    # a restart is in force from its start until the server is back
+    assert restart.removed_by == "schedule" and restart.removed_at_s - restart.applied_at_s >= 0.1
+
+
+def test_heal_resumes_a_pause_still_in_force_and_needs_a_server_controller() -> None:
+    schedule = FaultSchedule.parse(["server:pause@0+30", "router:pause@0+30"])
+    server, router = RecordingController(), RecordingController()
+
+    async def run():
+        runner = FaultRunner(schedule, None, {}, router=router, server=server)
+        runner.start()
+        await asyncio.sleep(0.05)
+        return runner, await runner.heal()
+
+    runner, errors = asyncio.run(run())
+    assert errors == [] and server.calls == ["pause 30", "resume"]
+    assert router.calls == ["pause 30", "resume"]  # no reset_faults: a pause holds no router window
+    assert all(r.removed_by == "heal" for r in runner.records())
+    with pytest.raises(ValueError, match="no server controller"):
+        FaultRunner(FaultSchedule.parse(["server:restart@1"]), None, {}, router=router)
+
+
+# ---------------------------------------------------------------------------- a real run, SIGKILLed mid-pause
+
+def _tagged_with(tag: str, needle: str) -> list[int]:
+    pids = []
+    for proc in tagged_processes(tag):
+        try:
+            if needle in " ".join(proc.cmdline()):
+                pids.append(proc.pid)
+        except psutil.Error:
+            pass
+    return pids
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("fault, needle", [
+    ("server:pause@1+600", "skyrl_launch.py"),
+    ("router:pause@1+600", "faultload.router"),
+])
+def test_a_run_sigkilled_mid_pause_leaves_no_stopped_process(tmp_path: Path, fault: str, needle: str) -> None:
+    """SIGKILL `faultload run` while the server (or router) is SIGSTOPped: afterwards no process
+    of the run is in state 'T', and none is left at all (the router's parent-death SIGTERM stays
+    pending while it is stopped: the pause's resumer SIGCONTs it)."""
+    require_target("0.4.0")
+    cwd = tmp_path / "cwd"
+    (cwd / ".faultload").mkdir(parents=True)
+    (cwd / ".faultload" / "targets").symlink_to(TARGETS, target_is_directory=True)
+    (cwd / ".faultload" / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
+    tag = os.urandom(16).hex()
+    cmd = [python_exe(), "-m", "faultload.cli", "run", "--requests", "20", "--router-mode", "latency",
+           "--gen-seconds", "1", "--fault", fault, "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=cli_env(tag, cwd), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        def paused() -> list[int]:
+            pids = _tagged_with(tag, needle)
+            return pids if pids and all(_status(p) == psutil.STATUS_STOPPED for p in pids) else []
+
+        pids = wait_until(paused, timeout_s=180.0, every_s=0.2)
+        assert pids, f"{fault} never stopped {needle}: {[(p, _status(p)) for p in _tagged_with(tag, needle)]}"
+        assert proc.poll() is None, "the run ended before it was killed"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        wait_until(lambda: all(_status(p) in ("gone", psutil.STATUS_ZOMBIE) for p in pids), timeout_s=30.0)
+        assert [(p, _status(p)) for p in pids if _status(p) == psutil.STATUS_STOPPED] == []
+        assert all(_status(p) in ("gone", psutil.STATUS_ZOMBIE) for p in pids), [(p, _status(p)) for p in pids]
+        assert wait_until(lambda: not tagged_processes(tag), timeout_s=30.0), \
+            [" ".join(p.cmdline())[:150] for p in tagged_processes(tag)]
+    finally:
+        end_tagged_run(proc, tag)
