@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import random
 import selectors
@@ -30,6 +31,7 @@ from faultload.faults.schedule import FaultRunner
 from faultload.faults.topology import create_proxy_on_free_port, create_topology, teardown
 from faultload.faults.toxiproxy import ToxiproxyServer, check_toxiproxy, find_toxiproxy, reap_stale
 from faultload.model.faults import Fault, FaultSchedule, parse_fault
+from faultload.model.watchdog import FaultWindow
 from faultload.netutil import ephemeral_range, pick_free_port
 from faultload.netutil import port_is_free
 from faultload.faults.toxiproxy import process_gone
@@ -178,6 +180,8 @@ def test_fault_log_active_at_and_round_trip() -> None:
     assert log.active_at(2.0) == [a, b]
     assert log.active_at(99.0) == [b]
     assert FaultLog.from_dict(json.loads(json.dumps(log.to_dict()))) == log
+    # The watchdog's view: what took effect, until removed (a failed apply never did).
+    assert log.windows() == (FaultWindow(1.0, 2.1, "edge", "down"), FaultWindow(1.5, math.inf, "router", "stall"))
 
 
 def test_ports_below_ephemeral_range() -> None:

@@ -23,6 +23,7 @@ from faultload import tokens
 from faultload.client import raw, sdk_rules
 from faultload.client.counters import LiveCounters
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
+from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
 from faultload.model.shape import ClientPolicy, LoadShape
 from faultload.record.history import Outcome
 
@@ -211,3 +212,8 @@ def test_keepalive_expiry_is_the_sdk_connection_limits():
     constants = importlib.import_module("tinker._constants")
     expiry = constants.DEFAULT_CONNECTION_LIMITS.keepalive_expiry
     assert POLICY.keepalive_expiry_s == float(expiry) == 5.0
+
+
+def test_request_timeout_is_the_sdk_default_timeout():
+    constants = importlib.import_module("tinker._constants")
+    assert SDK_REQUEST_TIMEOUT_S == float(constants.DEFAULT_TIMEOUT.read) == 60.0

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from faultload.model.watchdog import WatchdogLimits
+
+from faultload.model.watchdog import FaultWindow, WatchdogLimits
+from faultload.model.shape import LoadShape
+from faultload.model.trial import TrialConfig
+from faultload.run.trial import _reconnect_s
 from faultload.run.watchdog import Watchdog, load_watchdog_limits
 
 LIMITS = WatchdogLimits(stall_window_s=10, no_progress_window_s=20, accept_window_s=5, confirm_s=3)
@@ -50,6 +56,100 @@ def test_no_progress_needs_the_whole_window_and_outstanding_requests():
         feed(dog3, i * 0.5, progress=(7,), in_flight=5)
     verdict = dog3.verdict()
     assert verdict is not None and verdict.kind == "no_progress" and verdict.at_s == 0.0
+
+
+EDGE_DOWN = FaultWindow(5.0, 45.0, "edge", "down")  # a 40 s partition: twice the 20 s window
+
+
+def idle_trial(dog: Watchdog, until_s: float, from_s: float = 0.0, healthz_ok: bool = True, **sample) -> None:
+    """Nothing moves (10 requests outstanding), a sample and a /healthz probe each 0.5 s (test double for the monitor)."""
+    for i in range(int(from_s * 2), int(until_s * 2) + 1):
+        t = i * 0.5
+        dog.observe_probe(t, 0.002 if healthz_ok else 10.0, healthz_ok)
+        feed(dog, t, progress=(3,), **sample)
+
+
+def test_no_progress_during_an_edge_outage_with_a_healthy_server_is_the_faults():
+    dog = Watchdog(LIMITS, None, faults=(EDGE_DOWN,))
+    idle_trial(dog, 44.0)
+    assert dog.verdict() is None and not dog.should_stop(44.0)
+    dog = Watchdog(LIMITS, None, faults=(FaultWindow(5.0, math.inf, "edge", "timeout"),))  # not healed yet
+    idle_trial(dog, 120.0)
+    assert dog.verdict() is None
+
+
+def test_the_same_idleness_without_the_fault_is_no_progress():
+    dog = Watchdog(LIMITS, None)
+    idle_trial(dog, 44.0)
+    verdict = dog.verdict()
+    assert verdict is not None and verdict.kind == "no_progress" and verdict.at_s == 0.0
+
+
+def test_idleness_past_the_heal_by_the_window_is_no_progress_from_the_heal():
+    dog = Watchdog(LIMITS, None, faults=(EDGE_DOWN,))
+    idle_trial(dog, 64.5)  # 19.5 s after the heal: under the window
+    assert dog.verdict() is None
+    idle_trial(dog, 66.0, from_s=65.0)
+    verdict = dog.verdict()
+    assert verdict is not None and verdict.kind == "no_progress" and verdict.at_s == 45.0
+    assert "edge:down healed" in verdict.evidence[0]
+
+
+def test_after_a_heal_the_window_waits_out_the_clients_reconnect_allowance():
+    dog = Watchdog(LIMITS, None, faults=(EDGE_DOWN,), reconnect_s=30.0)
+    idle_trial(dog, 94.5)  # 49.5 s after the heal: under window 20 + reconnect 30
+    assert dog.verdict() is None
+    idle_trial(dog, 96.0, from_s=95.0)
+    assert dog.verdict().kind == "no_progress" and dog.verdict().at_s == 45.0
+
+
+def test_reconnect_allowance_is_the_clients_longest_timeout_then_its_backoff_cap():
+    def allowance(client: str, scale: float) -> float:
+        return _reconnect_s(TrialConfig("skyrl==0.4.0", shape=LoadShape(client=client, time_scale=scale)))
+    assert allowance("raw", 1.0) == 60.0 + 30.0
+    assert allowance("raw", 0.05) == 60.0 * 0.05 + 30.0 * 0.05
+    assert allowance("sdk", 0.05) == 60.0 * 0.05 + 30.0  # the SDK's backoff sleeps are not scaled
+
+
+def test_faults_fed_as_they_are_recorded_excuse_the_same():
+    dog = Watchdog(LIMITS, None)
+    for i in range(0, 131):  # the runner records the heal at 45 s; the watchdog hears of it half a second late
+        t = i * 0.5
+        dog.observe_faults(() if t < 5.0 else (FaultWindow(5.0, math.inf if t <= 45.5 else 45.0, "edge", "down"),))
+        dog.observe_probe(t, 0.002, True)
+        feed(dog, t, progress=(3,))
+        assert dog.verdict() is None or t >= 65.0
+    assert dog.verdict().kind == "no_progress" and dog.verdict().at_s == 45.0
+
+
+def test_a_failing_healthz_during_the_outage_is_still_the_servers():
+    dog = Watchdog(LIMITS, None, faults=(EDGE_DOWN,))
+    idle_trial(dog, 44.0, healthz_ok=False)
+    verdict = dog.verdict()
+    assert verdict is not None and verdict.kind == "event_loop_stall" and verdict.at_s == 0.0
+    assert "no_progress" in dog.signals  # no excuse while the server itself is unwell
+
+
+def test_router_and_backend_faults_excuse_too_the_server_being_healthy():
+    for link, kind in (("router", "stall"), ("backend", "down")):
+        dog = Watchdog(LIMITS, None, faults=(FaultWindow(0.0, 40.0, link, kind),))
+        idle_trial(dog, 40.0)
+        assert dog.verdict() is None, link
+
+
+def test_an_edge_outage_excuses_none_of_the_servers_own_signals():
+    dog = Watchdog(LIMITS, (20000, 20000), faults=(EDGE_DOWN,))
+    for i in range(10, 40):
+        feed(dog, float(i), progress=(3,), fds=19990 if i >= 30 else 100,
+             queue=4096, backlog=4096, overflows=(i - 10) * 10)
+    assert {"accept_queue_overflow", "fd_exhaustion"} <= set(dog.signals) and "no_progress" not in dog.signals
+    dog = Watchdog(LIMITS, None, faults=(EDGE_DOWN,))  # overflows elsewhere, the server's queue not pinned
+    for i in range(10, 40):
+        feed(dog, float(i), progress=(3,), queue=3, backlog=4096, overflows=(i - 10) * 10)
+    assert dog.verdict() is None
+    dog = Watchdog(LIMITS, None, faults=(EDGE_DOWN,))
+    feed(dog, 10.0, alive=False)
+    assert dog.verdict().kind == "server_exit"
 
 
 def test_event_loop_stall_from_probes():

@@ -7,6 +7,7 @@ from here. ``tests/test_sdk_constants.py`` reads the installed SDK so a drift is
 
 SDK_SUBMIT_CONCURRENCY = 400  # asample POSTs in flight per client holder
 SDK_POLL_TIMEOUT_S = 45.0  # retrieve_future client timeout
+SDK_REQUEST_TIMEOUT_S = 60.0  # the SDK's default HTTP timeout (asample and every call without its own)
 SDK_BACKOFF_CAP_S = 30.0  # connection-error backoff cap; also the store's sweep interval
 # execute_with_retries retries an asample for this long (elapsed), then raises what it last met.
 SDK_SUBMIT_RETRY_WINDOW_S = 300.0

@@ -1,4 +1,7 @@
-"""The collapse watchdog's limits: when a server counts as collapsed (``faultload.run.watchdog`` applies them)."""
+"""The collapse watchdog's limits (when a server counts as collapsed) and the fault windows it is handed.
+
+``faultload.run.watchdog`` applies them.
+"""
 
 from __future__ import annotations
 
@@ -22,3 +25,23 @@ class WatchdogLimits:
         if self.confirm_s < 0:
             raise ValueError("watchdog confirm_s must be >= 0")
 
+
+
+@dataclass(frozen=True)
+class FaultWindow:
+    """One injected fault as the watchdog sees it: in force from ``start_s`` to ``end_s``.
+
+    Trial seconds; ``end_s`` is ``inf`` while it has not healed. ``link`` and
+    ``kind`` say whether it can explain a lack of progress and name it in the evidence.
+    """
+
+    start_s: float
+    end_s: float
+    link: str
+    kind: str
+
+    def covers(self, t: float) -> bool:
+        return self.start_s <= t <= self.end_s
+
+    def label(self) -> str:
+        return f"{self.link}:{self.kind}"

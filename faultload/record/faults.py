@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from faultload.model.faults import Fault
+from faultload.model.watchdog import FaultWindow
 
 # What a process fault did, in words, for the report (the spec says when).
 PROCESS_EFFECTS = {
@@ -78,6 +79,14 @@ class FaultLog:
     def active_at(self, t: float) -> list[Fault]:
         """Faults possibly in force ``t`` seconds after trial start."""
         return [r.fault for r in self.records if r.active_at(t)]
+
+    def windows(self) -> tuple[FaultWindow, ...]:
+        """Each fault that took effect, from its apply to its removal (``inf``: not removed yet), for the watchdog."""
+        return tuple(
+            FaultWindow(float(r.applied_at_s), math.inf if r.removed_at_s is None else float(r.removed_at_s),
+                        r.fault.link, r.fault.kind)
+            for r in self.records if r.applied and r.applied_at_s is not None
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {"trial_start_epoch": self.trial_start_epoch, "records": [r.to_dict() for r in self.records]}

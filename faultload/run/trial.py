@@ -33,9 +33,10 @@ from faultload.run.server_faults import ServerFaults
 from faultload.run.stack import Stack
 from faultload.targets.server import BASE_MODEL
 from faultload.record.collapse import CollapseVerdict
-from faultload.model.watchdog import WatchdogLimits
+from faultload.model.sdk import SDK_BACKOFF_CAP_S, SDK_REQUEST_TIMEOUT_S
+from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.run.watchdog import Watchdog
-from faultload.run.watching import LogFollower, Progress, wait_load
+from faultload.run.watching import FaultWindows, LogFollower, Progress, wait_load
 from faultload.workspace import Workspace
 
 
@@ -131,6 +132,27 @@ def _watchdog_limits(config: TrialConfig) -> WatchdogLimits:
     return dataclasses.replace(limits, no_progress_window_s=window)
 
 
+def _reconnect_s(config: TrialConfig) -> float:
+    """How long a client may stay quiet after a fault heals, in trial seconds: its longest HTTP timeout
+    (a request whose bytes the fault dropped) and then its backoff cap (the sleep it was in).
+
+    The SDK's connection-error backoff (``min(2**n, 30)`` s) is not scaled by
+    the time scale; its HTTP timeouts and all the raw client's timers are.
+    """
+    shape = config.shape
+    timeout = shape.scaled(max(shape.policy.poll_timeout_s, SDK_REQUEST_TIMEOUT_S))
+    backoff = SDK_BACKOFF_CAP_S if shape.client == "sdk" else shape.scaled(shape.policy.backoff_cap_s)
+    return timeout + backoff
+
+
+def _fault_windows(stack: Stack) -> FaultWindows:
+    """What the watchdog is told of the faults: the runner's records as they stand (none without a schedule)."""
+    def windows() -> tuple[FaultWindow, ...]:
+        runner = stack.faults.runner if stack.faults is not None else None
+        return runner.log().windows() if runner is not None else ()
+    return windows
+
+
 def run_trial(
     config: TrialConfig,
     workspace: Workspace,
@@ -177,11 +199,11 @@ def run_trial(
         pool.go(t0)
         if stack.faults is not None:
             stack.faults.start_schedule(config.faults, router, t0, server=ServerFaults(server))
-        watchdog = Watchdog(_watchdog_limits(config), monitor.fd_limit)
+        watchdog = Watchdog(_watchdog_limits(config), monitor.fd_limit, reconnect_s=_reconnect_s(config))
         try:
             collapsed = wait_load(
                 pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s,
-                watchdog, server, log, config.early_stop, excused=_process_fault_in_force(stack),
+                watchdog, server, log, config.early_stop, _fault_windows(stack), excused=_process_fault_in_force(stack),
             )
         except KeyboardInterrupt:
             result.interrupted, collapsed = True, False

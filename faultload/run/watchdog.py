@@ -12,13 +12,25 @@ each with an onset time and one line of evidence:
 - ``event_loop_stall``: every /healthz probe failing or slower than
   ``stall_latency_s`` for ``stall_window_s``;
 - ``no_progress``: requests outstanding, yet neither the client nor the router
-  completed or received anything for ``no_progress_window_s``;
+  completed or received anything for ``no_progress_window_s``. A collapse is
+  the server's: while an injected fault outside the server process (edge,
+  backend or router link: :data:`EXPLAINING_LINKS`) is in force and the
+  server's own ``/healthz`` answers fine, the fault explains the idleness and
+  the window does not run. It restarts when the last such fault heals, and
+  then lasts ``reconnect_s`` longer (a client may sit out an HTTP timeout and
+  a backoff sleep after a partition before it tries again);
 - ``server_exit``: the server process is gone.
 
 Once a signal fires the watchdog keeps watching for ``confirm_s`` to collect
 what follows, then asks the trial to stop. The verdict names the signal with
 the earliest onset as the cause and lists the others, in time order, as
-consequences. Pure logic over numbers: unit-tested on synthetic samples.
+consequences. Pure logic over numbers (the fault windows come in as values,
+:meth:`Watchdog.observe_faults`): unit-tested on synthetic samples.
+
+The server's own signals (fds, accept queue, ``/healthz``, exit) are never
+excused by a fault: the /healthz probe and the listen queue are the server's,
+not the client's side of a proxy, so an edge fault cannot pin the one or fail
+the other.
 """
 
 from __future__ import annotations
@@ -27,8 +39,12 @@ import dataclasses
 import tomllib
 from pathlib import Path
 
-from faultload.model.watchdog import WatchdogLimits
+from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.record.collapse import CollapseVerdict, Signal
+
+# Faults outside the server process, on the path of the work: each can stop
+# progress while the server itself is well (its health is judged apart).
+EXPLAINING_LINKS = ("edge", "backend", "router")
 
 
 class _Window:
@@ -48,9 +64,18 @@ class _Window:
 class Watchdog:
     """Feed it samples in time order; ask ``should_stop`` and ``verdict``."""
 
-    def __init__(self, limits: WatchdogLimits, fd_limit: tuple[int, int] | None) -> None:
+    def __init__(self, limits: WatchdogLimits, fd_limit: tuple[int, int] | None,
+                 faults: tuple[FaultWindow, ...] = (), reconnect_s: float = 0.0) -> None:
         limits.validate()
+        if not 0 <= reconnect_s < float("inf"):
+            raise ValueError("watchdog reconnect_s must be >= 0 and finite")
         self.limits = limits
+        self.reconnect_s = reconnect_s
+        self._faults = tuple(faults)
+        self._healthy = True  # the latest /healthz probe answered in time (none yet: nothing says otherwise)
+        self._excused_since: float | None = None  # the first sample of the stretch a fault explains
+        self._idle_needs_s = limits.no_progress_window_s
+        self._idle_note = ""
         self.fd_soft = fd_limit[0] if fd_limit else None
         self.signals: dict[str, Signal] = {}
         self._fired_at: dict[str, float] = {}  # when each signal was recognised (>= its onset)
@@ -102,21 +127,55 @@ class Watchdog:
                 "accept_queue_overflow", since,
                 f"accept queue {accept_queue}/{backlog} pinned since t={since:.1f}s, ListenOverflows +{overflows - (self._overflow_start or 0)}",
             )
-        if self._last_progress is None or progress != self._last_progress or client_in_flight <= 0:
+        self._check_progress(t, client_in_flight, progress)
+
+    def _check_progress(self, t: float, client_in_flight: int, progress: tuple) -> None:
+        explained = self._explained(t)
+        if self._last_progress is None or progress != self._last_progress or client_in_flight <= 0 or explained:
             self._last_progress = progress
             self._last_progress_t = t  # the onset of any idle stretch that follows
-        elif t - self._last_progress_t >= lim.no_progress_window_s:
+            self._idle_needs_s, self._idle_note = self.limits.no_progress_window_s, ""
+            if not explained:
+                self._excused_since = None
+            elif self._excused_since is None:
+                self._excused_since = t
+            return
+        if self._excused_since is not None:  # the excuse just ended: the window runs from the heal
+            self._restart_after_heal(t)
+        if t - self._last_progress_t >= self._idle_needs_s:
             since = self._last_progress_t
             self._raise(
                 "no_progress", since,
-                f"{client_in_flight} requests outstanding, nothing completed or received from t={since:.1f}s to t={t:.1f}s",
+                f"{client_in_flight} requests outstanding, nothing completed or received from "
+                f"t={since:.1f}s{self._idle_note} to t={t:.1f}s",
             )
+
+    def _explained(self, t: float) -> bool:
+        """Does a fault explain no progress at ``t``: one outside the server in force, the server healthy."""
+        return self._healthy and any(w.link in EXPLAINING_LINKS and w.covers(t) for w in self._faults)
+
+    def _restart_after_heal(self, t: float) -> None:
+        """Idle since the last explaining fault healed (if one did, not the server's health turning bad)."""
+        assert self._excused_since is not None
+        since, self._excused_since = self._excused_since, None
+        healed = [w for w in self._faults if w.link in EXPLAINING_LINKS and since <= w.end_s <= t]
+        if not healed:
+            return
+        last = max(healed, key=lambda w: w.end_s)
+        self._last_progress_t = last.end_s
+        self._idle_needs_s = self.limits.no_progress_window_s + self.reconnect_s
+        self._idle_note = f" (when fault {last.label()} healed)"
+
+    def observe_faults(self, windows: tuple[FaultWindow, ...]) -> None:
+        """The faults injected so far, as they really were applied and removed (replaces the last call's)."""
+        self._faults = tuple(windows)
 
     def observe_probe(self, t: float, latency_s: float, ok: bool) -> None:
         """One /healthz probe."""
         lim = self.limits
         self._now = max(self._now, t)
         bad = (not ok) or latency_s > lim.stall_latency_s
+        self._healthy = not bad
         since = self._stall.update(t, bad)
         if since is not None and t - since >= lim.stall_window_s:
             self._raise(

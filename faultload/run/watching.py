@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from faultload.client.workers import WorkerPool
+from faultload.model.watchdog import FaultWindow
 from faultload.record.samples import SAMPLE_FIELDS
 from faultload.run.monitor import Monitor
 from faultload.targets.server import ServerHandle
@@ -15,6 +16,8 @@ from faultload.run.watchdog import Watchdog
 
 # progress(trial seconds, live counters, latest monitor sample)
 Progress = Callable[[float, dict[str, int], tuple], None]
+# The faults applied so far and when each was removed (the fault runner's records), as the watchdog takes them.
+FaultWindows = Callable[[], tuple[FaultWindow, ...]]
 
 
 class LogFollower:
@@ -50,7 +53,10 @@ class LogFollower:
         self.fd_lines += count
 
 
-def feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: bool) -> None:
+def feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: bool,
+                  faults: tuple[FaultWindow, ...] = ()) -> None:
+    """The monitor's new samples and probes, after the faults in force so far (each sample is judged with them)."""
+    watchdog.observe_faults(faults)
     rows, probes = monitor.rows, monitor.probes
     for row in rows[fed[0]:len(rows)]:
         sample = dict(zip(SAMPLE_FIELDS, row))
@@ -68,6 +74,7 @@ def feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: b
 def wait_load(
     pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float,
     watchdog: Watchdog, server: ServerHandle, log: LogFollower, early_stop: bool,
+    faults: FaultWindows = tuple,
     excused: Callable[[], bool] = lambda: False,
 ) -> bool:
     """Wait for the load to finish; True if the watchdog stopped it early.
@@ -80,7 +87,7 @@ def wait_load(
     while not pool.finished() and time.monotonic() < deadline:
         pool.poll(0.1)
         now = time.monotonic()
-        feed_watchdog(watchdog, monitor, fed, server.alive())
+        feed_watchdog(watchdog, monitor, fed, server.alive(), faults())
         if excused():
             watchdog.excuse(now - monitor.t0)
         if now >= next_log:
