@@ -304,10 +304,6 @@ class FaultRunner:
     def active_at(self, t: float) -> list[Fault]:
         return self.log().active_at(t)
 
-    def process_fault_in_force(self) -> bool:
-        """A pause or restart is in force now: the silence that follows is the fault's, not a collapse."""
-        return any(r.applied and r.removed_at_s is None and r.fault.is_process for r in self._records)
-
 
 def _one_line(exc: BaseException) -> str:
     text = f"{type(exc).__name__}: {exc}" if not isinstance(exc, FaultControlError) else str(exc)

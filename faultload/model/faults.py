@@ -53,6 +53,11 @@ _FIELDS = ("link", "kind", "attributes", "stream", "toxicity", "start_s", "durat
 SPEC_SYNTAX = "LINK:TYPE[:k=v,...][@START[+DURATION]]"
 
 
+def is_process_fault(link: str, kind: str) -> bool:
+    """``server:pause``, ``server:restart``, ``router:pause``: a fault on a process, whose silence is the fault's."""
+    return link == "server" or (link == "router" and kind == "pause")
+
+
 def kinds_for(link: str) -> dict[str, tuple[tuple[str, ...], dict[str, int]]]:
     """The kinds allowed on ``link`` with their (required, optional) attributes."""
     if link == "router":
@@ -191,7 +196,7 @@ class Fault:
     @property
     def is_process(self) -> bool:
         """True for a fault on a process (``server:pause``, ``server:restart``, ``router:pause``)."""
-        return self.link == "server" or (self.link == "router" and self.kind == "pause")
+        return is_process_fault(self.link, self.kind)
 
     @property
     def end_s(self) -> float:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from faultload.model.faults import is_process_fault
+
 @dataclass(frozen=True)
 class WatchdogLimits:
     fd_fraction: float = 0.97
@@ -45,3 +47,7 @@ class FaultWindow:
 
     def label(self) -> str:
         return f"{self.link}:{self.kind}"
+
+    @property
+    def is_process(self) -> bool:
+        return is_process_fault(self.link, self.kind)

@@ -15,7 +15,7 @@ import random
 import resource
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import psutil
@@ -203,7 +203,7 @@ def run_trial(
         try:
             collapsed = wait_load(
                 pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s,
-                watchdog, server, log, config.early_stop, _fault_windows(stack), excused=_process_fault_in_force(stack),
+                watchdog, server, log, config.early_stop, _fault_windows(stack),
             )
         except KeyboardInterrupt:
             result.interrupted, collapsed = True, False
@@ -218,14 +218,6 @@ def run_trial(
         result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start
         result.wall_s = time.monotonic() - started
     return result
-
-
-def _process_fault_in_force(stack: Stack) -> Callable[[], bool]:
-    """What the load wait asks each turn: is a pause or restart (whose silence is not a collapse) in force?"""
-    def in_force() -> bool:
-        runner = stack.faults.runner if stack.faults is not None else None
-        return runner is not None and runner.process_fault_in_force()
-    return in_force
 
 
 def _collapse_evidence(log: LogFollower, watchdog: Watchdog, stack: Stack, config: TrialConfig) -> list[str]:

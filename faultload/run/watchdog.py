@@ -128,6 +128,8 @@ class Watchdog:
                 f"accept queue {accept_queue}/{backlog} pinned since t={since:.1f}s, ListenOverflows +{overflows - (self._overflow_start or 0)}",
             )
         self._check_progress(t, client_in_flight, progress)
+        if self._process_fault_at(t):
+            self._excuse(t)
 
     def _check_progress(self, t: float, client_in_flight: int, progress: tuple) -> None:
         explained = self._explained(t)
@@ -182,8 +184,13 @@ class Watchdog:
                 "event_loop_stall", since,
                 f"/healthz failing or slower than {lim.stall_latency_s:g}s from t={since:.1f}s to t={t:.1f}s",
             )
+        if self._process_fault_at(t):
+            self._excuse(t)
 
-    def excuse(self, t: float) -> None:
+    def _process_fault_at(self, t: float) -> bool:
+        return any(w.is_process and w.covers(t) for w in self._faults)
+
+    def _excuse(self, t: float) -> None:
         """An injected process fault (a paused or restarting server, a paused router) explains the
         silence at ``t``: the stall, accept-queue and progress windows start again from there."""
         self._stall.since = None

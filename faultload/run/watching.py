@@ -75,12 +75,11 @@ def wait_load(
     pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float,
     watchdog: Watchdog, server: ServerHandle, log: LogFollower, early_stop: bool,
     faults: FaultWindows = tuple,
-    excused: Callable[[], bool] = lambda: False,
 ) -> bool:
     """Wait for the load to finish; True if the watchdog stopped it early.
 
-    While ``excused()`` (a process fault in force) the watchdog's windows are
-    restarted after each feed: a paused server is silent by design."""
+    ``faults()``: the faults injected so far, fed to the watchdog each turn (a
+    partition and a paused server are silent by design, not collapsed)."""
     next_report = time.monotonic() + every_s
     next_log = time.monotonic()
     fed = [0, 0]
@@ -88,8 +87,6 @@ def wait_load(
         pool.poll(0.1)
         now = time.monotonic()
         feed_watchdog(watchdog, monitor, fed, server.alive(), faults())
-        if excused():
-            watchdog.excuse(now - monitor.t0)
         if now >= next_log:
             log.poll(watchdog, now - monitor.t0)
             next_log = now + 1.0
