@@ -17,7 +17,8 @@ is registered as the Hypothesis profile ``faultload-<name>``
 (``faultload-ci``, ``faultload-nightly``, ``faultload-confirm``) holding the
 suite's settings (examples, derandomize, example database, no deadline,
 phases, health checks, one bug, blobs), on top of the profile loaded when the
-session is made — Hypothesis's own, or yours (``--hypothesis-profile``, or a
+session is made — Hypothesis's own (``default``, or ``ci``, which Hypothesis
+loads itself when it sees a CI environment), or yours (``--hypothesis-profile``, or a
 ``settings.load_profile`` in a conftest) — so the settings the suite does not
 set (verbosity, ``--hypothesis-verbosity``, stateful steps, backend) are
 yours. The suite's properties are built on the chosen one; it is loaded for
@@ -53,6 +54,9 @@ from faultload.workspace import Workspace
 
 FULL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 NO_SHRINK_PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
+# The profiles Hypothesis loads by itself: ``default``, and ``ci`` when it sees a CI environment variable
+# (``CI``, ``GITHUB_ACTIONS``, ...). Either loaded means you loaded none: the suite's own is loaded.
+HYPOTHESIS_OWN_PROFILES = frozenset({"default", "ci"})
 
 
 class SuiteOptions:
@@ -123,7 +127,7 @@ class SuiteSession:
         self._loaded_before = (settings.get_current_profile_name(), settings.default)
         register_hypothesis_profiles(self.options.profile, self.options.workspace())
         chose_own = config is not None and config.getoption("hypothesis_profile", None)
-        if not chose_own and self._loaded_before[0] == "default":
+        if not chose_own and self._loaded_before[0] in HYPOTHESIS_OWN_PROFILES:
             settings.load_profile(hypothesis_profile_name(self.options.profile))
 
     # ------------------------------------------------------------------ what the properties read
