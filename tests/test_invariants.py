@@ -281,21 +281,22 @@ def test_stall_spans_merge_failed_and_slow_probes() -> None:
 
 def test_a_404_made_by_an_unscaled_server_stall_is_not_a_loss() -> None:
     # At time scale 0.05 a correct server keeps a result 300 SDK s = 15 real s.
-    # Row 40's result completed at 9 s and was answered 404 at 40 s: 31 s old,
-    # but 29.5 s of that the loop was stalled, which at full time is still
-    # 29.5 s, so the result would have been 1.5 / 0.05 + 29.5 = 59.5 SDK s
-    # old. Row 41 completed at 9 s and was answered 404 at 58 s with the same
-    # stall: 19.5 s outside it is 390 SDK s, beyond the window, so a loss.
+    # Row 40's result completed at 9 s and was answered 404 at 38 s: 29 s old,
+    # but 28 s of that the loop was stalled, which at full time is still
+    # 28 s, so the result would have been 1 / 0.05 + 28 = 48 SDK s
+    # old. Row 41 completed at 30 s and was answered 404 at 58 s with the same
+    # stall: 18.5 s outside it is 370 SDK s, beyond the window, so a loss.
+    # (Both are under the 600 SDK s = 30 real s expiry window.)
     shape = dataclasses.replace(SHAPE, time_scale=0.05)
     h = make_history()
-    set_row(h, 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=40.0)
+    set_row(h, 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=38.0)
     set_row(h, 41, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=58.0)
-    completed = {int(h["nonce"][40]): 9.0, int(h["nonce"][41]): 9.0}
+    completed = {int(h["nonce"][40]): 9.0, int(h["nonce"][41]): 30.0}
     inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)),
                          router_completed_s=completed)
     v = check_no_lost_results(inputs, BUDGETS)
     assert v.ok is False and v.figure == 1 and "nonce 1041" in v.detail and "nonce 1040" not in v.detail
-    assert "1 404 after a server stall of up to 29.5 real s" in v.detail
+    assert "1 404 after a server stall of up to 28.0 real s" in v.detail
     # no stall, or full time scale: both are losses
     assert check_no_lost_results(dataclasses.replace(inputs, monitor=make_monitor(seconds=60.0)), BUDGETS).figure == 2
     assert check_no_lost_results(dataclasses.replace(inputs, shape=SHAPE), BUDGETS).figure == 2
@@ -322,6 +323,36 @@ def test_a_404_inside_the_scaled_window_is_a_loss_whatever_the_stall() -> None:
     inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)),
                          router_completed_s={int(h["nonce"][40]): 9.0})
     assert check_no_lost_results(inputs, BUDGETS).figure == 1
+
+
+def test_a_404_for_a_result_older_than_the_expiry_window_is_expired_by_design() -> None:
+    # At scale 0.05 the server's completed TTL (600 SDK s) is 30 real s. An
+    # edge partition kept rows 40-42 away: row 40's result completed at 0.5 s and
+    # was answered 404 at 34 s (33.5 s = 670 SDK s old: expired); row 41's at
+    # 20 s, 404 at 34 s (14 s: lost); row 42 completed at 2 s at the router,
+    # but a backend fault held its response until 10 s (24 s old: lost).
+    shape = dataclasses.replace(SHAPE, time_scale=0.05)
+    h = make_history()
+    for row in (40, 41, 42):
+        set_row(h, row, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=34.0)
+    completed = {int(h["nonce"][40]): 0.5, int(h["nonce"][41]): 20.0, int(h["nonce"][42]): 2.0}
+    slow = Fault("backend", "latency", {"latency": 9000}, start_s=1.0, duration_s=9.0)
+    held = Fault("edge", "down", start_s=1.0, duration_s=32.0)
+    faults = fault_log(applied(held, 1.0, 33.0), applied(slow, 1.0, 10.0))
+    inputs = make_inputs(history=h, shape=shape, faults=faults, router_completed_s=completed)
+    v = check_no_lost_results(inputs, BUDGETS)
+    assert v.ok is False and v.figure == 2, v.detail
+    assert "nonce 1041" in v.detail and "nonce 1042" in v.detail and "nonce 1040" not in v.detail
+    assert "1 404 for results older than the server's expiry when polled (the youngest 670 SDK s" in v.detail
+    # a server documented to keep results forever: all three are losses; no completion times: no age, losses
+    forever = dataclasses.replace(BUDGETS, expiry_window_s=1e9)
+    assert check_no_lost_results(inputs, forever).figure == 3
+    assert check_no_lost_results(dataclasses.replace(inputs, router_completed_s=None), BUDGETS).figure == 3
+
+
+def test_the_expiry_window_is_no_shorter_than_the_retention_window() -> None:
+    with pytest.raises(ValueError, match="expiry_window_s"):
+        dataclasses.replace(BUDGETS, expiry_window_s=100.0)
 
 
 def test_give_up_without_fault_is_a_loss() -> None:

@@ -75,6 +75,14 @@ class Budgets:
       server keeps a delivered result for a retrying client: SkyRL 0.4.0's
       retrieved TTL (``--retrieved-ttl``). Results completed within this window
       before a sample count towards that sample's RSS budget.
+    * ``expiry_window_s`` — SDK seconds (× time scale) — 600. How long a
+      correct server keeps a completed result a client has not come back for:
+      SkyRL 0.4.0's completed TTL (``_COMPLETED_TTL_SECONDS``, "clients that
+      never come back"; longer than its retrieved TTL, so delivered or not the
+      result may be gone). A 404 for a result older than this — a partition
+      longer than the TTL kept its client away — is an expiry by design, not a
+      loss (``no_lost_results`` reports it). A server that never drops a
+      result: set it beyond any trial (e.g. 1e9).
     * ``retained_result_overhead_bytes`` — bytes per retained result — 4 KiB;
       ``in_flight_request_overhead_bytes`` — bytes per request in flight — 64 KiB.
       What the server holds besides the result bytes: for a retained result its
@@ -162,6 +170,7 @@ class Budgets:
     drain_rss_epsilon_bytes: int = 64 * MIB
     drain_rss_growth_fraction: float = 1.0
     retention_window_s: float = 300.0
+    expiry_window_s: float = 600.0
     retained_result_overhead_bytes: int = 4 * 1024
     in_flight_request_overhead_bytes: int = 64 * 1024
     healthz_p99_s: float = 2.5
@@ -189,6 +198,7 @@ class Budgets:
             ("drain_rss_epsilon_bytes", self.drain_rss_epsilon_bytes >= 0, "must be >= 0"),
             ("drain_rss_growth_fraction", 0 <= self.drain_rss_growth_fraction <= 1, "must be in [0, 1]"),
             ("retention_window_s", 0 <= self.retention_window_s < math.inf, "must be >= 0 and finite"),
+            ("expiry_window_s", self.retention_window_s <= self.expiry_window_s, "must be >= retention_window_s"),
             ("retained_result_overhead_bytes", self.retained_result_overhead_bytes >= 0, "must be >= 0"),
             ("in_flight_request_overhead_bytes", self.in_flight_request_overhead_bytes >= 0, "must be >= 0"),
             ("healthz_p99_s", self.healthz_p99_s > 0, "must be > 0"),

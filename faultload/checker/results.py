@@ -44,7 +44,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     seconds, which do not scale, while the result's TTL did, and the result
     would have been at most ``retention_window_s`` SDK seconds old at full
     time. The stall itself is judged by ``healthz_latency`` and
-    ``no_collapse``. Gave up / failed / never finished
+    ``no_collapse``. A third is the server's documented expiry
+    (:func:`_expired_by_design`): the result was older than
+    ``expiry_window_s`` when it was answered 404. Gave up / failed / never finished
     (pending, unless the trial was interrupted) is a loss unless the request was
     in flight ([submit start, done]) while a fault of a fatal kind was in force.
     A fatal ``server:restart`` excuses a 404 too (the old process's futures die
@@ -72,6 +74,8 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     lost_404 &= ~dropped
     stalled, stall_note = _stall_artefacts(inputs, budgets, lost_404)
     lost_404 &= ~stalled
+    expired, expiry_note = _expired_by_design(inputs, budgets, lost_404)
+    lost_404 &= ~expired
     unfinished = 0
     if inputs.interrupted:
         pending = open_ & (outcome == Outcome.PENDING)
@@ -95,6 +99,8 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
                      "(delivered as far as the server can tell; retained by design)")
     if stall_note:
         notes.append(stall_note)
+    if expiry_note:
+        notes.append(expiry_note)
     if unfinished:
         notes.append(f"{unfinished} unfinished (trial interrupted)")
     if int(corrupt.sum()):
@@ -205,6 +211,43 @@ def _stall_artefacts(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarray
     return out, (f"{int(out.sum())} 404 after a server stall of up to {worst_stall:.1f} real s, which the time "
                  f"scale does not shrink (each result at most {window:g} SDK s old at full time; "
                  "the stall is judged by healthz_latency/no_collapse)")
+
+
+def _expired_by_design(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarray) -> tuple[np.ndarray, str]:
+    """404s for results older than ``expiry_window_s`` when answered, and a note saying so.
+
+    A correct server may drop a completed result its client has not come
+    back for within its completed TTL (SkyRL 0.4.0: 600 s, longer than its
+    retrieved TTL, so whether or not a poll delivered it). A partition longer
+    than that keeps the client away until the result is gone: the loss is the
+    server's documented expiry, not a retention bug. The age is a lower
+    bound: from the latest the server can have stored the result — the
+    router's completion, or the end of a backend/router fault in force then
+    (a held response arrives when the fault ends) — to the 404. A result the
+    router never completed has no known age and is not excused.
+    """
+    out = np.zeros(len(inputs.history), dtype=bool)
+    window = budgets.expiry_window_s * inputs.shape.time_scale
+    completed_s = inputs.router_completed_s or {}
+    if not lost_404.any() or not completed_s:
+        return out, ""
+    history = inputs.history
+    held = fault_windows(inputs.faults, lambda f: f.link in ("backend", "router"))
+    youngest = math.inf
+    for i in np.flatnonzero(lost_404).tolist():
+        stored = completed_s.get(int(history["nonce"][i]))
+        answered = float(history["done"][i])
+        if stored is None or not math.isfinite(answered):
+            continue
+        stored = max([stored] + [end for start, end, _ in held if start <= stored <= end])
+        if answered - stored > window:
+            out[i] = True
+            youngest = min(youngest, answered - stored)
+    if not out.any():
+        return out, ""
+    return out, (f"{int(out.sum())} 404 for results older than the server's expiry when polled (the youngest "
+                 f"{youngest / inputs.shape.time_scale:.0f} SDK s > expiry_window_s {budgets.expiry_window_s:g}; "
+                 "expired by design, not lost)")
 
 
 def _first_fault_overlapped(history: History, windows: list[tuple[float, float, Fault]]) -> np.ndarray:
