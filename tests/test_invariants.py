@@ -535,6 +535,31 @@ def test_rejections_outside_fatal_faults_are_named_by_class_commonest_first() ->
         in v.detail
 
 
+def test_a_client_cut_off_by_an_edge_outage_past_its_retry_window_was_never_refused() -> None:
+    # An edge outage from 0 to 24 s (480 SDK s at scale 0.05) outlasts the client's 300 SDK s (15 s)
+    # asample retry window: rows 1-3 gave up at 15 s with a connect error, their last attempt inside the
+    # outage. Row 5 gave up at 30 s, its last attempt after the link healed; row 6 got a 503 from the
+    # server at 15 s. Both of those are the server's.
+    shape = dataclasses.replace(SHAPE, time_scale=0.05)
+    h = rejected(make_history(), [1, 2, 3], ErrorClass.CONNECT, submit_end=15.0)
+    rejected(h, [5], ErrorClass.CONNECT, submit_end=30.0)
+    rejected(h, [6], ErrorClass.HTTP_5XX, submit_end=15.0)
+    refused = -int(ErrorClass.CONNECT)
+    h = submit_log(h, {1: [refused], 2: [refused], 3: [refused], 5: [refused], 6: [503]})
+    down = Fault("edge", "down", start_s=0.0, duration_s=24.0)
+    inputs = make_inputs(history=h, shape=shape, faults=fault_log(applied(down, 0.0, 24.0)))
+    v = check_accepted_requests(inputs, BUDGETS)
+    assert v.ok is False and v.figure == 2 and "nonce 1005" in v.detail and "nonce 1006" in v.detail, v.detail
+    assert "3 gave up unable to reach the server: their last asample attempt failed in transport while " \
+           "edge:down cut the link" in v.detail
+    # a degradation does not cut a link off; without the attempt log, the last backoff_cap_s stands for it
+    slow = Fault("edge", "latency", {"latency": 100}, start_s=0.0, duration_s=24.0)
+    assert check_accepted_requests(dataclasses.replace(inputs, faults=fault_log(applied(slow, 0.0, 24.0))),
+                                   BUDGETS).figure == 5
+    h.attempts = History.empty(0).attempts
+    assert check_accepted_requests(dataclasses.replace(inputs, history=h), BUDGETS).figure == 2
+
+
 def test_without_an_attempt_log_the_class_is_the_last_error() -> None:
     h = rejected(make_history(), [4, 7], ErrorClass.CONNECT)
     v = check_accepted_requests(make_inputs(history=h), BUDGETS)

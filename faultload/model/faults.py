@@ -36,6 +36,8 @@ TOXIC_KINDS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
     "slicer": (("average_size",), {"size_variation": 0, "delay": 0}),  # bytes, bytes, µs
     "limit_data": (("bytes",), {}),                       # bytes
 }
+# Faults that cut a link off rather than degrade it: a client behind one cannot reach the other side at all.
+OUTAGE_KINDS = frozenset({"down", "timeout", "reset_peer", "limit_data"})
 # Proxy-level faults that are not toxics.
 PROXY_KINDS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {"down": ((), {})}
 ROUTER_KINDS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {

@@ -35,7 +35,7 @@ from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from faultload.model.faults import PROXY_LINKS, Fault, FaultSchedule
+from faultload.model.faults import OUTAGE_KINDS, PROXY_LINKS, Fault, FaultSchedule
 from faultload.model.sdk import COMPLETED_TTL_S
 from faultload.strategies.limits import CI, Limits
 
@@ -43,8 +43,7 @@ from faultload.strategies.limits import CI, Limits
 EDGE_KINDS = ("reset_peer", "down", "latency", "timeout", "slicer", "limit_data", "bandwidth", "slow_close")
 BACKEND_KINDS = ("latency", "reset_peer", "down", "timeout", "limit_data", "slicer", "bandwidth", "slow_close")
 ROUTER_KINDS = ("stall", "errors", "truncate", "crash")
-# Faults that cut a link off rather than degrade it: they get the long windows.
-OUTAGE_KINDS = frozenset({"down", "timeout", "reset_peer", "limit_data"})
+# Faults that cut a link off rather than degrade it (OUTAGE_KINDS): they get the long windows.
 # Directions, simplest first (downstream is Toxiproxy's default), and toxicities.
 STREAMS = ("downstream", "upstream", "both")
 TOXICITIES = (1.0, 0.5, 0.1)
