@@ -30,8 +30,8 @@ from faultload.checker.resources import (
     check_bounded_rss,
     server_http_requests,
 )
+from faultload.checker.accepted import check_accepted_requests
 from faultload.checker.results import (
-    check_accepted_requests,
     check_no_lost_results,
     check_result_integrity,
     stall_spans,

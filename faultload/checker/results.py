@@ -1,4 +1,4 @@
-"""Did every request get its own result: ``no_lost_results``, ``accepted_requests``, ``result_integrity``."""
+"""Did every request get its own result: ``no_lost_results``, ``result_integrity`` (``accepted_requests``: accepted.py)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,16 @@ import numpy as np
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import (
     DETAIL_ITEMS,
-    event_time,
     fault_windows,
     few,
-    fmt_s,
     is_fatal,
-    one_line,
     ordered,
     overlaps,
     request_spans,
     what_happened,
 )
 from faultload.checker.inputs import CheckInputs, Verdict
-from faultload.model.faults import OUTAGE_KINDS
-from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
+from faultload.record.history import AttemptKind, History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.model.faults import Fault
@@ -259,167 +255,6 @@ def _first_fault_overlapped(history: History, windows: list[tuple[float, float, 
         hit = (start <= w_end) & (end >= w_start)
         first = np.where(hit, np.minimum(first, max(w_start, 0.0)), first)
     return np.maximum(first, start)
-
-
-# -- accepted requests -----------------------------------------------------------------
-
-def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
-    """Every asample is accepted (gets a server id) unless a fatal fault was in force while it was submitted.
-
-    Accepted: a server id, or a result arrived (a client that hides ids still
-    receives results). Rejected: the client recorded that its submit ended
-    without an id (``Outcome.REJECTED``: a 4xx that is not retried, or a 5xx,
-    408/409/429 or transport error after the retry budget, or a 200 without a
-    request id). A rejection is explained when its [submit start, submit end]
-    overlapped a fault of a kind in ``fatal_fault_kinds``, and not judged when
-    its submit ended after the harness stopped the load (``load_stopped_s``).
-    A request pending without an id (never submitted, or its submit still
-    retrying when the load ended at the wall bound, an interrupt or a
-    collapse) is unfinished, not rejected. One that failed with no id and no
-    rejection recorded is left out: its client (the SDK) did not say whether
-    the asample or a poll failed. A client that gave up because an edge
-    outage kept it from the server (:func:`_never_reached`) is explained too. Nothing accepted is no excuse: a trial whose
-    every asample was refused with no fatal fault in force is violated.
-    Figure: unexplained rejections; budget 0. Unknown when no submit ended
-    in an attributable way.
-    """
-    name = "accepted_requests"
-    history = inputs.history
-    if len(history) == 0:
-        return Verdict(name, None, None, 0, "no requests in the history")
-    outcome = history["outcome"]
-    no_id = history["server_id"] == 0
-    arrived = (outcome == Outcome.OK) | (outcome == Outcome.CORRUPT)
-    accepted = ~no_id | arrived
-    rejected = no_id & (outcome == Outcome.REJECTED)
-    unfinished = no_id & (outcome == Outcome.PENDING)
-    unattributed = no_id & ~arrived & ~rejected & ~unfinished
-    notes = []
-    if inputs.load_stopped_s is not None:
-        cut = rejected & (history["submit_end"] > inputs.load_stopped_s)
-        if cut.any():
-            notes.append(f"{int(cut.sum())} rejected after the harness stopped the load at "
-                         f"{fmt_s(inputs.load_stopped_s)} (not judged)")
-            rejected &= ~cut
-    fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds))
-    explained, fatal_labels = overlaps(history, fatal, among=rejected, spans=request_spans(history, "submit_end"))
-    if explained.any():
-        notes.append(f"{int(explained.sum())} rejected while fatal {'/'.join(fatal_labels)} was in force "
-                     f"(explained: {_rejection_classes(inputs, explained)})")
-    unreached, outage_labels = _never_reached(inputs, rejected & ~explained)
-    if unreached.any():
-        notes.append(f"{int(unreached.sum())} gave up unable to reach the server: their last asample attempt "
-                     f"failed in transport while {'/'.join(outage_labels)} cut the link (the server never "
-                     f"had them to refuse: {_rejection_classes(inputs, unreached)})")
-        explained |= unreached
-    if unfinished.any():
-        notes.append(f"{int(unfinished.sum())} unfinished (not submitted or still submitting when the load ended)")
-    if unattributed.any():
-        notes.append(f"{int(unattributed.sum())} failed with no server id recorded (the client does not say "
-                     "whether the asample was accepted; not judged)")
-    tail = ("; " + "; ".join(notes)) if notes else ""
-    n_accepted = int(accepted.sum())
-    judged = n_accepted + int(rejected.sum())
-    if judged == 0:
-        return Verdict(name, None, None, 0, f"no submit ended in a judged way ({len(history)} requests){tail}")
-    unexplained = rejected & ~explained
-    n_bad = int(unexplained.sum())
-    if n_bad:
-        idx = ordered(history, unexplained)
-        first = [f"nonce {int(history['nonce'][i])} at {fmt_s(event_time(history, int(i)))}"
-                 for i in idx[:DETAIL_ITEMS]]
-        return Verdict(name, False, n_bad, 0,
-                       f"{n_bad} of {judged} submitted requests rejected with no fatal fault in force "
-                       f"({n_accepted} accepted): {_rejection_classes(inputs, unexplained)}; first "
-                       f"{few(first, n_bad)}{tail}")
-    return Verdict(name, True, 0, 0, f"{n_accepted} of {judged} submitted requests accepted{tail}")
-
-
-_TRANSPORT = (ErrorClass.CONNECT, ErrorClass.RESET, ErrorClass.TIMEOUT)
-
-
-def _never_reached(inputs: CheckInputs, among: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Rejections the client gave up on because an edge outage cut it off from the server.
-
-    A client retries a failing asample for its retry window (the SDK: 300 s)
-    and then gives up; an edge outage (:data:`OUTAGE_KINDS`) longer than that
-    makes it give up without the server ever seeing the request. Excused only
-    when the request ended in a transport error (connect, reset, timeout —
-    never an HTTP status: that is the server answering) and its last asample
-    attempt overlapped the outage; without an attempt log (the SDK client),
-    the last ``backoff_cap_s`` (scaled) before it gave up stands for that
-    attempt. A rejection whose last attempt came after the link healed is the
-    server's, and still counts.
-    """
-    history = inputs.history
-    rows = among & np.isin(history["error"], np.array(_TRANSPORT, dtype=history["error"].dtype))
-    outages = fault_windows(inputs.faults, lambda f: f.link == "edge" and f.kind in OUTAGE_KINDS)
-    if not rows.any() or not outages:
-        return np.zeros(len(history), dtype=bool), []
-    end = history["submit_end"].astype(np.float64)
-    start = end - inputs.shape.policy.backoff_cap_s * inputs.shape.time_scale
-    attempts = history.attempts
-    if attempts["row"].size:
-        submits = attempts["kind"] == AttemptKind.SUBMIT
-        last = np.full(len(history), -1, dtype=np.int64)
-        np.maximum.at(last, attempts["row"][submits], np.flatnonzero(submits))  # attempts are logged in order
-        has = last >= 0
-        start = np.where(has, attempts["start"][np.maximum(last, 0)].astype(np.float64), start)
-        end = np.where(has, np.maximum(end, attempts["end"][np.maximum(last, 0)].astype(np.float64)), end)
-    return overlaps(history, outages, among=rows, spans=(start, end))
-
-
-def _rejection_classes(inputs: CheckInputs, rows: np.ndarray) -> str:
-    """How the rejected ``rows`` ended, commonest first: "400 ×16 (e.g. asample: HTTP 400: ...)".
-
-    A class is the HTTP status of the request's last submit attempt, or its
-    transport error class (``reset``, ``connect``, ...); without an attempt
-    log (or a 200 whose body had no id), the request's last error class. The
-    example is the client's first message of that error class when it is
-    about an asample.
-    """
-    history = inputs.history
-    idx = np.flatnonzero(rows)
-    labels = _last_submit_labels(history, idx)
-    counts: dict[str, int] = {}
-    first_row: dict[str, int] = {}
-    for i, label in zip(idx.tolist(), labels):
-        counts[label] = counts.get(label, 0) + 1
-        first_row.setdefault(label, i)
-    examples = inputs.error_examples or {}
-    items = []
-    for label, count in sorted(counts.items(), key=lambda kv: -kv[1]):
-        item = f"{label} ×{count}"
-        example = examples.get(_error_key(int(history["error"][first_row[label]])), "")
-        if example.startswith("asample"):
-            item += f" (e.g. {one_line(example, 160)})"
-        items.append(item)
-    return few(items)
-
-
-def _last_submit_labels(history: History, idx: np.ndarray) -> list[str]:
-    """Per request of ``idx``: its last submit attempt's HTTP status or transport error class."""
-    attempts = history.attempts
-    submit = attempts["kind"] == AttemptKind.SUBMIT
-    rows, status = attempts["row"][submit], attempts["status"][submit].astype(np.int64)
-    # the last attempt of each row: np.unique keeps the first of the reversed order
-    last_rows, at = np.unique(rows[::-1], return_index=True)
-    last_status = status[::-1][at]
-    where = np.searchsorted(last_rows, idx)
-    labels = []
-    for i, w in zip(idx.tolist(), where.tolist()):
-        code = int(last_status[w]) if w < last_rows.size and last_rows[w] == i else None
-        if code is None or code == 200:
-            labels.append(_error_key(int(history["error"][i])))
-        elif code > 0:
-            labels.append(str(code))
-        else:
-            labels.append(_error_key(-code))
-    return labels
-
-
-def _error_key(code: int) -> str:
-    return ErrorClass(code).key if code in ErrorClass._value2member_map_ else f"error {code}"
 
 
 # -- integrity -----------------------------------------------------------------------
