@@ -11,15 +11,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from faultload import doctor as doctor_mod
 from faultload import matrix as matrix_mod
 from faultload.checker.budgets import load_budgets
 from faultload.checker.judge import judge
+from faultload.compare import report as compare_report
+from faultload.compare.judge import judge_comparison, load_compare_settings
+from faultload.compare.runner import abba, run_comparison
 from faultload.cli_parser import UsageError
 from faultload.config_file import find_config
 from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from faultload.model.build import parse_build
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig, procs_for
 from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
@@ -187,16 +193,25 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run a repro file again: 1 if its failure reproduces, 0 if not (reported as flaky)."""
 
+    code, stopped = _guarded(lambda: replay(args.file, _workspace(args), args.json_out, target=args.target,
+                                            fixes=tuple(args.fix)), "interrupted; everything stopped")
+    return code if stopped is None else stopped
+
+
+def _guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None]:
+    """(what ``work`` returned, None), or (None, the exit code) when it could not run: a bad value is a
+    UsageError; a server that did not start, an install that failed, an OS error: one line, exit 2; Ctrl-C:
+    ``interrupted``, exit 130 (what it started is stopped by then)."""
     try:
-        return replay(args.file, _workspace(args), args.json_out, target=args.target, fixes=tuple(args.fix))
+        return work(), None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return None, EXIT_USAGE
     except KeyboardInterrupt:
-        print("faultload: interrupted; everything stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"faultload: {interrupted}", file=sys.stderr)
+        return None, EXIT_INTERRUPTED
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -239,6 +254,59 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     return EXIT_OK if result["ok"] else EXIT_FAILED
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """0 when no metric of the candidate is worse than the baseline's, 1 when one is (or is unknown)."""
+    try:
+        builds = {"baseline": parse_build(args.baseline, "--baseline"),
+                  "candidate": parse_build(args.candidate, "--candidate")}
+        abba(args.repeats)
+        settings = load_compare_settings(_config_path(args))
+        for option in ("json_out", "markdown_out", "plot", "trials_out"):
+            path = getattr(args, option)
+            if path and not Path(path).resolve().parent.is_dir():
+                raise ValueError(f"--{option.replace('_', '-')}: no such directory: {Path(path).parent}")
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    args.target, args.regress, args.fix = builds["baseline"].target, [], []
+    config, budgets = _build(args)
+    workspace = _workspace(args)
+    short = provision(workspace, [parse_target(b.target) for b in builds.values()], args.go,
+                      log=lambda m: print(m, file=sys.stderr, flush=True))
+    if short is not None:
+        print(f"faultload: {short}", file=sys.stderr)
+        return EXIT_USAGE
+    log = (lambda message: None) if args.quiet else (lambda m: print(f"faultload compare: {m}", file=sys.stderr, flush=True))
+    trials, stopped = _guarded(lambda: run_comparison(config, builds, args.repeats, workspace, budgets, log),
+                               "interrupted; every trial's stack stopped")
+    if stopped is not None:
+        return stopped
+    sides = {side: [t.report for t in trials if t.side == side] for side in builds}
+    result = judge_comparison(builds["baseline"].text, builds["candidate"].text, sides["baseline"],
+                              sides["candidate"], settings, [t.summary() for t in trials])
+    _write_comparison(args, result, trials)
+    return EXIT_OK if result["ok"] else EXIT_FAILED
+
+
+def _write_comparison(args: argparse.Namespace, result: dict, trials) -> None:
+    table = compare_report.markdown_table(result)
+    if args.trials_out:
+        folder = Path(args.trials_out)
+        folder.mkdir(exist_ok=True)
+        for trial in trials:
+            report_mod.write_json(trial.report, folder / f"{trial.order:02d}-{trial.side}.json")
+    if args.plot:
+        try:
+            result["plot_path"] = str(compare_report.write_plot(result, trials, args.plot))
+        except PlotUnavailable as exc:
+            result["plot_skipped"] = str(exc)
+            print(f"faultload: plot skipped: {exc}", file=sys.stderr)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
+    if args.markdown_out:
+        Path(args.markdown_out).write_text(table)
+    print(table)
+
+
 def cmd_setup(args: argparse.Namespace) -> int:
     """Toxiproxy, then each target, installed when missing; exit 2 with one line naming what is short."""
     try:
@@ -265,4 +333,4 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "check": cmd_check, "setup": cmd_setup, "doctor": cmd_doctor,
-            "replay": cmd_replay, "matrix": cmd_matrix}
+            "replay": cmd_replay, "matrix": cmd_matrix, "compare": cmd_compare}

@@ -65,8 +65,9 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
     _add_output_args(p)
 
 
-def _add_load_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--target", default=DEFAULT_TARGET, metavar="SPEC", help="skyrl==X.Y.Z | skyrl@PATH | url=http://127.0.0.1:PORT")
+def _add_load_args(p: argparse.ArgumentParser, build: bool = True) -> None:
+    if build:  # compare names two builds instead (--baseline, --candidate)
+        p.add_argument("--target", default=DEFAULT_TARGET, metavar="SPEC", help="skyrl==X.Y.Z | skyrl@PATH | url=http://127.0.0.1:PORT")
     p.add_argument("--requests", type=_whole_number, metavar="N", default=1024, help="sample requests in the trial")
     p.add_argument("--result-tokens", type=_whole_number, metavar="N", default=64, help="tokens per sample")
     p.add_argument("--num-samples", type=_whole_number, metavar="N", default=1, help="samples per request")
@@ -97,12 +98,13 @@ def _add_router_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--router-procs", type=_whole_number, metavar="N", default=0, help="0 = auto: one per 8,000 requests held at once")
 
 
-def _add_server_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--regress", action="append", default=[], metavar="NAME",
-                   help="undo a known upstream fix in the launched server: retention, keepalive, rich-access-log "
-                        "(repeatable; default none)")
-    p.add_argument("--fix", action="append", default=[], metavar="NAME",
-                   help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
+def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
+    if build:
+        p.add_argument("--regress", action="append", default=[], metavar="NAME",
+                       help="undo a known upstream fix in the launched server: retention, keepalive, rich-access-log "
+                            "(repeatable; default none)")
+        p.add_argument("--fix", action="append", default=[], metavar="NAME",
+                       help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
     p.add_argument(
         "--fault", action="append", default=[], metavar="LINK:TYPE[:k=v,...][@START+DURATION]",
         help="e.g. edge:reset_peer:timeout=0@5+3, backend:latency:latency=2000,stream=both@0+30, router:stall@5+60, "
@@ -163,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_replay_args(sub.add_parser("replay", help="run a repro file's trial again on a fresh stack"))
     _add_check_args(sub.add_parser("check", help="judge a stored trial bundle again, offline (run --bundle DIR)"))
+    _add_compare_args(sub.add_parser("compare", help="the same trial on two builds, interleaved: ratios with intervals"))
     _add_matrix_args(sub.add_parser("matrix", help="run the suite over (target, regression) rows: caught or clean as expected?"))
     for name, help_, verb in (("setup", "build Toxiproxy and install target venvs, each when missing (idempotent)", "install"),
                               ("doctor", "check the machine and the installed parts", "check")):
@@ -190,6 +193,29 @@ def _add_check_args(check: argparse.ArgumentParser) -> None:
                        help="override one of the bundle's budgets (repeatable; default: judge with the stored budgets)")
     check.add_argument("--json-out", default=None, metavar="PATH",
                        help="write the verdicts and the budgets used as JSON (default: not written)")
+
+
+def _add_compare_args(p: argparse.ArgumentParser) -> None:
+    build_help = "a build: a target plus switches, e.g. skyrl==0.4.0, skyrl==0.4.0+regress=rich-access-log, skyrl@PATH+fix=NAME"
+    p.add_argument("--baseline", required=True, metavar="BUILD", help=build_help)
+    p.add_argument("--candidate", required=True, metavar="BUILD", help=build_help)
+    p.add_argument("--repeats", type=_integer, metavar="N", default=5, help="trials per build, run in ABBA order")
+    _add_load_args(p, build=False)
+    _add_router_args(p)
+    _add_server_args(p, build=False)
+    p.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.compare/1 (default: not written)")
+    p.add_argument("--markdown-out", default=None, metavar="PATH", help="write the table as Markdown (default: not written)")
+    p.add_argument("--plot", default=None, metavar="PNG", help="draw both sides' timelines and the ratios (default: none)")
+    p.add_argument("--trials-out", default=None, metavar="DIR", help="write each trial's JSON report here (default: not written)")
+    p.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
+                   help="override one invariant budget the trials are judged by (repeatable; default none)")
+    p.add_argument("--config", default=None, metavar="PYPROJECT",
+                   help="read [tool.faultload.*] (compare thresholds, budgets) from this file (default: the nearest pyproject.toml with a [tool.faultload] table)")
+    p.add_argument("--fatal-fault", action="append", default=[], metavar="KIND",
+                   help="fault kind whose victims may give up, e.g. router:crash (repeatable; default none)")
+    p.add_argument("--no-early-stop", action="store_true", help="do not stop a trial on a recognised collapse")
 
 
 def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:

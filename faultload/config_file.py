@@ -42,3 +42,18 @@ def _has_faultload_table(path: Path) -> bool:
         return True
     tool = data.get("tool")
     return isinstance(tool, dict) and "faultload" in tool
+
+
+def read_faultload_table(path: Path | None, name: str) -> dict:
+    """``[tool.faultload.<name>]`` of ``path`` ({} when ``path`` is None or has none); one-line ValueError
+    when the file cannot be read as TOML or the entry is not a table."""
+    if path is None:
+        return {}
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read [tool.faultload.{name}]: {exc}") from None
+    table = data.get("tool", {}).get("faultload", {}).get(name, {})
+    if not isinstance(table, dict):
+        raise ValueError(f"{path}: [tool.faultload.{name}] is not a table")
+    return table

@@ -55,7 +55,11 @@ ONLY = {
 # trial runner, the stack, the router, the client or Toxiproxy (faultload check)
 OFFLINE = ("faultload.checker", "faultload.model", "faultload.record", "faultload.store", "faultload.stats",
            "faultload.version", "faultload.exits")
-MODULE_ONLY = {"faultload.store.bundle": OFFLINE, "faultload.store.check": OFFLINE, "faultload.store.report": OFFLINE}
+# a comparison is judged from stored reports alone (its thresholds from the settings file)
+COMPARE_OFFLINE = OFFLINE + ("faultload.compare", "faultload.config_file")
+MODULE_ONLY = {"faultload.store.bundle": OFFLINE, "faultload.store.check": OFFLINE, "faultload.store.report": OFFLINE,
+               "faultload.compare.judge": COMPARE_OFFLINE, "faultload.compare.metrics": COMPARE_OFFLINE,
+               "faultload.compare.stats": COMPARE_OFFLINE}
 _FACES = ("faultload.suite", "faultload.cli", "faultload.cli_commands", "faultload.matrix", "faultload.store")
 # room -> rooms it must never import (at run time)
 FORBIDDEN = {
@@ -64,6 +68,7 @@ FORBIDDEN = {
     "faultload.faults": ("faultload.checker", "faultload.run", "faultload.router", "faultload.client") + _FACES,
     "faultload.targets": ("faultload.checker", "faultload.run", "faultload.router", "faultload.client") + _FACES,
     "faultload.run": _FACES,
+    "faultload.compare": ("faultload.suite", "faultload.cli", "faultload.cli_commands", "faultload.matrix"),
 }
 # module -> what it must never import, beyond its room's rules
 MODULE_FORBIDDEN = {"faultload.run.stack": ("faultload.checker",)}
@@ -117,6 +122,8 @@ def test_layering(path: Path) -> None:
     ("faultload.run.stack", "faultload.checker.judge"),
     ("faultload.progress", "faultload.suite.families"),
     ("faultload.store.repro", "faultload.targets.skyrl_patches"),
+    ("faultload.compare.judge", "faultload.run.trial"),
+    ("faultload.compare.runner", "faultload.cli_commands"),
 ])
 def test_each_rule_fails_when_broken(module: str, name: str) -> None:
     """Every rule above catches the import that breaks it (the rules are not vacuous after a move)."""

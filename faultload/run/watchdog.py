@@ -36,9 +36,9 @@ the other.
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from pathlib import Path
 
+from faultload.config_file import read_faultload_table
 from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.record.collapse import CollapseVerdict, Signal
 
@@ -227,12 +227,7 @@ class Watchdog:
 
 def load_watchdog_limits(pyproject: Path | None) -> WatchdogLimits:
     """Defaults, replaced key by key by ``[tool.faultload.watchdog]`` of ``pyproject``."""
-    if pyproject is None:
-        return WatchdogLimits()
-    try:
-        table = tomllib.loads(Path(pyproject).read_text()).get("tool", {}).get("faultload", {}).get("watchdog", {})
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"{pyproject}: cannot read [tool.faultload.watchdog]: {exc}") from None
+    table = read_faultload_table(pyproject, "watchdog")
     known = {f.name for f in dataclasses.fields(WatchdogLimits)}
     unknown = sorted(set(table) - known)
     if unknown:

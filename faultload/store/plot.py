@@ -19,7 +19,8 @@ from faultload.run.trial import TrialResult
 _FAULT_COLOURS = {"edge": "tab:red", "backend": "tab:orange", "router": "tab:purple"}
 
 
-def _completions_per_s(result: TrialResult, bin_s: float) -> tuple[np.ndarray, np.ndarray]:
+def completions_per_s(result: TrialResult, bin_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(bin starts, completed results per second) over the trial's load, from the history alone."""
     done = result.history["done"]
     ok = result.history["outcome"] == Outcome.OK
     times = done[ok & np.isfinite(done)]
@@ -38,7 +39,7 @@ class PlotUnavailable(ImportError):
     """matplotlib cannot be imported (the optional ``faultload[plot]`` extra): the plot is skipped."""
 
 
-def _pyplot():
+def pyplot():
     """pyplot on the Agg backend (files only, no display).
 
     Imported here, when a plot is drawn: matplotlib is an optional extra, and at
@@ -54,13 +55,13 @@ def _pyplot():
 
 def write_timeline(result: TrialResult, path: str | Path, title: str | None = None) -> Path:
     """Draw ``result``'s timeline to ``path`` (PNG) and return the path; PlotUnavailable without matplotlib."""
-    plt = _pyplot()
+    plt = pyplot()
 
     path = Path(path)
     mon = result.monitor
     fig, axes = plt.subplots(5, 1, figsize=(11, 12), sharex=True, constrained_layout=True)
     bin_s = max(0.5, result.load_s / 200) if result.load_s else 1.0
-    t_bins, rate = _completions_per_s(result, bin_s)
+    t_bins, rate = completions_per_s(result, bin_s)
     axes[0].step(t_bins, rate, where="post", color="tab:green")
     axes[0].set_ylabel("completions/s")
     if mon is not None and mon.samples["t"].size:
