@@ -992,6 +992,22 @@ def test_retry_figure_is_the_mean_only_where_the_mean_is_judged() -> None:
     assert v.ok is False and v.figure is None and v.detail.startswith("1 requests over 50 attempts")
 
 
+def test_polls_that_timed_out_waiting_on_the_engine_are_not_amplification() -> None:
+    # Every request: a submit, 4 polls that hit the client's poll timeout, then the poll that got the result
+    # (6 attempts). The router completed rows 0-89 at 1.0 s, after their timeouts (ending 0.2-0.8 s): the
+    # client was waiting on the engine. Rows 90-99 were complete at 0.0 s: their timeouts waited on the server.
+    h = make_history(attempts=6)
+    timeout = -int(ErrorClass.TIMEOUT)
+    rows = [(r, AttemptKind.POLL, 0.2 * k, timeout) for r in range(100) for k in range(1, 5)]
+    h = with_attempts(h, *rows)
+    completed = {int(h["nonce"][r]): (1.0 if r < 90 else 0.0) for r in range(100)}
+    v = check_retry_amplification(make_inputs(history=h, router_completed_s=completed), BUDGETS)
+    assert v.ok is True and v.figure == pytest.approx((90 * 2 + 10 * 6) / 100), v.detail
+    assert "360 polls that timed out before the engine had the result not counted" in v.detail
+    # without the router's completion times: every timeout counts, amplified
+    assert check_retry_amplification(make_inputs(history=h), BUDGETS).figure == 6.0
+
+
 def test_retries_unknown_without_attempt_counts() -> None:
     sdk = dataclasses.replace(SHAPE, client="sdk")
     v = check_retry_amplification(make_inputs(history=make_history(attempts=0), shape=sdk), BUDGETS)
