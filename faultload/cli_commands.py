@@ -35,6 +35,7 @@ from faultload.run.preflight import DoesNotFit, current_limits, plan
 from faultload.progress import ProgressLine
 from faultload.provision import provision
 from faultload.store import report as report_mod
+from faultload.store import matrix_table
 from faultload.store.bundle import write_bundle
 from faultload.store.check import check_bundle
 from faultload.store.plot import PlotUnavailable, write_timeline
@@ -245,7 +246,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print("faultload: interrupted; every row's session stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    table = matrix_mod.markdown_table(result)
+    table = matrix_table.markdown_table(result)
     print(table)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")

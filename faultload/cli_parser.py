@@ -196,7 +196,9 @@ def _add_check_args(check: argparse.ArgumentParser) -> None:
 
 
 def _add_compare_args(p: argparse.ArgumentParser) -> None:
-    build_help = "a build: a target plus switches, e.g. skyrl==0.4.0, skyrl==0.4.0+regress=rich-access-log, skyrl@PATH+fix=NAME"
+    build_help = (
+        "a build: a target plus switches, e.g. skyrl==0.4.0, skyrl==0.4.0+regress=rich-access-log, "
+        "skyrl@PATH+fix=NAME (required; no default)")
     p.add_argument("--baseline", required=True, metavar="BUILD", help=build_help)
     p.add_argument("--candidate", required=True, metavar="BUILD", help=build_help)
     p.add_argument("--repeats", type=_integer, metavar="N", default=5, help="trials per build, run in ABBA order")
@@ -221,7 +223,7 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
 def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
     matrix.add_argument("--profile", default="ci", choices=("ci", "nightly"), help="the suite profile for every row")
     matrix.add_argument("--rows", default=None, metavar="A,B",
-                        help="rows to run, in order (default all: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0)")
+                        help="rows to run, in order (default all: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0, a-a, rich-access-log-cost)")
     matrix.add_argument("--all-properties", action="store_true",
                         help="run every property of a row, not only up to its first failure")
     matrix.add_argument("--session-s", default=None, type=_seconds, metavar="S",

@@ -49,7 +49,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from faultload.compare.rows import COMPARE_REPEATS, compare_command, compare_outcome
+from faultload.model.build import Build
 from faultload.model.switches import switches_text
+from faultload.store.matrix_table import shown_result
 from faultload.suite.profiles import get_profile
 from faultload.workspace import Workspace
 
@@ -77,6 +80,13 @@ class MatrixRow:
     fixes: tuple[str, ...] = ()
     caught_by: tuple[str, ...] = ()  # the invariants that name the bug; () for an expected-clean row
     on: tuple[tuple[str, Expectation], ...] = ()  # (profile, expectation) overrides
+    # a comparison row: `faultload compare` against this build (caught_by: compare metrics), not a suite session
+    baseline: str | None = None
+
+    @property
+    def build(self) -> str:
+        """The row's own build spec (target + switches), as ``faultload compare`` takes it."""
+        return Build(self.target, tuple(sorted(self.regress)), tuple(sorted(self.fixes))).text
 
     def expectation(self, profile: str) -> Expectation:
         for name, expectation in self.on:
@@ -112,6 +122,13 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
     MatrixRow("skyrl-0.3.0", "skyrl==0.3.0", (), "caught",
               "futures in SQLite, httpx forwarding: pool exhaustion and slow forwarding under bursts",
               caught_by=("no_lost_results", "bounded_fds", "clean_server_log", "healthz_latency", "no_collapse")),
+    MatrixRow("a-a", "skyrl==0.4.0", (), "clean",
+              "the release compared with itself: no metric flagged (the thresholds' false-alarm row)",
+              baseline="skyrl==0.4.0"),
+    MatrixRow("rich-access-log-cost", "skyrl==0.4.0", ("rich-access-log",), "caught",
+              "access log through RichHandler, compared with the release: its cost per request, which no "
+              "absolute budget separates from clean", caught_by=("server_cpu_ms_per_request",),
+              baseline="skyrl==0.4.0"),
 )
 
 
@@ -149,7 +166,7 @@ class RowResult:
     @property
     def shown(self) -> str:
         """The result as the table shows it: ``caught (unexpected: ...)`` when caught for the wrong reason."""
-        return _shown(asdict(self))
+        return shown_result(asdict(self))
 
 
 def select_rows(names: list[str] | None, rows: tuple[MatrixRow, ...] = DEFAULT_ROWS) -> list[MatrixRow]:
@@ -230,6 +247,25 @@ def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | 
     return result.settle()
 
 
+def judge_compare_row(row: MatrixRow, result: dict[str, Any] | None, returncode: int | None, wall_s: float,
+                      note: str | None = None, *, profile: str = "ci") -> RowResult:
+    """A comparison row's result from its ``faultload.compare/1`` JSON (every trial counts as judged)."""
+    expectation = row.expectation(profile)
+    out = RowResult(row.name, row.target, list(row.regress), expectation.expected, "error", list(row.fixes),
+                    expected_caught_by=list(expectation.caught_by), min_judged_trials=2 * COMPARE_REPEATS,
+                    wall_s=round(wall_s, 1), why=expectation.why or row.why)
+    out.result, out.caught_by, out.error = compare_outcome(result, returncode)
+    if note:
+        out.result, out.error = "error", note
+    trials = (result or {}).get("trials", [])
+    out.trials = out.judged_trials = len(trials)
+    if out.result == "clean" and out.judged_trials < out.min_judged_trials:
+        out.result, out.error = "error", f"not judged: {out.judged_trials} trials ran, {out.min_judged_trials} needed"
+    out.properties = [{"name": m["name"], "ratio": m["ratio"], "ci": m["ci"], "threshold": m["threshold"],
+                       "worse": m["worse"]} for m in (result or {}).get("metrics", [])]
+    return out.settle()
+
+
 def row_timeout_s(profile_name: str, session_s: float | None = None) -> float:
     """A bound on one row's session: the profile's session time and shrink time, plus stack start-up."""
     profile = get_profile(profile_name)
@@ -241,7 +277,10 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
     """Run one row's pytest session; its output goes to ``workdir/<row>.log``."""
     summary_path = workdir / f"{row.name}.summary.json"
     log_path = workdir / f"{row.name}.log"
-    cmd = row_command(row, profile, summary_path, suite_dir, all_properties=all_properties, session_s=session_s)
+    if row.baseline is not None:
+        cmd = compare_command(row.baseline, row.build, summary_path)
+    else:
+        cmd = row_command(row, profile, summary_path, suite_dir, all_properties=all_properties, session_s=session_s)
     started = time.monotonic()
     note = None
     with open(log_path, "wb") as out:
@@ -261,7 +300,8 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
             summary = json.loads(summary_path.read_text())
         except ValueError as exc:
             note = note or f"unreadable summary: {exc}"
-    result = judge_row(row, summary, returncode, time.monotonic() - started, note, profile=profile)
+    judged = judge_compare_row if row.baseline is not None else judge_row
+    result = judged(row, summary, returncode, time.monotonic() - started, note, profile=profile)
     log(f"{row.name}: {result.shown} (expected {result.expected}"
         + (f" by {', '.join(result.expected_caught_by)}" if result.expected_caught_by else "")
         + f") in {result.wall_s:.0f}s, {result.judged_trials} judged trials"
@@ -313,52 +353,3 @@ def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = Fa
         "logs": str(workdir),
         "rows": [asdict(r) for r in results],
     }
-
-
-def markdown_table(matrix: dict[str, Any]) -> str:
-    """The matrix as the README shows it: the rows, then how many trials judged each invariant."""
-    lines = [
-        f"Profile `{matrix['profile']}`, {matrix['wall_s'] / 60:.1f} min in all "
-        f"({'every row as expected' if matrix['ok'] else 'NOT every row as expected'}).",
-        "",
-        "| row | target | regress | fix | expected | result | caught by | judged trials | repro (requests) | wall |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in matrix["rows"]:
-        shown = _shown(r)
-        result = shown if r.get("as_expected") else f"**{shown}**"
-        expected = r["expected"] + (f" by {' / '.join(r['expected_caught_by'])}" if r.get("expected_caught_by") else "")
-        lines.append(
-            f"| {r['row']} | `{r['target']}` | {', '.join(r['regress']) or '—'} | "
-            f"{', '.join(r.get('fixes', [])) or '—'} | {expected} | {result} | "
-            f"{', '.join(r['caught_by']) or '—'} | {r.get('judged_trials', 0)} (min {r.get('min_judged_trials', 1)}) | "
-            f"{r['repro_requests'] if r['repro_requests'] is not None else '—'} | {r['wall_s'] / 60:.1f} min |"
-        )
-    names = list(dict.fromkeys(n for r in matrix["rows"] for n in (r.get("invariants") or {})))
-    if names:
-        lines += ["", "Trials per invariant, judged / unknown / skipped (**0 judged**: the row did not judge it):", "",
-                  "| row | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        for r in matrix["rows"]:
-            cells = []
-            for n in names:
-                t = (r.get("invariants") or {}).get(n)
-                if t is None:
-                    cells.append("—")
-                    continue
-                judged = f"**{t['judged']}**" if t["judged"] == 0 else str(t["judged"])
-                cells.append(f"{judged} / {t['unknown']} / {t['skipped']}")
-            lines.append(f"| {r['row']} | " + " | ".join(cells) + " |")
-        unjudged = [(r["row"], n) for r in matrix["rows"] for n, t in (r.get("invariants") or {}).items()
-                    if t["judged"] == 0]
-        if unjudged:
-            lines += ["", "Not judged: " + "; ".join(f"{row}: {n}" for row, n in unjudged) + "."]
-    return "\n".join(lines) + "\n"
-
-
-def _shown(row: dict[str, Any]) -> str:
-    """``caught (unexpected: ...)``, ``error: not judged``, or the plain result."""
-    if row.get("unexpected"):
-        return f"caught (unexpected: {', '.join(row['caught_by'])})"
-    if row["result"] == "error" and (row.get("error") or "").startswith("not judged"):
-        return "error: not judged"
-    return row["result"]

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from faultload.matrix import (DEFAULT_ROWS, FINDING_1_INVARIANTS, MatrixRow, judge_row, markdown_table, row_command,
-                              select_rows)
+from faultload.matrix import (DEFAULT_ROWS, FINDING_1_INVARIANTS, MatrixRow, judge_compare_row, judge_row,
+                              row_command, run_row, select_rows)
+from faultload.store.matrix_table import markdown_table
 
 ROW = MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught", "why", caught_by=("no_lost_results",))
 CLEAN = MatrixRow("clean", "skyrl==0.4.0", (), "clean", "why")
@@ -35,8 +38,11 @@ def passed(n: int = 7) -> list[dict]:
 
 def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
-    assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0"]
-    assert [r.expected for r in DEFAULT_ROWS] == ["clean", "clean", "caught", "caught", "caught", "caught"]
+    assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0", "a-a",
+                     "rich-access-log-cost"]
+    assert [r.expected for r in DEFAULT_ROWS] == ["clean", "clean", "caught", "caught", "caught", "caught", "clean",
+                                                  "caught"]
+    assert [r.name for r in DEFAULT_ROWS if r.baseline] == ["a-a", "rich-access-log-cost"]
     assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks",)]
 
 
@@ -137,7 +143,7 @@ def test_cli_rejects_bad_rows_with_exit_2() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "faultload: error: --rows: unknown row 'nope'; known: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0"]
+        "faultload: error: --rows: unknown row 'nope'; known: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0, a-a, rich-access-log-cost"]
 
 
 def test_cli_rejects_a_negative_session_time_with_exit_2() -> None:
@@ -167,3 +173,58 @@ def test_a_real_row_whose_trials_were_all_skipped_is_error_not_judged(tmp_path: 
     assert row["judged_trials"] == 0 and row["trials"] == 0
     assert all(t["judged"] == 0 and t["skipped"] > 0 for t in row["invariants"].values())
     assert "error: not judged" in proc.stdout
+
+
+# ----------------------------------------------------------------------------- comparison rows
+
+COST = MatrixRow("rich-access-log-cost", "skyrl==0.4.0", ("rich-access-log",), "caught", "why",
+                 caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0")
+
+
+def _compared(worse=(), unknown=(), trials=10, error=None) -> dict:
+    return {"schema": "faultload.compare/1", "worse": list(worse), "unknown": list(unknown),
+            "trials": [{"order": i, "error": error} for i in range(trials)],
+            "metrics": [{"name": "server_cpu_ms_per_request", "ratio": 1.3, "ci": [1.2, 1.4], "threshold": 1.15,
+                         "worse": bool(worse)}], "ok": not worse and not unknown}
+
+
+def test_a_comparison_row_is_caught_by_the_metric_that_is_worse() -> None:
+    r = judge_compare_row(COST, _compared(worse=["server_cpu_ms_per_request"]), 1, 200.0)
+    assert r.result == "caught" and r.caught_by == ["server_cpu_ms_per_request"] and r.as_expected
+    r = judge_compare_row(COST, _compared(worse=["e2e_p99_s"]), 1, 200.0)
+    assert r.result == "caught" and r.unexpected and not r.as_expected  # caught for the wrong reason
+
+
+def test_a_comparison_row_is_clean_only_when_every_metric_was_judged_on_every_trial() -> None:
+    aa = dataclasses.replace(COST, name="a-a", regress=(), expected="clean", caught_by=())
+    assert judge_compare_row(aa, _compared(), 0, 200.0).result == "clean"
+    r = judge_compare_row(aa, _compared(unknown=["healthz_p99_s"]), 1, 200.0)
+    assert r.result == "error" and "unknown healthz_p99_s" in r.error
+    assert judge_compare_row(aa, _compared(trials=4), 0, 200.0).error.startswith("not judged: 4 trials ran")
+    assert "trial(s) failed to run" in judge_compare_row(aa, _compared(error="boom"), 0, 200.0).error
+    assert judge_compare_row(aa, None, 2, 3.0).error == "faultload compare exited 2 without a result"
+
+
+def test_a_comparison_row_runs_faultload_compare_on_its_two_builds(tmp_path, monkeypatch) -> None:
+    """run_row with a stand-in for the subprocess (a test double): the command it would run."""
+    seen = {}
+
+    class Done:
+        pid = 0
+
+        def __init__(self, cmd, **kwargs):
+            seen["cmd"] = cmd
+            out = cmd[cmd.index("--json-out") + 1]
+            Path(out).write_text(json.dumps(_compared(worse=["server_cpu_ms_per_request"])))
+
+        def wait(self, timeout=None):
+            return 1
+
+    monkeypatch.setattr("faultload.matrix.subprocess.Popen", Done)
+    r = run_row(COST, "ci", tmp_path, tmp_path, all_properties=False, cwd=tmp_path, timeout_s=10.0,
+                log=lambda m: None)
+    cmd = seen["cmd"]
+    assert cmd[1:4] == ["-m", "faultload", "compare"]
+    assert cmd[cmd.index("--baseline") + 1] == "skyrl==0.4.0"
+    assert cmd[cmd.index("--candidate") + 1] == "skyrl==0.4.0+regress=rich-access-log"
+    assert r.result == "caught" and r.as_expected

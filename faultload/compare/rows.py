@@ -1,0 +1,45 @@
+"""A detection-matrix row judged by comparison: ``faultload compare`` of the row's build against a baseline.
+
+A performance regression loses nothing and breaks no budget, so the suite's
+properties cannot catch it; its row runs ``faultload compare`` instead (as a
+subprocess, like every row) and is caught when the comparison calls a metric
+worse. The row's trial and repeats are the same on every profile: the
+thresholds were calibrated at this size, and a smaller one would widen the
+intervals until nothing could be caught.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+# The reference harness's burst: 4,096 requests held by a barrier router, released at once.
+COMPARE_TRIAL = ("--requests", "4096", "--router-mode", "barrier")
+COMPARE_REPEATS = 5
+
+
+def compare_command(baseline: str, candidate: str, out: Path, python: str = sys.executable,
+                    trial: tuple[str, ...] = COMPARE_TRIAL, repeats: int = COMPARE_REPEATS) -> list[str]:
+    """The command line of a comparison row (its result JSON goes to ``out``)."""
+    return [python, "-m", "faultload", "compare", "--baseline", baseline, "--candidate", candidate,
+            "--repeats", str(repeats), *trial, "--json-out", str(out), "--quiet"]
+
+
+def compare_outcome(result: dict[str, Any] | None, returncode: int | None) -> tuple[str, list[str], str | None]:
+    """(result, caught_by, error) of a comparison row from its ``faultload.compare/1`` JSON and exit code.
+
+    caught: some metric is worse (caught_by: those metrics); clean: nothing
+    worse or unknown, every trial ran; error: no result, a metric unknown, a
+    trial that failed to run, or an exit code that is not a verdict.
+    """
+    if result is None or returncode not in (0, 1):
+        return "error", [], f"faultload compare exited {returncode}" + ("" if result else " without a result")
+    failed = [t for t in result.get("trials", []) if t.get("error")]
+    if failed:
+        return "error", [], f"{len(failed)} trial(s) failed to run, e.g. {failed[0]['error']}"
+    if result["worse"]:
+        return "caught", list(result["worse"]), None
+    if result["unknown"]:
+        return "error", [], f"not judged: unknown {', '.join(result['unknown'])}"
+    return "clean", [], None
