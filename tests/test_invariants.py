@@ -935,6 +935,25 @@ def test_healthz_probes_during_a_fault_and_its_recovery_are_not_judged() -> None
     assert v.ok is None and "fell during a fault or its recovery allowance" in v.detail
 
 
+def test_a_probe_in_flight_when_a_fault_began_is_not_judged() -> None:
+    # Probes every 0.5 s; the one sent at 5.5 s took 0.1 s and failed: the server was restarted at 5.55 s
+    # (nightly fixed row, trial 54). One that failed at 2.0 s, with no fault near, still counts.
+    t = np.arange(0.0, 10.0, 0.5)
+    lat = np.full(t.size, 0.01)
+    ok = np.ones(t.size, dtype=bool)
+    lat[t == 5.5], ok[t == 5.5] = 0.1, False
+    h = make_history(8)
+    h["submit_start"][:] = 0.0
+    h["done"][:] = 9.0
+    monitor = make_monitor(healthz_t=t, healthz_latency=lat, healthz_ok=ok)
+    restart = fault_log(applied(Fault("server", "restart", start_s=5.55), 5.55, 5.9))
+    v = check_healthz_latency(make_inputs(history=h, monitor=monitor, faults=restart), BUDGETS)
+    assert v.ok is True and "(max 0.100s, 1 failed)" in v.detail, v.detail
+    ok[t == 2.0] = False
+    monitor = make_monitor(healthz_t=t, healthz_latency=lat, healthz_ok=ok)
+    assert check_healthz_latency(make_inputs(history=h, monitor=monitor, faults=restart), BUDGETS).ok is False
+
+
 def test_healthz_unknown_without_probes() -> None:
     empty = np.empty(0)
     m = make_monitor(healthz_t=empty, healthz_latency=empty, healthz_ok=np.empty(0, dtype=bool))

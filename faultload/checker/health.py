@@ -27,7 +27,8 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     (a very short trial), all probes are judged. Failed probes count with the
     time they took (up to the prober's timeout). Failures allowed: the larger
     of healthz_max_failures and healthz_failure_fraction × probes. Probes
-    from a fault's start to healthz_fault_recovery_s after its end are counted
+    in flight at any time from a fault's start to healthz_fault_recovery_s
+    after its end (one sent just before a restart fails with it) are counted
     in the detail but not judged (see the budget); if every probe fell there
     the verdict is unknown, never ok. Figure: the p99 of the judged probes
     (too many failures is named in the detail).
@@ -51,8 +52,9 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         else:
             where = f"over the trial (none during load {fmt_s(window[0])}-{fmt_s(window[1])})"
     recovering = np.zeros(t.size, dtype=bool)
+    answered = t + np.where(np.isfinite(latency), latency, 0.0)  # a probe in flight when a fault began met it
     for w_start, w_end, _ in fault_windows(inputs.faults, grace_s=budgets.healthz_fault_recovery_s):
-        recovering |= (t >= w_start) & (t <= w_end)
+        recovering |= (answered >= w_start) & (t <= w_end)
     excused = select & recovering
     fault_text = ""
     if excused.any():
