@@ -45,7 +45,8 @@ from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
 from faultload.suite.repros import write_property_repro
-from faultload.suite.state import PropertyState, Tally, tallies_dict, tally_text
+from faultload.suite import summary
+from faultload.suite.state import PropertyState, Tally
 from faultload.model.switches import switches_text
 
 class SuiteRunner:
@@ -299,80 +300,11 @@ class SuiteRunner:
         return write_property_repro(state, self.profile.name, self.workspace, self.budgets, hypothesis_seed)
 
     def summary_dict(self, outcomes: dict[str, str] | None = None) -> dict[str, Any]:
-        """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads).
-
-        ``outcomes``: pytest's outcome per property nodeid (passed, failed, skipped, error).
-        ``invariants`` (per property and for the session): how many examples
-        judged each invariant, left it unknown, or were skipped by a time bound.
-        """
-        outcomes = outcomes or {}
-        properties = []
-        for state in self.states.values():
-            violated: list[str] = []
-            if state.best is not None:
-                names = checked(state.family)
-                violated = [v.name for v in state.best[1].verdicts if v.name in names and v.ok is False]
-            properties.append({
-                "nodeid": state.nodeid,
-                "name": state.nodeid.split("::")[-1],
-                "outcome": outcomes.get(state.nodeid, "unknown"),
-                "violated": violated,
-                "trials": state.trials,
-                "cached": state.cached,
-                "not_run": state.not_run,
-                "judged_trials": state.judged_trials,
-                "invariants": tallies_dict(state.tally),
-                "first_failure_requests": state.first_failure_requests,
-                "repro_requests": state.best[0].shape.requests if state.best else None,
-                "repro_path": str(state.repro_path) if state.repro_path else None,
-                "bundle_path": str(state.bundle_path) if state.bundle_path else None,
-                "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
-                "error": state.broken or self.not_judged(state.nodeid),
-            })
-        return {
-            "profile": self.profile.name, "target": self.target, "regress": list(self.regress),
-            "fixes": list(self.fixes),
-            "trials": self.trials, "wall_s": round(time.monotonic() - self.session_started, 1),
-            "stack_starts": self.stack_starts, "judged_trials": sum(p["judged_trials"] for p in properties),
-            "invariants": tallies_dict(self.session_tally()), "properties": properties,
-        }
+        """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads): :mod:`.summary`."""
+        return summary.summary_dict(self, outcomes)
 
     def session_tally(self) -> dict[str, Tally]:
-        """Every property's tallies summed per invariant."""
-        total: dict[str, Tally] = {}
-        for state in self.states.values():
-            for name, tally in state.tally.items():
-                total.setdefault(name, Tally()).add(tally)
-        return total
+        return summary.session_tally(self.states.values())
 
     def summary_lines(self) -> list[str]:
-        lines = [
-            f"profile {self.profile.name}: target {self.target}"
-            + switches_text(self.regress, self.fixes)
-            + f", time scale {self.profile.time_scale:g}; {self.trials} trials in "
-            f"{time.monotonic() - self.session_started:.0f}s; {self.executor.describe()}"
-        ]
-        for state in self.states.values():
-            name = state.nodeid.split("::")[-1]
-            text = f"  {name}: {state.trials} trials, {state.cached} cached, {state.judged_trials} judged"
-            if state.not_run:
-                text += f", {state.not_run} examples not run (time bound spent)"
-            if state.shrinking:
-                shrink_s = state.shrink_seconds
-                final = state.best[0].shape.requests if state.best else None
-                text += (f"; FAILED, shrunk from {state.first_failure_requests} to {final} requests "
-                         f"in {shrink_s:.0f}s over {state.failures} failing examples"
-                         + (" (cut by the shrink budget)" if state.shrink_cut else ""))
-            if state.repro_path:
-                text += f"\n    repro: {state.repro_path}\n    replay: faultload replay {state.repro_path}"
-            if state.bundle_path:
-                text += f"\n    bundle: {state.bundle_path}\n    check: faultload check {state.bundle_path}"
-            if state.broken:
-                text += f"; ERROR {state.broken}"
-            elif self.not_judged(state.nodeid):
-                text += f"; FAILED {self.not_judged(state.nodeid)}"
-            lines.append(text)
-        total = self.session_tally()
-        if total:
-            lines.append("  " + tally_text(total))
-        return lines
+        return summary.summary_lines(self)
