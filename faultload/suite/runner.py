@@ -40,6 +40,7 @@ from typing import Any
 import hypothesis
 
 from faultload.store.repro import config_key
+from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
@@ -59,7 +60,7 @@ class SuiteRunner:
 
     def __init__(self, profile: Profile, target: str, regress: tuple[str, ...], workspace, budgets,
                  watchdog=None, shrink_s: float | None = None, log=None, fixes: tuple[str, ...] = (),
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, baseline=None, compare_settings=None) -> None:
         self.profile = profile
         self.target = target
         self.regress = regress
@@ -75,6 +76,9 @@ class SuiteRunner:
         self.trials = 0
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
         self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log)
+        self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
+        self._compare = (executor, compare_settings)
+        self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs
 
     # ------------------------------------------------------------------ properties
 
@@ -162,10 +166,14 @@ class SuiteRunner:
     def not_judged(self, nodeid: str) -> str | None:
         """Why a property that passed proves nothing (no example judged any of its invariants), or None."""
         state = self.states.get(nodeid)
-        if state is None or state.broken or state.shrinking or state.judged_trials:
+        if state is None or state.broken or state.shrinking:
             return None
         names = checked(state.family)
         unknown = sum(t.unknown for t in state.tally.values())
+        if unknown and state.family is not None and state.family.comparative:  # a comparison is judged or not ok
+            return f"not judged: {unknown} examples left {', '.join(names)} unknown (a metric not measured)"
+        if state.judged_trials:
+            return None
         reasons = []
         if state.not_run:
             reasons.append(f"{state.not_run} examples not run (time bound spent)")
@@ -176,7 +184,7 @@ class SuiteRunner:
 
     def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> TrialOutcome | None:
         """The trial's outcome (cached, or run now); None when a time bound forbids a new trial."""
-        key = config_key(config)
+        key = self._key(config, family)
         outcome = self.cache.get(key)
         if outcome is not None:
             state.cached += 1
@@ -190,7 +198,7 @@ class SuiteRunner:
                 if state.shrinking:
                     state.shrink_cut = True
                 return None
-            outcome = self._run(config, state)
+            outcome = self._run(config, state, self._executor(family))
             self.cache[key] = outcome
         if outcome.error:
             raise SuiteError(outcome.error)
@@ -243,7 +251,7 @@ class SuiteRunner:
             for label, candidate in reductions(current):
                 if time.monotonic() >= deadline:
                     break
-                if label in essential:
+                if label in essential or family.comparative and candidate.shape.requests < MIN_REQUESTS:
                     continue
                 try:
                     candidate.validate()
@@ -271,10 +279,27 @@ class SuiteRunner:
 
     # ------------------------------------------------------------------ trials
 
-    def _run(self, config, state: PropertyState) -> TrialOutcome:
+    def _executor(self, family: Family) -> Executor:
+        """The session's executor, or for the comparative family the one running both builds."""
+        if not family.comparative:
+            return self.executor
+        if self.baseline is None:
+            raise SuiteError("the comparative family needs a baseline build (--faultload-baseline)")
+        if self.comparing is None:
+            injected, settings = self._compare
+            self.comparing = comparing_executor(self.baseline, injected, self.workspace, self.budgets,
+                                                self.profile, settings, self._log)
+        return self.comparing
+
+    def _key(self, config, family: Family) -> str:
+        if family.comparative and self.baseline is not None:
+            return comparison_key(self.baseline, self.profile.compare_repeats, config)
+        return config_key(config)
+
+    def _run(self, config, state: PropertyState, executor: Executor) -> TrialOutcome:
         """Run one trial through the executor; a harness failure breaks the property (reported once)."""
         try:
-            outcome = self.executor.run(config)
+            outcome = executor.run(config)
         except SuiteError as exc:
             state.broken = str(exc)
             raise
@@ -288,16 +313,23 @@ class SuiteRunner:
 
     @property
     def stack_starts(self) -> int:
-        return getattr(self.executor, "stack_starts", 0)
+        own = getattr(self.executor, "stack_starts", 0)
+        return own + (self.comparing.stack_starts if self.comparing and self._compare[0] is None else 0)
 
     def close(self) -> None:
         self.executor.close()
+        if self.comparing is not None and self._compare[0] is None:  # an injected executor is closed above
+            self.comparing.close()
 
     # ------------------------------------------------------------------ repros
 
     def write_repro(self, state: PropertyState, hypothesis_seed: Any = None) -> Path | None:
         """Write the property's smallest failing trial as a repro, with report and PNG (:mod:`.repros`)."""
-        return write_property_repro(state, self.profile.name, self.workspace, self.budgets, hypothesis_seed)
+        comparison = None
+        if state.best is not None and state.best[1].comparison is not None and self.comparing is not None:
+            comparison = self.comparing.repro_fields(state.best[1])
+        return write_property_repro(state, self.profile.name, self.workspace, self.budgets, hypothesis_seed,
+                                    comparison)
 
     def summary_dict(self, outcomes: dict[str, str] | None = None) -> dict[str, Any]:
         """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads): :mod:`.summary`."""

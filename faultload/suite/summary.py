@@ -43,7 +43,7 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
         })
     return {
         "profile": runner.profile.name, "target": runner.target, "regress": list(runner.regress),
-        "fixes": list(runner.fixes),
+        "fixes": list(runner.fixes), "baseline": runner.baseline.text if runner.baseline is not None else None,
         "trials": runner.trials, "wall_s": round(time.monotonic() - runner.session_started, 1),
         "stack_starts": runner.stack_starts, "judged_trials": sum(p["judged_trials"] for p in properties),
         "invariants": tallies_dict(session_tally(runner.states.values())), "properties": properties,
@@ -64,6 +64,7 @@ def summary_lines(runner) -> list[str]:
         + switches_text(runner.regress, runner.fixes)
         + f", time scale {runner.profile.time_scale:g}; {runner.trials} trials in "
         f"{time.monotonic() - runner.session_started:.0f}s; {runner.executor.describe()}"
+        + (f"; compared with {runner.baseline.text}: {runner.comparing.describe()}" if runner.comparing else "")
     ]
     for state in runner.states.values():
         name = state.nodeid.split("::")[-1]
