@@ -9,6 +9,13 @@ against the same budgets and exits 1 when the failure reproduces, 0 when it
 does not (reported as *flaky*, with both runs' figures). The file itself is
 never rewritten by a replay: it keeps the original figures.
 
+A comparative repro (``repro_version`` 2, from ``--faultload-baseline``) also
+names both builds (``baseline``, ``candidate``) and holds ``compare``: the
+repeats per build, the thresholds and the comparison as found. Its replay
+runs the trial on both builds again (:mod:`faultload.compare.replay`). A
+version-1 repro is read and replayed as ever; an older faultload refuses a
+version-2 one rather than replay only its candidate.
+
 The config's JSON form is :mod:`faultload.model.codec`'s.
 """
 
@@ -25,6 +32,7 @@ from typing import Any, Mapping
 
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
+from faultload.compare.replay import replay_comparison
 from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.switches import switches_text
@@ -32,6 +40,7 @@ from faultload.store import report as report_mod
 from faultload.run.trial import run_trial
 
 REPRO_VERSION = 1
+COMPARE_REPRO_VERSION = 2  # a comparative repro: version 1's keys plus baseline, candidate and compare
 
 
 def config_key(config) -> str:
@@ -119,8 +128,12 @@ def load_repro(path: Path | str) -> tuple[dict[str, Any], Any, Budgets]:
     if not isinstance(data, dict) or "config" not in data:
         raise ValueError(f"{path}: not a faultload repro (no 'config')")
     version = data.get("repro_version")
-    if version != REPRO_VERSION:
-        raise ValueError(f"{path}: repro_version {version!r}; this faultload reads {REPRO_VERSION}")
+    if version not in (REPRO_VERSION, COMPARE_REPRO_VERSION):
+        raise ValueError(f"{path}: repro_version {version!r}; this faultload reads {REPRO_VERSION} "
+                         f"and {COMPARE_REPRO_VERSION}")
+    if (version == COMPARE_REPRO_VERSION) != isinstance(data.get("compare"), dict):
+        raise ValueError(f"{path}: repro_version {version} " + ("needs" if version == COMPARE_REPRO_VERSION
+                                                              else "has") + " a 'compare' block")
     config = config_from_dict(data["config"])
     budgets = Budgets.from_mapping(data.get("budgets") or {}, f"{path} budgets")
     config.validate()
@@ -147,12 +160,16 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     ``target`` and ``fixes`` run it against another build (a checkout with a
     fix: ``skyrl@PATH``) or with candidate fixes applied, to prove a fix: 0
     then means the failure is gone there. ValueError when they do not apply.
+    A comparative repro runs on both builds (``target``/``fixes`` change its
+    candidate): 1 if the candidate is still worse (or a metric went unmeasured).
     """
     data, config, budgets = load_repro(path)
     if target is not None or fixes:
         config = dataclasses.replace(config, target=target or config.target,
                                      fixes=tuple(dict.fromkeys(config.fixes + tuple(fixes))))
         config.validate()
+    if data.get("compare") is not None:
+        return replay_comparison(path, data, config, budgets, workspace, json_out, out)
     checked = tuple(data.get("checked") or ())
     original_failing = [v["name"] for v in data.get("failing", [])]
     print(f"replaying {path}: {config.shape.requests} requests, target {config.target}"

@@ -22,6 +22,7 @@ from faultload.checker.judge import judge
 from faultload.model.sdk import SDK_POLL_TIMEOUT_S
 from faultload.model.switches import switches_text
 from faultload.run.stack import Stack
+from faultload.store.report import build_report
 from faultload.store.repro import figures_of
 from faultload.run.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
 
@@ -36,6 +37,8 @@ class TrialOutcome:
     wall_s: float
     result: Any = None  # the TrialResult, kept only when something failed (for the report and PNG)
     error: str | None = None  # the harness failed (not a verdict on the target)
+    report: dict[str, Any] | None = None  # the trial's JSON report, when the executor keeps reports (comparisons)
+    comparison: dict[str, Any] | None = None  # a comparative example's faultload.compare/1 JSON (suite.comparative)
 
 
 class SuiteError(RuntimeError):
@@ -77,8 +80,9 @@ class StackExecutor:
     """Runs each config on one shared real stack and judges it against the budgets."""
 
     def __init__(self, workspace, budgets, baseline_wait_s: float,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, keep_reports: bool = False) -> None:
         self.workspace = workspace
+        self.keep_reports = keep_reports  # a comparison reads its metrics from every trial's report
         self.budgets = budgets
         self.baseline_wait_s = baseline_wait_s
         self.stack = None
@@ -115,7 +119,8 @@ class StackExecutor:
         verdicts = judge(result, self.budgets)
         figures = figures_of(verdicts)
         failed = any(v.ok is False for v in verdicts)
-        outcome = TrialOutcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None)
+        outcome = TrialOutcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None,
+                               report=build_report(result, verdicts) if self.keep_reports else None)
         if result.error:
             outcome.error = f"harness error: {result.error}"
         bad = ", ".join(v.name for v in verdicts if v.ok is False) or "none"

@@ -31,6 +31,9 @@ class Family:
     limits: tuple[tuple[str, Any], ...] = ()
     weight: float = 1.0  # multiplies the profile's examples and time per property
     known: tuple[str, ...] = ()  # known-bug trials (faultload.strategies.known) run first when the profile asks
+    # Runs each example on the baseline build too (faultload.suite.comparative): no example has fewer than
+    # its MIN_REQUESTS, and an example that left its verdict unknown fails the property (never a pass).
+    comparative: bool = False
 
 
 def known_configs(profile: Profile, family: Family, target: str, regress: tuple[str, ...]) -> list:

@@ -14,10 +14,13 @@ collected. Options::
     --faultload-examples N       override the profile's examples per property
     --faultload-session-s S      override the profile's session time (no trial starts after S seconds)
     --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
+    --faultload-baseline BUILD   add the comparative property: each example on BUILD too, the session's
+                                 target (with its switches) must be no worse (faultload.suite.comparative)
 
 Each session's state (options, runner, outcomes) is a
 :class:`~faultload.suite.session.SuiteSession` on its own ``config.stash``
-(:func:`session`), made on first use; the environment (``FAULTLOAD_PROFILE``,
+(:func:`session`), made on first use (at ``pytest_configure`` when
+``--faultload-baseline`` is given, so a bad build is a usage error); the environment (``FAULTLOAD_PROFILE``,
 ``FAULTLOAD_HOME``) is read here, in ``pytest_configure``, and handed to it as
 values. Properties carry the ``faultload`` marker (``-m faultload`` selects
 them, ``-m "not faultload"`` leaves them out), registered with pytest so
@@ -83,6 +86,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "properties left without a judged trial then fail as not judged")
     group.addoption("--faultload-summary-json", default=None, metavar="FILE",
                     help="write each property's outcome, violated invariants and repro as JSON (default: not written)")
+    group.addoption("--faultload-baseline", default=None, metavar="BUILD",
+                    help="run the comparative property: each example on BUILD (e.g. skyrl==0.4.0, "
+                         "skyrl==0.4.0+regress=rich-access-log) and on the target, failing when the target is worse "
+                         "by [tool.faultload.compare]'s thresholds (default: that property is skipped)")
 
 
 def session(config: pytest.Config) -> SuiteSession:
@@ -115,9 +122,12 @@ def _made(config: pytest.Config) -> SuiteSession | None:
     return config.stash.get(_SESSION, None)
 
 
+@pytest.hookimpl(trylast=True)  # after Hypothesis's plugin loads --hypothesis-profile: a session made here sees it
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     config.stash[_ENVIRON] = environment(os.environ)
+    if config.getoption("faultload_baseline", None):  # a bad build spec is a usage error now, not at collection
+        session(config)
 
 
 def environment(environ: Mapping[str, str]) -> dict[str, str]:

@@ -52,6 +52,10 @@ class Profile:
     known_examples: tuple[str, ...] = ()
     confirm: bool = False
     min_judged_trials: int = 1  # a matrix row that judged fewer is "error: not judged", never clean
+    # Trials per build in each comparative example (--faultload-baseline): 3 each is the fewest for which
+    # "the whole interval past 1" needs every candidate trial worse than every baseline one by chance
+    # only 1 time in 20 per metric (2 each: 1 in 6).
+    compare_repeats: int = 3
 
 
 PROFILES: dict[str, Profile] = {
@@ -63,7 +67,7 @@ PROFILES: dict[str, Profile] = {
     "nightly": Profile(
         name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,
         property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0,
-        known_examples=("completion_burst",), min_judged_trials=40,
+        known_examples=("completion_burst",), min_judged_trials=40, compare_repeats=5,
     ),
     "confirm": Profile(
         name="confirm", time_scale=1.0, limits=CI.replace(max_faults=0), max_examples=1, derandomize=True,

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from faultload.compare.report import markdown_table
 from faultload.store import report as report_mod
 from faultload.store.bundle import write_bundle
 from faultload.store.plot import write_timeline
-from faultload.store.repro import build_repro, config_key, replay_command, write_repro
+from faultload.store.repro import COMPARE_REPRO_VERSION, build_repro, config_key, replay_command, write_repro
 from faultload.suite.families import checked
 from faultload.suite.state import PropertyState
 
 
 def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
-                         hypothesis_seed: Any = None) -> Path | None:
+                         hypothesis_seed: Any = None, comparison: Mapping[str, Any] | None = None) -> Path | None:
     """Write the property's smallest failing trial (its last failure) as a repro, with report, bundle and PNG.
 
     The bundle (``STEM.bundle/``, ``faultload check`` judges it again offline)
     is named in the repro's ``bundle`` and ``check`` keys and in the session's
-    summary lines, under the repro.
+    summary lines, under the repro. ``comparison``: a comparative example's
+    repro keys (both builds, repeats, thresholds, the comparison as found:
+    ``ComparingExecutor.repro_fields``), with its Markdown table beside it.
     """
     if state.best is None:
         return None
@@ -46,6 +50,12 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
     directory = workspace.root / "repros"
     repro = build_repro(config, outcome.verdicts, outcome.figures, budgets, checked=checked(state.family),
                         found_by=found_by)
+    if comparison is not None:
+        repro.update(comparison, repro_version=COMPARE_REPRO_VERSION)
+        directory.mkdir(parents=True, exist_ok=True)
+        table = directory / f"{stem}.compare.md"
+        table.write_text(markdown_table(comparison["compare"]["result"]))
+        repro["compare_table"] = str(table)
     if outcome.result is not None:
         report = report_mod.build_report(outcome.result, outcome.verdicts)
         report_path = directory / f"{stem}.report.json"

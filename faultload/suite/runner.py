@@ -40,12 +40,14 @@ from typing import Any
 import hypothesis
 
 from faultload.store.repro import config_key
+from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
 from faultload.suite.repros import write_property_repro
-from faultload.suite.state import PropertyState, Tally, tallies_dict, tally_text
+from faultload.suite import summary
+from faultload.suite.state import PropertyState, Tally
 from faultload.model.switches import switches_text
 
 class SuiteRunner:
@@ -58,7 +60,7 @@ class SuiteRunner:
 
     def __init__(self, profile: Profile, target: str, regress: tuple[str, ...], workspace, budgets,
                  watchdog=None, shrink_s: float | None = None, log=None, fixes: tuple[str, ...] = (),
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, baseline=None, compare_settings=None) -> None:
         self.profile = profile
         self.target = target
         self.regress = regress
@@ -74,6 +76,9 @@ class SuiteRunner:
         self.trials = 0
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
         self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log)
+        self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
+        self._compare = (executor, compare_settings)
+        self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs
 
     # ------------------------------------------------------------------ properties
 
@@ -161,10 +166,14 @@ class SuiteRunner:
     def not_judged(self, nodeid: str) -> str | None:
         """Why a property that passed proves nothing (no example judged any of its invariants), or None."""
         state = self.states.get(nodeid)
-        if state is None or state.broken or state.shrinking or state.judged_trials:
+        if state is None or state.broken or state.shrinking:
             return None
         names = checked(state.family)
         unknown = sum(t.unknown for t in state.tally.values())
+        if unknown and state.family is not None and state.family.comparative:  # a comparison is judged or not ok
+            return f"not judged: {unknown} examples left {', '.join(names)} unknown (a metric not measured)"
+        if state.judged_trials:
+            return None
         reasons = []
         if state.not_run:
             reasons.append(f"{state.not_run} examples not run (time bound spent)")
@@ -175,7 +184,7 @@ class SuiteRunner:
 
     def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> TrialOutcome | None:
         """The trial's outcome (cached, or run now); None when a time bound forbids a new trial."""
-        key = config_key(config)
+        key = self._key(config, family)
         outcome = self.cache.get(key)
         if outcome is not None:
             state.cached += 1
@@ -189,7 +198,7 @@ class SuiteRunner:
                 if state.shrinking:
                     state.shrink_cut = True
                 return None
-            outcome = self._run(config, state)
+            outcome = self._run(config, state, self._executor(family))
             self.cache[key] = outcome
         if outcome.error:
             raise SuiteError(outcome.error)
@@ -242,7 +251,7 @@ class SuiteRunner:
             for label, candidate in reductions(current):
                 if time.monotonic() >= deadline:
                     break
-                if label in essential:
+                if label in essential or family.comparative and candidate.shape.requests < MIN_REQUESTS:
                     continue
                 try:
                     candidate.validate()
@@ -270,10 +279,27 @@ class SuiteRunner:
 
     # ------------------------------------------------------------------ trials
 
-    def _run(self, config, state: PropertyState) -> TrialOutcome:
+    def _executor(self, family: Family) -> Executor:
+        """The session's executor, or for the comparative family the one running both builds."""
+        if not family.comparative:
+            return self.executor
+        if self.baseline is None:
+            raise SuiteError("the comparative family needs a baseline build (--faultload-baseline)")
+        if self.comparing is None:
+            injected, settings = self._compare
+            self.comparing = comparing_executor(self.baseline, injected, self.workspace, self.budgets,
+                                                self.profile, settings, self._log)
+        return self.comparing
+
+    def _key(self, config, family: Family) -> str:
+        if family.comparative and self.baseline is not None:
+            return comparison_key(self.baseline, self.profile.compare_repeats, config)
+        return config_key(config)
+
+    def _run(self, config, state: PropertyState, executor: Executor) -> TrialOutcome:
         """Run one trial through the executor; a harness failure breaks the property (reported once)."""
         try:
-            outcome = self.executor.run(config)
+            outcome = executor.run(config)
         except SuiteError as exc:
             state.broken = str(exc)
             raise
@@ -287,92 +313,30 @@ class SuiteRunner:
 
     @property
     def stack_starts(self) -> int:
-        return getattr(self.executor, "stack_starts", 0)
+        own = getattr(self.executor, "stack_starts", 0)
+        return own + (self.comparing.stack_starts if self.comparing and self._compare[0] is None else 0)
 
     def close(self) -> None:
         self.executor.close()
+        if self.comparing is not None and self._compare[0] is None:  # an injected executor is closed above
+            self.comparing.close()
 
     # ------------------------------------------------------------------ repros
 
     def write_repro(self, state: PropertyState, hypothesis_seed: Any = None) -> Path | None:
         """Write the property's smallest failing trial as a repro, with report and PNG (:mod:`.repros`)."""
-        return write_property_repro(state, self.profile.name, self.workspace, self.budgets, hypothesis_seed)
+        comparison = None
+        if state.best is not None and state.best[1].comparison is not None and self.comparing is not None:
+            comparison = self.comparing.repro_fields(state.best[1])
+        return write_property_repro(state, self.profile.name, self.workspace, self.budgets, hypothesis_seed,
+                                    comparison)
 
     def summary_dict(self, outcomes: dict[str, str] | None = None) -> dict[str, Any]:
-        """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads).
-
-        ``outcomes``: pytest's outcome per property nodeid (passed, failed, skipped, error).
-        ``invariants`` (per property and for the session): how many examples
-        judged each invariant, left it unknown, or were skipped by a time bound.
-        """
-        outcomes = outcomes or {}
-        properties = []
-        for state in self.states.values():
-            violated: list[str] = []
-            if state.best is not None:
-                names = checked(state.family)
-                violated = [v.name for v in state.best[1].verdicts if v.name in names and v.ok is False]
-            properties.append({
-                "nodeid": state.nodeid,
-                "name": state.nodeid.split("::")[-1],
-                "outcome": outcomes.get(state.nodeid, "unknown"),
-                "violated": violated,
-                "trials": state.trials,
-                "cached": state.cached,
-                "not_run": state.not_run,
-                "judged_trials": state.judged_trials,
-                "invariants": tallies_dict(state.tally),
-                "first_failure_requests": state.first_failure_requests,
-                "repro_requests": state.best[0].shape.requests if state.best else None,
-                "repro_path": str(state.repro_path) if state.repro_path else None,
-                "bundle_path": str(state.bundle_path) if state.bundle_path else None,
-                "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
-                "error": state.broken or self.not_judged(state.nodeid),
-            })
-        return {
-            "profile": self.profile.name, "target": self.target, "regress": list(self.regress),
-            "fixes": list(self.fixes),
-            "trials": self.trials, "wall_s": round(time.monotonic() - self.session_started, 1),
-            "stack_starts": self.stack_starts, "judged_trials": sum(p["judged_trials"] for p in properties),
-            "invariants": tallies_dict(self.session_tally()), "properties": properties,
-        }
+        """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads): :mod:`.summary`."""
+        return summary.summary_dict(self, outcomes)
 
     def session_tally(self) -> dict[str, Tally]:
-        """Every property's tallies summed per invariant."""
-        total: dict[str, Tally] = {}
-        for state in self.states.values():
-            for name, tally in state.tally.items():
-                total.setdefault(name, Tally()).add(tally)
-        return total
+        return summary.session_tally(self.states.values())
 
     def summary_lines(self) -> list[str]:
-        lines = [
-            f"profile {self.profile.name}: target {self.target}"
-            + switches_text(self.regress, self.fixes)
-            + f", time scale {self.profile.time_scale:g}; {self.trials} trials in "
-            f"{time.monotonic() - self.session_started:.0f}s; {self.executor.describe()}"
-        ]
-        for state in self.states.values():
-            name = state.nodeid.split("::")[-1]
-            text = f"  {name}: {state.trials} trials, {state.cached} cached, {state.judged_trials} judged"
-            if state.not_run:
-                text += f", {state.not_run} examples not run (time bound spent)"
-            if state.shrinking:
-                shrink_s = state.shrink_seconds
-                final = state.best[0].shape.requests if state.best else None
-                text += (f"; FAILED, shrunk from {state.first_failure_requests} to {final} requests "
-                         f"in {shrink_s:.0f}s over {state.failures} failing examples"
-                         + (" (cut by the shrink budget)" if state.shrink_cut else ""))
-            if state.repro_path:
-                text += f"\n    repro: {state.repro_path}\n    replay: faultload replay {state.repro_path}"
-            if state.bundle_path:
-                text += f"\n    bundle: {state.bundle_path}\n    check: faultload check {state.bundle_path}"
-            if state.broken:
-                text += f"; ERROR {state.broken}"
-            elif self.not_judged(state.nodeid):
-                text += f"; FAILED {self.not_judged(state.nodeid)}"
-            lines.append(text)
-        total = self.session_tally()
-        if total:
-            lines.append("  " + tally_text(total))
-        return lines
+        return summary.summary_lines(self)

@@ -41,9 +41,12 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from faultload.checker.budgets import load_budgets
+from faultload.compare.judge import CompareSettings, load_compare_settings
 from faultload.config_file import find_config
+from faultload.model.build import Build, parse_build
 from faultload.model.target import DEFAULT_TARGET
 from faultload.procutil import Interrupts
+from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
 from faultload.suite.families import Family, family_examples
 from faultload.suite.plugin import DEFAULT_PROFILE
 from faultload.suite.profiles import PROFILES, Profile, get_profile
@@ -72,6 +75,18 @@ class SuiteOptions:
         session_s = get("faultload_session_s")
         if session_s is not None:
             profile = dataclasses.replace(profile, session_s=max(0.0, session_s))
+        self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
+        self.baseline: Build | None = None
+        self.compare_settings: CompareSettings | None = None
+        if get("faultload_baseline"):
+            try:
+                self.baseline = parse_build(get("faultload_baseline"), "--faultload-baseline")
+                self.compare_settings = load_compare_settings(self.pyproject())
+            except ValueError as exc:
+                raise pytest.UsageError(str(exc)) from None
+            if session_s is None:  # the comparison's trials come on top of the profile's session, not out of it
+                profile = dataclasses.replace(
+                    profile, session_s=profile.session_s + COMPARATIVE_WEIGHT * profile.property_s)
         self.profile: Profile = profile
         self.target: str = get("faultload_target") or DEFAULT_TARGET
         self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
@@ -79,7 +94,6 @@ class SuiteOptions:
         self.workdir: str | None = get("faultload_workdir")
         self.home: str | None = environ.get("FAULTLOAD_HOME")
         self.shrink_s: float | None = get("faultload_shrink_s")
-        self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
 
     def workspace(self) -> Workspace:
         return Workspace.default(self.workdir or self.home)
@@ -155,7 +169,7 @@ class SuiteSession:
             self.suite = SuiteRunner(
                 opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject), fixes=opts.fixes,
                 watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=self._terminal_log(),
-                executor=executor,
+                executor=executor, baseline=opts.baseline, compare_settings=opts.compare_settings,
             )
             # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
             # closed; a second signal kills every child process at once.
@@ -216,7 +230,8 @@ class SuiteSession:
         else:
             opts = self.options
             data = {"profile": opts.profile.name, "target": opts.target, "regress": list(opts.regress),
-                    "fixes": list(opts.fixes), "trials": 0, "wall_s": 0.0, "stack_starts": 0,
+                    "fixes": list(opts.fixes),
+                    "baseline": opts.baseline.text if opts.baseline is not None else None, "trials": 0, "wall_s": 0.0, "stack_starts": 0,
                     "judged_trials": 0, "invariants": {}, "properties": []}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2) + "\n")

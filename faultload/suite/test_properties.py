@@ -45,7 +45,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from faultload.strategies import trial_configs
-from faultload.suite import plugin
+from faultload.suite import comparative, plugin
 from faultload.suite.confirm import confirm_config
 from faultload.suite.families import Family, family_limits, known_configs
 from faultload.suite.session import SuiteSession
@@ -67,10 +67,14 @@ COMBINED = Family(
     "all_invariants", (), ("no_lost_results", "bounded_fds", "bounded_rss", "healthz_latency"),
     limits=(("storms", False), ("max_result_wait_s", 60.0)),
 )
-FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, COMBINED)
+COMPARATIVE = Family("comparative", (comparative.INVARIANT,), (comparative.INVARIANT,), limits=comparative.LIMITS,
+                     weight=comparative.WEIGHT, comparative=True)
+FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, COMBINED, COMPARATIVE)
 
 only_combined = pytest.mark.skipif(plugin.collecting().profile.confirm,
                                    reason="the confirm profile runs the combined property once")
+with_baseline = pytest.mark.skipif(plugin.collecting().options.baseline is None,
+                                   reason="no --faultload-baseline BUILD: nothing to compare the target with")
 
 
 def _settings(family: Family) -> settings:
@@ -163,3 +167,14 @@ def test_clean_server_log(faultload_suite, config):
 def test_all_invariants(faultload_suite, config):
     """Every invariant at once."""
     faultload_suite.check(COMBINED, config)
+
+
+@with_baseline
+@only_combined
+@settings(_settings(COMPARATIVE))
+@given(config=_configs(COMPARATIVE).map(comparative.at_least))
+def test_comparative_no_worse_than_baseline(faultload_suite, config):
+    """The target (with its switches) is no worse than ``--faultload-baseline``'s build on a load without
+    faults: no metric's ratio past its [tool.faultload.compare] threshold with its whole interval past 1,
+    and every metric measured on both (each example: 2 x the profile's compare_repeats trials, ABBA)."""
+    faultload_suite.check(COMPARATIVE, config)

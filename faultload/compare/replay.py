@@ -1,0 +1,78 @@
+"""``faultload replay`` of a comparative repro (the suite's ``--faultload-baseline`` family): both builds again.
+
+The repro's trial runs on its baseline and its candidate as many times each
+as when it was found, in ABBA order, each trial on a fresh stack
+(:func:`faultload.compare.runner.run_comparison`, what ``faultload compare``
+runs), judged by the thresholds stored in the repro (not today's settings
+file: a replay asks whether *that* failure reproduces). Exit 1 when a metric
+is still worse or went unmeasured (unknown is never ok), 0 when the
+candidate is no worse now (reported as flaky).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from faultload.compare.judge import CompareSettings, judge_comparison
+from faultload.compare.report import markdown_table
+from faultload.compare.runner import SIDES, abba, run_comparison
+from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from faultload.model.build import Build, parse_build
+
+
+def compare_spec(path: Path | str, data: Mapping[str, Any]) -> tuple[Build, int, CompareSettings]:
+    """(the baseline build, the repeats per build, the thresholds) of a comparative repro; ValueError naming
+    what is wrong."""
+    spec = data["compare"]
+    baseline = parse_build(str(data.get("baseline") or ""), f"{path} baseline")
+    repeats = spec.get("repeats")
+    if not isinstance(repeats, int) or isinstance(repeats, bool):
+        raise ValueError(f"{path} compare.repeats: {repeats!r} is not a whole number")
+    abba(repeats)
+    stored = spec.get("settings")
+    if not isinstance(stored, Mapping):
+        raise ValueError(f"{path} compare.settings: missing (the thresholds the repro was judged by)")
+    try:
+        settings = CompareSettings(**stored)
+        settings.validate()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path} compare.settings: {exc}") from None
+    return baseline, repeats, settings
+
+
+def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets, workspace,
+                      json_out: str | None = None, out: TextIO | None = None) -> int:
+    """Run a comparative repro's trial on both builds again; 1 if the candidate is still worse, 0 if not."""
+    baseline, repeats, settings = compare_spec(path, data)
+    builds = {"baseline": baseline, "candidate": Build(config.target, tuple(config.regress), tuple(config.fixes))}
+    was = (data["compare"].get("result") or {}).get("worse") or []
+
+    def say(message: str) -> None:
+        print(message, file=out, flush=True)
+
+    say(f"replaying {path}: {config.shape.requests} requests, {builds['candidate'].text} against "
+        f"{baseline.text}, {repeats} trials each (ABBA), time scale {config.shape.time_scale:g}; "
+        f"originally worse: {', '.join(was) or 'nothing'}")
+    trials = run_comparison(config, builds, repeats, workspace, budgets, log=lambda m: say(f"  {m}"))
+    if any(t.report.get("interrupted") for t in trials):
+        return EXIT_INTERRUPTED
+    sides = {side: [t.report for t in trials if t.side == side] for side in SIDES}
+    result = judge_comparison(baseline.text, builds["candidate"].text, sides["baseline"], sides["candidate"],
+                              settings, [t.summary() for t in trials])
+    say(markdown_table(result))
+    if result["worse"]:
+        status = "reproduced"
+        say(f"reproduced: still worse: {', '.join(result['worse'])}")
+    elif result["unknown"]:
+        status = "not judged"
+        say(f"not judged: not measured: {', '.join(result['unknown'])} (unknown is not a pass)")
+    else:
+        status = "flaky"
+        say(f"flaky: {builds['candidate'].text} is no worse than {baseline.text} now")
+    if json_out:
+        replayed = {**result, "replay": {"repro": str(path), "status": status, "originally_worse": list(was)}}
+        Path(json_out).write_text(json.dumps(replayed, indent=2, default=str) + "\n")
+    return EXIT_OK if status == "flaky" else EXIT_FAILED

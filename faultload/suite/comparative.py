@@ -1,0 +1,168 @@
+"""The comparative family (``pytest faultload --faultload-baseline BUILD``): each example on two builds.
+
+Each example is one generated load shape with **no faults**: a comparison
+judges cost (CPU per request, throughput, latency, fds, RSS, attempts), and a
+fault's timing moves those far more than any build difference — a ratio
+under faults measures the nemesis, not the fix. The shape runs ``repeats``
+times on each build, in ABBA order *within the example* (baseline,
+candidate, candidate, baseline, …: :func:`faultload.compare.runner.abba`),
+because the verdict is per example: each example must cancel a linear drift
+of the shared machine on its own, whatever the examples around it did.
+Each build has its own shared stack (one :class:`~faultload.suite.executor.StackExecutor`
+per side, both kept for the session, so no trial pays a server start and
+both sides' servers are equally warm); an injected executor (a test double)
+serves both sides.
+
+The example's outcome is one verdict, ``no_worse_than_baseline``: violated
+when :func:`faultload.compare.judge.judge_comparison` finds a metric worse,
+unknown when a metric was not measured on a side (the family fails a
+property with an unknown example: a comparison that could not be judged is
+not a pass). Its figure is the worst metric's ratio over its threshold
+(above 1: past it), what Hypothesis steers toward.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from faultload.checker.inputs import Verdict
+from faultload.compare.judge import CompareSettings, judge_comparison, settings_dict
+from faultload.compare.runner import SIDES, abba, config_for
+from faultload.model.build import Build
+from faultload.store.repro import config_key, figures_of
+from faultload.suite.executor import Executor, StackExecutor, TrialOutcome
+from faultload.suite.reducer import with_requests
+
+INVARIANT = "no_worse_than_baseline"
+# The family's weight (its examples and time are the profile's times this): each example is
+# 2 x repeats trials. --faultload-baseline adds WEIGHT x property_s to the session's time bound.
+WEIGHT = 3.0
+# Fewest requests a comparative example runs (drawn and shrunk): below this a
+# trial's server CPU is a few scheduler ticks and its percentiles a handful of
+# values, so no ratio of them means anything.
+MIN_REQUESTS = 128
+# What a comparative example draws (faultload.strategies.Limits changes, Family.limits):
+# no faults, on-time polls, no storms, a router that answers at once or after a fixed
+# generation time, one burst, small results (the per-request cost is what builds differ in).
+LIMITS = (("max_faults", 0), ("max_poll_after_s", 0.0), ("storms", False), ("router_modes", ("immediate", "latency")),
+          ("arrivals", ("burst",)), ("max_result_tokens", 64))
+
+
+def candidate_of(config) -> Build:
+    """The build a config runs: the session's target with its switches."""
+    return Build(config.target, tuple(config.regress), tuple(config.fixes))
+
+
+def at_least(config, requests: int = MIN_REQUESTS):
+    """``config`` with at least ``requests`` requests (cap and router processes follow; see the reducer)."""
+    return config if config.shape.requests >= requests else with_requests(config, requests)
+
+
+def comparison_key(baseline: Build, repeats: int, config) -> str:
+    """The session cache's key of a comparative example (never equal to a plain trial's)."""
+    return f"compare:{baseline.text}:{repeats}:{config_key(config)}"
+
+
+def _badness(row: Mapping[str, Any]) -> float:
+    """How far a metric's ratio went toward its threshold (1: at it), in its worse direction."""
+    ratio, threshold = row["ratio"], row["threshold"]
+    if row["higher_is_worse"]:
+        return ratio / threshold
+    return threshold / ratio if ratio > 0 else float("inf")
+
+
+def _row_text(row: Mapping[str, Any]) -> str:
+    low, high = row["ci"]
+    bound = "<=" if row["higher_is_worse"] else ">="
+    return f"{row['name']} x{row['ratio']:.3g} [{low:.3g}, {high:.3g}] (threshold {bound} {row['threshold']:g})"
+
+
+def comparison_verdict(result: Mapping[str, Any]) -> Verdict:
+    """The ``faultload.compare/1`` JSON as one verdict: violated when a metric is worse, unknown when one was
+    not measured; its figure is the worst ratio over its threshold (budget 1)."""
+    rows = [r for r in result["metrics"] if r["ratio"] is not None]
+    worst = max(rows, key=_badness, default=None)
+    figure = _badness(worst) if worst is not None else None
+    against = f"{result['candidate']} vs {result['baseline']}, {result['repeats']} trials each (ABBA)"
+    if result["worse"]:
+        by_name = {r["name"]: r for r in rows}
+        return Verdict(INVARIANT, False, figure, 1.0,
+                       f"{against}: worse: " + "; ".join(_row_text(by_name[n]) for n in result["worse"]))
+    if result["unknown"]:
+        return Verdict(INVARIANT, None, figure, 1.0, f"{against}: not measured: {', '.join(result['unknown'])}")
+    closest = f"; closest: {_row_text(worst)}" if worst is not None else ""
+    return Verdict(INVARIANT, True, figure, 1.0, f"{against}: no metric worse{closest}")
+
+
+class ComparingExecutor:
+    """Runs an example on both builds (``repeats`` each, ABBA) through one executor per side, judges the ratios."""
+
+    def __init__(self, baseline: Build, sides: Mapping[str, Executor], repeats: int, settings: CompareSettings,
+                 log: Callable[[str], None]) -> None:
+        abba(repeats)  # ValueError for fewer than 1
+        self.baseline = baseline
+        self.sides = dict(sides)
+        self.repeats = repeats
+        self.settings = settings
+        self._log = log
+        self.comparisons = 0  # examples compared (each 2 x repeats trials)
+
+    def run(self, config) -> TrialOutcome:
+        builds = {"baseline": self.baseline, "candidate": candidate_of(config)}
+        configs = {side: config_for(config, builds[side]) for side in SIDES}
+        reports: dict[str, list] = {side: [] for side in SIDES}
+        started = time.monotonic()
+        for side in abba(self.repeats):
+            outcome = self.sides[side].run(configs[side])
+            if outcome.error or outcome.report is None:
+                error = outcome.error or "the executor kept no trial report"
+                return TrialOutcome([], {}, config.shape.requests, time.monotonic() - started,
+                                    error=f"{side} {builds[side].text}: {error}")
+            reports[side].append(outcome.report)
+        result = judge_comparison(builds["baseline"].text, builds["candidate"].text, reports["baseline"],
+                                  reports["candidate"], self.settings)
+        verdict = comparison_verdict(result)
+        self.comparisons += 1
+        self._log(f"comparison: {verdict.detail[:400]}")
+        return TrialOutcome([verdict], figures_of([verdict]), config.shape.requests, time.monotonic() - started,
+                            comparison=result)
+
+    def _executors(self) -> list[Executor]:
+        return list({id(e): e for e in self.sides.values()}.values())  # one injected executor serves both
+
+    def describe(self) -> str:
+        done = f"{self.comparisons} comparisons of {self.repeats} + {self.repeats} trials"
+        if len(self._executors()) == 1:
+            return f"{done}; {self.sides['baseline'].describe()}"
+        return f"{done}; " + "; ".join(f"{side}: {self.sides[side].describe()}" for side in SIDES)
+
+    @property
+    def stack_starts(self) -> int:
+        return sum(getattr(e, "stack_starts", 0) for e in self._executors())
+
+    def close(self) -> None:
+        for executor in self._executors():
+            executor.close()
+
+    def repro_fields(self, outcome: TrialOutcome) -> dict[str, Any]:
+        """What a comparative repro adds: both builds, the repeats, the thresholds, the comparison as found
+        (``faultload replay`` runs both builds again, as many times each, and judges them by these thresholds)."""
+        result = outcome.comparison or {}
+        return {"baseline": result.get("baseline"), "candidate": result.get("candidate"),
+                "compare": {"repeats": self.repeats, "settings": settings_dict(self.settings), "result": result}}
+
+
+def comparing_executor(baseline: Build, injected: Executor | None, workspace, budgets, profile,
+                       settings: CompareSettings | None, log: Callable[[str], None]) -> ComparingExecutor:
+    """The session's comparing executor: ``injected`` (a test double) for both sides, else one real
+    shared stack per build, each keeping its trials' reports. ``settings`` None: the judge's defaults."""
+    if injected is not None:
+        sides: dict[str, Executor] = {side: injected for side in SIDES}
+    else:
+        sides = {side: StackExecutor(workspace, budgets, profile.baseline_wait_s,
+                                     lambda message, side=side: log(f"{side}: {message}"), keep_reports=True)
+                 for side in SIDES}
+    return ComparingExecutor(baseline, sides, profile.compare_repeats,
+                             settings if settings is not None else CompareSettings(), log)

@@ -1,0 +1,92 @@
+"""The session's results as data (``--faultload-summary-json``) and as the terminal summary's lines."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from faultload.model.switches import switches_text
+from faultload.suite.families import checked
+from faultload.suite.state import Tally, tallies_dict, tally_text
+
+
+def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, Any]:
+    """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads).
+
+    ``outcomes``: pytest's outcome per property nodeid (passed, failed, skipped, error).
+    ``invariants`` (per property and for the session): how many examples
+    judged each invariant, left it unknown, or were skipped by a time bound.
+    """
+    outcomes = outcomes or {}
+    properties = []
+    for state in runner.states.values():
+        violated: list[str] = []
+        if state.best is not None:
+            names = checked(state.family)
+            violated = [v.name for v in state.best[1].verdicts if v.name in names and v.ok is False]
+        properties.append({
+            "nodeid": state.nodeid,
+            "name": state.nodeid.split("::")[-1],
+            "outcome": outcomes.get(state.nodeid, "unknown"),
+            "violated": violated,
+            "trials": state.trials,
+            "cached": state.cached,
+            "not_run": state.not_run,
+            "judged_trials": state.judged_trials,
+            "invariants": tallies_dict(state.tally),
+            "first_failure_requests": state.first_failure_requests,
+            "repro_requests": state.best[0].shape.requests if state.best else None,
+            "repro_path": str(state.repro_path) if state.repro_path else None,
+            "bundle_path": str(state.bundle_path) if state.bundle_path else None,
+            "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
+            "error": state.broken or runner.not_judged(state.nodeid),
+        })
+    return {
+        "profile": runner.profile.name, "target": runner.target, "regress": list(runner.regress),
+        "fixes": list(runner.fixes), "baseline": runner.baseline.text if runner.baseline is not None else None,
+        "trials": runner.trials, "wall_s": round(time.monotonic() - runner.session_started, 1),
+        "stack_starts": runner.stack_starts, "judged_trials": sum(p["judged_trials"] for p in properties),
+        "invariants": tallies_dict(session_tally(runner.states.values())), "properties": properties,
+    }
+
+def session_tally(states) -> dict[str, Tally]:
+    """Every property's tallies summed per invariant."""
+    total: dict[str, Tally] = {}
+    for state in states:
+        for name, tally in state.tally.items():
+            total.setdefault(name, Tally()).add(tally)
+    return total
+
+def summary_lines(runner) -> list[str]:
+    """The session's lines for the terminal summary: one per property, its repro and replay command."""
+    lines = [
+        f"profile {runner.profile.name}: target {runner.target}"
+        + switches_text(runner.regress, runner.fixes)
+        + f", time scale {runner.profile.time_scale:g}; {runner.trials} trials in "
+        f"{time.monotonic() - runner.session_started:.0f}s; {runner.executor.describe()}"
+        + (f"; compared with {runner.baseline.text}: {runner.comparing.describe()}" if runner.comparing else "")
+    ]
+    for state in runner.states.values():
+        name = state.nodeid.split("::")[-1]
+        text = f"  {name}: {state.trials} trials, {state.cached} cached, {state.judged_trials} judged"
+        if state.not_run:
+            text += f", {state.not_run} examples not run (time bound spent)"
+        if state.shrinking:
+            shrink_s = state.shrink_seconds
+            final = state.best[0].shape.requests if state.best else None
+            text += (f"; FAILED, shrunk from {state.first_failure_requests} to {final} requests "
+                     f"in {shrink_s:.0f}s over {state.failures} failing examples"
+                     + (" (cut by the shrink budget)" if state.shrink_cut else ""))
+        if state.repro_path:
+            text += f"\n    repro: {state.repro_path}\n    replay: faultload replay {state.repro_path}"
+        if state.bundle_path:
+            text += f"\n    bundle: {state.bundle_path}\n    check: faultload check {state.bundle_path}"
+        if state.broken:
+            text += f"; ERROR {state.broken}"
+        elif runner.not_judged(state.nodeid):
+            text += f"; FAILED {runner.not_judged(state.nodeid)}"
+        lines.append(text)
+    total = session_tally(runner.states.values())
+    if total:
+        lines.append("  " + tally_text(total))
+    return lines
