@@ -173,7 +173,7 @@ def test_regressions_apply_and_report(monkeypatch):
 
 
 def test_unknown_regression_is_refused_by_name():
-    with pytest.raises(skyrl_patches.PatchError, match="nonsense.*known: keepalive, retention, rich-access-log"):
+    with pytest.raises(skyrl_patches.PatchError, match="nonsense.*known: httpx-forwarding, json-decode, keepalive, proto-per-poll, retention, rich-access-log"):
         skyrl_patches.apply_patches(_namespace(), ["nonsense"], 1.0)
 
 
