@@ -273,6 +273,27 @@ def test_launch_with_the_plain_tracebacks_fix(tmp_path: Path):
     assert wait_until(lambda: _group_gone(handle.pid), timeout_s=20.0)
 
 
+FORWARDING_REGRESSIONS = ("httpx-forwarding", "json-decode", "proto-per-poll")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", FORWARDING_REGRESSIONS)
+def test_launch_with_a_forwarding_regression(tmp_path: Path, name: str):
+    """0.4.0 takes each forwarding switch (its patch line is logged); 0.3.0, which has none of their patch points, is refused."""
+    require_target("0.4.0")
+    (tmp_path / "new").mkdir()
+    (tmp_path / "old").mkdir()
+    handle = _launch(tmp_path / "new", "0.4.0", regress=(name,))
+    try:
+        assert f'"{name}: ' in (tmp_path / "new" / "server.log").read_text()
+    finally:
+        handle.stop()
+    assert wait_until(lambda: _group_gone(handle.pid), timeout_s=20.0)
+    require_target("0.3.0")
+    with pytest.raises(ServerStartError, match="exited with code 3(.|\n)*this skyrl version has no"):
+        _launch(tmp_path / "old", "0.3.0", regress=(name,))
+
+
 @pytest.mark.integration
 def test_launch_with_unknown_regression_fails_with_log_tail(tmp_path: Path):
     require_target("0.4.0")
