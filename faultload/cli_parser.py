@@ -101,7 +101,8 @@ def _add_router_args(p: argparse.ArgumentParser) -> None:
 def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
     if build:
         p.add_argument("--regress", action="append", default=[], metavar="NAME",
-                       help="undo a known upstream fix in the launched server: retention, keepalive, rich-access-log "
+                       help="undo a known upstream fix in the launched server: retention, keepalive, rich-access-log, "
+                            "httpx-forwarding, json-decode, proto-per-poll "
                             "(repeatable; default none)")
         p.add_argument("--fix", action="append", default=[], metavar="NAME",
                        help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")

@@ -173,7 +173,7 @@ def test_regressions_apply_and_report(monkeypatch):
 
 
 def test_unknown_regression_is_refused_by_name():
-    with pytest.raises(skyrl_patches.PatchError, match="nonsense.*known: keepalive, retention, rich-access-log"):
+    with pytest.raises(skyrl_patches.PatchError, match="nonsense.*known: httpx-forwarding, json-decode, keepalive, proto-per-poll, retention, rich-access-log"):
         skyrl_patches.apply_patches(_namespace(), ["nonsense"], 1.0)
 
 
@@ -271,6 +271,27 @@ def test_launch_with_the_plain_tracebacks_fix(tmp_path: Path):
     finally:
         handle.stop()
     assert wait_until(lambda: _group_gone(handle.pid), timeout_s=20.0)
+
+
+FORWARDING_REGRESSIONS = ("httpx-forwarding", "json-decode", "proto-per-poll")
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", FORWARDING_REGRESSIONS)
+def test_launch_with_a_forwarding_regression(tmp_path: Path, name: str):
+    """0.4.0 takes each forwarding switch (its patch line is logged); 0.3.0, which has none of their patch points, is refused."""
+    require_target("0.4.0")
+    (tmp_path / "new").mkdir()
+    (tmp_path / "old").mkdir()
+    handle = _launch(tmp_path / "new", "0.4.0", regress=(name,))
+    try:
+        assert f'"{name}: ' in (tmp_path / "new" / "server.log").read_text()
+    finally:
+        handle.stop()
+    assert wait_until(lambda: _group_gone(handle.pid), timeout_s=20.0)
+    require_target("0.3.0")
+    with pytest.raises(ServerStartError, match="exited with code 3(.|\n)*this skyrl version has no"):
+        _launch(tmp_path / "old", "0.3.0", regress=(name,))
 
 
 @pytest.mark.integration

@@ -83,6 +83,19 @@ def test_small_trial(isolated_workdir: Path, version: str, accept: str):
     assert leftover_dirs(isolated_workdir) == []
 
 
+@pytest.mark.parametrize("name", ["httpx-forwarding", "json-decode", "proto-per-poll"])
+def test_small_trial_under_a_forwarding_regression(isolated_workdir: Path, name: str):
+    """Each forwarding switch changes how a result is fetched, decoded or encoded, not what the client gets."""
+    require_target("0.4.0")
+    shape = LoadShape(requests=200, workers=2, result_tokens=16, seed=3)
+    config = TrialConfig(target="skyrl==0.4.0", shape=shape, drain_s=5.0, regress=(name,))
+    result = run_trial(config, Workspace(isolated_workdir))
+    rep = report.build_report(result)
+    assert rep["error"] is None and rep["completed"] == 200, (rep["outcomes"], rep["errors"])
+    assert rep["failed"] == 0 and result.history.count(Outcome.OK) == 200
+    assert leftover_dirs(isolated_workdir) == []
+
+
 # --------------------------------------------------------------------------- interrupting a run
 
 PROGRESS = re.compile(r"in-flight (\d+)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-REGRESSIONS = ("retention", "keepalive", "rich-access-log")
+REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", "json-decode", "proto-per-poll")
 FIXES = ("plain-tracebacks",)
 
 

@@ -67,7 +67,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--faultload-target", default=None, metavar="SPEC",
                     help="server under test: skyrl==X.Y.Z | skyrl@PATH | url=... (default skyrl==0.4.0)")
     group.addoption("--faultload-regress", action="append", default=[], metavar="NAME",
-                    help="undo a known fix in the launched server: retention, keepalive, rich-access-log "
+                    help="undo a known fix in the launched server: retention, keepalive, rich-access-log, "
+                         "httpx-forwarding, json-decode, proto-per-poll "
                          "(repeatable; default none)")
     group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
                     help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")

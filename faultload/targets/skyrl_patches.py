@@ -19,6 +19,10 @@ trial runs S times faster:
   idle expiry (the SDK's 5 s) is scaled the same way, so whether the server
   or the client closes an idle connection first is what it is at full time.
 
+The switches on the sample-forwarding path are in ``skyrl_forwarding``, found
+the way this module is: as ``faultload.targets.skyrl_forwarding`` in the
+harness's tests, beside this file on ``sys.path`` inside the target.
+
 Versions without an in-memory future store (0.3.0 keeps futures in SQLite and
 holds polls with a local 300 s constant) have nothing to scale; that is
 reported in the applied list rather than silently ignored.
@@ -32,6 +36,11 @@ from typing import Any, Callable
 
 from rich.logging import RichHandler
 from starlette.requests import Request
+
+if __package__:
+    from . import skyrl_forwarding  # the harness's tests import this module as faultload.targets.skyrl_patches
+else:
+    import skyrl_forwarding  # inside the target: beside this file, on sys.path from skyrl_launch's __main__
 
 # Pre-fix retrieved TTL (SDK seconds) for the `retention` regression.
 PRE_FIX_RETRIEVED_TTL_S = 120.0
@@ -115,6 +124,9 @@ REGRESSIONS: dict[str, Callable[[dict], str]] = {
     "retention": _regress_retention,
     "keepalive": _regress_keepalive,
     "rich-access-log": _regress_rich_access_log,
+    "httpx-forwarding": functools.partial(skyrl_forwarding.regress_httpx_forwarding, need=_need),
+    "json-decode": functools.partial(skyrl_forwarding.regress_json_decode, need=_need),
+    "proto-per-poll": functools.partial(skyrl_forwarding.regress_proto_per_poll, need=_need),
 }
 
 
