@@ -25,6 +25,7 @@ from tinker._client import AsyncTinker
 from faultload import tokens
 from faultload.client.job import WorkerJob
 from faultload.client.sdk import final_outcome, socket_count
+from faultload.client import sdk_wire
 from faultload.client.sdk_wire import (
     RecordingTransport, SdkWire, attempt_kind, classify_exception, installed, recording_client_class, status_error,
 )
@@ -346,6 +347,33 @@ def test_installed_swaps_the_sdks_client_class_and_restores_it():
 
         asyncio.run(build())
     assert _base_client.AsyncHttpxClientWrapper is original
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.05])
+def test_the_sdks_idle_connection_expiry_is_scaled_like_the_servers_keep_alive(scale: float, monkeypatch):
+    """At 0.05 the server keeps an idle connection 3.75 s: the SDK's idle expiry scales alike, on either of
+    its transports (httpx's 5 s, pyqwest's 90 s), so their order is full time's (the nightly profile saw
+    resets on reused connections before this was scaled)."""
+    wire, *_ = _wire()
+    built: dict = {}
+    real = sdk_wire.pyqwest.HTTPTransport
+    monkeypatch.setattr(sdk_wire.pyqwest, "HTTPTransport", lambda **kw: built.update(kw) or real(**kw))
+
+    async def inner_transport(use_pyqwest: bool):
+        config = tinker.types.ClientConfigResponse(use_pyqwest_transport=use_pyqwest)  # the server's choice
+        client = AsyncTinker(base_url=BASE, api_key="tml-x", _client_config=config)
+        try:
+            return client._client._transport._inner
+        finally:
+            await client.close()
+
+    with installed(wire, scale):
+        pool = asyncio.run(inner_transport(False))._pool  # httpx's transport, its httpcore pool
+        asyncio.run(inner_transport(True))
+    assert pool._keepalive_expiry == pytest.approx(5.0 * scale) and pool._max_keepalive_connections == 20
+    assert built["pool_idle_timeout"] == pytest.approx(90.0 * scale)  # pyqwest's default, which the SDK keeps
+    assert sdk_wire.PYQWEST_IDLE_TIMEOUT_S == 90.0
+    assert sdk_wire.pyqwest.HTTPTransport is not real  # the spy is still there: installed put back what it found
 
 
 def test_socket_count_sees_this_processs_sockets():

@@ -22,13 +22,16 @@ Every method of :class:`SdkWire` runs on the SDK's thread except
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 import threading
 from typing import Any, Callable, Iterator
 
 import httpx
+import pyqwest
 import tinker
-from tinker import _base_client
+from tinker import _base_client, _constants
 
 from faultload import tokens
 from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
@@ -304,11 +307,55 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+def scaled_limits(limits: httpx.Limits, time_scale: float) -> httpx.Limits:
+    """The SDK's connection limits with the idle-connection expiry scaled like every other timer.
+
+    At time scale s the server's keep-alive (uvicorn's 75 s) is s times
+    shorter; the SDK's 5 s idle expiry, left as it is, would then outlast it
+    (at 0.05: 3.75 s against 5 s), and the client would reuse connections
+    the server is closing — a reset that full time never has (the nightly
+    profile found it: 5 resets in 15,005 attempts with no fault).
+    """
+    expiry = limits.keepalive_expiry
+    return httpx.Limits(max_connections=limits.max_connections,
+                        max_keepalive_connections=limits.max_keepalive_connections,
+                        keepalive_expiry=None if expiry is None else expiry * time_scale)
+
+
+# pyqwest's pool idle timeout when the SDK builds its transport (it passes none: the default, 90 s)
+PYQWEST_IDLE_TIMEOUT_S = float(inspect.signature(pyqwest.HTTPTransport).parameters["pool_idle_timeout"].default)
+
+
+def scaled_pyqwest_transport(build: Callable[[], httpx.AsyncBaseTransport], time_scale: float
+                             ) -> Callable[[], httpx.AsyncBaseTransport]:
+    """The SDK's pyqwest transport builder, its pool idle timeout scaled like the server's keep-alive.
+
+    The SDK samples through pyqwest (reqwest) unless the server turns it off,
+    and SkyRL's client config does not: idle connections live 90 s there
+    against uvicorn's 75 s keep-alive. Scaled, the two keep that order (4.5 s
+    against 3.75 s at 0.05); unscaled, the client would hold connections 24×
+    past the server's close — resets that full time does not have (the
+    nightly profile saw 5 in 15,005 attempts with no fault).
+    """
+    idle_s = PYQWEST_IDLE_TIMEOUT_S * time_scale
+
+    def scaled() -> httpx.AsyncBaseTransport:
+        real = pyqwest.HTTPTransport
+        pyqwest.HTTPTransport = functools.partial(real, pool_idle_timeout=idle_s)  # what the SDK's builder calls
+        try:
+            return build()
+        finally:
+            pyqwest.HTTPTransport = real
+
+    return scaled
+
+
 def recording_client_class(base: type, wire: SdkWire, time_scale: float) -> type:
     """A subclass of the SDK's httpx client class whose transports (its own choice) are wrapped."""
 
     class RecordedClient(base):  # type: ignore[misc, valid-type]
         def __init__(self, **kwargs: Any) -> None:
+            kwargs["limits"] = scaled_limits(kwargs.get("limits", _constants.DEFAULT_CONNECTION_LIMITS), time_scale)
             super().__init__(**kwargs)
             self._transport = RecordingTransport(self._transport, wire, time_scale)
             self._mounts = {
@@ -323,7 +370,8 @@ class installed:
     """Context manager: the SDK builds its httpx clients from a recording subclass while inside.
 
     ``tinker._base_client.AsyncHttpxClientWrapper`` is the class the SDK
-    instantiates for every ``AsyncTinker`` (one per 50 concurrent requests per
+    instantiates for every ``AsyncTinker``, and ``_default_pyqwest_transport``
+    builds its transport (:func:`scaled_pyqwest_transport`) (one per 50 concurrent requests per
     pool, as it decides); the SDK's construction is otherwise unchanged. The
     worker process runs one SDK client, so the swap is that process's alone.
     """
@@ -332,12 +380,16 @@ class installed:
         self._wire = wire
         self._scale = time_scale
         self._saved: type | None = None
+        self._saved_pyqwest: Callable[[], httpx.AsyncBaseTransport] | None = None
 
     def __enter__(self) -> "installed":
         self._saved = _base_client.AsyncHttpxClientWrapper
+        self._saved_pyqwest = _base_client._default_pyqwest_transport
         _base_client.AsyncHttpxClientWrapper = recording_client_class(self._saved, self._wire, self._scale)
+        _base_client._default_pyqwest_transport = scaled_pyqwest_transport(self._saved_pyqwest, self._scale)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self._saved is not None:
             _base_client.AsyncHttpxClientWrapper = self._saved
+            _base_client._default_pyqwest_transport = self._saved_pyqwest
