@@ -105,7 +105,7 @@ def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
                             "httpx-forwarding, json-decode, proto-per-poll "
                             "(repeatable; default none)")
         p.add_argument("--fix", action="append", default=[], metavar="NAME",
-                       help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
+                       help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk (repeatable; default none)")
     p.add_argument(
         "--fault", action="append", default=[], metavar="LINK:TYPE[:k=v,...][@START+DURATION]",
         help="e.g. edge:reset_peer:timeout=0@5+3, backend:latency:latency=2000,stream=both@0+30, router:stall@5+60, "
@@ -184,7 +184,7 @@ def _add_replay_args(replay: argparse.ArgumentParser) -> None:
                         help="replay against this build instead of the repro's, e.g. a fixed checkout: skyrl@PATH "
                              "(default: the repro's)")
     replay.add_argument("--fix", action="append", default=[], metavar="NAME",
-                        help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
+                        help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk (repeatable; default none)")
     replay.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
 
 

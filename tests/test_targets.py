@@ -172,6 +172,18 @@ def test_regressions_apply_and_report(monkeypatch):
     assert len(applied) == 4 and applied[0].startswith("keepalive")
 
 
+def test_the_keepalive_fix_outlasts_the_sdks_idle_connections_and_is_scaled():
+    from faultload.client.sdk_wire import PYQWEST_IDLE_TIMEOUT_S
+
+    ns = _namespace()
+    applied = skyrl_patches.apply_patches(ns, [], 0.05, ["keepalive-past-sdk"])
+    assert ns["HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"] == pytest.approx(skyrl_patches.KEEPALIVE_PAST_SDK_S * 0.05)
+    assert skyrl_patches.KEEPALIVE_PAST_SDK_S > PYQWEST_IDLE_TIMEOUT_S  # past what the SDK's pool keeps idle
+    assert applied[0] == "keepalive-past-sdk: keep-alive 120 s"
+    with pytest.raises(skyrl_patches.PatchError, match="HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"):
+        skyrl_patches.apply_patches({}, [], 1.0, ["keepalive-past-sdk"])
+
+
 def test_unknown_regression_is_refused_by_name():
     with pytest.raises(skyrl_patches.PatchError, match="nonsense.*known: httpx-forwarding, json-decode, keepalive, proto-per-poll, retention, rich-access-log"):
         skyrl_patches.apply_patches(_namespace(), ["nonsense"], 1.0)
@@ -204,7 +216,7 @@ def test_plain_tracebacks_fix_turns_rich_tracebacks_off(monkeypatch):
 
 
 def test_unknown_fix_is_refused_by_name():
-    with pytest.raises(skyrl_patches.PatchError, match="unknown fix 'nope'; known: plain-tracebacks"):
+    with pytest.raises(skyrl_patches.PatchError, match="unknown fix 'nope'; known: keepalive-past-sdk, plain-tracebacks"):
         skyrl_patches.apply_patches(_namespace(), [], 1.0, ["nope"])
 
 
@@ -319,5 +331,5 @@ def test_the_harness_names_the_switches_the_target_side_carries() -> None:
 
     assert set(switches.REGRESSIONS) == set(skyrl_patches.REGRESSIONS)
     assert set(switches.FIXES) == set(skyrl_patches.FIXES)
-    assert switches.unknown_switch(["retention"], ["nope"]) == "unknown fix 'nope'; known: plain-tracebacks"
+    assert switches.unknown_switch(["retention"], ["nope"]) == "unknown fix 'nope'; known: keepalive-past-sdk, plain-tracebacks"
     assert skyrl_patches.unknown_switch(["nope"], []) is not None and skyrl_patches.unknown_switch([], []) is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Iterable
 
 REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", "json-decode", "proto-per-poll")
-FIXES = ("plain-tracebacks",)
+FIXES = ("plain-tracebacks", "keepalive-past-sdk")
 
 
 def switches_text(regress: Iterable[str], fixes: Iterable[str]) -> str:

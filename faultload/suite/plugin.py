@@ -71,7 +71,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "httpx-forwarding, json-decode, proto-per-poll "
                          "(repeatable; default none)")
     group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
-                    help="apply a candidate fix in the launched server: plain-tracebacks (repeatable; default none)")
+                    help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk (repeatable; default none)")
     group.addoption("--faultload-profile", default=None, choices=("ci", "nightly", "confirm"),
                     help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
                          "example database kept; confirm: the 131,072-request shape once "

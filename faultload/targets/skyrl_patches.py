@@ -155,8 +155,27 @@ def _fix_plain_tracebacks(ns: dict) -> str:
     return f"plain-tracebacks: rich_tracebacks off ({len(handlers)} skyrl handler(s) and uvicorn's)"
 
 
+# Past the tinker SDK's idle connections: pyqwest's pool keeps them 90 s (the SDK samples through it).
+KEEPALIVE_PAST_SDK_S = 120
+
+
+def _fix_keepalive_past_sdk(ns: dict) -> str:
+    """Candidate fix for faultload's finding 4 on 0.4.0: a keep-alive longer than the SDK keeps idle connections.
+
+    0.4.0's ``HTTP_KEEP_ALIVE_TIMEOUT_SECONDS = 75`` was chosen to outlast
+    httpx's 5 s idle expiry; the SDK now samples through pyqwest, whose pool
+    keeps an idle connection 90 s. The server then closes connections the
+    client still holds, and a request sent as the close arrives is reset.
+    The fix: keep idle connections longer than any client does (120 s).
+    """
+    _need(ns, "HTTP_KEEP_ALIVE_TIMEOUT_SECONDS", "keep-alive setting")
+    ns["HTTP_KEEP_ALIVE_TIMEOUT_SECONDS"] = KEEPALIVE_PAST_SDK_S
+    return f"keepalive-past-sdk: keep-alive {KEEPALIVE_PAST_SDK_S} s"
+
+
 FIXES: dict[str, Callable[[dict], str]] = {
     "plain-tracebacks": _fix_plain_tracebacks,
+    "keepalive-past-sdk": _fix_keepalive_past_sdk,
 }
 
 
