@@ -159,3 +159,25 @@ def test_bad_compare_usage_is_one_line_and_exit_2(argv, says, capsys, tmp_path) 
 def test_the_json_contract_is_plain_json() -> None:
     result = _compare([report()] * 2, [report()] * 2)
     assert json.loads(json.dumps(result)) == result
+
+
+def test_an_interrupted_trial_ends_the_comparison(tmp_path) -> None:
+    """run_comparison with a stand-in for run_trial (a test double) that reports its trial interrupted."""
+    from types import SimpleNamespace
+
+    from faultload.checker.budgets import Budgets
+    from faultload.compare.runner import run_comparison
+    from faultload.model.trial import TrialConfig
+    from faultload.workspace import Workspace
+
+    ran = []
+
+    def interrupted_trial(config, workspace):
+        ran.append(config.target)
+        return SimpleNamespace(interrupted=True)
+
+    builds = {"baseline": parse_build("skyrl==0.4.0"), "candidate": parse_build("skyrl==0.3.0")}
+    with pytest.raises(KeyboardInterrupt):
+        run_comparison(TrialConfig(target="skyrl==0.4.0"), builds, 2, Workspace(tmp_path), Budgets(),
+                       run=interrupted_trial)
+    assert ran == ["skyrl==0.4.0"]  # nothing after the interrupted trial

@@ -72,14 +72,20 @@ def _overall(invariants: list[dict[str, Any]]) -> bool | None:
 
 
 def run_comparison(config: TrialConfig, builds: dict[str, Build], repeats: int, workspace: Workspace,
-                   budgets: Budgets, log: Callable[[str], None] = lambda message: None) -> list[SideTrial]:
-    """Every trial of the comparison, in the order run. Each side's config is checked before the first trial."""
+                   budgets: Budgets, log: Callable[[str], None] = lambda message: None,
+                   run: Callable[..., Any] = run_trial) -> list[SideTrial]:
+    """Every trial of the comparison, in the order run. Each side's config is checked before the first trial.
+
+    An interrupted trial (Ctrl-C, SIGTERM) ends the comparison with KeyboardInterrupt: no further trial starts.
+    """
     configs = {side: config_for(config, builds[side]) for side in SIDES}
     trials: list[SideTrial] = []
     order = abba(repeats)
     for i, side in enumerate(order):
         log(f"trial {i + 1}/{len(order)}: {side} {builds[side].text}")
-        result = run_trial(configs[side], workspace)
+        result = run(configs[side], workspace)
+        if result.interrupted:  # Ctrl-C once the load ran: the trial stopped its stack; so does the comparison
+            raise KeyboardInterrupt
         verdicts = judge(result, budgets)
         report = build_report(result, verdicts)
         trials.append(SideTrial(side, builds[side], i, report, completions_per_s(result, 1.0)))
