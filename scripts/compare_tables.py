@@ -28,6 +28,10 @@ COMPARISONS: dict[str, tuple[str, str, list[str]]] = {
     "0.3.0-0.4.0-barrier": ("skyrl==0.3.0", RELEASE, BARRIER_4096),
     "0.3.0-0.4.0-latency": ("skyrl==0.3.0", RELEASE, LATENCY_SDK_CAP),
     "a-a-barrier": (RELEASE, RELEASE, BARRIER_4096),
+    "rich-access-log": (RELEASE, RELEASE + "+regress=rich-access-log", BARRIER_4096),
+    "httpx-forwarding": (RELEASE, RELEASE + "+regress=httpx-forwarding", BARRIER_4096),
+    "proto-per-poll": (RELEASE, RELEASE + "+regress=proto-per-poll", BARRIER_4096),
+    "json-decode": (RELEASE, RELEASE + "+regress=json-decode", BARRIER_4096),
 }
 
 

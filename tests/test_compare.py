@@ -181,3 +181,18 @@ def test_an_interrupted_trial_ends_the_comparison(tmp_path) -> None:
         run_comparison(TrialConfig(target="skyrl==0.4.0"), builds, 2, Workspace(tmp_path), Budgets(),
                        run=interrupted_trial)
     assert ran == ["skyrl==0.4.0"]  # nothing after the interrupted trial
+
+
+def test_the_readme_tables_are_spliced_between_their_markers() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "compare_tables.py"
+    spec = importlib.util.spec_from_file_location("compare_tables", path)
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    readme = "a\n<!-- compare:x -->\nold\n<!-- /compare:x -->\nb\n"
+    assert tables.splice(readme, "x", "| new |\n") == "a\n<!-- compare:x -->\n| new |\n<!-- /compare:x -->\nb\n"
+    with pytest.raises(ValueError, match="no <!-- compare:y -->"):
+        tables.splice(readme, "y", "t")
+    assert set(tables.COMPARISONS) >= {"0.3.0-0.4.0-barrier", "0.3.0-0.4.0-latency", "rich-access-log"}
