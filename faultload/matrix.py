@@ -108,8 +108,9 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
                   "SkyRL 0.4.0 has finding 1 (the Rich-traceback stall): nightly's backend faults meet it; "
                   "the fixed row is the no-false-alarm row")),)),
     MatrixRow("fixed", "skyrl==0.4.0", (), "clean",
-              "the release with finding 1's candidate fix (failures logged without Rich tracebacks): "
-              "no false alarm once the stall the clean row can meet is gone", fixes=("plain-tracebacks",)),
+              "the release with its findings' candidate fixes (finding 1: failures logged without Rich "
+              "tracebacks; finding 4: a keep-alive past the SDK's idle connections): no false alarm once what "
+              "the release is known to do wrong is fixed", fixes=("plain-tracebacks", "keepalive-past-sdk")),
     MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught",
               "retrieved-TTL clock started by dropped polls, TTL 120 s: lost results after a dropped poll",
               caught_by=("no_lost_results",)),

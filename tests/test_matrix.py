@@ -43,7 +43,7 @@ def test_default_rows_cover_the_issue() -> None:
     assert [r.expected for r in DEFAULT_ROWS] == ["clean", "clean", "caught", "caught", "caught", "caught", "clean",
                                                   "caught"]
     assert [r.name for r in DEFAULT_ROWS if r.baseline] == ["a-a", "rich-access-log-cost"]
-    assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks",)]
+    assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks", "keepalive-past-sdk")]
 
 
 def test_select_rows() -> None:
