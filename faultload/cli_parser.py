@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from faultload.version import installed_version as version
+from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.model.target import DEFAULT_TARGET
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
@@ -101,11 +102,10 @@ def _add_router_args(p: argparse.ArgumentParser) -> None:
 def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
     if build:
         p.add_argument("--regress", action="append", default=[], metavar="NAME",
-                       help="undo a known upstream fix in the launched server: retention, keepalive, rich-access-log, "
-                            "httpx-forwarding, json-decode, proto-per-poll "
+                       help=f"undo a known upstream fix in the launched server: {', '.join(REGRESSIONS)} "
                             "(repeatable; default none)")
         p.add_argument("--fix", action="append", default=[], metavar="NAME",
-                       help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk (repeatable; default none)")
+                       help=f"apply a candidate fix in the launched server: {', '.join(FIXES)} (repeatable; default none)")
     p.add_argument(
         "--fault", action="append", default=[], metavar="LINK:TYPE[:k=v,...][@START+DURATION]",
         help="e.g. edge:reset_peer:timeout=0@5+3, backend:latency:latency=2000,stream=both@0+30, router:stall@5+60, "
@@ -184,7 +184,7 @@ def _add_replay_args(replay: argparse.ArgumentParser) -> None:
                         help="replay against this build instead of the repro's, e.g. a fixed checkout: skyrl@PATH "
                              "(default: the repro's)")
     replay.add_argument("--fix", action="append", default=[], metavar="NAME",
-                        help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk (repeatable; default none)")
+                        help=f"apply a candidate fix in the launched server: {', '.join(FIXES)} (repeatable; default none)")
     replay.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
 
 

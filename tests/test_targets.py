@@ -333,3 +333,28 @@ def test_the_harness_names_the_switches_the_target_side_carries() -> None:
     assert set(switches.FIXES) == set(skyrl_patches.FIXES)
     assert switches.unknown_switch(["retention"], ["nope"]) == "unknown fix 'nope'; known: keepalive-past-sdk, plain-tracebacks"
     assert skyrl_patches.unknown_switch(["nope"], []) is not None and skyrl_patches.unknown_switch([], []) is None
+
+
+def test_the_plugins_help_names_every_switch():
+    """The plugin imports nothing of faultload (it is loaded by every pytest run), so its --faultload-regress and
+    --faultload-fix help lines spell the switch names out; this keeps them equal to model/switches.py's."""
+
+    from faultload.model.switches import FIXES, REGRESSIONS
+    from faultload.suite import plugin
+
+    seen: dict[str, str] = {}
+
+    class Group:
+        def addoption(self, *names, **kwargs):
+            seen[names[0]] = kwargs.get("help", "")
+
+    class Parser:
+        def getgroup(self, *args):
+            return Group()
+
+        def addini(self, *args, **kwargs):
+            pass
+
+    plugin.pytest_addoption(Parser())
+    assert all(name in seen["--faultload-regress"] for name in REGRESSIONS)
+    assert all(name in seen["--faultload-fix"] for name in FIXES)
