@@ -20,8 +20,8 @@ from faultload import matrix as matrix_mod
 from faultload.checker.budgets import load_budgets
 from faultload.checker.judge import judge
 from faultload.compare import report as compare_report
-from faultload.compare.judge import judge_comparison, load_compare_settings
-from faultload.compare.runner import abba, run_comparison
+from faultload.compare.judge import load_compare_settings
+from faultload.compare.runner import abba, judge_trials, run_comparison
 from faultload.cli_parser import UsageError
 from faultload.config_file import find_config
 from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -281,9 +281,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                                "interrupted; every trial's stack stopped")
     if stopped is not None:
         return stopped
-    sides = {side: [t.report for t in trials if t.side == side] for side in builds}
-    result = judge_comparison(builds["baseline"].text, builds["candidate"].text, sides["baseline"],
-                              sides["candidate"], settings, [t.summary() for t in trials])
+    result = judge_trials(builds, trials, settings)
     _write_comparison(args, result, trials)
     return EXIT_OK if result["ok"] else EXIT_FAILED
 

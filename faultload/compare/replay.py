@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from faultload.compare.judge import CompareSettings, judge_comparison
+from faultload.compare.judge import CompareSettings
 from faultload.compare.report import markdown_table
-from faultload.compare.runner import SIDES, abba, run_comparison
-from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from faultload.compare.runner import abba, judge_trials, run_comparison
+from faultload.exits import EXIT_FAILED, EXIT_OK
 from faultload.model.build import Build, parse_build
 
 
@@ -57,11 +57,7 @@ def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets
         f"{baseline.text}, {repeats} trials each (ABBA), time scale {config.shape.time_scale:g}; "
         f"originally worse: {', '.join(was) or 'nothing'}")
     trials = run_comparison(config, builds, repeats, workspace, budgets, log=lambda m: say(f"  {m}"))
-    if any(t.report.get("interrupted") for t in trials):
-        return EXIT_INTERRUPTED
-    sides = {side: [t.report for t in trials if t.side == side] for side in SIDES}
-    result = judge_comparison(baseline.text, builds["candidate"].text, sides["baseline"], sides["candidate"],
-                              settings, [t.summary() for t in trials])
+    result = judge_trials(builds, trials, settings)  # an interrupted trial raised KeyboardInterrupt (exit 130)
     say(markdown_table(result))
     if result["worse"]:
         status = "reproduced"

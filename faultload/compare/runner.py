@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from faultload.checker.budgets import Budgets
+from faultload.checker.compose import overall
 from faultload.checker.judge import judge
+from faultload.compare.judge import CompareSettings, judge_comparison
 from faultload.model.build import Build
 from faultload.model.trial import TrialConfig
 from faultload.run.trial import run_trial
@@ -54,6 +56,7 @@ class SideTrial:
     order: int
     report: dict[str, Any]
     timeline: tuple[np.ndarray, np.ndarray] = field(default_factory=lambda: (np.empty(0), np.empty(0)))
+    invariants_ok: bool | None = None  # the invariants' overall verdict (Jepsen's merge): None if one was unknown
 
     def summary(self) -> dict[str, Any]:
         """What the comparison's JSON says about this trial."""
@@ -61,14 +64,15 @@ class SideTrial:
         return {"order": self.order, "side": self.side, "build": self.build.text,
                 "requested": self.report["requested"], "completed": self.report["completed"],
                 "wall_s": self.report["wall_s"], "load_s": self.report["load_s"],
-                "invariants_ok": _overall(invariants), "violated": [v["name"] for v in invariants if v["ok"] is False],
-                "error": self.report.get("error")}
+                "invariants_ok": self.invariants_ok,
+                "violated": [v["name"] for v in invariants if v["ok"] is False], "error": self.report.get("error")}
 
 
-def _overall(invariants: list[dict[str, Any]]) -> bool | None:
-    if any(v["ok"] is False for v in invariants):
-        return False
-    return None if any(v["ok"] is None for v in invariants) else True
+def judge_trials(builds: dict[str, Build], trials: list[SideTrial], settings: CompareSettings) -> dict[str, Any]:
+    """The ``faultload.compare/1`` JSON of a comparison's trials (each side's reports in the order they ran)."""
+    sides = {side: [t.report for t in trials if t.side == side] for side in SIDES}
+    return judge_comparison(builds["baseline"].text, builds["candidate"].text, sides["baseline"],
+                            sides["candidate"], settings, [t.summary() for t in trials])
 
 
 def run_comparison(config: TrialConfig, builds: dict[str, Build], repeats: int, workspace: Workspace,
@@ -88,7 +92,7 @@ def run_comparison(config: TrialConfig, builds: dict[str, Build], repeats: int, 
             raise KeyboardInterrupt
         verdicts = judge(result, budgets)
         report = build_report(result, verdicts)
-        trials.append(SideTrial(side, builds[side], i, report, completions_per_s(result, 1.0)))
+        trials.append(SideTrial(side, builds[side], i, report, completions_per_s(result, 1.0), overall(verdicts)))
         violated = [v.name for v in verdicts if v.ok is False]
         note = f" (violated: {', '.join(violated)})" if violated else ""
         log(f"trial {i + 1}/{len(order)}: {side} {report['completed']}/{report['requested']} in "
