@@ -20,7 +20,7 @@ from faultload import matrix as matrix_mod
 from faultload.checker.budgets import load_budgets
 from faultload.checker.judge import judge
 from faultload.compare import report as compare_report
-from faultload.compare.judge import load_compare_settings
+from faultload.compare.judge import comparison_json, load_compare_settings
 from faultload.compare.runner import abba, judge_trials, run_comparison
 from faultload.cli_parser import UsageError
 from faultload.config_file import find_config
@@ -300,7 +300,7 @@ def _write_comparison(args: argparse.Namespace, result: dict, trials) -> None:
             result["plot_skipped"] = str(exc)
             print(f"faultload: plot skipped: {exc}", file=sys.stderr)
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
+        Path(args.json_out).write_text(comparison_json(result))
     if args.markdown_out:
         Path(args.markdown_out).write_text(table)
     print(table)

@@ -263,7 +263,8 @@ def judge_compare_row(row: MatrixRow, result: dict[str, Any] | None, returncode:
     if out.result == "clean" and out.judged_trials < out.min_judged_trials:
         out.result, out.error = "error", f"not judged: {out.judged_trials} trials ran, {out.min_judged_trials} needed"
     out.properties = [{"name": m["name"], "ratio": m["ratio"], "ci": m["ci"], "threshold": m["threshold"],
-                       "worse": m["worse"]} for m in (result or {}).get("metrics", [])]
+                       "unbounded": m.get("unbounded", False), "worse": m["worse"]}
+                      for m in (result or {}).get("metrics", [])]
     return out.settle()
 
 

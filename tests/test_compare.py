@@ -9,8 +9,8 @@ import math
 import pytest
 
 from faultload.cli import main
-from faultload.compare.judge import (DEFAULT_THRESHOLDS, SCHEMA, CompareSettings, judge_comparison,
-                                     load_compare_settings)
+from faultload.compare.judge import (DEFAULT_THRESHOLDS, SCHEMA, CompareSettings, comparison_json, interval_of,
+                                     judge_comparison, load_compare_settings, ratio_of)
 from faultload.compare.metrics import METRIC_NAMES, read_metrics
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import abba
@@ -91,6 +91,19 @@ def test_worse_needs_the_ratio_past_the_threshold_and_the_interval_past_one() ->
     # past the threshold on one trial's noise: the interval reaches 1, not worse
     noisy = [report(cpu_s=c) for c in (1.9, 3.0, 2.0, 3.1, 1.95)]
     assert "server_cpu_ms_per_request" not in _compare(base, noisy)["worse"]
+
+
+def test_a_ratio_over_a_zero_baseline_is_strict_json_and_still_judged() -> None:
+    """0.3.0's collapse completed nothing: its throughput of 0 makes the ratio infinite (README's table)."""
+    result = _compare([report(throughput=0.0) for _ in range(3)], [report(throughput=t) for t in (500, 510, 490)])
+    row = next(r for r in result["metrics"] if r["name"] == "throughput_per_s")
+    assert row["ratio"] is None and row["unbounded"] and not row["unknown"] and not row["worse"]
+    assert ratio_of(row) == math.inf and interval_of(row) == (math.inf, math.inf)
+    text = comparison_json(result)
+    assert "Infinity" not in text and json.loads(text)["metrics"] == json.loads(json.dumps(result["metrics"]))
+    assert "| throughput_per_s | 0 /s | 500 /s | ∞ | ∞ – ∞ |" in markdown_table(result)
+    cpu = _compare([report(cpu_s=0.0) for _ in range(3)], [report(cpu_s=c) for c in (2.0, 2.1, 1.9)])
+    assert cpu["worse"] == ["server_cpu_ms_per_request"]  # a cost from nothing is worse, null in the JSON or not
 
 
 def test_lower_throughput_is_worse_and_higher_is_not() -> None:

@@ -6,12 +6,15 @@ of 1: a shift the repeats cannot tell from noise is not flagged, however
 large its point estimate. The thresholds (``[tool.faultload.compare]``) were
 calibrated from A/A runs on this 2-core machine (pyproject.toml says with
 which numbers); a metric either side did not measure is unknown, and an
-unknown metric makes the comparison not ok (unknown is never fine).
+unknown metric makes the comparison not ok (unknown is never fine). A ratio
+past any number (the baseline measured 0) is judged as the infinity it is,
+and written as null with ``"unbounded": true``, so the JSON stays strict.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,9 +86,35 @@ def judge_metric(metric: Metric, baseline: Sequence[float | None], candidate: Se
                 "worse": False, "unknown": True}
     estimate = ratio_of_medians(baseline, candidate, confidence=settings.confidence,
                                 resamples=settings.resamples, seed=seed)
+    unbounded = not all(math.isfinite(x) for x in (estimate.ratio, *estimate.ci))
     return {**row, "baseline_median": estimate.baseline_median, "candidate_median": estimate.candidate_median,
-            "ratio": estimate.ratio, "ci": list(estimate.ci),
+            "ratio": _finite(estimate.ratio), "ci": [_finite(x) for x in estimate.ci], "unbounded": unbounded,
             "worse": _is_worse(metric, estimate.ratio, estimate.ci, threshold), "unknown": False}
+
+
+def _finite(value: float) -> float | None:
+    """A ratio for strict JSON: an infinite one (the baseline's median or a resample's is 0) is null."""
+    return value if math.isfinite(value) else None
+
+
+def ratio_of(row: Mapping[str, Any]) -> float | None:
+    """A judged row's ratio as a number again: infinity where the JSON wrote an unbounded one as null."""
+    if row["ratio"] is None and row.get("unbounded"):
+        return math.inf
+    return row["ratio"]
+
+
+def interval_of(row: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A judged row's interval as numbers again (an unbounded end is infinity)."""
+    if row["ci"] is None:
+        return None
+    low, high = (math.inf if x is None else x for x in row["ci"])
+    return low, high
+
+
+def comparison_json(result: Mapping[str, Any]) -> str:
+    """The ``faultload.compare/1`` text; strict JSON (no ``Infinity``), which every parser reads."""
+    return json.dumps(result, indent=2, allow_nan=False, default=str) + "\n"
 
 
 def judge_comparison(baseline: str, candidate: str, baseline_reports: Sequence[Mapping[str, Any]],

@@ -11,12 +11,11 @@ candidate is no worse now (reported as flaky).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from faultload.compare.judge import CompareSettings
+from faultload.compare.judge import CompareSettings, comparison_json
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import abba, judge_trials, run_comparison
 from faultload.exits import EXIT_FAILED, EXIT_OK
@@ -70,5 +69,5 @@ def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets
         say(f"flaky: {builds['candidate'].text} is no worse than {baseline.text} now")
     if json_out:
         replayed = {**result, "replay": {"repro": str(path), "status": status, "originally_worse": list(was)}}
-        Path(json_out).write_text(json.dumps(replayed, indent=2, default=str) + "\n")
+        Path(json_out).write_text(comparison_json(replayed))
     return EXIT_OK if status == "flaky" else EXIT_FAILED

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from faultload.compare.judge import interval_of, ratio_of
 from faultload.compare.runner import SideTrial
 from faultload.store.plot import pyplot
 
@@ -21,6 +23,10 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:.3g}{' ' + unit if unit else ''}"
 
 
+def _number(value: float | None) -> str:
+    return "—" if value is None else "∞" if math.isinf(value) else f"{value:.3f}"
+
+
 def _verdict(row: dict[str, Any]) -> str:
     if row["unknown"]:
         return "unknown"
@@ -34,8 +40,8 @@ def markdown_table(result: dict[str, Any]) -> str:
              f"| metric | baseline | candidate | ratio | {level}% interval | threshold | verdict |",
              "| --- | ---: | ---: | ---: | :---: | ---: | --- |"]
     for row in result["metrics"]:
-        ratio = "—" if row["ratio"] is None else f"{row['ratio']:.3f}"
-        ci = "—" if row["ci"] is None else f"{row['ci'][0]:.3f} – {row['ci'][1]:.3f}"
+        ratio, ci = _number(ratio_of(row)), interval_of(row)
+        ci = "—" if ci is None else f"{_number(ci[0])} – {_number(ci[1])}"
         bound = ("≤ " if row["higher_is_worse"] else "≥ ") + f"{row['threshold']:g}"
         lines.append(f"| {row['name']} | {_fmt(row['baseline_median'], row['unit'])} | "
                      f"{_fmt(row['candidate_median'], row['unit'])} | {ratio} | {ci} | {bound} | {_verdict(row)} |")
@@ -60,7 +66,7 @@ def write_plot(result: dict[str, Any], trials: Sequence[SideTrial], path: str | 
     timeline.set_xlabel("trial time (s)")
     timeline.set_ylabel("completions/s")
     timeline.legend(loc="upper right", fontsize=8)
-    rows = [r for r in result["metrics"] if r["ratio"] is not None]
+    rows = [r for r in result["metrics"] if r["ratio"] is not None and None not in r["ci"]]  # finite ones only
     for y, row in enumerate(rows):
         low, high = row["ci"]
         colour = "tab:red" if row["worse"] else "tab:gray"

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from faultload.checker.inputs import Verdict
-from faultload.compare.judge import CompareSettings, judge_comparison, settings_dict
+from faultload.compare.judge import CompareSettings, interval_of, judge_comparison, ratio_of, settings_dict
 from faultload.compare.runner import SIDES, abba, config_for
 from faultload.model.build import Build
 from faultload.store.repro import config_key, figures_of
@@ -67,22 +67,22 @@ def comparison_key(baseline: Build, repeats: int, config) -> str:
 
 def _badness(row: Mapping[str, Any]) -> float:
     """How far a metric's ratio went toward its threshold (1: at it), in its worse direction."""
-    ratio, threshold = row["ratio"], row["threshold"]
+    ratio, threshold = ratio_of(row), row["threshold"]
     if row["higher_is_worse"]:
         return ratio / threshold
     return threshold / ratio if ratio > 0 else float("inf")
 
 
 def _row_text(row: Mapping[str, Any]) -> str:
-    low, high = row["ci"]
+    low, high = interval_of(row)
     bound = "<=" if row["higher_is_worse"] else ">="
-    return f"{row['name']} x{row['ratio']:.3g} [{low:.3g}, {high:.3g}] (threshold {bound} {row['threshold']:g})"
+    return f"{row['name']} x{ratio_of(row):.3g} [{low:.3g}, {high:.3g}] (threshold {bound} {row['threshold']:g})"
 
 
 def comparison_verdict(result: Mapping[str, Any]) -> Verdict:
     """The ``faultload.compare/1`` JSON as one verdict: violated when a metric is worse, unknown when one was
     not measured; its figure is the worst ratio over its threshold (budget 1)."""
-    rows = [r for r in result["metrics"] if r["ratio"] is not None]
+    rows = [r for r in result["metrics"] if ratio_of(r) is not None]
     worst = max(rows, key=_badness, default=None)
     figure = _badness(worst) if worst is not None else None
     against = f"{result['candidate']} vs {result['baseline']}, {result['repeats']} trials each (ABBA)"
