@@ -13,7 +13,7 @@ from typing import Callable
 from faultload.faults.toxiproxy import find_go
 from faultload.faults.toxiproxy_build import ToxiproxyBuildError, ensure_toxiproxy
 from faultload.model.target import TargetSpec
-from faultload.targets.install import InstallError, ensure_target
+from faultload.targets.install import InstallError, check_release_exists, ensure_target
 from faultload.workspace import Workspace
 
 Log = Callable[[str], None]
@@ -24,6 +24,11 @@ def provision(workspace: Workspace, specs: list[TargetSpec], go_named: str | Non
 
     ``go_named`` is the caller's ``$GO`` (None: PATH, then /usr/local/go).
     """
+    try:
+        for spec in specs:  # a release that does not exist is bad input: said before minutes of builds
+            check_release_exists(workspace.targets, spec)
+    except InstallError as exc:
+        return str(exc)
     try:
         ensure_toxiproxy(workspace.tools, find_go(go_named), log)
     except ToxiproxyBuildError as exc:

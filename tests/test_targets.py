@@ -48,6 +48,43 @@ def test_url_targets_are_not_installed(tmp_path: Path):
         install.ensure_target(tmp_path, parse_target("url=http://127.0.0.1:8000"), log=lambda m: None)
 
 
+def test_a_release_the_index_lacks_is_one_line_before_anything_is_built(tmp_path: Path):
+    """``versions`` is a test double of the index (the real one is asked by ``faultload setup``)."""
+    index = lambda: ["0.4.0", "0.10.0", "0.3.0"]  # noqa: E731
+    with pytest.raises(install.InstallError) as info:
+        install.check_release_exists(tmp_path, parse_target("skyrl==9.9.9"), versions=index)
+    assert str(info.value) == ("skyrl==9.9.9: no such release on the package index "
+                               "(skyrl releases there: 0.3.0, 0.4.0, 0.10.0)")
+    install.check_release_exists(tmp_path, parse_target("skyrl==0.4.0"), versions=index)
+    install.check_release_exists(tmp_path, parse_target("skyrl==9.9.9"), versions=lambda: None)  # index silent
+    checkout = install.TargetSpec("checkout", f"skyrl@{tmp_path}", path=str(tmp_path))
+    install.check_release_exists(tmp_path, checkout, versions=lambda: [])  # a checkout needs no index
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_install_removes_the_venv_it_created(tmp_path: Path, monkeypatch):
+    """pip is replaced by a test double that fails the way a missing release does."""
+    monkeypatch.setattr(install, "ensure_shared_torch", lambda targets, log: targets / "_torch")
+
+    def failing_pip(cmd, log, what):
+        if "venv" in cmd:
+            (Path(cmd[-1]) / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+            (Path(cmd[-1]) / "bin").mkdir()
+            return
+        raise install.InstallError(f"{what} failed (exit 1)")
+
+    monkeypatch.setattr(install, "_run", failing_pip)
+    monkeypatch.setattr(install, "site_packages", lambda venv: venv / "lib" / "python3.11" / "site-packages")
+    with pytest.raises(install.InstallError, match="installing skyrl==9.9.9 failed"):
+        install.ensure_target(tmp_path, parse_target("skyrl==9.9.9"), log=lambda m: None)
+    assert not (tmp_path / "skyrl-9.9.9").exists()
+    kept = tmp_path / "skyrl-9.9.8"  # a venv that was there before the call stays
+    kept.mkdir()
+    with pytest.raises(install.InstallError):
+        install.ensure_target(tmp_path, parse_target("skyrl==9.9.8"), log=lambda m: None)
+    assert kept.is_dir()
+
+
 @pytest.mark.parametrize("version", ["0.4.0", "0.3.0"])
 def test_installed_targets_have_their_stamp_and_shared_torch(version):
     require_target(version)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -92,12 +93,66 @@ def is_installed(targets_dir: Path, spec: TargetSpec) -> bool:
     return (venv / STAMP).exists() and (venv / "bin" / "python").exists()
 
 
+def index_versions(package: str = "skyrl", timeout_s: float = 60.0) -> list[str] | None:
+    """The releases of ``package`` on the package index (pip's, every Python's), None when the index could not say.
+
+    ``pip index versions`` (pip's own view of the index, with the same
+    configuration as the install that follows) is asked with
+    ``--ignore-requires-python``: SkyRL 0.4.0 declares Python >= 3.12 and
+    would otherwise be hidden on 3.11, where it is installed the same way.
+    """
+    cmd = [sys.executable, "-m", "pip", "index", "versions", package, "--ignore-requires-python",
+           "--disable-pip-version-check"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if "No matching distribution found" in proc.stderr:
+        return []
+    for line in proc.stdout.splitlines():
+        if line.startswith("Available versions:"):
+            return [v.strip() for v in line.split(":", 1)[1].split(",") if v.strip()]
+    return None
+
+
+def check_release_exists(targets_dir: Path, spec: TargetSpec, versions=index_versions) -> None:
+    """InstallError in one line for a release the index does not have, before anything is built or installed.
+
+    An installed release needs no index; an index that cannot be asked (no
+    network, an old pip) is no verdict, and the install itself says why it fails.
+    """
+    if spec.kind != "release" or is_installed(targets_dir, spec):
+        return
+    known = versions()
+    if known is not None and spec.version not in known:
+        listed = ", ".join(sorted(known, key=_version_key)) or "none"
+        raise InstallError(f"{spec.text}: no such release on the package index (skyrl releases there: {listed})")
+
+
+def _version_key(version: str) -> tuple:
+    return tuple(int(part) if part.isdigit() else 0 for part in version.split("."))
+
+
 def ensure_target(targets_dir: Path, spec: TargetSpec, log: Log) -> Path:
-    """Install ``spec`` into its venv if needed; return the venv's python."""
+    """Install ``spec`` into its venv if needed; return the venv's python.
+
+    A venv this call created is removed again when its install fails: a
+    failed install leaves nothing behind (a venv that was there stays).
+    """
     if spec.kind == "url":
         raise InstallError("url= targets are not installed by faultload")
     torch_site = ensure_shared_torch(targets_dir, log)
     venv = targets_dir / spec.venv_name
+    created = not venv.exists()
+    try:
+        return _install_target(venv, spec, torch_site, log)
+    except BaseException:
+        if created:
+            shutil.rmtree(venv, ignore_errors=True)
+        raise
+
+
+def _install_target(venv: Path, spec: TargetSpec, torch_site: Path, log: Log) -> Path:
     pins = RELEASE_PINS.get(spec.version or "", DEFAULT_PINS)
     requirements = SERVER_REQUIREMENTS + pins
     wanted = {
