@@ -127,7 +127,9 @@ def test_a_bundle_judges_and_reports_as_the_trial_it_stores(full: TrialResult, t
     write_bundle(full, budgets, verdicts, tmp_path / "b")
     stored = load_bundle(tmp_path / "b")
     assert stored.budgets == budgets and _dicts(stored.verdicts) == _dicts(verdicts)
+    assert stored.phases_s == full.phases_s and "judge" in stored.phases_s  # as stored, before judged again
     assert _dicts(judge(stored, stored.budgets)) == _dicts(verdicts)
+    stored.phases_s["judge"] = full.phases_s["judge"]  # judging it again timed that judging, not the trial's
     assert _json(report.build_report(stored, verdicts)) == _json(report.build_report(full, verdicts))
     assert stored.verdict == COLLAPSE and stored.router_completed_s == {100: 0.25, 101: 0.5}
     assert stored.versions["target"] == "skyrl==0.4.0" and stored.versions["faultload"]

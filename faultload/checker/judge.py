@@ -9,6 +9,7 @@ plain data and never imports the trial runner.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from faultload.checker.budgets import Budgets
@@ -37,6 +38,14 @@ def error_examples(result: TrialResult | StoredTrial) -> dict[str, str]:
 
 
 def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
+    """Every invariant's verdict on ``result``, the collapse last.
+
+    The one place every caller judges through (``faultload run``, the suite,
+    comparisons, replays, ``faultload check``), so the seconds it takes are
+    timed here: they go to ``result.phases_s["judge"]`` (after the trial's own
+    phases, outside its ``wall_s``), where the report reads them.
+    """
+    started = time.monotonic()
     config = result.config
     inputs = CheckInputs(
         history=result.history,
@@ -52,4 +61,6 @@ def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
         router_completed_s=result.router_completed_s or None,
         error_examples=error_examples(result),
     )
-    return [*check_all(inputs, budgets), collapse_verdict(result)]
+    verdicts = [*check_all(inputs, budgets), collapse_verdict(result)]
+    result.phases_s["judge"] = time.monotonic() - started
+    return verdicts

@@ -17,6 +17,12 @@ from faultload.model.switches import unknown_switch
 from faultload.model.target import TargetSpec, parse_target, require_loopback
 from faultload.model.watchdog import WatchdogLimits
 
+# The phases of a trial's wall (``TrialResult.phases_s``, the report's ``phases_s``), in the order they
+# run; they add up to ``wall_s``. What happens around the wall is named after them: ``judge`` (the
+# checkers, after the trial) everywhere, and in the suite ``stack_ready`` (the shared stack checked,
+# waited on to its fd baseline, or (re)started, before the trial).
+TRIAL_PHASES = ("stack_start", "session_open", "workers_start", "load", "gather", "clean_up", "other")
+
 @dataclass(frozen=True)
 class ServerKnobs:
     """The server's own forwarding and store settings, passed through when it has them."""

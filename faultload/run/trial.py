@@ -15,7 +15,7 @@ import random
 import resource
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import psutil
@@ -28,7 +28,7 @@ from faultload.record.history import History, Outcome
 from faultload.record.samples import MonitorSamples
 from faultload.run.monitor import Monitor, drain_fds
 from faultload.record.serverlog import ServerLogSummary, classify_log
-from faultload.model.trial import TrialConfig
+from faultload.model.trial import TRIAL_PHASES, TrialConfig
 from faultload.run.server_faults import ServerFaults
 from faultload.run.stack import Stack
 from faultload.targets.server import BASE_MODEL
@@ -67,6 +67,9 @@ class TrialResult:
     cleanup_errors: list[str] = field(default_factory=list)
     # nonce -> when the router completed it (trial seconds), for no_lost_results.
     router_completed_s: dict[int, float] = field(default_factory=dict)
+    # phase -> wall seconds (model.trial.TRIAL_PHASES, in order, adding up to wall_s; see run_trial);
+    # "judge" is added after them by checker.judge.judge, outside wall_s
+    phases_s: dict[str, float] = field(default_factory=dict)
 
 
 # An interrupted trial ends within seconds (the user is waiting): its server gets
@@ -153,6 +156,40 @@ def _fault_windows(stack: Stack) -> FaultWindows:
     return windows
 
 
+def _phase_clock(phases: dict[str, float], started: float) -> Callable[[str], float]:
+    """``switch(name)``: end the running phase (its seconds added to ``phases``), start ``name``, return now.
+
+    The phases run back to back from ``started`` (in ``other`` until the first
+    switch), so they add up to the wall up to the last switch; a phase a signal
+    or an error cuts short keeps its seconds (the next switch ends it).
+    """
+    phases.update(dict.fromkeys(TRIAL_PHASES, 0.0))
+    running, last = "other", started
+
+    def switch(name: str) -> float:
+        nonlocal running, last
+        now = time.monotonic()
+        phases[running] += now - last
+        running, last = name, now
+        return now
+    return switch
+
+
+def _trial_stack(config: TrialConfig, workspace: Workspace, stack: Stack | None) -> Stack:
+    """A stack of the trial's own (started now), or the shared ``stack`` switched to the trial's router mode."""
+    if stack is None:
+        return Stack(config.stack_config(), config.router, workspace).start()
+    stack.use_router(config.router)
+    return stack
+
+
+def _monitor(stack: Stack, pool: WorkerPool, t0: float) -> Monitor:
+    """The trial's monitor (not started): the server's samples and /healthz, the router's /stats."""
+    server, router = stack.server, stack.router
+    return Monitor(lambda: server.pid, server.healthz_url, f"{router.url}/stats", pool.live, t0,
+                   server_port=urlsplit(server.url).port)
+
+
 def run_trial(
     config: TrialConfig,
     workspace: Workspace,
@@ -163,7 +200,13 @@ def run_trial(
     """Run ``config`` once, on ``stack`` or on a stack of its own.
 
     Raises ValueError for a bad config (or a stack that does not fit it)
-    before starting anything.
+    before starting anything. ``phases_s`` splits ``wall_s`` (model.trial.TRIAL_PHASES):
+    ``stack_start`` starting the trial's own stack (on a shared stack: only switching
+    its router's mode, about 0 when the mode is unchanged), ``session_open`` the sampling
+    session, ``workers_start`` the load workers started and ready, ``load`` t0 to the
+    load stopped (``load_stopped_s``), ``gather`` the workers stopped, the drain and
+    what was recorded read, ``clean_up`` stopping what the trial started, ``other``
+    the rest (the moments between them).
     """
     spec = config.validate()
     if stack is not None and stack.config != config.stack_config():
@@ -173,27 +216,26 @@ def run_trial(
     own_stack = stack is None
     pool = monitor = None
     result = TrialResult(config, History.empty(0), [], None, {}, {"spec": spec.text}, 0.0, 0.0, {})
+    switch = _phase_clock(result.phases_s, started)
     try:
-        if stack is None:
-            stack = Stack(config.stack_config(), config.router, workspace).start()
-        else:
-            stack.use_router(config.router)
+        switch("stack_start")
+        stack = _trial_stack(config, workspace, stack)
         router, server = stack.router, stack.server
         assert router is not None and server is not None
         result.topology = dict(stack.topology)
         result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
         salt = random.Random(config.shape.seed).getrandbits(16)
+        switch("session_open")
         sampling_id = open_sampling_session(server.url, BASE_MODEL)
+        switch("workers_start")
         pool = WorkerPool(build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt))
         pool.start()
         pool.wait_ready()
+        switch("other")
         log = LogFollower(server.log_path)
-        t0 = time.monotonic()
+        t0 = switch("load")
         result.start_epoch = time.time()
-        monitor = Monitor(
-            lambda: server.pid, server.healthz_url, f"{router.url}/stats", pool.live, t0,
-            server_port=urlsplit(server.url).port,
-        )
+        monitor = _monitor(stack, pool, t0)
         monitor.start()
         router_cpu0 = _router_cpu(router.pids())
         pool.go(t0)
@@ -207,16 +249,17 @@ def run_trial(
             )
         except KeyboardInterrupt:
             result.interrupted, collapsed = True, False
-        result.load_stopped_s = time.monotonic() - t0
+        result.load_stopped_s = switch("gather") - t0
         pool.stop()
         _gather_what_can_be(result, config, stack, pool, monitor, log, watchdog, t0, router_cpu0, collapsed)
     except KeyboardInterrupt:
         result.interrupted = True
         raise
     finally:
+        switch("clean_up")
         _clean_up(result, pool, monitor, stack if own_stack else None, stack)
         result.cpu["monitor_and_parent_s"] = _self_cpu() - cpu_start
-        result.wall_s = time.monotonic() - started
+        result.wall_s = switch("other") - started
     return result
 
 

@@ -13,7 +13,8 @@ A bundle's files::
     budgets.json   the budgets it was judged with
     trial.json     the rest of the TrialResult: router stats and completion times, the load's
                    stop time and flags (stopped early, cut off, interrupted), the watchdog's
-                   verdict, per-worker error examples and latency histograms, CPU, server, errors
+                   verdict, per-worker error examples and latency histograms, CPU, server, errors,
+                   the wall's phases (``phases_s``; absent from older bundles)
     monitor.json   the monitor's samples and /healthz probes (null when none were taken)
     faults.json    the fault log, as applied and removed (null when no fault was scheduled)
     server_log.json  the server log's classes, with every occurrence's time (null when not read)
@@ -115,6 +116,7 @@ class StoredTrial:
     start_epoch: float | None = None
     topology: dict[str, str] = field(default_factory=dict)
     cleanup_errors: list[str] = field(default_factory=list)
+    phases_s: dict[str, float] = field(default_factory=dict)  # {} from a bundle written before phases_s
 
 
 def versions_of(result: TrialResult | StoredTrial) -> dict[str, Any]:
@@ -144,6 +146,7 @@ def write_bundle(result: TrialResult | StoredTrial, budgets: Budgets, verdicts: 
         workers=[WorkerSummary.of(w).to_dict() for w in result.workers],
         verdict=_exact(result.verdict),
         router_completed_s={str(nonce): s for nonce, s in result.router_completed_s.items()},
+        phases_s=result.phases_s,
     )
     files = {
         "config.json": config_to_dict(result.config), "budgets.json": budgets.to_dict(), "trial.json": trial,
@@ -198,6 +201,7 @@ def _stored_trial(path: Path, manifest: Mapping[str, Any]) -> StoredTrial:
         budgets=Budgets.from_mapping(_read_json(path, "budgets.json"), f"{path / 'budgets.json'}"),
         verdicts=[Verdict.from_dict(v) for v in _read_json(path, "verdicts.json")],
         versions=dict(manifest.get("versions") or {}),
+        phases_s=dict(trial.get("phases_s") or {}),  # a bundle written before phases_s has none
         **{name: trial[name] for name in PLAIN_FIELDS},
     )
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from faultload.checker.judge import error_examples
 from faultload.record.history import ErrorClass, Outcome
 from faultload.stats import Histogram
 from faultload.model.switches import switches_text
+from faultload.model.trial import TRIAL_PHASES
 
 if TYPE_CHECKING:  # type-only: a stored trial is shown and re-judged without the trial runner
     from faultload.store.bundle import StoredTrial
@@ -117,6 +118,7 @@ def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | No
         "throughput_per_s": completed / result.load_s if result.load_s > 0 else 0.0,
         "wall_s": result.wall_s,
         "load_s": result.load_s,
+        "phases_s": {name: round(seconds, 3) for name, seconds in result.phases_s.items()},
         "router": {**result.router_stats, "peak_in_flight": result.router_stats.get("peak_in_flight")},
         "server": _server_block(result),
         "cpu_s": {**result.cpu, "harness_s": harness_cpu, "harness_share": harness_cpu / trial_cpu if trial_cpu else None},
@@ -182,6 +184,21 @@ def _fmt_s(value: float | None) -> str:
     return f"{value * 1000:.0f}ms" if value < 1 else f"{value:.2f}s"
 
 
+def phases_wall(phases: Mapping[str, float]) -> float:
+    """The wall the phases split: the sum of the trial's own phases (``judge`` and ``stack_ready`` are outside it)."""
+    return sum(seconds for name, seconds in phases.items() if name in TRIAL_PHASES)
+
+
+def phases_text(phases: Mapping[str, float]) -> str:
+    """``load 61%, stack_start 12%, ...; judge +3.1 s``: the wall's phases by their share of it, largest
+    first, then the seconds spent around it (a report's or a whole suite session's ``phases_s``)."""
+    wall = phases_wall(phases)
+    inside = sorted(((n, s) for n, s in phases.items() if n in TRIAL_PHASES), key=lambda item: -item[1])  # ties: run order
+    text = ", ".join(f"{name} {seconds / wall:.0%}" for name, seconds in inside) if wall > 0 else "no wall measured"
+    around = [f"{name} +{seconds:.1f} s" for name, seconds in phases.items() if name not in TRIAL_PHASES]
+    return text + (f"; {', '.join(around)}" if around else "")
+
+
 def _fmt_bytes(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:.0f} MiB"
 
@@ -233,6 +250,8 @@ def render_text(report: dict[str, Any]) -> str:
         f"throughput {report['throughput_per_s']:.0f}/s over {report['load_s']:.1f}s of load ({report['wall_s']:.1f}s wall)",
         "latency    p50      p90      p99      max",
     ]
+    if report.get("phases_s"):  # a report written before phases_s has none
+        lines.insert(3, f"trial wall {phases_wall(report['phases_s']):.1f} s: {phases_text(report['phases_s'])}")
     for name in ("submit", "e2e"):
         block = lat[name]
         lines.append(f"  {name:<7}" + "".join(f"{_fmt_s(block[k]):>9}" for k in ("p50", "p90", "p99", "max")))

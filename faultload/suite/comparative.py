@@ -32,7 +32,7 @@ from faultload.compare.judge import CompareSettings, interval_of, judge_comparis
 from faultload.compare.runner import SIDES, abba, config_for
 from faultload.model.build import Build
 from faultload.store.repro import config_key, figures_of
-from faultload.suite.executor import Executor, StackExecutor, TrialOutcome
+from faultload.suite.executor import Executor, StackExecutor, TrialOutcome, add_phases
 from faultload.suite.reducer import with_requests
 
 INVARIANT = "no_worse_than_baseline"
@@ -113,6 +113,7 @@ class ComparingExecutor:
         builds = {"baseline": self.baseline, "candidate": candidate_of(config)}
         configs = {side: config_for(config, builds[side]) for side in SIDES}
         reports: dict[str, list] = {side: [] for side in SIDES}
+        phases: dict[str, float] = {}
         started = time.monotonic()
         for side in abba(self.repeats):
             outcome = self.sides[side].run(configs[side])
@@ -121,13 +122,14 @@ class ComparingExecutor:
                 return TrialOutcome([], {}, config.shape.requests, time.monotonic() - started,
                                     error=f"{side} {builds[side].text}: {error}")
             reports[side].append(outcome.report)
+            add_phases(phases, outcome.phases_s)
         result = judge_comparison(builds["baseline"].text, builds["candidate"].text, reports["baseline"],
                                   reports["candidate"], self.settings)
         verdict = comparison_verdict(result)
         self.comparisons += 1
         self._log(f"comparison: {verdict.detail[:400]}")
         return TrialOutcome([verdict], figures_of([verdict]), config.shape.requests, time.monotonic() - started,
-                            comparison=result)
+                            comparison=result, phases_s=phases)
 
     def _executors(self) -> list[Executor]:
         return list({id(e): e for e in self.sides.values()}.values())  # one injected executor serves both

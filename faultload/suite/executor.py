@@ -15,8 +15,8 @@ from __future__ import annotations
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol
 
 from faultload.checker.judge import judge
 from faultload.model.sdk import SDK_POLL_TIMEOUT_S
@@ -39,6 +39,15 @@ class TrialOutcome:
     error: str | None = None  # the harness failed (not a verdict on the target)
     report: dict[str, Any] | None = None  # the trial's JSON report, when the executor keeps reports (comparisons)
     comparison: dict[str, Any] | None = None  # a comparative example's faultload.compare/1 JSON (suite.comparative)
+    # phase -> wall seconds: stack_ready (the executor readying its shared stack), the trial's
+    # TrialResult.phases_s and judge; summed over both sides' trials for a comparative example
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+
+def add_phases(total: dict[str, float], phases: Mapping[str, float]) -> None:
+    """Add ``phases``' seconds into ``total`` (a phase first seen is appended: the order they run in)."""
+    for name, seconds in phases.items():
+        total[name] = total.get(name, 0.0) + seconds
 
 
 class SuiteError(RuntimeError):
@@ -98,6 +107,7 @@ class StackExecutor:
         an ``TrialOutcome`` with ``error`` set; an interrupted one re-raises
         KeyboardInterrupt, so the session ends as pytest ends on Ctrl-C.
         """
+        ready_from = time.monotonic()
         try:
             stack = self._ready_stack(config)
         except Exception as exc:  # noqa: BLE001 - reported as the property's error, once
@@ -120,7 +130,8 @@ class StackExecutor:
         figures = figures_of(verdicts)
         failed = any(v.ok is False for v in verdicts)
         outcome = TrialOutcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None,
-                               report=build_report(result, verdicts) if self.keep_reports else None)
+                               report=build_report(result, verdicts) if self.keep_reports else None,
+                               phases_s={"stack_ready": started - ready_from, **result.phases_s})
         if result.error:
             outcome.error = f"harness error: {result.error}"
         bad = ", ".join(v.name for v in verdicts if v.ok is False) or "none"

@@ -41,7 +41,7 @@ import hypothesis
 
 from faultload.store.repro import config_key
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, comparing_executor, comparison_key
-from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome
+from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome, add_phases
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, reductions
@@ -74,6 +74,7 @@ class SuiteRunner:
         self.states: dict[str, PropertyState] = {}
         self.current: PropertyState | None = None
         self.trials = 0
+        self.phases_s: dict[str, float] = {}  # every trial run's phases, summed (the summary's breakdown)
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
         self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log)
         self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
@@ -309,6 +310,7 @@ class SuiteRunner:
             return outcome
         self.trials += 1
         state.trials += 1
+        add_phases(self.phases_s, outcome.phases_s)
         return outcome
 
     @property

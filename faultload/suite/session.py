@@ -232,6 +232,7 @@ class SuiteSession:
             data = {"profile": opts.profile.name, "target": opts.target, "regress": list(opts.regress),
                     "fixes": list(opts.fixes),
                     "baseline": opts.baseline.text if opts.baseline is not None else None, "trials": 0, "wall_s": 0.0, "stack_starts": 0,
+                    "phases_s": {}, "trial_wall_s": 0.0, "load_share": None,
                     "judged_trials": 0, "invariants": {}, "properties": []}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2) + "\n")

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from faultload.model.switches import switches_text
+from faultload.store.report import phases_text, phases_wall
 from faultload.suite.families import checked
 from faultload.suite.state import Tally, tallies_dict, tally_text
 
@@ -16,6 +17,9 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
     ``outcomes``: pytest's outcome per property nodeid (passed, failed, skipped, error).
     ``invariants`` (per property and for the session): how many examples
     judged each invariant, left it unknown, or were skipped by a time bound.
+    ``phases_s``: every trial run's phases summed (``stack_ready``, the
+    trial's own, ``judge``); ``trial_wall_s`` the trials' walls summed and
+    ``load_share`` the load's share of them (None before a trial ran).
     """
     outcomes = outcomes or {}
     properties = []
@@ -46,8 +50,16 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
         "fixes": list(runner.fixes), "baseline": runner.baseline.text if runner.baseline is not None else None,
         "trials": runner.trials, "wall_s": round(time.monotonic() - runner.session_started, 1),
         "stack_starts": runner.stack_starts, "judged_trials": sum(p["judged_trials"] for p in properties),
+        **phases_dict(runner.phases_s),
         "invariants": tallies_dict(session_tally(runner.states.values())), "properties": properties,
     }
+
+def phases_dict(phases: dict[str, float]) -> dict[str, Any]:
+    """The summary's ``phases_s``, ``trial_wall_s`` and ``load_share`` from the session's summed phases."""
+    wall = phases_wall(phases)
+    return {"phases_s": {name: round(seconds, 3) for name, seconds in phases.items()},
+            "trial_wall_s": round(wall, 3), "load_share": phases.get("load", 0.0) / wall if wall > 0 else None}
+
 
 def session_tally(states) -> dict[str, Tally]:
     """Every property's tallies summed per invariant."""
@@ -89,4 +101,6 @@ def summary_lines(runner) -> list[str]:
     total = session_tally(runner.states.values())
     if total:
         lines.append("  " + tally_text(total))
+    if runner.phases_s:
+        lines.append(f"  trial wall {phases_wall(runner.phases_s):.0f} s: {phases_text(runner.phases_s)}")
     return lines
