@@ -519,6 +519,46 @@ def test_runner_applies_and_removes_on_schedule(control: ToxiproxyControl, topol
     assert runner.active_at(5.0) == []
 
 
+class PausableRouter(FakeRouter):
+    """A test double of a paused router: a control call made while it is paused blocks until it is resumed
+    (as an HTTP request waits in a SIGSTOPped router's socket), or 5 s, the real call's socket timeout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.running = threading.Event()
+        self.running.set()
+
+    def pause(self, seconds: float) -> None:
+        self._log("pause", seconds)
+        self.running.clear()
+
+    def resume(self) -> None:
+        self._log("resume")
+        self.running.set()
+
+    def truncate(self, seconds: float) -> None:
+        self.running.wait(5.0)
+        self._log("truncate", seconds)
+
+
+def test_a_control_call_that_waits_on_a_paused_router_does_not_hold_its_resume() -> None:
+    """Nightly 2026-12-01: a truncate sent during a router pause blocked the fault loop for the call's 5 s
+    timeout, the router was resumed only then, and the truncate cut the next trial's bodies."""
+    schedule = FaultSchedule.parse(["router:pause@0+0.3", "router:truncate@0.1+0.1"])
+    router = PausableRouter()
+
+    async def run() -> FaultRunner:
+        runner = FaultRunner(schedule, None, {}, router)
+        runner.start()
+        assert await runner.wait(10.0)
+        return runner
+
+    runner = asyncio.run(run())
+    assert [c[0] for c in router.calls] == ["pause", "resume", "truncate"]  # the resume did not wait on it
+    pause, truncate = runner.records()
+    assert pause.removed_by == "schedule" and pause.error is None and truncate.error is None
+
+
 def test_heal_removes_everything(control: ToxiproxyControl, topology) -> None:
     schedule = FaultSchedule.parse([
         "edge:latency:latency=1000",

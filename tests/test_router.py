@@ -10,6 +10,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -364,6 +365,26 @@ def test_truncate_cuts_the_body_in_half(router: Callable[..., RouterHandle]) -> 
 
     asyncio.run(run())
     assert h.stats()["truncated"] == 1
+
+
+def test_a_fault_window_ends_at_its_deadline_however_late_its_call_arrives(
+        router: Callable[..., RouterHandle]) -> None:
+    """A truncate sent to a paused router is applied when it resumes: it must end when it was meant to."""
+    h = router(mode="immediate")
+    h._control("/control/truncate", {"seconds": 60.0, "until_monotonic": time.monotonic() - 1.0})
+    assert h.stats()["faults"]["truncate_s"] == 0.0  # past its deadline: nothing
+    h._control("/control/stall", {"seconds": 60.0, "until_monotonic": time.monotonic() + 30.0})
+    assert 0.0 < h.stats()["faults"]["stall_s"] <= 30.0
+    h.reset_faults()
+    h.pause(30.0)
+    late = threading.Thread(target=h.truncate, args=(0.2,))
+    late.start()  # waits in the paused router's socket
+    time.sleep(0.5)
+    h.resume()
+    late.join(10.0)
+    assert not late.is_alive() and h.stats()["faults"]["truncate_s"] == 0.0
+    with pytest.raises(RuntimeError, match="400"):
+        h._control("/control/truncate", {"seconds": 1.0, "until_monotonic": "soon"})
 
 
 def test_control_rejects_bad_input(router: Callable[..., RouterHandle]) -> None:

@@ -26,11 +26,14 @@ from faultload.record.faults import AppliedFault, FaultLog
 from faultload.model.faults import PROXY_LINKS, Fault, FaultSchedule
 
 MAX_FAULTS = 1000
+# the router's control calls that are HTTP requests (pause/resume/crash are signals; restart is its own)
+_ROUTER_HTTP_CALLS = frozenset({"stall", "errors", "truncate", "reset_faults"})
 
 
 class RouterController(Protocol):
     """What the runner needs from the fake router.  Methods may be sync (and then
-    must return promptly) or async (bounded by the runner's call timeout).
+    must return promptly; stall/errors/truncate/reset_faults, HTTP calls, run in a
+    thread) or async (bounded by the runner's call timeout).
     ``seconds`` may be the runner's ``until_end_s`` for a fault lasting to the end;
     ``reset_faults()`` must end every stall/errors/truncate window early."""
 
@@ -249,7 +252,13 @@ class FaultRunner:
         if target is None:
             raise FaultControlError(f"no {name} controller")
         timeout = self.restart_timeout_s if method == "restart" else self.call_timeout_s
-        result = getattr(target, method)(*args)
+        function = getattr(target, method)
+        if name == "router" and method in _ROUTER_HTTP_CALLS and not inspect.iscoroutinefunction(function):
+            # a sync HTTP call to a paused router blocks until its socket timeout: in a thread it delays only
+            # itself, not the loop (which must still resume the router on time)
+            result = asyncio.to_thread(function, *args)
+        else:
+            result = function(*args)
         if inspect.isawaitable(result):
             try:
                 await asyncio.wait_for(result, timeout)

@@ -54,6 +54,9 @@ the same fault replaces its window, ``seconds: 0`` ends it)
         ``len(body) // 2`` bytes; Content-Length is that truncated length, so
         the HTTP exchange is clean but the body is invalid JSON.
     ``reset``  ends all fault windows (held barrier requests stay held).
+    stall, errors and truncate also take ``"until_monotonic": T`` (a
+    ``time.monotonic()`` deadline; the clock is system-wide): the window ends
+    at T if that is sooner, and a call processed after T does nothing.
     A crash is the parent killing the processes (:meth:`RouterHandle.crash`).
 
 ``GET /stats`` returns counters summed over all processes (whichever answers):

@@ -90,7 +90,10 @@ class RouterApp:
                 raise ValueError(f"status must be an int in [400, 599] (got {status!r})")
             with self._s.lock:
                 self._s.ints[INT_INDEX["errors_status"]] = status
-        self._s.set_window(f"{fault}_until", float(seconds))
+        until = body.get("until_monotonic")
+        if until is not None and (not isinstance(until, (int, float)) or isinstance(until, bool)):
+            raise ValueError(f"until_monotonic must be a number (got {until!r})")
+        self._s.set_window(f"{fault}_until", float(seconds), None if until is None else float(until))
 
     async def completions(self, request: web.Request) -> web.StreamResponse:
         """Answer one sample request; in_flight covers everything up to the last byte written."""

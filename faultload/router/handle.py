@@ -232,14 +232,19 @@ class RouterHandle:
         """nonce -> first completion (epoch seconds) since ``since_epoch``, over every incarnation."""
         return read_completions(self._log_dir, since_epoch)
 
+    # Each window carries its deadline (CLOCK_MONOTONIC is system-wide): a call that waits in the socket of a
+    # paused router is applied when the router resumes and must still end when the schedule meant it to,
+    # not seconds later, in the next trial on a shared stack (nightly 2026-12-01, a truncate sent during a
+    # router pause cut the next trial's first 47 bodies).
     def stall(self, seconds: float) -> None:
-        self._control("/control/stall", {"seconds": seconds})
+        self._control("/control/stall", {"seconds": seconds, "until_monotonic": time.monotonic() + seconds})
 
     def errors(self, seconds: float, status: int = 503) -> None:
-        self._control("/control/errors", {"seconds": seconds, "status": status})
+        self._control("/control/errors", {"seconds": seconds, "status": status,
+                                          "until_monotonic": time.monotonic() + seconds})
 
     def truncate(self, seconds: float) -> None:
-        self._control("/control/truncate", {"seconds": seconds})
+        self._control("/control/truncate", {"seconds": seconds, "until_monotonic": time.monotonic() + seconds})
 
     def reset_faults(self) -> None:
         self._control("/control/reset")

@@ -64,9 +64,14 @@ class SharedState:
         """Seconds left in a fault window (<= 0: inactive)."""
         return self.floats[FLOAT_INDEX[name]] - time.monotonic()
 
-    def set_window(self, name: str, seconds: float) -> None:
+    def set_window(self, name: str, seconds: float, until: float | None = None) -> None:
+        """Open a window of ``seconds`` from now, ending no later than ``until`` (the caller's monotonic deadline:
+        a request that waited in a paused router's socket ends when it was meant to, or does nothing)."""
+        end = time.monotonic() + seconds
+        if until is not None:
+            end = min(end, until)
         with self.lock:
-            self.floats[FLOAT_INDEX[name]] = time.monotonic() + seconds if seconds > 0 else 0.0
+            self.floats[FLOAT_INDEX[name]] = end if seconds > 0 and end > time.monotonic() else 0.0
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:

@@ -88,10 +88,13 @@ class Stack:
         )
 
     def use_router(self, router_config: RouterConfig) -> None:
-        """Give the next trial its own router mode (restart on the same port if it differs)."""
+        """Give the next trial its own router mode (restart on the same port if it differs) and no fault window
+        left from the last trial (one its heal could not end: a control call that waited out a router pause)."""
         assert self.router is not None
         if router_config != self.router.config:
             self.router.reconfigure(router_config)
+        else:
+            self.router.reset_faults()
 
     def wait_baseline(self, timeout_s: float, slack_fds: int = 2) -> bool:
         """Wait (bounded) until the server's fds are back near their start-up baseline."""
