@@ -350,6 +350,29 @@ def test_a_404_for_a_result_older_than_the_expiry_window_is_expired_by_design() 
     assert check_no_lost_results(dataclasses.replace(inputs, router_completed_s=None), BUDGETS).figure == 3
 
 
+def test_a_404_for_a_failed_forward_older_than_the_expiry_window_is_expired_by_design() -> None:
+    """Nightly fixed row 2026-12-01 (shrunk to 1 request): edge:timeout@0.35+36 kept the client away 720 SDK s;
+    backend:timeout@2.25+1 failed the forward at 3.3 s (the router never completed it); the failure was stored
+    with the completed TTL (600 SDK s = 30 real s at scale 0.05) and the poll at 37.9 s got 404."""
+    shape = dataclasses.replace(SHAPE, time_scale=0.05)
+    h = make_history()
+    for row in (50, 51):
+        set_row(h, row, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=37.9)
+    failed = "".join(
+        f"{log_time(t)} - ERROR - skyrl: Backend-forwarded sample failed (request_id={int(h['server_id'][row])})\n"
+        "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n"
+        for row, t in ((50, 3.3), (51, 20.0)))
+    partition = Fault("edge", "timeout", {"timeout": 0}, start_s=0.35, duration_s=36.0)
+    inputs = make_inputs(history=h, shape=shape, faults=fault_log(applied(partition, 0.35, 36.35)),
+                         server_log=classify_log(CLEAN_LOG + failed), router_completed_s={})
+    v = check_no_lost_results(inputs, BUDGETS)
+    assert v.ok is False and v.figure == 1, v.detail  # row 51's failure was 17.9 s (358 SDK s) old: lost
+    assert "nonce 1051" in v.detail and "nonce 1050" not in v.detail
+    assert "1 404 for results older than the server's expiry when polled (the youngest 672 SDK s" in v.detail
+    # without the log line naming it, a failed forward has no known age: both are losses
+    assert check_no_lost_results(dataclasses.replace(inputs, server_log=classify_log(CLEAN_LOG)), BUDGETS).figure == 2
+
+
 def test_the_expiry_window_is_no_shorter_than_the_retention_window() -> None:
     with pytest.raises(ValueError, match="expiry_window_s"):
         dataclasses.replace(BUDGETS, expiry_window_s=100.0)

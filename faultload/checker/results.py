@@ -220,13 +220,18 @@ def _expired_by_design(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarr
     server's documented expiry, not a retention bug. The age is a lower
     bound: from the latest the server can have stored the result — the
     router's completion, or the end of a backend/router fault in force then
-    (a held response arrives when the fault ends) — to the 404. A result the
-    router never completed has no known age and is not excused.
+    (a held response arrives when the fault ends) — to the 404. A failed
+    forward is a result too (SkyRL 0.4.0 stores the failure with the same
+    completed TTL): its age runs from the server's last error line naming its
+    request id, plus ``LOGGED_STORE_SLACK_S`` (the failure is stored just
+    after it is logged). A result with neither has no known age and is not
+    excused.
     """
     out = np.zeros(len(inputs.history), dtype=bool)
     window = budgets.expiry_window_s * inputs.shape.time_scale
     completed_s = inputs.router_completed_s or {}
-    if not lost_404.any() or not completed_s:
+    failed_s = _logged_failures_s(inputs)
+    if not lost_404.any() or not (completed_s or failed_s):
         return out, ""
     history = inputs.history
     held = fault_windows(inputs.faults, lambda f: f.link in ("backend", "router"))
@@ -234,9 +239,12 @@ def _expired_by_design(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarr
     for i in np.flatnonzero(lost_404).tolist():
         stored = completed_s.get(int(history["nonce"][i]))
         answered = float(history["done"][i])
+        if stored is not None:
+            stored = max([stored] + [end for start, end, _ in held if start <= stored <= end])
+        elif int(history["server_id"][i]) in failed_s:
+            stored = failed_s[int(history["server_id"][i])] + LOGGED_STORE_SLACK_S
         if stored is None or not math.isfinite(answered):
             continue
-        stored = max([stored] + [end for start, end, _ in held if start <= stored <= end])
         if answered - stored > window:
             out[i] = True
             youngest = min(youngest, answered - stored)
@@ -245,6 +253,21 @@ def _expired_by_design(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarr
     return out, (f"{int(out.sum())} 404 for results older than the server's expiry when polled (the youngest "
                  f"{youngest / inputs.shape.time_scale:.0f} SDK s > expiry_window_s {budgets.expiry_window_s:g}; "
                  "expired by design, not lost)")
+
+
+# Real seconds between a failed forward's error line and its failure being stored (the same coroutine logs,
+# then stores; generous, so an age from it stays a lower bound).
+LOGGED_STORE_SLACK_S = 1.0
+
+
+def _logged_failures_s(inputs: CheckInputs) -> dict[int, float]:
+    """server request id -> trial seconds of the last server error line naming it (empty without a log or start)."""
+    start = inputs.trial_start_epoch
+    if start is None and inputs.faults is not None:
+        start = inputs.faults.trial_start_epoch
+    if inputs.server_log is None or start is None:
+        return {}
+    return {rid: ts - start for rid, ts in inputs.server_log.last_error_epoch_by_request().items()}
 
 
 def _first_fault_overlapped(history: History, windows: list[tuple[float, float, Fault]]) -> np.ndarray:

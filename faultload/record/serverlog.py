@@ -33,6 +33,7 @@ machine, or at least in the time zone, that wrote it).
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -149,6 +150,17 @@ class ServerLogSummary:
     @property
     def errors(self) -> int:
         return sum(c.count for c in self.classes.values())
+
+    def last_error_epoch_by_request(self) -> dict[int, float]:
+        """request id -> epoch seconds of the last error line naming it (a failed forward is logged as it fails)."""
+        out: dict[int, float] = {}
+        for c in self.classes.values():
+            if c.request_ids.size != c.times.size:
+                continue
+            for rid, ts in zip(c.request_ids.tolist(), c.times.tolist()):
+                if rid != NO_REQUEST_ID and ts > out.get(rid, -math.inf):
+                    out[rid] = ts
+        return out
 
     @property
     def clean(self) -> bool:
