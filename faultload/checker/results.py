@@ -229,9 +229,11 @@ def _expired_by_design(inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarr
     """
     out = np.zeros(len(inputs.history), dtype=bool)
     window = budgets.expiry_window_s * inputs.shape.time_scale
+    if not lost_404.any():
+        return out, ""
     completed_s = inputs.router_completed_s or {}
-    failed_s = _logged_failures_s(inputs)
-    if not lost_404.any() or not (completed_s or failed_s):
+    failed_s = _logged_failures_s(inputs)  # only for a trial with 404s: it reads every error line
+    if not (completed_s or failed_s):
         return out, ""
     history = inputs.history
     held = fault_windows(inputs.faults, lambda f: f.link in ("backend", "router"))
