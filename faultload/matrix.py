@@ -49,7 +49,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from faultload.compare.rows import COMPARE_REPEATS, compare_command, compare_outcome
+from faultload.compare.rows import (COMPARE_REPEATS, COMPARE_TRIAL, LONG_RESULT_TRIAL, compare_command,
+                                    compare_outcome)
 from faultload.model.build import Build
 from faultload.model.switches import switches_text
 from faultload.store.matrix_table import shown_result
@@ -82,6 +83,9 @@ class MatrixRow:
     on: tuple[tuple[str, Expectation], ...] = ()  # (profile, expectation) overrides
     # a comparison row: `faultload compare` against this build (caught_by: compare metrics), not a suite session
     baseline: str | None = None
+    # a comparison row's trial (the same on every profile): a cost that grows with the result's size is
+    # compared at a size where it shows; the default is the reference harness's 4,096 barrier burst
+    compare_trial: tuple[str, ...] = COMPARE_TRIAL
 
     @property
     def build(self) -> str:
@@ -130,6 +134,19 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "access log through RichHandler, compared with the release: its cost per request, which no "
               "absolute budget separates from clean", caught_by=("server_cpu_ms_per_request",),
               baseline="skyrl==0.4.0"),
+    MatrixRow("a-a-long-result", "skyrl==0.4.0", (), "clean",
+              "the release compared with itself on long results: no metric flagged at the long-result rows' size",
+              baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+    MatrixRow("httpx-forwarding-cost", "skyrl==0.4.0", ("httpx-forwarding",), "caught",
+              "forwarding through 0.3.0's httpx pool instead of aiohttp: httpcore rescans its pool per request "
+              "(at the 4,096 burst the server collapses outright; at 1,024 it is a cost)",
+              caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+    MatrixRow("proto-per-poll-cost", "skyrl==0.4.0", ("proto-per-poll",), "caught",
+              "a forwarded result kept as JSON and encoded to proto by every poll, not once: a cost per token",
+              caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+    MatrixRow("json-decode-cost", "skyrl==0.4.0", ("json-decode",), "caught",
+              "router bodies decoded with json.loads instead of orjson: a cost per token",
+              caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
 )
 
 
@@ -280,7 +297,7 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
     summary_path = workdir / f"{row.name}.summary.json"
     log_path = workdir / f"{row.name}.log"
     if row.baseline is not None:
-        cmd = compare_command(row.baseline, row.build, summary_path)
+        cmd = compare_command(row.baseline, row.build, summary_path, trial=row.compare_trial)
     else:
         cmd = row_command(row, profile, summary_path, suite_dir, all_properties=all_properties, session_s=session_s)
     started = time.monotonic()

@@ -20,7 +20,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BARRIER_4096 = ["--requests", "4096", "--router-mode", "barrier", "--max-outstanding", "0"]
+sys.path.insert(0, str(ROOT))
+from faultload.compare.rows import COMPARE_TRIAL, LONG_RESULT_TRIAL  # noqa: E402 (the checkout's, not an install's)
+
+BARRIER_4096 = list(COMPARE_TRIAL)  # the matrix's comparison rows run the same trials
+LONG_RESULTS = list(LONG_RESULT_TRIAL)
 # latency mode (256 generations at once, 1 s each) under the SDK-like cap of 2,000 outstanding
 LATENCY_SDK_CAP = ["--requests", "4096", "--router-mode", "latency", "--max-outstanding", "2000"]
 RELEASE = "skyrl==0.4.0"
@@ -29,9 +33,10 @@ COMPARISONS: dict[str, tuple[str, str, list[str]]] = {
     "0.3.0-0.4.0-latency": ("skyrl==0.3.0", RELEASE, LATENCY_SDK_CAP),
     "a-a-barrier": (RELEASE, RELEASE, BARRIER_4096),
     "rich-access-log": (RELEASE, RELEASE + "+regress=rich-access-log", BARRIER_4096),
-    "httpx-forwarding": (RELEASE, RELEASE + "+regress=httpx-forwarding", BARRIER_4096),
-    "proto-per-poll": (RELEASE, RELEASE + "+regress=proto-per-poll", BARRIER_4096),
-    "json-decode": (RELEASE, RELEASE + "+regress=json-decode", BARRIER_4096),
+    "httpx-forwarding": (RELEASE, RELEASE + "+regress=httpx-forwarding", LONG_RESULTS),
+    "a-a-long-result": (RELEASE, RELEASE, LONG_RESULTS),
+    "proto-per-poll": (RELEASE, RELEASE + "+regress=proto-per-poll", LONG_RESULTS),
+    "json-decode": (RELEASE, RELEASE + "+regress=json-decode", LONG_RESULTS),
 }
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,14 +38,34 @@ def passed(n: int = 7) -> list[dict]:
     return [prop(f"p{i}", "passed") for i in range(n)]
 
 
+COMPARISON_ROWS = ["a-a", "rich-access-log-cost", "a-a-long-result", "httpx-forwarding-cost", "proto-per-poll-cost",
+                   "json-decode-cost"]
+
+
 def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
-    assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0", "a-a",
-                     "rich-access-log-cost"]
+    assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0", *COMPARISON_ROWS]
     assert [r.expected for r in DEFAULT_ROWS] == ["clean", "clean", "caught", "caught", "caught", "caught", "clean",
-                                                  "caught"]
-    assert [r.name for r in DEFAULT_ROWS if r.baseline] == ["a-a", "rich-access-log-cost"]
+                                                  "caught", "clean", "caught", "caught", "caught"]
+    assert [r.name for r in DEFAULT_ROWS if r.baseline] == COMPARISON_ROWS
     assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks", "keepalive-past-sdk")]
+    # every regression switch that is a cost has its comparison row; each A/A row has the size of the rows it vouches for
+    costs = {r.regress for r in DEFAULT_ROWS if r.baseline and r.regress}
+    assert costs == {("rich-access-log",), ("httpx-forwarding",), ("proto-per-poll",), ("json-decode",)}
+    aa_sizes = {r.compare_trial for r in DEFAULT_ROWS if r.baseline and not r.regress}
+    assert {r.compare_trial for r in DEFAULT_ROWS if r.baseline} == aa_sizes
+
+
+def test_the_row_lists_outside_python_name_real_rows() -> None:
+    """The --rows help, .ci/run and the nightly workflow spell rows out; a typo there would fail at run time."""
+    root = Path(__file__).resolve().parent.parent
+    names = [r.name for r in DEFAULT_ROWS]
+    matrix_help = subprocess.run([sys.executable, "-m", "faultload", "matrix", "--help"], capture_output=True,
+                                 text=True, check=True, env={**os.environ, "COLUMNS": "1000"}).stdout  # no wrapping
+    assert "default all: " + ", ".join(names) + ")" in " ".join(matrix_help.split())
+    for path in (root / ".ci" / "run", root / ".github" / "workflows" / "nightly.yml"):
+        for listed in re.findall(r"--rows ([\w,.-]+)", path.read_text()):
+            assert set(listed.split(",")) <= set(names), f"{path}: {listed}"
 
 
 def test_select_rows() -> None:
@@ -143,7 +165,7 @@ def test_cli_rejects_bad_rows_with_exit_2() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "faultload: error: --rows: unknown row 'nope'; known: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0, a-a, rich-access-log-cost"]
+        "faultload: error: --rows: unknown row 'nope'; known: " + ", ".join(r.name for r in DEFAULT_ROWS)]
 
 
 def test_cli_rejects_a_negative_session_time_with_exit_2() -> None:
@@ -227,4 +249,9 @@ def test_a_comparison_row_runs_faultload_compare_on_its_two_builds(tmp_path, mon
     assert cmd[1:4] == ["-m", "faultload", "compare"]
     assert cmd[cmd.index("--baseline") + 1] == "skyrl==0.4.0"
     assert cmd[cmd.index("--candidate") + 1] == "skyrl==0.4.0+regress=rich-access-log"
+    assert cmd[cmd.index("--requests") + 1] == "4096"  # the default trial: the 4,096 barrier burst
     assert r.result == "caught" and r.as_expected
+    big = dataclasses.replace(COST, compare_trial=("--requests", "512", "--result-tokens", "8192"))
+    run_row(big, "ci", tmp_path, tmp_path, all_properties=False, cwd=tmp_path, timeout_s=10.0, log=lambda m: None)
+    cmd = seen["cmd"]
+    assert cmd[cmd.index("--requests") + 1] == "512" and cmd[cmd.index("--result-tokens") + 1] == "8192"

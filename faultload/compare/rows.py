@@ -18,6 +18,13 @@ from typing import Any
 # cap: with the default 2,000 the barrier is 2,000 wide and the last 96 wait out its 60 s timeout).
 COMPARE_TRIAL = ("--requests", "4096", "--router-mode", "barrier", "--max-outstanding", "0")
 COMPARE_REPEATS = 5
+# Long results: 1,024 requests of 32,768 tokens each, the same burst. The release's encode-once and orjson
+# fixes save a cost per token (its serialize_sample_output docstring: a pydantic model or JSON text "costs
+# about as much as this whole function for a 32k-token result"); at 64 tokens it is lost in the per-request
+# cost. At 16,384 tokens json-decode's ×1.2-1.4 was within this machine's drift (caught in 1 of 2 runs; an A/A
+# there reached ×1.13); at 32,768 it was ×2.1 (interval 1.18-2.65) and the A/A ×0.99.
+LONG_RESULT_TRIAL = ("--requests", "1024", "--result-tokens", "32768", "--router-mode", "barrier",
+                     "--max-outstanding", "0")
 
 
 def compare_command(baseline: str, candidate: str, out: Path, python: str = sys.executable,
