@@ -322,6 +322,7 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         }
     result.cpu = {
         "workers_s": sum(w.cpu_s for w in result.workers),
+        "workers_startup_s": sum(w.startup_cpu_s for w in result.workers),  # of workers_s: before the load
         "router_s": _router_cpu(router.pids()) - router_cpu0,
         "server_s": _server_cpu(result.monitor),
     }
