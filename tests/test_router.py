@@ -216,6 +216,64 @@ def test_barrier_holds_until_the_nth_request(router: Callable[..., RouterHandle]
     assert (s["completed"], s["held"], s["released_waves"], s["peak_in_flight"]) == (4, 0, 1, 4)
 
 
+def _keepalive_sockets(h: RouterHandle, count: int, held: int = 0) -> list[socket.socket]:
+    """``count`` connections that each got an answer and stay open (keep-alive), plus ``held`` whose
+    request the router is holding (barrier mode)."""
+    socks = []
+    for i in range(count + held):
+        s = socket.create_connection((h.host, h.port), timeout=WAIT_S)
+        body = json.dumps(payload(i)).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        socks.append(s)
+    for s in socks[:count]:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += s.recv(65536)
+        assert data.startswith(b"HTTP/1.1 200")
+    return socks
+
+
+def _closed_by_peer(s: socket.socket, wait_s: float) -> bool:
+    """Whether the router closed ``s`` within ``wait_s`` (EOF after any rest of the answer)."""
+    s.settimeout(wait_s)
+    try:
+        while s.recv(65536):
+            pass
+        return True
+    except (TimeoutError, socket.timeout):
+        return False
+    except ConnectionResetError:
+        return True
+
+
+@pytest.mark.parametrize("procs", [1, 2])
+def test_close_idle_closes_keepalive_connections(router: Callable[..., RouterHandle], procs: int) -> None:
+    h = router(procs=procs)
+    socks = _keepalive_sockets(h, 6)
+    try:
+        assert not any(_closed_by_peer(s, 0.2) for s in socks)  # keep-alive: open after their answers
+        h.close_idle()
+        assert all(_closed_by_peer(s, WAIT_S) for s in socks)
+        assert h.stats()["completed"] == 6  # still serving
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_close_idle_closes_nothing_while_a_completion_is_in_flight(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="barrier", barrier=2, barrier_timeout_s=60.0)
+    socks = _keepalive_sockets(h, 2, held=1)  # a wave of 2 answered, the third held for the next wave
+    try:
+        wait_until(lambda: h.stats()["held"] == 1, "1 held")
+        h.close_idle()
+        assert not any(_closed_by_peer(s, 0.5) for s in socks)  # a forward may be about to reuse one
+        assert h.stats()["in_flight"] == 1
+    finally:
+        for s in socks:
+            s.close()
+
+
 def test_barrier_timeout_releases_a_partial_wave(router: Callable[..., RouterHandle]) -> None:
     h = router(mode="barrier", barrier=100, barrier_timeout_s=0.3)
 

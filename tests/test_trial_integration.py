@@ -76,6 +76,8 @@ def test_small_trial(isolated_workdir: Path, version: str, accept: str):
     assert server["peak_rss_bytes"] > 0
     assert server["healthz_probes"] > 0
     assert rep["attempts"]["http_attempts"] >= 400  # a submit and at least one poll each
+    cpu = rep["cpu_s"]
+    assert 0 < cpu["workers_startup_s"] < cpu["workers_s"]  # imports before the load, requests after
     json.dumps(rep)
     assert "completed 200" in report.render_text(rep)
 

@@ -41,6 +41,7 @@ class WorkerResult:
     e2e_hist: dict
     error_examples: dict[str, str] = field(default_factory=dict)  # error class -> first message
     cpu_s: float = 0.0  # this worker process's user+system CPU
+    startup_cpu_s: float = 0.0  # of which before it was ready (interpreter, imports, client set-up)
     crashed: str | None = None  # set when the worker itself failed
 
 

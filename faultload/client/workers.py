@@ -101,6 +101,7 @@ def _worker_main(
         prepared = _prepare(job, counters)
     except BaseException as exc:  # the harness's own failure (the SDK's is the client's): reported as a crash
         setup_error = f"setting up the {job.shape.client} client: {exc!r}\n{traceback.format_exc()}"
+    startup = resource.getrusage(resource.RUSAGE_SELF)
     with ready.get_lock():
         ready.value += 1
     if not go.wait(_READY_TIMEOUT_S * 2):
@@ -126,6 +127,7 @@ def _worker_main(
         result = _crash_result(job, clients, exc)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     result.cpu_s = usage.ru_utime + usage.ru_stime
+    result.startup_cpu_s = startup.ru_utime + startup.ru_stime
     out.put(result)
 
 

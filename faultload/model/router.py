@@ -7,6 +7,7 @@ router, so this module imports nothing heavy (no aiohttp, numpy or psutil).
 from __future__ import annotations
 
 import math
+import signal
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +18,8 @@ MAX_PROCS = 64
 # one process per 8,000 requests held at once, the rule the CLI, the preflight and the strategies share.
 ROUTER_CONNECTIONS_PER_PROC = 8000
 SHUTDOWN_S = 1.0  # the router's graceful shutdown; the handle waits a few seconds beyond it
+# the trial's "load over, nothing in flight" to each router process: close its keep-alive connections
+CLOSE_IDLE_SIGNAL = signal.SIGUSR1
 
 
 def procs_for(held: int, per_proc: int = ROUTER_CONNECTIONS_PER_PROC) -> int:

@@ -59,6 +59,12 @@ the same fault replaces its window, ``seconds: 0`` ends it)
     at T if that is sooner, and a call processed after T does nothing.
     A crash is the parent killing the processes (:meth:`RouterHandle.crash`).
 
+``SIGUSR1`` to a serving process (:meth:`RouterHandle.close_idle`, sent by a
+trial once its load is over): if no completion is in flight in any process, it
+closes every keep-alive connection it holds at once, the idle timeout of a real
+router running out, so the server's drain does not wait out its own keep-alive.
+With one in flight it closes nothing. The supervisor ignores it.
+
 ``GET /stats`` returns counters summed over all processes (whichever answers):
 ``received``; ``completed`` (a 200 body fully written, truncated ones included);
 ``failed`` (400, injected error, client gone); ``in_flight``/``peak_in_flight``

@@ -17,7 +17,7 @@ from aiohttp import web
 
 from faultload.router.bodies import completion_body, parse_job
 from faultload.router.completions import CompletionLog
-from faultload.model.router import MAX_FAULT_S, SHUTDOWN_S, RouterConfig, is_int
+from faultload.model.router import CLOSE_IDLE_SIGNAL, MAX_FAULT_S, SHUTDOWN_S, RouterConfig, is_int
 from faultload.router.state import INT_INDEX, Barrier, SharedState, SlotPool
 
 LISTEN_BACKLOG = 4096
@@ -191,6 +191,27 @@ class RouterApp:
 
 
 
+def close_idle_connections(server: web.Server | None, shared: SharedState) -> int:
+    """Close this process's keep-alive connections if no completion is in flight anywhere; return how many.
+
+    Sent by the trial once its load has ended: the router's idle timeout
+    running out at once, so a well-behaved server's forwarding pool releases
+    its fds now instead of after its own keep-alive (0.4.0's aiohttp connector:
+    2 s, swept every 2 s). A server that leaks them keeps them (CLOSE_WAIT
+    still holds the fd), so the drain still sees it. With a completion in
+    flight the server may be about to reuse a connection, and a close racing
+    its write would fail a forward nobody injected: then nothing is closed.
+    ``force_close``, not ``close``: aiohttp's ``close`` on an idle connection
+    only ends its handler task and leaves the socket open (3.14).
+    """
+    if server is None or shared.ints[INT_INDEX["in_flight"]] != 0:
+        return 0
+    handlers = server.connections
+    for handler in handlers:
+        handler.force_close()
+    return len(handlers)
+
+
 async def serve(config: RouterConfig, shared: SharedState, sock: socket.socket, on_ready: Any,
                  completions_dir: str | None = None) -> None:
     """Serve on ``sock`` until SIGTERM/SIGINT."""
@@ -205,6 +226,7 @@ async def serve(config: RouterConfig, shared: SharedState, sock: socket.socket, 
         shutdown_timeout=SHUTDOWN_S,
     )
     await runner.setup()
+    loop.add_signal_handler(CLOSE_IDLE_SIGNAL, close_idle_connections, runner.server, shared)
     try:
         site = web.SockSite(runner, sock, backlog=LISTEN_BACKLOG, shutdown_timeout=SHUTDOWN_S)
         await site.start()

@@ -24,7 +24,7 @@ import psutil
 from faultload.pausing import Pauser
 from faultload.procutil import tied_to_this_process
 from faultload.router.completions import read_completions
-from faultload.model.router import SHUTDOWN_S, RouterConfig
+from faultload.model.router import CLOSE_IDLE_SIGNAL, SHUTDOWN_S, RouterConfig
 
 
 def _process_gone(pid: int) -> bool:
@@ -248,6 +248,15 @@ class RouterHandle:
 
     def reset_faults(self) -> None:
         self._control("/control/reset")
+
+    def close_idle(self) -> None:
+        """Have every router process close its keep-alive connections (each does only if nothing is in flight).
+
+        The load is over: the router's idle timeout runs out now, not after the
+        server's own keep-alive to it. Asynchronous, like the server's close.
+        """
+        for pid in self.pids():  # the supervisor ignores it
+            _kill(pid, CLOSE_IDLE_SIGNAL)
 
     def pause(self, seconds: float) -> None:
         """SIGSTOP every router process (a weight sync: connections accepted, nothing answered)."""

@@ -21,7 +21,7 @@ from typing import Any
 from faultload import aio
 from faultload.router.app import serve
 from faultload.router.bodies import completion_body
-from faultload.model.router import MODES, SHUTDOWN_S, RouterConfig
+from faultload.model.router import CLOSE_IDLE_SIGNAL, MODES, SHUTDOWN_S, RouterConfig
 from faultload.router.state import INT_INDEX, SharedState
 
 
@@ -187,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"faultload.router: error: {e}\n")
         return 2
     raise_nofile_limit()
+    # Ignored until a serving loop installs its handler (one sent before that has nothing to close);
+    # the supervisor keeps ignoring it, and its forked workers inherit the ignore.
+    signal.signal(CLOSE_IDLE_SIGNAL, signal.SIG_IGN)
     shared = SharedState()
     try:
         if config.procs > 1:
