@@ -13,6 +13,7 @@ from typing import Any
 
 from faultload.checker.compose import CHECKERS
 from faultload.strategies.known import known_trial_config
+from faultload.suite import comparative
 from faultload.suite.profiles import Profile
 
 # Every invariant a trial is judged by: the checkers' and the watchdog's (judge.collapse_verdict).
@@ -76,3 +77,25 @@ def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
+
+
+# The suite's property families (one per test in test_properties.py); here, not there, so that code outside
+# a pytest collection (bench/shrink_time.py) can name one: the properties module is collected, not imported.
+LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests"), ("no_lost_results", "accepted_requests"),
+              weight=2.0,
+              limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))))
+INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
+RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
+                   ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample"))
+HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
+RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets"),
+                 ("retry_amplification", "unprovoked_resets"),
+                 limits=(("storms", False), ("max_result_wait_s", 60.0)), known=("completion_burst",))
+SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("clean_server_log",))
+COMBINED = Family(
+    "all_invariants", (), ("no_lost_results", "bounded_fds", "bounded_rss", "healthz_latency"),
+    limits=(("storms", False), ("max_result_wait_s", 60.0)),
+)
+COMPARATIVE = Family("comparative", (comparative.INVARIANT,), (comparative.INVARIANT,), limits=comparative.LIMITS,
+                     weight=comparative.WEIGHT, comparative=True)
+FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, COMBINED, COMPARATIVE)

@@ -47,29 +47,12 @@ from hypothesis import strategies as st
 from faultload.strategies import trial_configs
 from faultload.suite import comparative, plugin
 from faultload.suite.confirm import confirm_config
-from faultload.suite.families import Family, family_limits, known_configs
+from faultload.suite.families import (COMBINED, COMPARATIVE, HEALTH, INTEGRITY, LOST, RESOURCES, RETRIES, SERVER_LOG,
+                                      Family, family_limits, known_configs)
 from faultload.suite.session import SuiteSession
 
 pytestmark = pytest.mark.faultload
 
-LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests"), ("no_lost_results", "accepted_requests"),
-              weight=2.0,
-              limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))))
-INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
-RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
-                   ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample"))
-HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
-RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets"),
-                 ("retry_amplification", "unprovoked_resets"),
-                 limits=(("storms", False), ("max_result_wait_s", 60.0)), known=("completion_burst",))
-SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("clean_server_log",))
-COMBINED = Family(
-    "all_invariants", (), ("no_lost_results", "bounded_fds", "bounded_rss", "healthz_latency"),
-    limits=(("storms", False), ("max_result_wait_s", 60.0)),
-)
-COMPARATIVE = Family("comparative", (comparative.INVARIANT,), (comparative.INVARIANT,), limits=comparative.LIMITS,
-                     weight=comparative.WEIGHT, comparative=True)
-FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, COMBINED, COMPARATIVE)
 
 only_combined = pytest.mark.skipif(plugin.collecting().profile.confirm,
                                    reason="the confirm profile runs the combined property once")
