@@ -21,6 +21,9 @@ import sys
 import time
 from pathlib import Path
 
+import hypothesis
+import hypothesis.strategies
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from faultload.checker.budgets import load_budgets  # noqa: E402
@@ -44,8 +47,14 @@ def main() -> int:
                          Workspace.default(os.environ.get("FAULTLOAD_HOME")), load_budgets(root / "pyproject.toml"))
     state = runner.begin("bench/shrink_time.py")
     started = time.monotonic()
+    # check() steers Hypothesis (hypothesis.target), so it runs inside a one-example test, as in the suite
+    @hypothesis.settings(max_examples=1, database=None, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(hypothesis.strategies.just(config))
+    def one_example(drawn) -> None:
+        runner.check(LOST, drawn)
+
     try:
-        runner.check(LOST, config)
+        one_example()
         print("the trial did not fail: nothing to shrink")
         return 1
     except AssertionError:
