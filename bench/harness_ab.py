@@ -31,23 +31,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from _figures import cpu_per_request  # bench/, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def figures(report: dict[str, Any]) -> dict[str, float]:
-    """The figures compared, from one trial's JSON report (ms per completed request for CPU)."""
-    cpu, done = report["cpu_s"], max(report["completed"], 1)
+    """The figures compared, from one trial's JSON report: wall, load, phases, CPU per request by role."""
     wall, load = report["wall_s"], report["load_s"]
     out = {"wall_s": wall, "load_s": load, "wall_per_load": wall / load if load else float("inf")}
     out.update({f"phase_{k}_s": v for k, v in report["phases_s"].items()})
-    out.update({
-        "workers_ms_per_req": 1000 * cpu["workers_s"] / done,
-        "workers_startup_ms_per_req": 1000 * cpu.get("workers_startup_s", float("nan")) / done,
-        "router_ms_per_req": 1000 * cpu["router_s"] / done,
-        "parent_ms_per_req": 1000 * cpu["monitor_and_parent_s"] / done,
-        "harness_ms_per_req": 1000 * cpu["harness_s"] / done,
-        "server_ms_per_req": 1000 * (cpu.get("server_s") or 0.0) / done,
-    })
+    out.update(cpu_per_request(report))
     return out
 
 

@@ -19,6 +19,7 @@ import os
 import statistics
 import sys
 
+from _figures import cpu_per_request  # bench/, beside this script
 from faultload.store import report as report_mod
 from faultload.cli_commands import config_from_args
 from faultload.cli_parser import build_parser as _parser
@@ -34,18 +35,13 @@ def one_run(run_args: list[str]) -> dict[str, float]:
     result = run_trial(config_from_args(args), Workspace.default(os.environ.get("FAULTLOAD_HOME")))
     rep = report_mod.build_report(result)
     cpu = rep["cpu_s"]
-    done = max(rep["completed"], 1)
     harness = cpu["harness_s"]
     server = cpu.get("server_s") or 0.0
     return {
         "completed": rep["completed"],
         "load_s": rep["load_s"],
         "router_peak_in_flight": rep["router"].get("peak_in_flight") or 0,
-        "workers_ms_per_req": 1000 * cpu["workers_s"] / done,
-        "router_ms_per_req": 1000 * cpu["router_s"] / done,
-        "suite_ms_per_req": 1000 * cpu["monitor_and_parent_s"] / done,
-        "harness_ms_per_req": 1000 * harness / done,
-        "server_ms_per_req": 1000 * server / done,
+        **cpu_per_request(rep),
         "server_machine_share": server / (rep["load_s"] * (os.cpu_count() or 1)),
         "harness_share_of_trial": harness / (harness + server) if harness + server else 0.0,
     }

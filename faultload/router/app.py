@@ -191,8 +191,8 @@ class RouterApp:
 
 
 
-def close_idle_connections(server: web.Server | None, shared: SharedState) -> int:
-    """Close this process's keep-alive connections if no completion is in flight anywhere; return how many.
+def close_idle_connections(server: web.Server | None, shared: SharedState) -> None:
+    """Close this process's keep-alive connections if no completion is in flight anywhere.
 
     Sent by the trial once its load has ended: the router's idle timeout
     running out at once, so a well-behaved server's forwarding pool releases
@@ -205,11 +205,9 @@ def close_idle_connections(server: web.Server | None, shared: SharedState) -> in
     only ends its handler task and leaves the socket open (3.14).
     """
     if server is None or shared.ints[INT_INDEX["in_flight"]] != 0:
-        return 0
-    handlers = server.connections
-    for handler in handlers:
+        return
+    for handler in server.connections:
         handler.force_close()
-    return len(handlers)
 
 
 async def serve(config: RouterConfig, shared: SharedState, sock: socket.socket, on_ready: Any,

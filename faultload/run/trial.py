@@ -303,12 +303,12 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         result.fault_log = stack.faults.log()
     # An interrupted trial is not waited on (the user wants out within seconds):
     # its drained figures are not measured, and the invariants say so.
+    drained = None
     if not result.interrupted:
         # The router's idle timeout, run out now that the load is over: the drain then waits for the
         # server alone, not its keep-alive to the router too (0.4.0: ~2.5 s of every trial's wall).
         router.close_idle()
-    drained = None if result.interrupted else drain_fds(
-        server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
+        drained = drain_fds(server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
     monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
     result.monitor = monitor.result(drained)
     # Judged up to the end of the drain: what the server prints while we stop it is ours.
