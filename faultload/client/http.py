@@ -35,7 +35,14 @@ Behaviour:
   caller that must see every drop (a fault-injection load whose retries are
   counted, like ``faultload.client.raw``) passes ``retry_stale=False``.
 - No connection limit: the caller's semaphores bound concurrency.
-- ``source_ip``: outgoing sockets are bound to ``(source_ip, 0)`` before connect.
+- ``source_ip``: outgoing sockets are bound to ``(source_ip, 0)`` before connect,
+  with ``IP_BIND_ADDRESS_NO_PORT`` (Linux) so the kernel picks the port at
+  connect time by the whole 4-tuple. A plain ``bind(ip, 0)`` searches for a
+  port no other socket holds, TIME_WAIT ones included. A 4,096-request
+  trial leaves ~4,000 TIME_WAIT sockets on its worker's address for 60 s; with
+  12-16k of them (a few back-to-back trials) such a connect cost 2.7-7.4 ms of
+  CPU instead of 0.03 ms (``bench/connect_cpu.py``). That is where the
+  workers' CPU spread between identical trials came from.
 - Timeouts: ``timeout_s`` of :meth:`HttpPool.post` bounds the whole request,
   connect included; ``connect_timeout_s`` bounds the connect alone. A timed
   out connection is aborted, never reused.
@@ -52,6 +59,7 @@ Behaviour:
 from __future__ import annotations
 
 import asyncio
+import socket
 from typing import Any
 
 import httptools
@@ -94,6 +102,9 @@ class ProtocolError(HttpError):
 class _Stale(ResetError):
     """A reused connection failed before any response byte (the keep-alive race)."""
 
+
+# Linux only; elsewhere a source-bound socket gets its port at bind time.
+IP_BIND_ADDRESS_NO_PORT: int | None = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", None)
 
 _CONTENT_TYPE = b"content-type"
 _CONTENT_LENGTH = b"content-length"
@@ -266,6 +277,7 @@ class HttpPool:
         self._retry_stale = retry_stale
         self._expiry_s = keepalive_expiry_s
         self._local_addr = (source_ip, 0) if source_ip else None
+        self._peer: tuple[int, Any] | None = None  # (family, address) of host:port, resolved once
         authority = f"[{host}]" if ":" in host else host
         self._host_line = f"Host: {authority}:{port}\r\n".encode()
         self._conn_line = b"" if keepalive else b"Connection: close\r\n"
@@ -368,7 +380,11 @@ class HttpPool:
         timeout = min(self.connect_timeout_s, deadline - loop.time())
         try:
             async with asyncio.timeout(max(timeout, 0.0)):
-                await loop.create_connection(lambda: conn, self.host, self.port, local_addr=self._local_addr)
+                if self._local_addr is None:
+                    await loop.create_connection(lambda: conn, self.host, self.port)
+                else:
+                    sock = await self._bound_connected_socket()
+                    await loop.create_connection(lambda: conn, sock=sock)
         except TimeoutError as exc:
             raise ConnectTimeout(f"connect to {self.host}:{self.port} timed out after {timeout:.3g}s") from exc
         except OSError as exc:
@@ -376,6 +392,26 @@ class HttpPool:
             raise (ConnectError(exc.errno, message) if exc.errno is not None else ConnectError(message)) from exc
         self.connections_made += 1
         return conn
+
+    async def _bound_connected_socket(self) -> socket.socket:
+        """A socket bound to the source address (its port left to connect), connected to the server."""
+        loop = self._loop
+        if self._peer is None:
+            infos = await loop.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+            self._peer = infos[0][0], infos[0][4]
+        family, address = self._peer
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as create_connection(host) sets it
+            if family == socket.AF_INET and IP_BIND_ADDRESS_NO_PORT is not None:
+                sock.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+            sock.bind(self._local_addr)
+            await loop.sock_connect(sock, address)
+        except BaseException:
+            sock.close()
+            raise
+        return sock
 
     @property
     def idle_count(self) -> int:
