@@ -5,6 +5,7 @@ Every wait here is bounded; nothing asserts a duration.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -37,6 +38,15 @@ def target_installed(version: str) -> bool:
 def require_target(version: str) -> None:
     if not target_installed(version):
         pytest.skip(f"skyrl=={version} is not installed under {TARGETS} (run `make targets`)")
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def on_each_loop(request):
+    """Run a coroutine (bounded to 60 s) on asyncio's loop, then on uvloop's: the harness uses both."""
+    if request.param == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        return lambda coro: uvloop.run(asyncio.wait_for(coro, 60.0))
+    return lambda coro: asyncio.run(asyncio.wait_for(coro, 60.0))
 
 
 @pytest.fixture

@@ -153,12 +153,9 @@ async def hold_first_connection_then_echo(req, reader, writer, stub) -> bool:
     return await echo(req, reader, writer, stub)
 
 
-@pytest.fixture(params=["asyncio", "uvloop"])
-def run(request):
-    if request.param == "uvloop":
-        uvloop = pytest.importorskip("uvloop")
-        return lambda coro: uvloop.run(asyncio.wait_for(coro, 60.0))
-    return lambda coro: asyncio.run(asyncio.wait_for(coro, 60.0))
+@pytest.fixture
+def run(on_each_loop):
+    return on_each_loop
 
 
 # --------------------------------------------------------------------------- responses

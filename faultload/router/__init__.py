@@ -14,9 +14,8 @@ Bodies
     multi-MB body costs a few milliseconds. Measured here (2 cores):
     T = 1,000,000, n = 1 gives a 14 MB body in 21-29 ms including token
     generation, i.e. ~490-660 MB/s (``python -m faultload.router --bench
-    1000000``). Serving small bodies (T = 16) costs the router ~0.1 ms of CPU
-    per request (immediate and latency modes, 64 keep-alive clients), ~0.2 ms
-    in a 4,096-request barrier wave over 2 processes.
+    1000000``). Serving small bodies (T = 64) costs the router ~0.38 ms of
+    CPU per request in a trial, start-up included (``bench/harness_ab.py``).
     If the request asks for ``prompt_logprobs``, every choice also carries
     ``prompt_logprobs``: ``null`` for position 0, then ``{"<token id>":
     {"logprob": -d/10000, "rank": 1, "decoded_token": ""}}`` with
@@ -84,12 +83,14 @@ that :meth:`RouterHandle.crash` can SIGKILL the workers, let the supervisor reap
 them, then kill it: orphans would stay zombies (PID 1 here reaps none).
 
 Modules, one per role (only ``config`` is needed to describe a router, so it
-and this package import nothing heavy: no aiohttp, numpy or psutil)
+and this package import nothing heavy: no httptools, numpy or psutil)
     ``config``       :class:`~faultload.model.router.RouterConfig` and the limits it checks.
     ``bodies``       request parsing and the response bodies.
     ``state``        cross-process shared counters, the barrier and the slot pool.
     ``completions``  the per-process completion log and its reader.
-    ``app``          the aiohttp app and the serving loop of one process.
+    ``http_server``  a minimal HTTP/1.1 server (asyncio + httptools): cheaper per
+                     request and to import than aiohttp's (see its docstring).
+    ``app``          the routes and the serving loop of one process.
     ``supervisor``   the CLI, the worker processes and their supervisor;
                      ``python -m faultload.router`` runs it.
     ``handle``       the parent side (:class:`~faultload.router.handle.RouterHandle`):

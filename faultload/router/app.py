@@ -1,4 +1,4 @@
-"""One router process's HTTP side: the aiohttp app over the shared state, and its serving loop.
+"""One router process's HTTP side: its routes over the shared state, and its serving loop.
 
 Routes and fault semantics are specified in :mod:`faultload.router`.
 """
@@ -13,10 +13,9 @@ import socket
 import time
 from typing import Any
 
-from aiohttp import web
-
 from faultload.router.bodies import completion_body, parse_job
 from faultload.router.completions import CompletionLog
+from faultload.router.http_server import Request, Response, Send, Server
 from faultload.model.router import CLOSE_IDLE_SIGNAL, MAX_FAULT_S, SHUTDOWN_S, RouterConfig, is_int
 from faultload.router.state import INT_INDEX, Barrier, SharedState, SlotPool
 
@@ -30,6 +29,12 @@ def _error_json(status: int, message: str) -> bytes:
     return json.dumps({"object": "error", "message": message, "type": kind, "param": None, "code": status}).encode()
 
 
+def _json(value: Any, status: int = 200) -> Response:
+    return Response(status, json.dumps(value).encode())
+
+
+_CONTROL = "/control/"
+
 
 class RouterApp:
     """Per-process request handling over the shared state."""
@@ -40,39 +45,49 @@ class RouterApp:
         self._completions = completions or CompletionLog(None)
         self._barrier = Barrier(shared, config.barrier, config.barrier_timeout_s) if config.mode == "barrier" else None
         self._slots = SlotPool(shared, config.max_num_seqs, config.procs > 1) if config.mode == "latency" else None
-        self._headers = {"X-Router-Pid": str(os.getpid())}  # which process answered
+        self._headers = b"X-Router-Pid: %d\r\n" % os.getpid()  # which process answered
         self._stall_over: asyncio.Event | None = None  # set when the current stall window ends
 
-    def build(self) -> web.Application:
-        app = web.Application(client_max_size=CLIENT_MAX_SIZE)
-        app.router.add_post("/v1/completions", self.completions)
-        app.router.add_get("/health", self.health)
-        app.router.add_get("/stats", self.stats)
-        app.router.add_post("/control/{fault}", self.control)
-        return app
+    async def handle(self, request: Request, send: Send) -> None:
+        """Route one request (the aiohttp app's routes, kept: anything else is a 404 or a 405)."""
+        path, method = request.path, request.method
+        if path == "/v1/completions":
+            if method == "POST":
+                return await self.completions(request, send)
+        elif path == "/health":
+            if method == "GET":
+                await send(Response(200, b"ok", "text/plain; charset=utf-8"))
+                return
+        elif path == "/stats":
+            if method == "GET":
+                await send(_json(self.stats()))
+                return
+        elif path.startswith(_CONTROL) and "/" not in path[len(_CONTROL):] and len(path) > len(_CONTROL):
+            if method == "POST":
+                await send(self.control(path[len(_CONTROL):], request.body))
+                return
+        else:
+            await send(Response(404, b"404: Not Found", "text/plain; charset=utf-8"))
+            return
+        await send(Response(405, b"405: Method Not Allowed", "text/plain; charset=utf-8"))
 
-    async def health(self, request: web.Request) -> web.StreamResponse:
-        return web.Response(text="ok")
-
-    async def stats(self, request: web.Request) -> web.StreamResponse:
+    def stats(self) -> dict[str, Any]:
         snap = self._s.snapshot()
         snap["procs"] = self._config.procs
         snap["mode"] = self._config.mode
-        return web.json_response(snap)
+        return snap
 
-    async def control(self, request: web.Request) -> web.StreamResponse:
-        fault = request.match_info["fault"]
+    def control(self, fault: str, raw: bytes) -> Response:
         try:
-            raw = await request.read()
             body = json.loads(raw) if raw.strip() else {}
             if not isinstance(body, dict):
                 raise ValueError("body must be a JSON object")
             self._apply_fault(fault, body)
         except KeyError:
-            return web.json_response({"error": f"unknown fault {fault!r}"}, status=404)
+            return _json({"error": f"unknown fault {fault!r}"}, status=404)
         except ValueError as e:
-            return web.json_response({"error": str(e)}, status=400)
-        return web.json_response(self._s.snapshot()["faults"])
+            return _json({"error": str(e)}, status=400)
+        return _json(self._s.snapshot()["faults"])
 
     def _apply_fault(self, fault: str, body: dict[str, Any]) -> None:
         if fault == "reset":
@@ -95,59 +110,49 @@ class RouterApp:
             raise ValueError(f"until_monotonic must be a number (got {until!r})")
         self._s.set_window(f"{fault}_until", float(seconds), None if until is None else float(until))
 
-    async def completions(self, request: web.Request) -> web.StreamResponse:
+    async def completions(self, request: Request, send: Send) -> None:
         """Answer one sample request; in_flight covers everything up to the last byte written."""
         s = self._s
         s.arrive()
         outcome, sent = "failed", 0
         try:
-            resp = await self._answer(request)
-            try:
-                await resp.prepare(request)
-                await resp.write_eof()
-            except ConnectionError:
-                return resp
-            if resp.status == 200:
-                outcome, sent = "completed", resp.content_length or 0
-                nonce = resp.get("nonce")
+            resp, nonce = await self._answer(request)
+            if await send(resp) and resp.status == 200:
+                outcome, sent = "completed", len(resp.body)
                 if nonce is not None:
                     self._completions.record(nonce)
-            return resp
         except asyncio.CancelledError:
             s.add("cancelled", 1)
             raise
         finally:
             s.depart(outcome, sent)
 
-    def _injected_error(self) -> web.Response | None:
+    def _injected_error(self) -> Response | None:
         if self._s.window_left("errors_until") <= 0:
             return None
         status = int(self._s.ints[INT_INDEX["errors_status"]]) or 503
         self._s.add("errors_injected", 1)
-        body = _error_json(status, "injected fault")
-        return web.Response(status=status, body=body, content_type="application/json", headers=self._headers)
+        return Response(status, _error_json(status, "injected fault"), headers=self._headers)
 
-    async def _answer(self, request: web.Request) -> web.StreamResponse:
+    async def _answer(self, request: Request) -> tuple[Response, int | None]:
+        """The response, and the nonce of a 200 completion (None otherwise)."""
         early = self._injected_error()
         if early is not None:
-            return early
-        job = parse_job(await request.read())
+            return early, None
+        job = parse_job(request.body)
         if isinstance(job, str):
             self._s.add("bad_requests", 1)
-            body = _error_json(400, job)
-            return web.Response(status=400, body=body, content_type="application/json", headers=self._headers)
+            return Response(400, _error_json(400, job), headers=self._headers), None
         await self._mode_gate()
         await self._stall_gate()
         late = self._injected_error()
         if late is not None:
-            return late
+            return late, None
         body = completion_body(job.nonce, job.n, job.max_tokens, job.model, job.prompt, job.prompt_logprobs)
         if self._s.window_left("truncate_until") > 0:
             body = body[: len(body) // 2]
             self._s.add("truncated", 1)
-        resp = web.Response(body=body, content_type="application/json", headers=self._headers)
-        resp["nonce"] = job.nonce
-        return resp
+        return Response(200, body, headers=self._headers), job.nonce
 
     async def _mode_gate(self) -> None:
         if self._barrier is not None:
@@ -191,7 +196,7 @@ class RouterApp:
 
 
 
-def close_idle_connections(server: web.Server | None, shared: SharedState) -> None:
+def close_idle_connections(server: Server | None, shared: SharedState) -> None:
     """Close this process's keep-alive connections if no completion is in flight anywhere.
 
     Sent by the trial once its load has ended: the router's idle timeout
@@ -201,13 +206,10 @@ def close_idle_connections(server: web.Server | None, shared: SharedState) -> No
     still holds the fd), so the drain still sees it. With a completion in
     flight the server may be about to reuse a connection, and a close racing
     its write would fail a forward nobody injected: then nothing is closed.
-    ``force_close``, not ``close``: aiohttp's ``close`` on an idle connection
-    only ends its handler task and leaves the socket open (3.14).
     """
     if server is None or shared.ints[INT_INDEX["in_flight"]] != 0:
         return
-    for handler in server.connections:
-        handler.force_close()
+    server.close_idle()
 
 
 async def serve(config: RouterConfig, shared: SharedState, sock: socket.socket, on_ready: Any,
@@ -217,18 +219,13 @@ async def serve(config: RouterConfig, shared: SharedState, sock: socket.socket, 
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    runner = web.AppRunner(
-        RouterApp(config, shared, CompletionLog(completions_dir)).build(),
-        access_log=None,
-        handler_cancellation=True,  # a client that hangs up leaves its barrier wave / queue
-        shutdown_timeout=SHUTDOWN_S,
-    )
-    await runner.setup()
-    loop.add_signal_handler(CLOSE_IDLE_SIGNAL, close_idle_connections, runner.server, shared)
+    app = RouterApp(config, shared, CompletionLog(completions_dir))
+    # A client that hangs up cancels its request's handler: it leaves its barrier wave / queue.
+    server = Server(app.handle, max_body=CLIENT_MAX_SIZE)
+    loop.add_signal_handler(CLOSE_IDLE_SIGNAL, close_idle_connections, server, shared)
     try:
-        site = web.SockSite(runner, sock, backlog=LISTEN_BACKLOG, shutdown_timeout=SHUTDOWN_S)
-        await site.start()
+        await server.start(sock, LISTEN_BACKLOG)
         on_ready()
         await stop.wait()
     finally:
-        await runner.cleanup()
+        await server.shutdown(SHUTDOWN_S)
