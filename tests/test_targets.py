@@ -311,6 +311,28 @@ def test_launch_real_release(tmp_path: Path, version: str, scale_note: str):
 
 
 @pytest.mark.integration
+def test_what_runs_while_the_server_starts_overlaps_it_and_its_failure_stops_the_server(tmp_path: Path):
+    """The stack starts the router and Toxiproxy in ``while_starting``: it runs before /healthz answers,
+    and when it fails the spawned server is stopped, not left behind."""
+    require_target("0.4.0")
+    seen: list[bool] = []
+    spawned: list[int] = []
+
+    def starting() -> None:
+        spawned.extend(p.pid for p in psutil.Process().children() if "skyrl_launch" in " ".join(p.cmdline()))
+        seen.append(http_get_json(f"http://127.0.0.1:{port}/api/v1/healthz", timeout_s=1.0)[1] is None)
+        raise RuntimeError("the router did not start")
+
+    spec = parse_target("skyrl==0.4.0")
+    port = pick_free_port()
+    with pytest.raises(RuntimeError, match="the router did not start"):
+        launch_skyrl(spec, install.target_python(TARGETS, spec), tmp_path, port, "http://127.0.0.1:9",
+                     while_starting=starting)
+    assert seen == [True]  # the server was spawned, and not yet answering
+    assert len(spawned) == 1 and wait_until(lambda: _group_gone(spawned[0]), timeout_s=20.0)
+
+
+@pytest.mark.integration
 def test_launch_with_the_plain_tracebacks_fix(tmp_path: Path):
     require_target("0.4.0")
     handle = _launch(tmp_path, "0.4.0", fixes=("plain-tracebacks",))

