@@ -138,12 +138,17 @@ def launch_skyrl(
     profile_path: Path | None = None,
     env: dict[str, str] | None = None,
     while_starting: Callable[[], None] | None = None,
+    engine: str = "sleeper",
+    null_backend: dict[str, float] | None = None,
 ) -> ServerHandle:
     """Start the real ``skyrl.tinker.api`` app (non-colocated megatron) and wait for /healthz.
 
     ``while_starting`` runs once the server is spawned, before the wait: its
     start-up (imports, patches, the DB seed: ~2.8 s) then overlaps the
     caller's (the router and Toxiproxy). If it raises, the server is stopped.
+    ``engine``: ``sleeper`` (no engine: training requests never complete) or
+    ``null`` (the release's engine loop, faultload's null backend; ``null_backend``
+    may set its ``seconds_per_token``) — see ``skyrl_engine.py``.
     """
     if not port_is_free("127.0.0.1", port):
         raise ServerStartError(f"server port {port} on 127.0.0.1 is already in use")
@@ -164,6 +169,8 @@ def launch_skyrl(
         "argv": argv,
         "engine_options": engine_options,
         "profile_path": str(profile_path) if profile_path else None,
+        "engine": engine,
+        "null_backend": null_backend or {},
     }
     spec_path = run_dir / "launch.json"
     spec_path.write_text(json.dumps(launch_spec, indent=1))

@@ -10,9 +10,11 @@ JSON launch spec (path in argv[1]) and then:
 2. imports the real ``skyrl.tinker.api`` module;
 3. seeds ``EngineStateDB.inference_proxy_url`` with the router URL, as the
    engine would publish it once its vLLM is up;
-4. replaces the engine subprocess with a sleeper (the only part of the app
-   that needs GPUs), plus any regression switches / timer scaling the spec
-   names — each patch point is checked and a missing one is a clear error;
+4. replaces the engine subprocess (the only part of the app that needs GPUs)
+   with a sleeper, or with the release's own engine loop over a null model
+   backend (``engine: "null"``, ``skyrl_engine.py``), plus any regression
+   switches / timer scaling the spec names — each patch point is checked and a
+   missing one is a clear error;
 5. runs the module's own ``if __name__ == "__main__":`` block (its argparse,
    its uvicorn settings: backlog, keep-alive, log config), so what is under
    test is the release's own start-up code.
@@ -63,6 +65,27 @@ def _sleeper_command() -> list[str]:
     return [sys.executable, "-c", code]
 
 
+def _engine_command(namespace: dict, spec: dict) -> typing.Callable:
+    """What replaces the release's ``_build_uv_run_cmd_engine(parent_cmd, engine_config)``.
+
+    ``sleeper`` (the default): no engine, so no training request completes. ``null``: the
+    release's own engine loop with faultload's null model backend (``skyrl_engine.py``,
+    beside this file), given the argv the release builds for its engine (``config_to_argv``).
+    """
+    engine = spec.get("engine", "sleeper")
+    if engine == "sleeper":
+        return lambda parent_cmd, engine_config: _sleeper_command()
+    if engine != "null":
+        _fail(f"unknown engine {engine!r} (known: sleeper, null)")
+    _require(namespace, "config_to_argv", "the engine's argv")
+    to_argv = namespace["config_to_argv"]
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "skyrl_engine.py")
+    # The engine inherits both: its backend's settings, and whose death ends it (this process's).
+    os.environ["FAULTLOAD_NULL_BACKEND"] = json.dumps(spec.get("null_backend") or {})
+    os.environ["FAULTLOAD_ENGINE_PARENT"] = str(os.getpid())
+    return lambda parent_cmd, engine_config: [sys.executable, script, *to_argv(engine_config)]
+
+
 def _require(namespace: dict, name: str, what: str) -> None:
     if name not in namespace:
         _fail(f"patch point {name!r} ({what}) not found in skyrl.tinker.api of this version")
@@ -111,7 +134,7 @@ def main() -> None:
 
     namespace = api.__dict__
     _require(namespace, "_build_uv_run_cmd_engine", "engine subprocess command")
-    namespace["_build_uv_run_cmd_engine"] = lambda parent_cmd, engine_config: _sleeper_command()
+    namespace["_build_uv_run_cmd_engine"] = _engine_command(namespace, spec)
     try:
         applied = apply_patches(namespace, spec.get("regress", []), float(spec.get("time_scale", 1.0)),
                                 spec.get("fixes", []))
