@@ -766,6 +766,28 @@ def test_sigkilled_owner_leaves_no_server(tmp_path: Path, die_with_parent: bool)
     assert list(tmp_path.glob("*.pid")) == []
 
 
+def test_the_edge_proxy_takes_neither_the_servers_port_nor_the_backends(tmp_path: Path) -> None:
+    """A stack starts Toxiproxy while the server is still importing, so the server's port looks free:
+    the edge proxy must not take it, and the backend proxy gets exactly the port the server was told."""
+    server = ToxiproxyServer(_binary(), tmp_path).start()
+    try:
+        control = server.control()
+        api_port, backend_port = pick_free_port(), pick_free_port()
+
+        class FirstTheTakenPorts(random.Random):  # TEST DOUBLE: offers the two taken ports before any other
+            offers = [api_port, backend_port]
+
+            def randint(self, a: int, b: int) -> int:
+                return self.offers.pop(0) if self.offers else super().randint(a, b)
+
+        topo = create_topology(control, f"127.0.0.1:{api_port}", "127.0.0.1:9", rng=FirstTheTakenPorts(1),
+                               backend_port=backend_port)
+        assert topo.edge.listen_port not in (api_port, backend_port)
+        assert topo.backend.listen_port == backend_port
+    finally:
+        teardown(server.control(), server)
+
+
 def test_teardown_resets_and_destroys(tmp_path: Path) -> None:
     server = ToxiproxyServer(_binary(), tmp_path).start()
     control = server.control()

@@ -56,7 +56,12 @@ def create_topology(control: ToxiproxyControl, api_upstream: str, router_upstrea
     ``backend_port``: the port a server already started was told to forward to (no other is tried).
     """
     rng = rng or random.Random()
-    edge = create_proxy_on_free_port(control, names[0], api_upstream, host, rng, exclude={backend_port} - {None})
+    # Neither the backend's port nor the API's (a server still starting does not hold its port yet).
+    taken = {backend_port} - {None}
+    api_host, _, api_port = api_upstream.rpartition(":")
+    if api_host == host and api_port.isdigit():
+        taken.add(int(api_port))
+    edge = create_proxy_on_free_port(control, names[0], api_upstream, host, rng, exclude=taken)
     if backend_port is not None:
         backend = control.create_proxy(names[1], backend_port, router_upstream, listen_host=host)
     else:
