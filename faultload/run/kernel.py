@@ -79,7 +79,7 @@ def listen_state(port: int) -> ListenState | None:
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
             found = _listener(family, port)
-        except OSError:
+        except (OSError, AttributeError):  # AttributeError: no AF_NETLINK (not Linux)
             return None
         if found is not None:
             return found
