@@ -781,7 +781,7 @@ def test_the_edge_proxy_takes_neither_the_servers_port_nor_the_backends(tmp_path
                 return self.offers.pop(0) if self.offers else super().randint(a, b)
 
         topo = create_topology(control, f"127.0.0.1:{api_port}", "127.0.0.1:9", rng=FirstTheTakenPorts(1),
-                               backend_port=backend_port)
+                               backend_port=backend_port, exclude=frozenset({api_port}))
         assert topo.edge.listen_port not in (api_port, backend_port)
         assert topo.backend.listen_port == backend_port
     finally:

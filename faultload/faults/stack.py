@@ -41,11 +41,14 @@ class FaultStack:
         self._healed = True
         self._closed = False
 
-    def start_proxies(self, api_upstream: str, router_upstream: str, backend_port: int | None = None) -> Topology:
-        """Start toxiproxy and create ``edge`` -> API server, ``backend`` -> router (on ``backend_port`` if given)."""
+    def start_proxies(self, api_upstream: str, router_upstream: str, backend_port: int | None = None,
+                      exclude: frozenset[int] = frozenset()) -> Topology:
+        """Start toxiproxy and create ``edge`` -> API server, ``backend`` -> router (on ``backend_port`` if given;
+        the edge on none of ``exclude``)."""
         self.server.start()
         self.control = self.server.control()
-        self.topology = create_topology(self.control, api_upstream, router_upstream, backend_port=backend_port)
+        self.topology = create_topology(self.control, api_upstream, router_upstream, backend_port=backend_port,
+                                        exclude=exclude)
         return self.topology
 
     def start_schedule(self, schedule: FaultSchedule, router: RouterController | None, t0: float,

@@ -50,17 +50,15 @@ def create_proxy_on_free_port(control: ToxiproxyControl, name: str, upstream: st
 
 def create_topology(control: ToxiproxyControl, api_upstream: str, router_upstream: str, host: str = "127.0.0.1",
                     rng: random.Random | None = None, names: tuple[str, str] = (EDGE, BACKEND),
-                    backend_port: int | None = None) -> Topology:
+                    backend_port: int | None = None, exclude: frozenset[int] = frozenset()) -> Topology:
     """Create the edge proxy (-> ``api_upstream``) and the backend proxy (-> ``router_upstream``).
 
     ``backend_port``: the port a server already started was told to forward to (no other is tried).
+    ``exclude``: ports the edge must not take though they look free (a server still starting has
+    not bound its own yet); the backend's port is never the edge's either.
     """
     rng = rng or random.Random()
-    # Neither the backend's port nor the API's (a server still starting does not hold its port yet).
-    taken = {backend_port} - {None}
-    api_host, _, api_port = api_upstream.rpartition(":")
-    if api_host == host and api_port.isdigit():
-        taken.add(int(api_port))
+    taken = exclude | ({backend_port} if backend_port is not None else set())
     edge = create_proxy_on_free_port(control, names[0], api_upstream, host, rng, exclude=taken)
     if backend_port is not None:
         backend = control.create_proxy(names[1], backend_port, router_upstream, listen_host=host)

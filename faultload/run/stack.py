@@ -82,7 +82,8 @@ class Stack:
         self.router = start_router(self.router_config)
         self.faults = FaultStack(self.workspace.tools, self.run_dir)
         api = urlsplit(self.spec.url).netloc if self.spec.kind == "url" else f"127.0.0.1:{server_port}"
-        topology = self.faults.start_proxies(api, f"127.0.0.1:{self.router.port}", backend_port=forward_port)
+        topology = self.faults.start_proxies(api, f"127.0.0.1:{self.router.port}", backend_port=forward_port,
+                                             exclude=frozenset({server_port}))
         self.topology = {"edge": topology.edge.url, "backend": topology.backend.url}
 
     def _start_server(self, port: int, router_url: str, while_starting: Callable[[], None]) -> ServerHandle:
