@@ -21,3 +21,10 @@ SDK_BYTES_PER_TOKEN = 10
 SDK_KEEPALIVE_EXPIRY_S = 5.0  # the SDK's client closes a connection idle this long (httpx default)
 RETRIEVED_TTL_S = 300.0  # a retrieved result is kept this long (pre-fix: 120 s)
 COMPLETED_TTL_S = 600.0  # a completed, never-retrieved result is kept this long
+# Every SDK session heartbeats: sleep this long, then one session_heartbeat with this timeout and no
+# retry (tinker/lib/internal_client_holder.py); it warns after SDK_HEARTBEAT_WARNING_S without a success.
+SDK_HEARTBEAT_PERIOD_S = 10.0
+SDK_HEARTBEAT_TIMEOUT_S = 10.0
+SDK_HEARTBEAT_WARNING_S = 120.0
+# SkyRL's engine expires a session not heartbeated for this long (EngineConfig.session_timeout_sec).
+SESSION_TIMEOUT_S = 300.0

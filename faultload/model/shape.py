@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from faultload.model.training import TrainingMix
 from faultload.model.sdk import (
     SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, SDK_SUBMIT_CONCURRENCY, SDK_SUBMIT_RETRY_WINDOW_S,
 )
@@ -107,6 +108,8 @@ class LoadShape:
     arrival: str = "burst"
     arrival_span_s: float = 0.0  # SDK seconds
     arrival_waves: int = 1
+    # Trainers beside the samples (forward_backward, optim_step, heartbeats); none by default.
+    training: TrainingMix = field(default_factory=TrainingMix)
 
     def validate(self) -> None:
         """Raise ValueError with one line naming the first bad field."""
@@ -142,6 +145,7 @@ class LoadShape:
             behaviour: PollBehaviour = getattr(self, name)
             checks.append((0 <= behaviour.fraction <= 1, f"{name} fraction must be in [0, 1]"))
             checks.append((0 <= behaviour.after_s < math.inf, f"{name} delay must be >= 0 seconds and finite"))
+        checks += self.training.problems()
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
@@ -158,7 +162,8 @@ class LoadShape:
         """The inverse of :meth:`to_dict`; ValueError naming any unknown field (nested ones too)."""
         data = dict(data)
         _reject_unknown(cls, data, "load shape")
-        for name, sub in (("delay_polls", PollBehaviour), ("abandon_polls", PollBehaviour), ("policy", ClientPolicy)):
+        for name, sub in (("delay_polls", PollBehaviour), ("abandon_polls", PollBehaviour), ("policy", ClientPolicy),
+                          ("training", TrainingMix)):
             if name in data and isinstance(data[name], dict):
                 fields = _drop_legacy_policy(data[name]) if sub is ClientPolicy else data[name]
                 _reject_unknown(sub, fields, name)
@@ -188,7 +193,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "seed": (int,), "arrival": (str,), "arrival_span_s": _NUMBER, "arrival_waves": (int,), "delay_polls": (PollBehaviour,), "abandon_polls": (PollBehaviour,), "policy": (ClientPolicy,),
     "policy.submit_concurrency": (int,), "policy.poll_timeout_s": _NUMBER, "policy.backoff_cap_s": _NUMBER,
     "policy.submit_retry_window_s": _NUMBER, "policy.connect_timeout_s": _NUMBER,
-    "policy.keepalive_expiry_s": _NUMBER,
+    "policy.keepalive_expiry_s": _NUMBER, "training": (TrainingMix,), "training.trainers": (int,),
+    "training.steps": (int,), "training.datums": (int,), "training.datum_tokens": (int,), "training.spread_s": _NUMBER,
 }
 
 

@@ -46,6 +46,13 @@ class StackConfig:
     server_port: int = 0
     profile_server: str | None = None
     keep_run_dir: bool = False
+    engine: str = "sleeper"
+    engine_s_per_token: float = 0.0
+
+
+# What runs as the server's engine subprocess (targets/skyrl_launch.py): nothing that completes a
+# training request, or SkyRL's own engine loop over faultload's null model backend.
+ENGINES = ("sleeper", "null")
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,10 @@ class TrialConfig:
     # so a race on the client's own connection to the server (a keep-alive
     # close meeting a reused connection) is a different race through it.
     direct_edge: bool = False
+    # The engine a launched server runs (ENGINES); training traffic needs "null". Its compute time
+    # per target token of a batch, in seconds (the null backend blocks its loop that long).
+    engine: str = "sleeper"
+    engine_s_per_token: float = 0.0
 
     def validate(self) -> TargetSpec:
         spec = parse_target(self.target)
@@ -107,7 +118,23 @@ class TrialConfig:
                 raise ValueError(f"{name} must be > 0 and finite, got {value}")
         if not 0 <= self.server_port < 65536:
             raise ValueError("server_port must be in [0, 65535]")
+        self._validate_engine(spec)
         return spec
+
+    def _validate_engine(self, spec: TargetSpec) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if isinstance(self.engine_s_per_token, bool) or not isinstance(self.engine_s_per_token, (int, float)) \
+                or not 0 <= self.engine_s_per_token <= 1:
+            raise ValueError(f"engine_s_per_token must be a number in [0, 1], got {self.engine_s_per_token!r}")
+        if spec.kind == "url":
+            if self.engine != "sleeper" or self.engine_s_per_token:
+                raise ValueError("a url= target's engine is its own: --engine applies to targets faultload launches")
+            return
+        if self.engine_s_per_token and self.engine != "null":
+            raise ValueError("engine_s_per_token needs engine null (the sleeper runs no step)")
+        if self.shape.training.enabled and self.engine != "null":
+            raise ValueError("training traffic needs engine null (the sleeper engine completes no training request)")
 
     @property
     def uses_proxies(self) -> bool:
@@ -119,5 +146,6 @@ class TrialConfig:
             target=self.target, regress=self.regress, fixes=self.fixes, knobs=self.knobs, time_scale=self.shape.time_scale,
             proxies=self.uses_proxies, server_pid=self.server_pid, server_port=self.server_port,
             profile_server=self.profile_server, keep_run_dir=self.keep_run_dir,
+            engine=self.engine, engine_s_per_token=self.engine_s_per_token,
         )
 
