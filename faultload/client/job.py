@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from faultload.record.history import History
+from faultload.record.training import TrainingLog
 from faultload.model.shape import LoadShape
 
 # Bits of a nonce below the trial salt: room for 16M requests per trial.
@@ -28,6 +29,10 @@ class WorkerJob:
     shape: LoadShape
     t0: float  # trial start on the shared monotonic clock
     deadline_s: float  # stop issuing and abandon what is left after this (trial seconds)
+    # "sample": the sampling client over requests [first, first + count); "train": the shape's
+    # training mix (faultload.client.training), whose bodies go in this encoding (training_bodies).
+    role: str = "sample"
+    training_encoding: str = "proto"
 
     def nonce(self, index: int) -> int:
         return (self.nonce_salt << NONCE_INDEX_BITS) | index
@@ -43,6 +48,7 @@ class WorkerResult:
     cpu_s: float = 0.0  # this worker process's user+system CPU
     startup_cpu_s: float = 0.0  # of which before it was ready (interpreter, imports, client set-up)
     crashed: str | None = None  # set when the worker itself failed
+    training: TrainingLog | None = None  # a training worker's calls (None for a sampling worker)
 
 
 # Slots per worker in the shared live-counter array.

@@ -59,7 +59,7 @@ ABANDON_AFTER_S = 0.25
 _STOP_CHECK_S = 0.2
 
 
-def _classify(exc: BaseException) -> ErrorClass:
+def classify_error(exc: BaseException) -> ErrorClass:
     # Timeouts first: a connect timeout (ConnectTimeout is a ConnectError and an
     # HttpTimeout) is TIMEOUT, as aiohttp's ConnectionTimeoutError was.
     if isinstance(exc, (HttpTimeout, asyncio.TimeoutError)):
@@ -73,7 +73,7 @@ def _classify(exc: BaseException) -> ErrorClass:
     return ErrorClass.OTHER
 
 
-def _split_base_url(base_url: str) -> tuple[str, int, str]:
+def split_base_url(base_url: str) -> tuple[str, int, str]:
     """(host, port, path prefix) of an ``http://host[:port][/prefix]`` URL."""
     parts = urlsplit(base_url)
     if parts.scheme != "http" or not parts.hostname:
@@ -96,7 +96,7 @@ class RawClient:
         self.examples: dict[str, str] = {}
         self._parser = simdjson.Parser()
         self._rng = random.Random((job.shape.seed << 16) ^ job.worker)
-        prefix = _split_base_url(job.base_url)[2]
+        prefix = split_base_url(job.base_url)[2]
         self._url_sample = f"{prefix}/api/v1/asample"
         self._url_poll = f"{prefix}/api/v1/retrieve_future"
         accept = decode.PROTO_CONTENT_TYPE if self.shape.accept == "proto" else "application/json"
@@ -231,8 +231,8 @@ class RawClient:
                 status, _, payload = await self.session.post(self._url_sample, body, _JSON, timeout_s)
             except OSError as exc:  # every HttpError, and TimeoutError
                 bump_count(h["transport_errors"], row)
-                self._note(row, _classify(exc), f"asample: {type(exc).__name__}: {exc}")
-                self._record(row, AttemptKind.SUBMIT, started, -_classify(exc))
+                self._note(row, classify_error(exc), f"asample: {type(exc).__name__}: {exc}")
+                self._record(row, AttemptKind.SUBMIT, started, -classify_error(exc))
             else:
                 self._record(row, AttemptKind.SUBMIT, started, status)
                 if status == 200:
@@ -286,8 +286,8 @@ class RawClient:
                 answer = await self._send_poll(row, body, poll_timeout, abandon and poll == 1, started)
             except OSError as exc:  # every HttpError, and TimeoutError
                 bump_count(h["transport_errors"], row)
-                self._note(row, _classify(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
-                self._record(row, AttemptKind.POLL, started, -_classify(exc))
+                self._note(row, classify_error(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
+                self._record(row, AttemptKind.POLL, started, -classify_error(exc))
                 await self._backoff(transport_failures)
                 transport_failures += 1
                 continue
@@ -375,7 +375,7 @@ def make_session(job: WorkerJob) -> HttpPool:
 
     No connection limit (the semaphores bound concurrency); usable as ``async with``.
     """
-    host, port, _ = _split_base_url(job.base_url)
+    host, port, _ = split_base_url(job.base_url)
     policy = job.shape.policy
     return HttpPool(host, port, job.source_ip, policy.connect_timeout_s, keepalive=True, retry_stale=False,
                     keepalive_expiry_s=job.shape.scaled(policy.keepalive_expiry_s))

@@ -28,6 +28,8 @@ from faultload import aio
 from faultload.procutil import die_with_parent, ignore_terminal_signals
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
 from faultload.client.raw import run_raw
+from faultload.client.training import run_training
+from faultload.client.training_bodies import TrainingCodec
 from faultload.record.history import History
 from faultload.stats import Histogram
 
@@ -60,6 +62,9 @@ def _prepare(job: WorkerJob, counters: Any) -> Any:
 
     Only an SDK worker imports the SDK: tinker alone is ~250 ms and ~450 modules, which no raw worker needs.
     """
+    if job.role == "train":
+        TrainingCodec(job.training_encoding)  # imports what its bodies need (tinker for proto) before t0
+        return None
     if job.shape.client != "sdk":
         return None
     from faultload.client.sdk import prepare_sdk  # local import: tinker is loaded by SDK workers only
@@ -72,6 +77,8 @@ async def _run(job: WorkerJob, counters: Any, stop: Any, prepared: Any, built: C
     if prepared is not None:
         built(prepared)
         return await prepared.start(job.t0, stop.is_set)
+    if job.role == "train":
+        return await run_training(job, stop.is_set, built)
     return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set, built)
 
 
@@ -84,7 +91,8 @@ def _crash_result(job: WorkerJob, clients: list, exc: BaseException) -> WorkerRe
     with contextlib.suppress(Exception):
         client.close()  # the SDK client's: freezes its attempt rows
     submit, e2e = _histograms(client.history)
-    return WorkerResult(job.worker, client.history, submit, e2e, client.examples, crashed=crashed)
+    return WorkerResult(job.worker, client.history, submit, e2e, client.examples, crashed=crashed,
+                        training=getattr(client, "training", None))
 
 
 def _worker_main(
@@ -122,7 +130,8 @@ def _worker_main(
             profiler.disable()
             profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))
         submit, e2e = _histograms(client.history)
-        result = WorkerResult(job.worker, client.history, submit, e2e, client.examples)
+        result = WorkerResult(job.worker, client.history, submit, e2e, client.examples,
+                              training=getattr(client, "training", None))
     except BaseException as exc:  # the worker must always report, never hang the trial
         result = _crash_result(job, clients, exc)
     usage = resource.getrusage(resource.RUSAGE_SELF)

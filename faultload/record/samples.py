@@ -16,6 +16,9 @@ SAMPLE_FIELDS = (
     "client_completed", "client_failed", "client_in_flight",
     "accept_queue", "listen_backlog", "listen_overflows", "listen_drops",
     "client_connections_peak",  # the workers' most open connections so far (summed per-worker peaks)
+    # The server's engine subprocess (SkyRL's engine loop with the null backend, or the sleeper): the training
+    # path's own process. Absent from older bundles' samples.
+    "engine_fds", "engine_cpu_s",
 )
 
 

@@ -79,6 +79,7 @@ class Monitor:
         self.fd_limit: tuple[int, int] | None = None
         self._listen0 = kernel.listen_counters() or (0, 0)
         self.latest: tuple = ()
+        self._engine: tuple[int | None, psutil.Process | None] = (None, None)  # (server pid, its engine)
 
     def pid(self) -> int | None:
         """The server's pid now (it follows a restart)."""
@@ -103,6 +104,7 @@ class Monitor:
         live = self.live_counters() if self.live_counters else {}
         listen = kernel.listen_state(self.server_port) if self.server_port else None
         counters = kernel.listen_counters()
+        engine = self._engine_snapshot(self.pid())
         row = (
             self._now(),
             snap.rss if snap else -1,
@@ -119,10 +121,26 @@ class Monitor:
             counters[0] - self._listen0[0] if counters else -1,
             counters[1] - self._listen0[1] if counters else -1,
             live.get("connections_peak", -1),
+            engine.fds if engine else -1,
+            engine.cpu_s if engine else -1.0,
         )
         self.rows.append(row)
         self.latest = row
         return row
+
+    def _engine_snapshot(self, server_pid: int | None) -> ProcessSnapshot | None:
+        """The server's engine subprocess (its first child), found once per server pid and again if it went."""
+        cached_pid, proc = self._engine
+        if server_pid is None:
+            return None
+        if cached_pid != server_pid or proc is None or not proc.is_running():
+            try:
+                children = psutil.Process(server_pid).children()
+            except psutil.Error:
+                children = []
+            proc = children[0] if children else None
+            self._engine = (server_pid, proc)
+        return snapshot(proc.pid) if proc is not None else None
 
     def _sample_loop(self) -> None:
         while not self._stop.is_set():
@@ -159,12 +177,13 @@ class Monitor:
         )
 
 
-def drain_fds(server_pid: int | None, baseline_fds: int | None, drain_s: float):
-    """Wait (bounded) for the server's fds to come back near baseline; return the last snapshot."""
+def drain_fds(server_pid: int | None, baseline_fds: int | None, drain_s: float, kept_fds: int = 0):
+    """Wait (bounded) for the server's fds to come back near baseline (+ ``kept_fds`` it keeps by design:
+    its DB pool after training); return the last snapshot."""
     deadline = time.monotonic() + drain_s
     snap = snapshot(server_pid)
     while snap is not None and baseline_fds is not None and time.monotonic() < deadline:
-        if snap.fds <= baseline_fds + 2:
+        if snap.fds <= baseline_fds + 2 + kept_fds:
             break
         time.sleep(0.25)
         snap = snapshot(server_pid)

@@ -99,7 +99,8 @@ class Stack:
             self.spec, install.target_python(targets, self.spec), self.run_dir, port, router_url,
             regress=cfg.regress, fixes=cfg.fixes, time_scale=cfg.time_scale, knobs=dataclasses.asdict(cfg.knobs),
             profile_path=Path(cfg.profile_server).resolve() if cfg.profile_server else None,
-            while_starting=while_starting,
+            while_starting=while_starting, engine=cfg.engine,
+            null_backend={"seconds_per_token": cfg.engine_s_per_token} if cfg.engine == "null" else None,
         )
 
     def use_router(self, router_config: RouterConfig) -> None:

@@ -20,15 +20,18 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from faultload.client.job import WorkerJob, WorkerResult
+from faultload.client.job import WorkerResult
 from faultload.client.session import open_sampling_session
-from faultload.client.workers import WorkerPool, source_ip
+from faultload.client.workers import WorkerPool
+from faultload.run.jobs import build_jobs
 from faultload.record.faults import FaultLog
 from faultload.record.history import History, Outcome
+from faultload.record.training import TrainingLog
 from faultload.record.samples import MonitorSamples
 from faultload.run.monitor import Monitor, drain_fds
 from faultload.record.serverlog import ServerLogSummary, classify_log
 from faultload.model.trial import TRIAL_PHASES, TrialConfig
+from faultload.model.training import DB_POOL_FDS
 from faultload.run.server_faults import ServerFaults
 from faultload.run.stack import Stack
 from faultload.targets.server import BASE_MODEL
@@ -70,6 +73,8 @@ class TrialResult:
     # phase -> wall seconds (model.trial.TRIAL_PHASES, in order, adding up to wall_s; see run_trial);
     # "judge" is added after them by checker.judge.judge, outside wall_s
     phases_s: dict[str, float] = field(default_factory=dict)
+    # The training clients' calls (None: the shape has no training mix).
+    training: TrainingLog | None = None
 
 
 # An interrupted trial ends within seconds (the user is waiting): its server gets
@@ -95,29 +100,6 @@ def _router_cpu(pids: list[int]) -> float:
 def _self_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def _split(total: int, parts: int) -> list[tuple[int, int]]:
-    base, extra = divmod(total, parts)
-    out, first = [], 0
-    for i in range(parts):
-        count = base + (1 if i < extra else 0)
-        out.append((first, count))
-        first += count
-    return out
-
-
-def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, salt: int) -> list[WorkerJob]:
-    shape = config.shape
-    return [
-        WorkerJob(
-            worker=i, base_url=base_url, source_ip=source_ip(i), sampling_session_id=sampling_session_id,
-            base_model=BASE_MODEL, first=first, count=count, nonce_salt=salt, shape=shape, t0=0.0,
-            deadline_s=config.max_wall_s,
-        )
-        for i, (first, count) in enumerate(_split(shape.requests, shape.workers))
-        if count > 0
-    ]
 
 
 def _watchdog_limits(config: TrialConfig) -> WatchdogLimits:
@@ -228,7 +210,7 @@ def run_trial(
         switch("session_open")
         sampling_id = open_sampling_session(server.url, BASE_MODEL)
         switch("workers_start")
-        pool = WorkerPool(build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt))
+        pool = WorkerPool(build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt, server.version))
         pool.start()
         pool.wait_ready()
         switch("other")
@@ -296,6 +278,8 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
     result.workers = pool.collect(timeout_s=30.0)
     result.load_s = time.monotonic() - t0
     result.history = History.merge(w.history for w in result.workers)
+    logs = [w.training for w in result.workers if w.training is not None]
+    result.training = TrainingLog.merge(logs) if config.shape.training.enabled else None
     result.cut_off = result.load_s >= config.max_wall_s and bool(
         (result.history["outcome"] == Outcome.PENDING).any())
     if stack.faults is not None:  # heal before the drain, so the drain sees a healthy stack
@@ -308,7 +292,8 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         # The router's idle timeout, run out now that the load is over: the drain then waits for the
         # server alone, not its keep-alive to the router too (0.4.0: ~2.5 s of every trial's wall).
         router.close_idle()
-        drained = drain_fds(server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s)
+        kept = DB_POOL_FDS if config.shape.training.enabled else 0
+        drained = drain_fds(server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s, kept)
     monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
     result.monitor = monitor.result(drained)
     # Judged up to the end of the drain: what the server prints while we stop it is ours.
@@ -320,12 +305,15 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
             nonce: epoch - result.start_epoch
             for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
         }
+    sampling = [w for w in result.workers if w.training is None]
     result.cpu = {
-        "workers_s": sum(w.cpu_s for w in result.workers),
-        "workers_startup_s": sum(w.startup_cpu_s for w in result.workers),  # of workers_s: before the load
+        "workers_s": sum(w.cpu_s for w in sampling),
+        "workers_startup_s": sum(w.startup_cpu_s for w in sampling),  # of workers_s: before the load
         "router_s": _router_cpu(router.pids()) - router_cpu0,
         "server_s": _server_cpu(result.monitor),
     }
+    if config.shape.training.enabled:
+        result.cpu["training_client_s"] = sum(w.cpu_s for w in result.workers if w.training is not None)
     crashed = [w for w in result.workers if w.crashed]
     if crashed:
         result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"
