@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from faultload.model.training import DB_POOL_FDS
+
 MIB = 1024 * 1024
 
 PYPROJECT_TABLE = ("tool", "faultload", "budgets")
@@ -49,6 +51,8 @@ class Budgets:
     * ``drain_fds_epsilon`` — fds — 8. After the load has drained, fds must be
       back within this of the baseline: keep-alive connections and pools close
       promptly, so anything more is a leak.
+    * ``drain_fds_db_pool`` — fds — 16, added for a trial that trained: the
+      SQLAlchemy pool keeps its 5 SQLite connections (``model.training.DB_POOL_FDS``).
 
     Memory (``bounded_rss``):
 
@@ -131,6 +135,9 @@ class Budgets:
       the range clean reaches with larger results), so no one absolute
       budget separates it from clean without false alarms. It bounds gross
       regressions, twice clean's CPU per request and more.
+    * ``server_cpu_ms_per_training_request`` — ms per training HTTP attempt
+      — 6.0, taken off the server's CPU first: clean 0.4.0 spent ~3.2-3.5 ms
+      per attempt beyond the samples' share (full time and 0.05).
 
     Retries (``retry_amplification``):
 
@@ -157,6 +164,9 @@ class Budgets:
 
     * ``clean_log_allow`` — regular expressions — none. An error class whose
       name or example line matches one (``re.search``) is not counted.
+    * ``heartbeat_gap_s`` — seconds (real, not scaled) — 120. The longest a
+      training session may go between answered heartbeats: the SDK warns the
+      user after 120 s ("the session will be terminated"; SkyRL expires it at 300 s).
     * ``log_fault_grace_s`` — trial seconds — 5.0. An error logged up to this
       long after a fault was removed still counts as during the fault: the
       server logs a failure when its timeout or retry ends, after the cause.
@@ -165,6 +175,7 @@ class Budgets:
     fds_per_in_flight: float = 3.0
     fds_slack: int = 64
     drain_fds_epsilon: int = 8
+    drain_fds_db_pool: int = DB_POOL_FDS
     rss_bytes_per_in_flight_result_byte: float = 4.0
     rss_slack_bytes: int = 256 * MIB
     drain_rss_epsilon_bytes: int = 64 * MIB
@@ -179,12 +190,14 @@ class Budgets:
     healthz_fault_recovery_s: float = 30.0
     server_cpu_ms_per_request: float = 2.0
     server_cpu_ms_per_result_kib: float = 0.02
+    server_cpu_ms_per_training_request: float = 6.0
     cpu_min_requests: int = 2000
     attempts_per_request: float = 3.0
     attempts_per_request_max: int = 50
     unprovoked_resets_max: int = 0
     clean_log_allow: tuple[str, ...] = ()
     log_fault_grace_s: float = 5.0
+    heartbeat_gap_s: float = 120.0
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -193,6 +206,7 @@ class Budgets:
             ("fds_per_in_flight", self.fds_per_in_flight >= 0, "must be >= 0"),
             ("fds_slack", self.fds_slack >= 0, "must be >= 0"),
             ("drain_fds_epsilon", self.drain_fds_epsilon >= 0, "must be >= 0"),
+            ("drain_fds_db_pool", self.drain_fds_db_pool >= 0, "must be >= 0"),
             ("rss_bytes_per_in_flight_result_byte", self.rss_bytes_per_in_flight_result_byte >= 0, "must be >= 0"),
             ("rss_slack_bytes", self.rss_slack_bytes >= 0, "must be >= 0"),
             ("drain_rss_epsilon_bytes", self.drain_rss_epsilon_bytes >= 0, "must be >= 0"),
@@ -207,11 +221,13 @@ class Budgets:
             ("healthz_fault_recovery_s", self.healthz_fault_recovery_s >= 0, "must be >= 0"),
             ("server_cpu_ms_per_request", self.server_cpu_ms_per_request > 0, "must be > 0"),
             ("server_cpu_ms_per_result_kib", self.server_cpu_ms_per_result_kib >= 0, "must be >= 0"),
+            ("server_cpu_ms_per_training_request", self.server_cpu_ms_per_training_request >= 0, "must be >= 0"),
             ("cpu_min_requests", self.cpu_min_requests >= 1, "must be >= 1"),
             ("attempts_per_request", self.attempts_per_request >= 2, "must be >= 2 (one asample + one poll)"),
             ("unprovoked_resets_max", self.unprovoked_resets_max >= 0, "must be >= 0"),
             ("attempts_per_request_max", self.attempts_per_request_max >= 2, "must be >= 2 (one asample + one poll)"),
             ("log_fault_grace_s", self.log_fault_grace_s >= 0, "must be >= 0"),
+            ("heartbeat_gap_s", 0 < self.heartbeat_gap_s < math.inf, "must be > 0 and finite"),
         ]
         for name, ok, rule in checks:
             if not ok:

@@ -11,7 +11,10 @@ Checkers, in :data:`CHECKERS` order:
 * ``bounded_cpu`` — server CPU per HTTP request;
 * ``retry_amplification`` — HTTP attempts per request;
 * ``unprovoked_resets`` — no attempt reset or refused on a healthy network;
-* ``clean_server_log`` — no error lines unless a fault was active.
+* ``clean_server_log`` — no error lines unless a fault was active;
+
+and, for a trial that ran a training mix only (:func:`checkers_for`),
+``training_futures`` and ``heartbeats_answered`` (``checker/training.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from faultload.checker.accepted import check_accepted_requests
 from faultload.checker.results import check_no_lost_results, check_result_integrity
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.checker.serverlog import check_clean_server_log
+from faultload.checker.training import TRAINING_CHECKERS
 
 CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("no_lost_results", check_no_lost_results),
@@ -40,6 +44,11 @@ CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("unprovoked_resets", check_unprovoked_resets),
     ("clean_server_log", check_clean_server_log),
 )
+
+
+def checkers_for(inputs: CheckInputs) -> tuple[tuple[str, Checker], ...]:
+    """:data:`CHECKERS`, plus the training path's when the trial trained (never an "ok" for what did not run)."""
+    return CHECKERS + (TRAINING_CHECKERS if inputs.training is not None else ())
 
 
 def check_all(

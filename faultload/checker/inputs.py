@@ -15,6 +15,7 @@ import numpy as np
 from faultload.checker.budgets import Budgets
 from faultload.record.history import History
 from faultload.record.serverlog import ServerLogSummary
+from faultload.record.training import TrainingLog
 from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
@@ -71,6 +72,8 @@ class CheckInputs:
     router_completed_s: Mapping[int, float] | None = None
     # error class key (ErrorClass.key) -> the client's first message of that class, when kept
     error_examples: Mapping[str, str] | None = None
+    # the training clients' calls; None when the trial ran no training mix (its checkers are then not run)
+    training: TrainingLog | None = None
 
 
 Checker = Callable[[CheckInputs, Budgets], Verdict]

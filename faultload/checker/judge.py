@@ -13,7 +13,7 @@ import time
 from typing import TYPE_CHECKING
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.compose import check_all
+from faultload.checker.compose import check_all, checkers_for
 from faultload.checker.inputs import CheckInputs, Verdict
 
 if TYPE_CHECKING:  # type-only: the checker must not import the trial runner (layering)
@@ -60,7 +60,8 @@ def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
         router_completed_s=result.router_completed_s or None,
         error_examples=error_examples(result),
+        training=getattr(result, "training", None),
     )
-    verdicts = [*check_all(inputs, budgets), collapse_verdict(result)]
+    verdicts = [*check_all(inputs, budgets, checkers_for(inputs)), collapse_verdict(result)]
     result.phases_s["judge"] = time.monotonic() - started
     return verdicts

@@ -104,7 +104,8 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
             f"{fmt_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + {budgets.fds_per_in_flight:g}×"
             f"{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}")
     drained = monitor.drained.fds if monitor.drained is not None and monitor.drained.fds >= 0 else None
-    drain_budget = baseline + budgets.drain_fds_epsilon
+    pool = budgets.drain_fds_db_pool if inputs.training is not None else 0
+    drain_budget = baseline + budgets.drain_fds_epsilon + pool
     limit = getattr(monitor, "fd_limit", None)
     soft = int(limit[0]) if limit and limit[0] and limit[0] > 0 else None
     if soft is not None:
@@ -115,7 +116,8 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, False, per_in_flight, per_budget, f"over budget: {head}")
     if drained is None:
         return Verdict(name, None, per_in_flight, per_budget, f"{head}; drained fds not measured")
-    drain_text = f"drained {drained} fds vs {baseline} + {budgets.drain_fds_epsilon} = {drain_budget}"
+    pool_text = f" + {pool} (the DB pool, training)" if pool else ""
+    drain_text = f"drained {drained} fds vs {baseline} + {budgets.drain_fds_epsilon}{pool_text} = {drain_budget}"
     if drained > drain_budget:
         return Verdict(name, False, per_in_flight, per_budget, f"not back to baseline: {drain_text}; {head}")
     return Verdict(name, True, per_in_flight, per_budget, f"{head}; {drain_text}")
@@ -210,7 +212,8 @@ def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     over the HTTP requests it answered (client attempts + /healthz probes).
     Result KiB is the mean result body per request, spread over its attempts
     (decoding the router's answer and encoding the client's cost in
-    proportion). Unknown below ``cpu_min_requests`` requests (the fixed cost
+    proportion). A trial that trained gets ``server_cpu_ms_per_training_request``
+    per training HTTP attempt taken off the server's CPU first. Unknown below ``cpu_min_requests`` requests (the fixed cost
     of an idle loop and the drain dominates) and when a fault took effect (a
     failed forward costs the server a traceback, by design of its logging).
     """
@@ -230,10 +233,15 @@ def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ok = history["outcome"] == Outcome.OK
     result_kib = float(history["result_bytes"][ok].astype(np.float64).sum()) / 1024.0 / http
     server_ms = 1000.0 * float(cpu[-1] - cpu[0])
-    per_request = server_ms / http
+    # Training calls share the process: each of their HTTP attempts gets its own allowance.
+    training = int(inputs.training["attempts"].sum()) if inputs.training is not None else 0
+    allowance = budgets.server_cpu_ms_per_training_request * training
+    per_request = (server_ms - allowance) / http
     budget = budgets.server_cpu_ms_per_request + budgets.server_cpu_ms_per_result_kib * result_kib
-    head = (f"{per_request:.3f} ms of server CPU per HTTP request ({server_ms / 1000:.1f} s over {http} requests, "
-            f"{result_kib:.1f} KiB of results each) vs {budgets.server_cpu_ms_per_request:g} + "
+    training_text = (f" after {allowance / 1000:.1f} s allowed for {training} training HTTP requests × "
+                     f"{budgets.server_cpu_ms_per_training_request:g} ms" if training else "")
+    head = (f"{per_request:.3f} ms of server CPU per HTTP request ({server_ms / 1000:.1f} s over {http} requests"
+            f"{training_text}, {result_kib:.1f} KiB of results each) vs {budgets.server_cpu_ms_per_request:g} + "
             f"{budgets.server_cpu_ms_per_result_kib:g}×{result_kib:.1f} = {budget:.3f} ms")
     if per_request > budget:
         return Verdict(name, False, per_request, budget, f"over budget: {head}")

@@ -57,6 +57,7 @@ KNOWN_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
                              r"Connection lost"),
         ("connect_error", r"ClientConnectorError|Cannot connect to host|Connection refused|"
                           r"ConnectionRefusedError|\[Errno 111\]"),
+        ("db_locked", r"database is locked|database table is locked|OperationalError.{0,60}locked"),
         ("future_evicted", r"evicted before its result arrived"),
         ("timeout", r"\bTimeoutError\b|\btimed out\b|\bCancelledError\b.{0,40}timeout"),
     )

@@ -18,6 +18,7 @@ A bundle's files::
     monitor.json   the monitor's samples and /healthz probes (null when none were taken)
     faults.json    the fault log, as applied and removed (null when no fault was scheduled)
     server_log.json  the server log's classes, with every occurrence's time (null when not read)
+    training.json  the training clients' calls (null without a training mix; absent from older bundles)
     history.npz    the per-request history and its attempts (History.save)
     verdicts.json  the verdicts as judged (``to_report`` form)
     verdicts.txt   the verdict lines as the run printed them
@@ -46,6 +47,7 @@ from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
 from faultload.record.faults import FaultLog
 from faultload.record.history import History
+from faultload.record.training import TrainingLog
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.trial import TrialConfig
 from faultload.record.samples import MonitorSamples
@@ -117,6 +119,7 @@ class StoredTrial:
     topology: dict[str, str] = field(default_factory=dict)
     cleanup_errors: list[str] = field(default_factory=list)
     phases_s: dict[str, float] = field(default_factory=dict)  # {} from a bundle written before phases_s
+    training: TrainingLog | None = None  # the training clients' calls (None: no training mix, or an older bundle)
 
 
 def versions_of(result: TrialResult | StoredTrial) -> dict[str, Any]:
@@ -152,6 +155,7 @@ def write_bundle(result: TrialResult | StoredTrial, budgets: Budgets, verdicts: 
         "config.json": config_to_dict(result.config), "budgets.json": budgets.to_dict(), "trial.json": trial,
         "monitor.json": _optional(result.monitor), "faults.json": _optional(result.fault_log),
         "server_log.json": _exact(result.server_log), "verdicts.json": report,
+        "training.json": _optional(getattr(result, "training", None)),
     }
     for name, data in files.items():
         _write(path / name, json.dumps(data, indent=1, default=str) + "\n")
@@ -202,8 +206,20 @@ def _stored_trial(path: Path, manifest: Mapping[str, Any]) -> StoredTrial:
         verdicts=[Verdict.from_dict(v) for v in _read_json(path, "verdicts.json")],
         versions=dict(manifest.get("versions") or {}),
         phases_s=dict(trial.get("phases_s") or {}),  # a bundle written before phases_s has none
+        training=_training(path),
         **{name: trial[name] for name in PLAIN_FIELDS},
     )
+
+
+def _training(path: Path) -> TrainingLog | None:
+    """The training log; None when the trial had none, or the bundle predates training.json."""
+    if not (path / "training.json").exists():
+        return None
+    data = _read_json(path, "training.json")
+    try:
+        return None if data is None else TrainingLog.from_dict(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{path / 'training.json'}: {exc}") from None
 
 
 def _read_json(path: Path, name: str) -> Any:

@@ -53,17 +53,43 @@ def pyplot():
     return plt
 
 
+def _draw_training(axes, training, mon, bin_s: float, t_bins: np.ndarray) -> None:
+    """The training path beside sampling's: its calls completed per second, the engine's fds and both CPUs."""
+    done = training["done"][np.isin(training["op"], (1, 2)) & np.isfinite(training["done"])]  # forward_backward, optim_step
+    edges = np.append(t_bins, t_bins[-1] + bin_s) if t_bins.size else np.array([0.0, bin_s])
+    counts, _ = np.histogram(done, bins=edges)
+    axes[0].step(edges[:-1], counts / bin_s, where="post", color="tab:purple", label="training calls")
+    axes[0].legend(loc="upper right", fontsize=8)
+    axes[5].set_ylabel("CPU (cores)")
+    if mon is None or "engine_fds" not in mon.samples:
+        return
+    s = mon.samples
+    valid = s["engine_fds"] >= 0
+    axes[2].plot(s["t"][valid], s["engine_fds"][valid], color="tab:purple", label="engine fds")
+    axes[2].legend(loc="upper left", fontsize=8)
+    for name, colour, label in (("cpu_s", "tab:brown", "server"), ("engine_cpu_s", "tab:purple", "engine")):
+        ok = s[name] >= 0
+        t, cpu = s["t"][ok], s[name][ok]
+        if t.size >= 2:
+            axes[5].plot(t[1:], np.diff(cpu) / np.maximum(np.diff(t), 1e-6), color=colour, label=label)
+    axes[5].legend(loc="upper right", fontsize=8)
+
+
 def write_timeline(result: TrialResult, path: str | Path, title: str | None = None) -> Path:
     """Draw ``result``'s timeline to ``path`` (PNG) and return the path; PlotUnavailable without matplotlib."""
     plt = pyplot()
 
     path = Path(path)
     mon = result.monitor
-    fig, axes = plt.subplots(5, 1, figsize=(11, 12), sharex=True, constrained_layout=True)
+    training = getattr(result, "training", None)
+    panels = 6 if training is not None else 5
+    fig, axes = plt.subplots(panels, 1, figsize=(11, 12 + 2 * (panels - 5)), sharex=True, constrained_layout=True)
     bin_s = max(0.5, result.load_s / 200) if result.load_s else 1.0
     t_bins, rate = completions_per_s(result, bin_s)
-    axes[0].step(t_bins, rate, where="post", color="tab:green")
+    axes[0].step(t_bins, rate, where="post", color="tab:green", label="samples")
     axes[0].set_ylabel("completions/s")
+    if training is not None:
+        _draw_training(axes, training, mon, bin_s, t_bins)
     if mon is not None and mon.samples["t"].size:
         s = mon.samples
         t = s["t"]
@@ -88,7 +114,7 @@ def write_timeline(result: TrialResult, path: str | Path, title: str | None = No
     axes[2].set_ylabel("server fds")
     axes[3].set_ylabel("server RSS (MiB)")
     axes[4].set_ylabel("/healthz (ms)")
-    axes[4].set_xlabel("trial time (s)")
+    axes[-1].set_xlabel("trial time (s)")
     if result.fault_log is not None:
         for record in result.fault_log.records:
             if record.applied_at_s is None:

@@ -17,6 +17,7 @@ from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import error_examples
 from faultload.record.history import ErrorClass, Outcome
+from faultload.record.training import summarize
 from faultload.stats import Histogram
 from faultload.model.switches import switches_text
 from faultload.model.trial import TRIAL_PHASES
@@ -125,6 +126,7 @@ def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | No
         "target": {"spec": config.target, "version": result.server.get("version")},
         "config": _config_dict(result),
         "faults": _faults_block(result),
+        "training": _training_block(result),
         "verdict": result.verdict.to_dict() if result.verdict else None,
         "invariants": to_report(verdicts) if verdicts is not None else None,
         "server_log": result.server_log.to_dict() if result.server_log else None,
@@ -134,6 +136,27 @@ def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | No
         "error": result.error,
         "cleanup_errors": result.cleanup_errors,
     }
+
+
+def _training_block(result: TrialResult | StoredTrial) -> dict[str, Any] | None:
+    """The training mix's calls (per op: requested, completed, failed, lost, corrupt, unfinished, latency),
+    the training client's CPU and the engine process's CPU and fds; None for a trial without one."""
+    log = getattr(result, "training", None)
+    if log is None:
+        return None
+    block: dict[str, Any] = summarize(log)
+    engine: dict[str, Any] = {"cpu_s": None, "fds_peak": None, "fds_baseline": None}
+    samples = result.monitor.samples if result.monitor is not None else {}
+    cpu, fds = samples.get("engine_cpu_s"), samples.get("engine_fds")
+    if cpu is not None and (cpu >= 0).sum() >= 2:
+        valid = cpu[cpu >= 0]
+        engine["cpu_s"] = float(valid[-1] - valid[0])
+    if fds is not None and (fds >= 0).any():
+        valid = fds[fds >= 0]
+        engine["fds_peak"], engine["fds_baseline"] = int(valid.max()), int(valid[0])
+    block["cpu_s"] = {"training_client_s": result.cpu.get("training_client_s"), "engine_s": engine["cpu_s"]}
+    block["engine"] = engine
+    return block
 
 
 def _faults_block(result: TrialResult | StoredTrial) -> dict[str, Any]:

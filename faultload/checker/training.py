@@ -1,0 +1,128 @@
+"""The training path's invariants, judged only for a trial that ran a training mix (``CheckInputs.training``).
+
+* ``training_futures`` — every training call (create_model, forward_backward,
+  optim_step) accepted by the server ends with its own result: none lost (404),
+  failed, corrupted (the null backend's logprobs are a function of the request)
+  or left unfinished, unless it was in flight while a fatal fault was in force
+  or the trial was stopped first (then unfinished, named, not lost). A call
+  never accepted while no fault was in force counts too: a trainer that cannot
+  submit is a trainer that cannot train.
+* ``heartbeats_answered`` — every session_heartbeat is answered 200 within the
+  SDK's timeout (10 s, real: a server's answer time does not scale), and no
+  session goes longer than ``heartbeat_gap_s`` (real seconds) between answered heartbeats (the
+  SDK warns after 120 s; SkyRL expires a session after 300 s). The detail names
+  the server log's pool-exhaustion and database-lock lines when there are any,
+  which is what starves a heartbeat on a server with a small DB pool.
+
+A trial without a training mix gets neither verdict (``checkers_for``): they
+are not reported as ok for something never judged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from faultload.checker.budgets import Budgets
+from faultload.checker.common import fault_windows, is_fatal, overlaps
+from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.record.history import ErrorClass, Outcome
+from faultload.record.training import TrainingLog, TrainingOp
+
+# The server-log classes that explain a starved heartbeat or a failed training call.
+STARVATION_CLASSES = ("pool_timeout", "db_locked")
+
+
+def _spans(log: TrainingLog) -> tuple[np.ndarray, np.ndarray]:
+    end = np.where(np.isnan(log["done"]), np.inf, log["done"])
+    return log["start"], end
+
+
+def _starvation_note(inputs: CheckInputs) -> str:
+    summary = inputs.server_log
+    if summary is None:
+        return ""
+    parts = [f"{summary.classes[name].count} {name} lines" for name in STARVATION_CLASSES if name in summary.classes]
+    return ("; server log: " + ", ".join(parts)) if parts else ""
+
+
+def _first_examples(log: TrainingLog, ops: tuple[TrainingOp, ...]) -> str:
+    keys = [k for k in log.examples if k.split(":")[0] in {op.key for op in ops}]
+    return ("; first: " + log.examples[keys[0]]) if keys else ""
+
+
+def check_training_futures(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    name = "training_futures"
+    log = inputs.training
+    if log is None:
+        return Verdict(name, None, None, 0, "no training log")
+    calls = np.isin(log["op"], (TrainingOp.CREATE_MODEL, TrainingOp.FORWARD_BACKWARD, TrainingOp.OPTIM_STEP))
+    if not calls.any():
+        return Verdict(name, None, None, 0, "no training call was made")
+    outcome = log["outcome"]
+    bad = calls & (outcome != Outcome.OK)
+    pending = bad & (outcome == Outcome.PENDING)
+    unfinished = int(pending.sum()) if inputs.interrupted else 0
+    if inputs.interrupted:
+        bad &= ~pending
+    any_fault = fault_windows(inputs.faults)
+    fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds))
+    corrupt = bad & (outcome == Outcome.CORRUPT)  # a damaged result is never a fault's excuse
+    excused, _ = overlaps(log, fatal, among=bad & ~corrupt, spans=_spans(log))
+    rejected = bad & (outcome == Outcome.REJECTED)
+    during_fault, _ = overlaps(log, any_fault, among=rejected, spans=_spans(log))
+    bad &= ~excused & ~during_fault
+    counts = {o.name.lower(): int((bad & (outcome == o)).sum()) for o in Outcome if (bad & (outcome == o)).any()}
+    figure = int(bad.sum())
+    ops = (TrainingOp.CREATE_MODEL, TrainingOp.FORWARD_BACKWARD, TrainingOp.OPTIM_STEP)
+    detail = (f"{figure} of {int(calls.sum())} training calls did not end with their own result"
+              + (f" ({', '.join(f'{n} {k}' for k, n in counts.items())})" if counts else "")
+              + (f"; {int(excused.sum())} excused by a fatal fault" if excused.any() else "")
+              + (f"; {unfinished} unfinished when the load stopped" if unfinished else ""))
+    if figure:
+        detail += _starvation_note(inputs) + _first_examples(log, ops)
+    return Verdict(name, figure == 0, figure, 0, detail)
+
+
+def check_heartbeats_answered(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    name = "heartbeats_answered"
+    log = inputs.training
+    if log is None:
+        return Verdict(name, None, None, 0, "no training log")
+    beats = log.of(TrainingOp.HEARTBEAT)
+    if not beats.any():
+        return Verdict(name, None, None, 0, "no heartbeat was due while the sessions were open")
+    failed = beats & (log["outcome"] != Outcome.OK)
+    spans = (log["start"], log["accepted"])
+    during_fault, _ = overlaps(log, fault_windows(inputs.faults), among=failed, spans=spans)
+    counted = failed & ~during_fault
+    gap = _longest_gap(log, beats)
+    gap_budget = budgets.heartbeat_gap_s  # real seconds, like the heartbeat's own timeout
+    latency = (log["accepted"] - log["start"])[beats]
+    timeouts = int((counted & (log["error"] == ErrorClass.TIMEOUT)).sum())
+    ok = not counted.any() and gap <= gap_budget
+    detail = (f"{int(counted.sum())} of {int(beats.sum())} heartbeats failed ({timeouts} timed out)"
+              + (f", {int(during_fault.sum())} more while a fault was in force" if during_fault.any() else "")
+              + f"; answer p99 {np.percentile(latency, 99):.2f}s max {latency.max():.2f}s; longest gap between "
+              f"answered heartbeats {gap:.1f}s (budget {gap_budget:.0f}s)")
+    if not ok:
+        detail += _starvation_note(inputs) + _first_examples(log, (TrainingOp.HEARTBEAT,))
+    return Verdict(name, ok, int(counted.sum()), 0, detail)
+
+
+def _longest_gap(log: TrainingLog, beats: np.ndarray) -> float:
+    """The longest time any session went without an answered heartbeat, from its first beat's start on."""
+    longest = 0.0
+    trainers = log["trainer"][beats]
+    for trainer in np.unique(trainers):
+        mine = beats & (log["trainer"] == trainer)
+        answered = np.sort(log["accepted"][mine & (log["outcome"] == Outcome.OK)])
+        last = float(np.nanmax(log["accepted"][mine]))
+        marks = np.concatenate([[float(np.nanmin(log["start"][mine]))], answered, [last]])
+        longest = max(longest, float(np.max(np.diff(marks))) if marks.size > 1 else 0.0)
+    return longest
+
+
+TRAINING_CHECKERS = (
+    ("training_futures", check_training_futures),
+    ("heartbeats_answered", check_heartbeats_answered),
+)
