@@ -9,6 +9,7 @@ the doctor) is theirs alone.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -37,6 +38,7 @@ from faultload.provision import provision
 from faultload.store import report as report_mod
 from faultload.store import matrix_table
 from faultload.store.bundle import write_bundle
+from faultload.model.training import TrainingMix, parse_training
 from faultload.store.check import check_bundle
 from faultload.store.plot import PlotUnavailable, write_timeline
 from faultload.store.repro import replay
@@ -61,6 +63,7 @@ def config_from_args(args: argparse.Namespace):
         time_scale=args.time_scale, seed=args.seed, policy=ClientPolicy(),
         delay_polls=parse_poll_behaviour(args.delay_polls, "--delay-polls") if args.delay_polls else LoadShape().delay_polls,
         abandon_polls=parse_poll_behaviour(args.abandon_polls, "--abandon-polls") if args.abandon_polls else LoadShape().abandon_polls,
+        training=_training_from_args(args),
     )
     barrier = args.barrier
     if args.router_mode == "barrier" and barrier == 0:
@@ -80,9 +83,24 @@ def config_from_args(args: argparse.Namespace):
         allow_remote=args.allow_remote, server_pid=args.server_pid, server_port=args.server_port,
         max_wall_s=args.max_wall, profile_server=args.profile_server, early_stop=not args.no_early_stop,
         fatal_faults=tuple(args.fatal_fault), watchdog=load_watchdog_limits(_config_path(args)),
+        engine=args.engine or ("null" if shape.training.enabled else "sleeper"),
+        engine_s_per_token=args.engine_seconds_per_token,
     )
     config.validate()
     return config
+
+
+def _training_from_args(args: argparse.Namespace) -> TrainingMix:
+    """--trainers and --training-spread as a TrainingMix (none without --trainers)."""
+    if args.trainers is None:
+        if args.training_spread:
+            raise ValueError("--training-spread needs --trainers")
+        return TrainingMix()
+    mix = dataclasses.replace(parse_training(args.trainers), spread_s=args.training_spread)
+    for holds, message in mix.problems():
+        if not holds:
+            raise ValueError(message)
+    return mix
 
 
 def _config_path(args: argparse.Namespace) -> Path | None:

@@ -13,6 +13,7 @@ import argparse
 from faultload.version import installed_version as version
 from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.model.target import DEFAULT_TARGET
+from faultload.model.trial import ENGINES
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
 
@@ -83,6 +84,12 @@ def _add_load_args(p: argparse.ArgumentParser, build: bool = True) -> None:
     p.add_argument("--abandon-polls", default=None, metavar="P@D",
                    help="a fraction P of requests drop their first poll and poll again D SDK seconds later (default: none)")
     p.add_argument("--seed", type=_integer, metavar="N", default=0, help="seed of the load's random draws (which requests poll late, arrival gaps)")
+    p.add_argument("--trainers", default=None, metavar="T[xS[:D@N]]",
+                   help="training beside the samples: T trainers (each its own heartbeating session and LoRA model), "
+                        "S forward_backward+optim_step steps each (default 1), D data of N tokens per forward_backward "
+                        "(default 4@128); needs --engine null, the default with --trainers (default: no training)")
+    p.add_argument("--training-spread", type=_number, metavar="S", default=0.0,
+                   help="spread the trainers' starts over S SDK seconds (default 0: all at once)")
 
 
 def _add_router_args(p: argparse.ArgumentParser) -> None:
@@ -100,6 +107,12 @@ def _add_router_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
+    p.add_argument("--engine", choices=ENGINES, default=None,
+                   help="the launched server's engine subprocess: sleeper (completes no training request) or null "
+                        "(SkyRL's own engine loop over faultload's null model backend) (default: null with "
+                        "--trainers, else sleeper)")
+    p.add_argument("--engine-seconds-per-token", type=_number, metavar="S", default=0.0,
+                   help="null engine: compute time per target token of a training batch (default 0)")
     if build:
         p.add_argument("--regress", action="append", default=[], metavar="NAME",
                        help=f"undo a known upstream fix in the launched server: {', '.join(REGRESSIONS)} "
@@ -224,7 +237,7 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
 def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
     matrix.add_argument("--profile", default="ci", choices=("ci", "nightly"), help="the suite profile for every row")
     matrix.add_argument("--rows", default=None, metavar="A,B",
-                        help="rows to run, in order (default all: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0, a-a, rich-access-log-cost, a-a-long-result, httpx-forwarding-cost, proto-per-poll-cost, json-decode-cost)")
+                        help="rows to run, in order (default all: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0, skyrl-0.3.0-training, a-a, rich-access-log-cost, a-a-long-result, httpx-forwarding-cost, proto-per-poll-cost, json-decode-cost)")
     matrix.add_argument("--all-properties", action="store_true",
                         help="run every property of a row, not only up to its first failure")
     matrix.add_argument("--session-s", default=None, type=_seconds, metavar="S",

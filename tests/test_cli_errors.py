@@ -84,6 +84,19 @@ def test_malformed_target(cli, target, needle):
         (["--accept", "xml"], "--accept"),
         (["--delay-polls", "half@10"], "--delay-polls"),
         (["--requests", "many"], "--requests"),
+        # Training options (issue 20).
+        (["--trainers", "lots"], "--trainers expects T"),
+        (["--trainers", "0x3"], "--trainers 0x3: at least 1 trainer"),
+        (["--trainers", "2x0"], "training.steps must be in [1, 100000]"),
+        (["--trainers", "2x2:4@0"], "training.datum_tokens"),
+        (["--trainers", "999"], "training.trainers"),
+        (["--trainers", "2", "--engine", "sleeper"], "training traffic needs engine null"),
+        (["--training-spread", "5"], "--training-spread needs --trainers"),
+        (["--trainers", "2", "--training-spread", "-1"], "training.spread_s"),
+        (["--engine", "gpu"], "--engine"),
+        (["--engine-seconds-per-token", "0.01"], "engine_s_per_token needs engine null"),
+        (["--trainers", "2", "--engine-seconds-per-token", "5"], "engine_s_per_token must be a number in [0, 1]"),
+        (["--target", "url=http://127.0.0.1:9", "--engine", "null"], "a url= target's engine is its own"),
     ],
 )
 def test_bad_values(cli, args, needle):
