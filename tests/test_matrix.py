@@ -44,9 +44,10 @@ COMPARISON_ROWS = ["a-a", "rich-access-log-cost", "a-a-long-result", "httpx-forw
 
 def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
-    assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0", *COMPARISON_ROWS]
-    assert [r.expected for r in DEFAULT_ROWS] == ["clean", "clean", "caught", "caught", "caught", "caught", "clean",
-                                                  "caught", "clean", "caught", "caught", "caught"]
+    assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0",
+                     "skyrl-0.3.0-training", *COMPARISON_ROWS]
+    assert [r.expected for r in DEFAULT_ROWS] == ["clean", "clean", "caught", "caught", "caught", "caught", "caught",
+                                                  "clean", "caught", "clean", "caught", "caught", "caught"]
     assert [r.name for r in DEFAULT_ROWS if r.baseline] == COMPARISON_ROWS
     assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks", "keepalive-past-sdk")]
     # every regression switch that is a cost has its comparison row; each A/A row has the size of the rows it vouches for
@@ -83,6 +84,9 @@ def test_row_command() -> None:
     assert "-x" not in row_command(ROW, "ci", Path("s"), Path("f"), all_properties=True)
     fixed = row_command(select_rows(["fixed"])[0], "ci", Path("s"), Path("f"), all_properties=False)
     assert fixed[fixed.index("--faultload-fix") + 1] == "plain-tracebacks" and "--faultload-regress" not in fixed
+    assert "-k" not in fixed
+    training = row_command(select_rows(["skyrl-0.3.0-training"])[0], "nightly", Path("s"), Path("f"), all_properties=False)
+    assert training[training.index("-k") + 1] == "test_training"  # the row runs the training property alone
 
 
 def test_caught_row_names_its_invariants_and_smallest_repro() -> None:

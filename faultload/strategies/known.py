@@ -17,11 +17,12 @@ from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.trial import TrialConfig
+from faultload.model.training import TrainingMix
 from faultload.model.sdk import SDK_KEEPALIVE_EXPIRY_S
 from faultload.strategies.limits import Limits
 from faultload.strategies.routers import immediate_router, router_procs
 from faultload.strategies.shapes import held_at_once
-from faultload.strategies.trials import proxies_for
+from faultload.strategies.trials import engine_for, proxies_for
 
 
 def completion_burst(time_scale: float) -> LoadShape:
@@ -88,9 +89,23 @@ def cpu_sample(time_scale: float) -> LoadShape:
     return LoadShape(requests=1200, max_outstanding=200, workers=1, result_tokens=64, time_scale=time_scale)
 
 
+def training_waves(time_scale: float) -> LoadShape:
+    """Four waves of 512 samples beside 32 trainers (16 forward_backward + optim_step each, 512 of each in all).
+
+    The mix that first reproduced SkyRL's SQLite QueuePool exhaustion (fixed
+    upstream in #2097): sampling, training and every trainer's heartbeat share
+    one API process, one DB pool and one SQLite file. Judged by
+    ``training_futures`` and ``heartbeats_answered``; needs the null engine.
+    """
+    return LoadShape(requests=2048, max_outstanding=2000, workers=1, result_tokens=64, time_scale=time_scale,
+                     arrival="waves", arrival_waves=4, arrival_span_s=40.0,
+                     training=TrainingMix(trainers=32, steps=16, datums=4, datum_tokens=128))
+
+
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "completion_burst": completion_burst,
     "cpu_sample": cpu_sample,
+    "training_waves": training_waves,
 }
 # The router each known trial needs (default: the immediate router).
 KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
@@ -107,5 +122,5 @@ def known_trial_config(name: str, target: str, time_scale: float, regress: Itera
     return TrialConfig(
         target=target, shape=shape, router=KNOWN_ROUTERS.get(name, immediate_router)(shape), regress=tuple(regress),
         faults=FaultSchedule(), proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
-        drain_s=limits.drain_real_s, direct_edge=True,
+        drain_s=limits.drain_real_s, direct_edge=True, engine="null" if shape.training.enabled else engine_for(limits),
     )

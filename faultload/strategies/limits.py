@@ -69,6 +69,12 @@ class Limits:
     # Arrival patterns the shapes may use (the first is the simplest).
     arrivals: tuple[str, ...] = ("burst", "waves", "ramp", "poisson")
     max_arrival_span_s: float = 100.0
+    # Training beside the samples (faultload.strategies.shapes.training_mixes): at most this many
+    # trainers, at least min_trainers (the training family's 1). 0: no training is drawn, and the
+    # shared stack runs the sleeper engine; above 0 every trial of the session gets the null engine
+    # (one stack for all), trained or not.
+    max_trainers: int = 0
+    min_trainers: int = 0
     # The trial's own wall bound (real seconds) and post-load drain wait.
     max_wall_real_s: float = 120.0
     drain_real_s: float = 10.0
@@ -127,4 +133,5 @@ NIGHTLY = Limits(
     process_faults=True,
     max_arrival_span_s=300.0,
     max_wall_real_s=600.0,
+    max_trainers=32,
 )

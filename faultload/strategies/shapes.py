@@ -15,6 +15,7 @@ import math
 from hypothesis import strategies as st
 
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
+from faultload.model.training import TrainingMix
 from faultload.model.sdk import (
     COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S,
 )
@@ -228,6 +229,7 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = 
     workers = draw(st.integers(1, max(1, min(limits.max_workers, requests))))
     accept = draw(st.sampled_from(limits.accepts))
     seed = draw(st.integers(0, 255))
+    training = draw(training_mixes(limits))
     # Drawn last, after everything it may override, so an SDK shape takes as many
     # choices as a raw one and shrinking prefers raw (Hypothesis orders by length first).
     client = draw(clients(limits if sdk else limits.replace(sdk_fraction=0.0)))
@@ -242,8 +244,31 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = 
         requests=requests, result_tokens=result_tokens, num_samples=num_samples, max_outstanding=max_outstanding,
         workers=workers, client=client, accept=accept, time_scale=time_scale, delay_polls=delay,
         abandon_polls=abandon, policy=policy, seed=seed, arrival=arrival, arrival_span_s=span, arrival_waves=waves,
+        training=training,
     )
     return with_requests(shape, wall_fitting_requests(requests, max_outstanding, (abandon, delay), time_scale, limits))
+
+
+def training_mixes(limits: Limits) -> st.SearchStrategy[TrainingMix]:
+    """None, light or heavy training beside the samples, shrinking toward none (or the lightest allowed).
+
+    Light: 1-4 trainers of 1-4 steps, 1-4 data of 16-256 tokens. Heavy: 8 up
+    to ``limits.max_trainers`` trainers of 4-16 steps, 4-8 data of 128-2,048
+    tokens (the 4-wave known trial is 32 x 16 of 4 x 128). Nothing when
+    ``limits.max_trainers`` is 0 (the ci profile).
+    """
+    if limits.max_trainers <= 0:
+        return st.just(TrainingMix())
+    top = limits.max_trainers
+    light = st.builds(TrainingMix, trainers=st.integers(max(1, limits.min_trainers), min(4, top)),
+                      steps=st.integers(1, 4), datums=st.integers(1, 4), datum_tokens=st.integers(16, 256))
+    options = [light]
+    if top >= 8:
+        options.append(st.builds(TrainingMix, trainers=st.integers(8, top), steps=st.integers(4, 16),
+                                 datums=st.integers(4, 8), datum_tokens=st.integers(128, 2048)))
+    if limits.min_trainers <= 0:
+        options.insert(0, st.just(TrainingMix()))
+    return st.one_of(*options)
 
 
 def minimal_shape(time_scale: float = 1.0) -> LoadShape:

@@ -23,7 +23,13 @@ def _config(target: str, time_scale: float, regress: Iterable[str], limits: Limi
     return TrialConfig(
         target=target, shape=shape, router=router, regress=tuple(regress), faults=faults, proxies=proxies,
         fatal_faults=fatal_kinds(faults), max_wall_s=limits.max_wall_real_s, drain_s=limits.drain_real_s,
+        engine=engine_for(limits),
     )
+
+
+def engine_for(limits: Limits) -> str:
+    """The engine every trial of a session runs (one shared stack): null when the session may train."""
+    return "null" if limits.max_trainers > 0 else "sleeper"
 
 
 # Share of the server's (scaled) retrieved TTL the SDK's unscaled backoff may take after a fault.

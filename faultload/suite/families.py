@@ -98,4 +98,8 @@ COMBINED = Family(
 )
 COMPARATIVE = Family("comparative", (comparative.INVARIANT,), (comparative.INVARIANT,), limits=comparative.LIMITS,
                      weight=comparative.WEIGHT, comparative=True)
-FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, COMBINED, COMPARATIVE)
+# Every example trains beside its samples (the profile must draw training: nightly; ci draws none, so the
+# property is skipped there).
+TRAINING = Family("training", ("training_futures", "heartbeats_answered"), ("training_futures", "heartbeats_answered"),
+                  limits=(("min_trainers", 1),), known=("training_waves",))
+FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, TRAINING, COMBINED, COMPARATIVE)

@@ -48,7 +48,7 @@ from faultload.strategies import trial_configs
 from faultload.suite import comparative, plugin
 from faultload.suite.confirm import confirm_config
 from faultload.suite.families import (COMBINED, COMPARATIVE, HEALTH, INTEGRITY, LOST, RESOURCES, RETRIES, SERVER_LOG,
-                                      Family, family_limits, known_configs)
+                                      TRAINING, Family, family_limits, known_configs)
 from faultload.suite.session import SuiteSession
 
 pytestmark = pytest.mark.faultload
@@ -56,6 +56,8 @@ pytestmark = pytest.mark.faultload
 
 only_combined = pytest.mark.skipif(plugin.collecting().profile.confirm,
                                    reason="the confirm profile runs the combined property once")
+with_training = pytest.mark.skipif(plugin.collecting().profile.limits.max_trainers <= 0,
+                                   reason="this profile draws no training (the nightly profile does)")
 with_baseline = pytest.mark.skipif(plugin.collecting().options.baseline is None,
                                    reason="no --faultload-baseline BUILD: nothing to compare the target with")
 
@@ -143,6 +145,17 @@ def test_bounded_retries(faultload_suite, config):
 def test_clean_server_log(faultload_suite, config):
     """No error lines in the server log unless a fault was active."""
     faultload_suite.check(SERVER_LOG, config)
+
+
+@with_training
+@only_combined
+@settings(_settings(TRAINING))
+@_known(TRAINING)
+@given(config=_configs(TRAINING))
+def test_training(faultload_suite, config):
+    """Trainers beside the samples get every training future's own result, and every session's heartbeat
+    is answered in time (no pool exhaustion, no DB lock starving them)."""
+    faultload_suite.check(TRAINING, config)
 
 
 @settings(_settings(COMBINED))

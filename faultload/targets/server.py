@@ -156,8 +156,7 @@ def launch_skyrl(
     argv = [
         "--host", "127.0.0.1", "--port", str(port), "--base-model", BASE_MODEL, "--backend", "megatron",
         "--backend-config", json.dumps({"trainer.placement.colocate_all": False}),
-        "--database-url", f"sqlite:///{db_path}",
-        "--checkpoints-base", str(run_dir / "checkpoints"),
+        "--database-url", f"sqlite:///{db_path}", "--checkpoints-base", str(run_dir / "checkpoints"),
     ]
     engine_options = {ENGINE_KNOBS[k]: v for k, v in (knobs or {}).items() if v is not None}
     launch_spec = {
