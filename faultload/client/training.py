@@ -40,7 +40,8 @@ LORA_RANK = 8
 class _Call:
     """One training call's bookkeeping while it runs."""
 
-    def __init__(self, start: float) -> None:
+    def __init__(self, op: TrainingOp, trainer: int, step: int, start: float) -> None:
+        self.op, self.trainer, self.step = op, trainer, step
         self.start, self.accepted, self.attempts = start, float("nan"), 0
         self.error, self.status, self.message = ErrorClass.NONE, 0, ""
 
@@ -62,6 +63,7 @@ class TrainingClient:
         _, _, prefix = split_base_url(job.base_url)
         self._api = f"{prefix}/api/v1/"
         self._stop: Callable[[], bool] = lambda: False
+        self._open: dict[int, _Call] = {}  # calls begun and not ended: unfinished if the trial stops them
 
     @property
     def training(self):
@@ -86,6 +88,8 @@ class TrainingClient:
             for task in trainers:
                 task.cancel()
             await asyncio.gather(*trainers, return_exceptions=True)
+            for call in list(self._open.values()):  # stopped by the trial, not ended by the server
+                self._end(call, Outcome.PENDING)
         return self
 
     async def _trainer(self, trainer: int) -> None:
@@ -112,59 +116,86 @@ class TrainingClient:
     async def _create_session(self, trainer: int) -> str | None:
         body = json.dumps({"tags": ["faultload-trainer"], "user_metadata": {}, "type": "create_session",
                            "sdk_version": f"faultload-{__version__}"}).encode()
-        call = _Call(self.now())
+        call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)  # a trainer's set-up, as its first call
         answer = await self._submit(call, "create_session", body, _JSON)
-        if answer is None:
-            self._end(TrainingOp.CREATE_MODEL, trainer, 0, call, Outcome.REJECTED)
-            return None
-        return str(json.loads(answer)["session_id"])
+        session_id = self._field(call, answer, "session_id")
+        if session_id is None:
+            self._end(call, self._unanswered(answer))
+        else:
+            self._open.pop(id(call), None)  # set up: its row is create_model's
+        return session_id
 
     async def _create_model(self, trainer: int, session_id: str) -> str | None:
         body = json.dumps({"session_id": session_id, "model_seq_id": 0, "base_model": self.job.base_model,
                            "lora_config": {"rank": LORA_RANK}, "type": "create_model"}).encode()
-        call = _Call(self.now())
+        call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)
         answer = await self._submit(call, "create_model", body, _JSON)
-        if answer is None:
-            self._end(TrainingOp.CREATE_MODEL, trainer, 0, call, Outcome.REJECTED)
+        request_id, model_id = self._field(call, answer, "request_id"), self._field(call, answer, "model_id")
+        if request_id is None or model_id is None:
+            self._end(call, self._unanswered(answer))
             return None
-        future = json.loads(answer)
-        outcome, _, _ = await self._await(call, str(future["request_id"]), _JSON)
-        self._end(TrainingOp.CREATE_MODEL, trainer, 0, call, outcome)
-        return str(future["model_id"]) if outcome == Outcome.OK else None
+        outcome, _, _ = await self._await(call, request_id, _JSON)
+        self._end(call, outcome)
+        return model_id if outcome == Outcome.OK else None
 
     async def _forward_backward(self, trainer: int, step: int, model_id: str, seq: int) -> bool:
         mix = self.mix
         encoded = self.codec.forward_backward(model_id, seq, trainer, step, mix.datums, mix.datum_tokens)
-        call = _Call(self.now())
+        call = self._begin(TrainingOp.FORWARD_BACKWARD, trainer, step)
         answer = await self._submit(call, "forward_backward", encoded.body, encoded.headers)
-        if answer is None:
-            return self._end(TrainingOp.FORWARD_BACKWARD, trainer, step, call, Outcome.REJECTED)
-        outcome, ctype, payload = await self._await(call, str(json.loads(answer)["request_id"]), self.codec.poll_headers)
+        request_id = self._field(call, answer, "request_id")
+        if request_id is None:
+            return self._end(call, self._unanswered(answer))
+        outcome, ctype, payload = await self._await(call, request_id, self.codec.poll_headers)
         if outcome == Outcome.OK:
             problem = self.codec.check_forward_backward(ctype, payload, trainer, step, mix.datums, mix.datum_tokens)
             if problem is not None:
                 call.note(ErrorClass.INTEGRITY, f"forward_backward trainer {trainer} step {step}: {problem}")
                 outcome = Outcome.CORRUPT
-        return self._end(TrainingOp.FORWARD_BACKWARD, trainer, step, call, outcome)
+        return self._end(call, outcome)
 
     async def _optim_step(self, trainer: int, step: int, model_id: str, seq: int) -> bool:
-        call = _Call(self.now())
+        call = self._begin(TrainingOp.OPTIM_STEP, trainer, step)
         answer = await self._submit(call, "optim_step", self.codec.optim_step(model_id, seq), _JSON)
-        if answer is None:
-            return self._end(TrainingOp.OPTIM_STEP, trainer, step, call, Outcome.REJECTED)
-        outcome, _, payload = await self._await(call, str(json.loads(answer)["request_id"]), _JSON)
+        request_id = self._field(call, answer, "request_id")
+        if request_id is None:
+            return self._end(call, self._unanswered(answer))
+        outcome, _, payload = await self._await(call, request_id, _JSON)
         if outcome == Outcome.OK:
             problem = self.codec.check_optim_step(payload)
             if problem is not None:
                 call.note(ErrorClass.INTEGRITY, f"optim_step trainer {trainer} step {step}: {problem}")
                 outcome = Outcome.CORRUPT
-        return self._end(TrainingOp.OPTIM_STEP, trainer, step, call, outcome)
+        return self._end(call, outcome)
 
-    def _end(self, op: TrainingOp, trainer: int, step: int, call: _Call, outcome: Outcome) -> bool:
+    def _begin(self, op: TrainingOp, trainer: int, step: int) -> _Call:
+        call = _Call(op, trainer, step, self.now())
+        self._open[id(call)] = call
+        return call
+
+    def _end(self, call: _Call, outcome: Outcome) -> bool:
+        self._open.pop(id(call), None)
         done = self.now() if outcome == Outcome.OK else float("nan")
-        self.recorder.add(op, trainer, step, call.start, call.accepted, done, call.attempts, outcome,
+        self.recorder.add(call.op, call.trainer, call.step, call.start, call.accepted, done, call.attempts, outcome,
                           call.error, call.status, call.message)
         return outcome == Outcome.OK
+
+    def _unanswered(self, answer: bytes | None) -> Outcome:
+        """A submit that got no future: stopped by the trial (unfinished), refused, or answered without one."""
+        if answer is not None:
+            return Outcome.FAILED
+        return Outcome.PENDING if self._over() else Outcome.REJECTED
+
+    @staticmethod
+    def _field(call: _Call, answer: bytes | None, key: str) -> str | None:
+        """``answer``'s JSON field ``key`` as a string; None (noted as a decode error) when it has none."""
+        if answer is None:
+            return None
+        try:
+            return str(json.loads(answer)[key])
+        except (ValueError, KeyError, TypeError) as exc:
+            call.note(ErrorClass.DECODE, f"answer without {key}: {type(exc).__name__}: {answer[:200]!r}")
+            return None
 
     async def _submit(self, call: _Call, path: str, body: bytes, headers: bytes) -> bytes | None:
         """POST until a 200 (its body) or a refusal (None), as the SDK retries: transport errors, 408, 429, 5xx."""
@@ -227,7 +258,7 @@ class TrainingClient:
             await asyncio.sleep(period)
             if self._over():
                 return
-            call = _Call(self.now())
+            call = _Call(TrainingOp.HEARTBEAT, trainer, beat, self.now())
             call.attempts = 1
             try:
                 status, _, payload = await self.session.post(self._api + "session_heartbeat", body, _JSON, timeout)
@@ -241,7 +272,7 @@ class TrainingClient:
                     call.note(ErrorClass.HTTP_5XX if status >= 500 else ErrorClass.HTTP_4XX,
                               f"session_heartbeat: HTTP {status}: {payload[:300]!r}", status)
             call.accepted = self.now()
-            self._end(TrainingOp.HEARTBEAT, trainer, beat, call, outcome)
+            self._end(call, outcome)
             beat += 1
 
 
