@@ -25,6 +25,7 @@ from faultload.model.training import TrainingMix, parse_training
 from faultload.model.trial import TrialConfig
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.training import TrainingLog, TrainingOp, TrainingRecorder, summarize
+from faultload.suite.executor import describe_config
 
 OK, FB, OS, HB, CM = Outcome.OK, TrainingOp.FORWARD_BACKWARD, TrainingOp.OPTIM_STEP, TrainingOp.HEARTBEAT, TrainingOp.CREATE_MODEL
 
@@ -152,3 +153,9 @@ def test_heartbeats_fail_on_a_timeout_or_a_long_gap_and_are_unknown_when_none_wa
     verdict = check_heartbeats_answered(_inputs(gap), Budgets(heartbeat_gap_s=120.0))
     assert verdict.ok is False and "longest gap between answered heartbeats 190.0s" in verdict.detail
     assert check_heartbeats_answered(_inputs(_log([(CM, 0, 0, 0.0, 0.1, 1.0, 2, OK)])), Budgets()).ok is None
+
+
+def test_a_trial_line_names_its_training_mix():
+    trained = TrialConfig(target="skyrl==0.4.0", shape=LoadShape(training=TrainingMix(32, 16, 4, 128)), engine="null")
+    assert "train 32x16:4@128" in describe_config(trained)
+    assert "train" not in describe_config(TrialConfig(target="skyrl==0.4.0"))

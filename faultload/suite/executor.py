@@ -76,6 +76,10 @@ def describe_config(config) -> str:
         parts.append(f"delay {s.delay_polls.fraction:g}@{s.delay_polls.after_s:g}")
     if s.policy.poll_timeout_s != SDK_POLL_TIMEOUT_S:
         parts.append(f"poll timeout {s.policy.poll_timeout_s:g}")
+    t = s.training
+    if t.enabled:
+        parts.append(f"train {t.trainers}x{t.steps}:{t.datums}@{t.datum_tokens}"
+                     + (f" spread {t.spread_s:g}s" if t.spread_s else ""))
     router = r.mode + (f" {r.max_num_seqs}x{r.gen_seconds:g}s" if r.mode == "latency" else "")
     router += f" {r.barrier}/{r.barrier_timeout_s:g}s" if r.mode == "barrier" else ""
     parts.append(router)
