@@ -44,6 +44,8 @@ from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.record.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
 from faultload.model.shape import LoadShape, PollBehaviour
+from faultload.model.training import TrainingMix
+from faultload.record.training import TrainingLog
 
 BUDGETS = Budgets()
 SHAPE = LoadShape(requests=100, result_tokens=64, num_samples=1, max_outstanding=50)
@@ -1374,3 +1376,15 @@ def test_a_restart_excuses_what_the_old_process_held_but_not_what_was_accepted_a
     # not declared fatal: all four are losses
     v = check_no_lost_results(make_inputs(history=h, faults=faults), BUDGETS)
     assert v.figure == 4
+
+
+def test_a_trial_that_trained_gets_the_trainers_connections_and_the_db_pool_in_its_fd_budgets() -> None:
+    trained = dataclasses.replace(SHAPE, training=TrainingMix(trainers=32))
+    # 32 trainers' connections (2 each) on top of 50 in flight: over the samples-only budget, within the trained one
+    fds = 40 + 2 * np.minimum(np.arange(20), 10) * 5 + np.where(np.arange(20) > 2, 150, 0)
+    drained = ProcessSnapshot(230 * MIB, 40 + 20, 5.0)  # the DB pool's kept connections
+    monitor = make_monitor(fds=fds, drained=drained)
+    assert check_bounded_fds(make_inputs(monitor=monitor, shape=trained), BUDGETS).ok is False
+    verdict = check_bounded_fds(make_inputs(monitor=monitor, shape=trained, training=TrainingLog.empty()), BUDGETS)
+    assert verdict.ok is True, verdict.detail
+    assert "2×32 the trainers'" in verdict.detail and "+ 16 (the DB pool, training)" in verdict.detail

@@ -68,6 +68,9 @@ def _baseline(monitor: MonitorSamples, key: str, values: np.ndarray) -> tuple[in
     return int(values[0]), "baseline (first sample)"
 
 
+TRAINER_CONNECTIONS = 2
+
+
 def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     """Peak fds ≤ baseline + fds_slack + fds_per_in_flight × peak in-flight + idle connections; drained ≤ baseline + ε.
 
@@ -76,7 +79,9 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     in flight, so figure > budget is the peak rule exactly. Idle connections:
     the client's peak of open connections beyond the peak in flight, one fd
     each at the server (the client keeps finished connections for reuse until
-    its 5 s idle expiry, as the SDK does).
+    its 5 s idle expiry, as the SDK does), and for a trial that trained two per
+    trainer (its call in flight and its heartbeat: connections the sampling
+    counters do not see).
     Reaching the server's own soft RLIMIT_NOFILE (``monitor.fd_limit``, when
     known) is a violation whatever the budget: from there on every accept and
     every forward fails with "Too many open files". Fds not back near the
@@ -94,12 +99,16 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     in_flight = max(1.0, in_flight)
     connections, _ = _series(monitor, "client_connections_peak")
     idle = max(0, int(connections.max()) - int(in_flight)) if connections.size else 0
+    if inputs.training is not None:  # each trainer may hold two connections at once: a call and its heartbeat
+        idle += TRAINER_CONNECTIONS * inputs.shape.training.trainers
     i = int(np.argmax(fds))
     peak, peak_t = int(fds[i]), float(t[i])
     per_in_flight = (peak - baseline - idle) / in_flight
     per_budget = budgets.fds_per_in_flight + budgets.fds_slack / in_flight
     peak_budget = baseline + budgets.fds_slack + budgets.fds_per_in_flight * in_flight + idle
     idle_text = f" + {idle} idle client connections" if idle else ""
+    if inputs.training is not None and idle:
+        idle_text += f" (of them {TRAINER_CONNECTIONS}×{inputs.shape.training.trainers} the trainers')"
     head = (f"{per_in_flight:.2f} fds per request in flight (budget {per_budget:.2f}): peak {peak} fds at "
             f"{fmt_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + {budgets.fds_per_in_flight:g}×"
             f"{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}")
