@@ -33,7 +33,7 @@ The JSON written by ``--json-out`` is a contract (``faultload.matrix/1``)::
                "expected_caught_by": [...], "result": "clean"|"caught"|"error", "caught_by": [...],
                "unexpected": bool, "as_expected": bool, "judged_trials", "min_judged_trials",
                "invariants": {name: {"judged", "unknown", "skipped"}},
-               "repro_requests", "repro_path", "wall_s", ...}],
+               "repro_requests", "repro_training_calls", "repro_path", "wall_s", ...}],
      "profile", "wall_s", "ok"}
 """
 
@@ -171,6 +171,7 @@ class RowResult:
     min_judged_trials: int = 1
     invariants: dict[str, dict[str, int]] = field(default_factory=dict)  # judged/unknown/skipped per invariant
     repro_requests: int | None = None
+    repro_training_calls: int = 0  # the smallest repro's forward_backward + optim_step beside its samples
     repro_path: str | None = None
     wall_s: float = 0.0
     properties: list[dict[str, Any]] = field(default_factory=list)
@@ -256,6 +257,7 @@ def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | 
         if with_repro:
             smallest = min(with_repro, key=lambda p: p["repro_requests"])
             result.repro_requests = smallest["repro_requests"]
+            result.repro_training_calls = smallest.get("repro_training_calls") or 0
             result.repro_path = smallest.get("repro_path")
         result.error = broken or None
     elif broken:
@@ -334,6 +336,7 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
         + f") in {result.wall_s:.0f}s, {result.judged_trials} judged trials"
         + (f", caught by {', '.join(result.caught_by)}" if result.caught_by else "")
         + (f", repro {result.repro_requests} requests" if result.repro_requests is not None else "")
+        + (f" + {result.repro_training_calls} training calls" if result.repro_training_calls else "")
         + (f"; {result.error}" if result.error else "") + f"; log {log_path}")
     return result
 

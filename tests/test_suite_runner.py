@@ -25,6 +25,7 @@ from faultload.suite.families import ALL, Family
 from faultload.suite.reducer import complexity, reductions, with_requests
 from faultload.suite.state import Tally
 from faultload.model.watchdog import WatchdogLimits
+from faultload.model.training import TrainingMix
 from tests.quality.fakes import (
     TARGET, TIME_SCALE, FakeClock, KnownFailure, big_failure, make_runner, quality_profile, trial,
 )
@@ -262,6 +263,17 @@ def test_reductions_try_fewer_requests_first_then_each_fault() -> None:
     assert labels[:2] == ["1 request", "128 requests"]
     assert "one burst" in labels and labels.index("one burst") < labels.index(f"without {FAULT.to_spec()}")
     assert {f"without {OTHER.to_spec()}", f"without {FAULT.to_spec()}"} <= set(labels)
+
+
+def test_a_training_failure_shrinks_its_trainers_and_steps_after_its_requests_and_ranks_by_all_it_sends() -> None:
+    trained = dataclasses.replace(big_failure(FAULT), engine="null", shape=dataclasses.replace(
+        big_failure(FAULT).shape, training=TrainingMix(trainers=32, steps=16, datums=4, datum_tokens=128)))
+    labels = [label for label, _ in reductions(trained)]
+    assert labels[2:7] == ["1 trainer", "16 trainers", "1 step", "8 steps", "1 datum of 16 tokens"]
+    assert "no training" not in " ".join(labels)  # a training failure needs a trainer
+    fewer_trainers = dataclasses.replace(trained, shape=dataclasses.replace(
+        trained.shape, training=dataclasses.replace(trained.shape.training, trainers=1)))
+    assert complexity(fewer_trainers) < complexity(trained)  # 2 x 1 x 16 training calls, not 2 x 32 x 16
 
 
 def test_with_requests_keeps_the_cap_and_workers_within_the_requests() -> None:

@@ -21,12 +21,40 @@ def complexity(config) -> tuple:
     """Sort key of a failing trial: smaller is a simpler repro (requests first)."""
     s, r = config.shape, config.router
     return (
-        s.requests, len(config.faults.faults), int(s.abandon_polls.fraction > 0) + int(s.delay_polls.fraction > 0),
+        repro_size(s), len(config.faults.faults), int(s.abandon_polls.fraction > 0) + int(s.delay_polls.fraction > 0),
         int(s.arrival != "burst"), int(s.policy != type(s.policy)()), int(r.mode != "immediate"),
         s.result_tokens * s.num_samples, s.workers, int(s.client != "raw"), int(s.accept != "proto"),
         s.max_outstanding,
         s.abandon_polls.after_s + s.delay_polls.after_s,
     )
+
+
+def repro_size(shape) -> int:
+    """Requests a trial sends by design: its samples, and its trainers' forward_backward and optim_step."""
+    t = shape.training
+    return shape.requests + (2 * t.trainers * t.steps if t.enabled else 0)
+
+
+def _training_reductions(config):
+    """Fewer trainers, then fewer steps, then small bodies (never none: a training failure needs a trainer)."""
+    t = config.shape.training
+
+    def mix(label, **changes):
+        training = dataclasses.replace(t, **changes)
+        return label, dataclasses.replace(config, shape=dataclasses.replace(config.shape, training=training))
+
+    if not t.enabled:
+        return
+    if t.trainers > 1:
+        yield mix("1 trainer", trainers=1)
+    if t.trainers > 3:
+        yield mix(f"{t.trainers // 2} trainers", trainers=t.trainers // 2)
+    if t.steps > 1:
+        yield mix("1 step", steps=1)
+    if t.steps > 3:
+        yield mix(f"{t.steps // 2} steps", steps=t.steps // 2)
+    if t.datums > 1 or t.datum_tokens > 16:
+        yield mix("1 datum of 16 tokens", datums=1, datum_tokens=min(16, t.datum_tokens))
 
 
 def with_requests(config, requests: int):
@@ -48,7 +76,7 @@ def with_requests(config, requests: int):
 def reductions(config):
     """(label, simpler config) candidates, most valuable first; each differs from ``config``.
 
-    Fewer requests first; then what makes a trial long (late and abandoned
+    Fewer requests first, then fewer trainers and steps; then what makes a trial long (late and abandoned
     polls, spread arrivals), so later candidates run faster; then each fault;
     then the client policy, the router and the result size.
     """
@@ -61,6 +89,7 @@ def reductions(config):
         yield "1 request", with_requests(config, 1)
     if s.requests > 3:
         yield f"{s.requests // 2} requests", with_requests(config, s.requests // 2)
+    yield from _training_reductions(config)
     if s.delay_polls.fraction:
         yield shape("no delayed polls", delay_polls=PollBehaviour())
     if s.abandon_polls.fraction:
