@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,9 @@ from faultload.store.check import check_bundle
 from faultload.run.trial import TrialResult
 from faultload.record.collapse import Signal
 from faultload.record.collapse import CollapseVerdict
+from faultload.model.training import TrainingMix
+from faultload.record.history import ErrorClass, Outcome
+from faultload.record.training import TrainingOp, TrainingRecorder
 from tests.test_report import result  # noqa: F401 - the hand-built TrialResult fixture
 
 LOG = """2026-11-30 07:50:14,170 - INFO - uvicorn.error: Started server process [6256]
@@ -114,6 +118,29 @@ def full(result: TrialResult) -> TrialResult:  # noqa: F811
     result.topology = {"edge": "127.0.0.1:1 -> 127.0.0.1:2"}
     result.cleanup_errors = ["one"]
     return result
+
+
+def test_a_trained_trial_bundle_keeps_its_training_log_and_judges_it_again(full: TrialResult, tmp_path: Path) -> None:
+    full.config = dataclasses.replace(full.config, engine="null", shape=dataclasses.replace(
+        full.config.shape, training=TrainingMix(trainers=1, steps=1)))
+    recorder = TrainingRecorder()
+    recorder.add(TrainingOp.FORWARD_BACKWARD, 0, 0, 0.5, 0.6, math.nan, 3, Outcome.LOST, ErrorClass.HTTP_404, 404,
+                 "retrieve_future 7: HTTP 404")
+    recorder.add(TrainingOp.HEARTBEAT, 0, 0, 1.0, 1.1, 1.1, 1, Outcome.OK)
+    full.training = recorder.log()
+    verdicts = judge(full, Budgets())
+    write_bundle(full, Budgets(), verdicts, tmp_path / "b")
+    stored = load_bundle(tmp_path / "b")
+    assert _dicts(judge(stored, stored.budgets)) == _dicts(verdicts)
+    by_name = {v.name: v for v in verdicts}
+    assert by_name["training_futures"].ok is False and "1 lost" in by_name["training_futures"].detail
+    assert report.build_report(stored, verdicts)["training"]["forward_backward"]["lost"] == 1
+
+
+def test_an_older_bundle_without_training_json_loads_as_no_training(full: TrialResult, tmp_path: Path) -> None:
+    write_bundle(full, Budgets(), judge(full, Budgets()), tmp_path / "b")
+    (tmp_path / "b" / "training.json").unlink()
+    assert load_bundle(tmp_path / "b").training is None
 
 
 def test_a_stored_trial_has_every_field_of_a_trial_result() -> None:
