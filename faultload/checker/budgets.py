@@ -137,7 +137,7 @@ class Budgets:
       regressions, twice clean's CPU per request and more.
     * ``server_cpu_ms_per_training_request`` — ms per training HTTP attempt
       — 6.0, taken off the server's CPU first: clean 0.4.0 spent ~3.2-3.5 ms
-      per attempt beyond the samples' share (full time and 0.05).
+      per attempt beyond the samples' share, 4.1 in the 4-wave known trial.
 
     Retries (``retry_amplification``):
 
