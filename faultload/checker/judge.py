@@ -60,7 +60,7 @@ def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
         router_completed_s=result.router_completed_s or None,
         error_examples=error_examples(result),
-        training=getattr(result, "training", None),
+        training=result.training,
     )
     verdicts = [*check_all(inputs, budgets, checkers_for(inputs)), collapse_verdict(result)]
     result.phases_s["judge"] = time.monotonic() - started

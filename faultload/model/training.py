@@ -38,8 +38,9 @@ class TrainingMix:
         return self.trainers > 0
 
     @property
-    def forward_backwards(self) -> int:
-        return self.trainers * self.steps
+    def calls(self) -> int:
+        """The forward_backward and optim_step calls the mix makes (0 for none)."""
+        return 2 * self.trainers * self.steps
 
     def problems(self) -> list[tuple[bool, str]]:
         """(holds, message) for each rule, in order; the shape's validate raises on the first broken one."""

@@ -155,7 +155,7 @@ def write_bundle(result: TrialResult | StoredTrial, budgets: Budgets, verdicts: 
         "config.json": config_to_dict(result.config), "budgets.json": budgets.to_dict(), "trial.json": trial,
         "monitor.json": _optional(result.monitor), "faults.json": _optional(result.fault_log),
         "server_log.json": _exact(result.server_log), "verdicts.json": report,
-        "training.json": _optional(getattr(result, "training", None)),
+        "training.json": _optional(result.training),
     }
     for name, data in files.items():
         _write(path / name, json.dumps(data, indent=1, default=str) + "\n")

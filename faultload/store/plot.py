@@ -81,7 +81,7 @@ def write_timeline(result: TrialResult, path: str | Path, title: str | None = No
 
     path = Path(path)
     mon = result.monitor
-    training = getattr(result, "training", None)
+    training = result.training
     panels = 6 if training is not None else 5
     fig, axes = plt.subplots(panels, 1, figsize=(11, 12 + 2 * (panels - 5)), sharex=True, constrained_layout=True)
     bin_s = max(0.5, result.load_s / 200) if result.load_s else 1.0

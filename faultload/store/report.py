@@ -141,7 +141,7 @@ def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | No
 def _training_block(result: TrialResult | StoredTrial) -> dict[str, Any] | None:
     """The training mix's calls (per op: requested, completed, failed, lost, corrupt, unfinished, latency),
     the training client's CPU and the engine process's CPU and fds; None for a trial without one."""
-    log = getattr(result, "training", None)
+    log = result.training
     if log is None:
         return None
     block: dict[str, Any] = summarize(log)

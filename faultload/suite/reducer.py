@@ -31,8 +31,7 @@ def complexity(config) -> tuple:
 
 def repro_size(shape) -> int:
     """Requests a trial sends by design: its samples, and its trainers' forward_backward and optim_step."""
-    t = shape.training
-    return shape.requests + (2 * t.trainers * t.steps if t.enabled else 0)
+    return shape.requests + shape.training.calls
 
 
 def _training_reductions(config):

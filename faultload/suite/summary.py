@@ -41,7 +41,7 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
             "first_failure_requests": state.first_failure_requests,
             "repro_requests": state.best[0].shape.requests if state.best else None,
             # the repro's trainers' forward_backward + optim_step (0 without training)
-            "repro_training_calls": _training_calls(state.best[0].shape) if state.best else None,
+            "repro_training_calls": state.best[0].shape.training.calls if state.best else None,
             "repro_path": str(state.repro_path) if state.repro_path else None,
             "bundle_path": str(state.bundle_path) if state.bundle_path else None,
             "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
@@ -106,8 +106,3 @@ def summary_lines(runner) -> list[str]:
     if runner.phases_s:
         lines.append(f"  trial wall {phases_wall(runner.phases_s):.0f} s: {phases_text(runner.phases_s)}")
     return lines
-
-
-def _training_calls(shape) -> int:
-    t = shape.training
-    return 2 * t.trainers * t.steps if t.enabled else 0
