@@ -11,10 +11,14 @@ prints per checkout the median and spread ((max - min) / median) of:
   ready, NaN for a checkout that does not report it), router processes, and the parent (monitor,
   watchdog, fault control); and the server's CPU per request;
 
-then B/A of each median. The numbers come from each trial's JSON report, which
+and /healthz p99 (the server's responsiveness under that load); then B/A of
+each median. ``--a-args``/``--b-args`` add run arguments to one side only, so
+one checkout can be compared with itself under two settings (e.g. ``--b .
+--a . --a-args "--engine sleeper" --b-args "--engine null"``). The numbers come from each trial's JSON report, which
 reads CPU from /proc and getrusage, never from wall time.
 
-Usage: .faultload/venv/bin/python bench/harness_ab.py --a PATH --b PATH [--repeat N] [-- RUN_ARGS...]
+Usage: .faultload/venv/bin/python bench/harness_ab.py --a PATH --b PATH [--a-args ARGS] [--b-args ARGS]
+[--repeat N] [-- RUN_ARGS...]
 (default RUN_ARGS: none, i.e. `make run`'s trial; e.g. `-- --requests 4096 --router-mode barrier
 --max-outstanding 0` for the reference harness's burst)
 """
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -42,6 +47,7 @@ def figures(report: dict[str, Any]) -> dict[str, float]:
     out = {"wall_s": wall, "load_s": load, "wall_per_load": wall / load if load else float("inf")}
     out.update({f"phase_{k}_s": v for k, v in report["phases_s"].items()})
     out.update(cpu_per_request(report))
+    out["healthz_p99_s"] = report["server"]["healthz_latency_s"]["p99"] or float("nan")
     return out
 
 
@@ -63,6 +69,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--a", required=True, type=Path, help="checkout A (the baseline)")
     parser.add_argument("--b", required=True, type=Path, help="checkout B")
+    parser.add_argument("--a-args", default="", help="run arguments for A only (one shell-quoted string)")
+    parser.add_argument("--b-args", default="", help="run arguments for B only (one shell-quoted string)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--home", default=str(ROOT / ".faultload"), help="the workspace both use")
     parser.add_argument("run_args", nargs="*")
@@ -74,15 +82,16 @@ def main() -> int:
     if args.repeat < 1:
         print("harness_ab: --repeat must be >= 1", file=sys.stderr)
         return 2
+    extra = {"A": shlex.split(args.a_args), "B": shlex.split(args.b_args)}
     runs: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     order = [("A", "B"), ("B", "A")]
     with tempfile.TemporaryDirectory(prefix="harness-ab-") as tmp:
         for i in range(args.repeat):
             for side in order[i % 2]:
                 checkout = args.a if side == "A" else args.b
-                runs[side].append(one_trial(checkout.resolve(), args.run_args, args.home, Path(tmp) / "r.json"))
+                runs[side].append(one_trial(checkout.resolve(), args.run_args + extra[side], args.home, Path(tmp) / "r.json"))
                 print(f"  {side} {i + 1}/{args.repeat}: wall {runs[side][-1]['wall_s']:.1f} s", file=sys.stderr)
-    print(f"A = {args.a}\nB = {args.b}\nrun args: {' '.join(args.run_args) or '(make run)'}; {args.repeat} each, ABBA")
+    print(f"A = {args.a} {args.a_args}\nB = {args.b} {args.b_args}\nrun args: {' '.join(args.run_args) or '(make run)'}; {args.repeat} each, ABBA")
     print(f"{'figure':<24}{'A median':>10}{'A spread':>10}{'B median':>10}{'B spread':>10}{'B/A':>8}")
     for key in runs["A"][0]:
         a = [r[key] for r in runs["A"]]
