@@ -55,21 +55,21 @@ def test_nightly_trials_are_valid(config):
     config.validate()
     shape = config.shape
     held = min(shape.requests, shape.max_outstanding or shape.requests)
-    # the server's queued work fits the scaled poll timeout: 200 held at 0.05 with the SDK's 45 s
+    # the server's queued work fits the scaled poll timeout: 100 held at 0.05 with the SDK's 45 s
     result_kib = shape.result_tokens * shape.num_samples * 16 / 1024
-    assert held <= S.NIGHTLY.max_faithful_held(shape.policy.poll_timeout_s, SCALE, result_kib) <= 200
+    assert held <= S.NIGHTLY.max_faithful_held(shape.policy.poll_timeout_s, SCALE, result_kib) <= 100
     if shape.requests > held:
         assert 0 < shape.max_outstanding  # a shape bigger than that always caps what is in flight
 
 
 def test_faithful_hold_follows_the_poll_timeout_and_the_scale():
     limits = S.NIGHTLY
-    assert limits.max_faithful_held(45.0, 0.05) == 200  # 0.25 x 2.25 s / (2 x 1.4 ms)
-    assert limits.max_faithful_held(15.0, 0.05) == 66
-    assert limits.max_faithful_held(45.0, 0.05, result_kib=360.0) == 87  # + 3.6 ms for the result
-    assert limits.max_faithful_held(45.0, 1.0) == 4017
+    assert limits.max_faithful_held(45.0, 0.05) == 100  # 0.25 x 2.25 s / (2 x 2.8 ms)
+    assert limits.max_faithful_held(15.0, 0.05) == 33
+    assert limits.max_faithful_held(45.0, 0.05, result_kib=360.0) == 61  # + 3.6 ms for the result
+    assert limits.max_faithful_held(45.0, 1.0) == 2008
     assert limits.max_faithful_held(5.0, 0.001) == 1  # never below one request
-    assert limits.replace(max_backlog_share=0.5).max_faithful_held(45.0, 0.05) == 401
+    assert limits.replace(max_backlog_share=0.5).max_faithful_held(45.0, 0.05) == 200
 
 
 def test_requests_fit_half_the_wall_bound_through_the_cap():
