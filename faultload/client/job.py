@@ -49,6 +49,10 @@ class WorkerResult:
     startup_cpu_s: float = 0.0  # of which before it was ready (interpreter, imports, client set-up)
     crashed: str | None = None  # set when the worker itself failed
     training: TrainingLog | None = None  # a training worker's calls (None for a sampling worker)
+    address: str | None = None  # the source address its sockets were bound to
+    node: str | None = None  # the Ray node it ran on (None: a process of this machine's trial)
+    clock_offset_s: float | None = None  # that node's monotonic clock minus the trial's (Ray only)
+    clock_error_s: float | None = None  # the offset's bound: half the shortest measuring round trip
 
 
 # Slots per worker in the shared live-counter array.

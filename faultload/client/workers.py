@@ -72,14 +72,15 @@ def _prepare(job: WorkerJob, counters: Any) -> Any:
     return prepare_sdk(job, counters, len(COUNTER_SLOTS))
 
 
-async def _run(job: WorkerJob, counters: Any, stop: Any, prepared: Any, built: Callable[[Any], None]):
+async def _run(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any,
+               built: Callable[[Any], None]):
     """Run the worker's client; ``built`` gets the client as soon as it exists (its history outlives a crash)."""
     if prepared is not None:
         built(prepared)
-        return await prepared.start(job.t0, stop.is_set)
+        return await prepared.start(job.t0, stopped)
     if job.role == "train":
-        return await run_training(job, stop.is_set, built)
-    return await run_raw(job, counters, len(COUNTER_SLOTS), stop.is_set, built)
+        return await run_training(job, stopped, built)
+    return await run_raw(job, counters, len(COUNTER_SLOTS), stopped, built)
 
 
 def _crash_result(job: WorkerJob, clients: list, exc: BaseException) -> WorkerResult:
@@ -95,37 +96,27 @@ def _crash_result(job: WorkerJob, clients: list, exc: BaseException) -> WorkerRe
                         training=getattr(client, "training", None))
 
 
-def _worker_main(
-    job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any, parent_pid: int
-) -> None:
-    # A worker never outlives the trial that started it, even one killed with SIGKILL.
-    die_with_parent(parent_pid)
-    # Ctrl-C and a closed terminal's SIGHUP reach the whole foreground group: the
-    # parent decides when workers stop, and collects the history they hold.
-    ignore_terminal_signals()
+def prepare_job(job: WorkerJob, counters: Any) -> tuple[Any, str | None]:
+    """Set up the job's client before the clock starts: (what ``run_job`` takes, the set-up error or None).
+
+    Shared by a local worker process and a Ray actor (``faultload.cluster``), so both run the same code.
+    """
     raise_nofile_limit()
-    prepared, setup_error = None, None
     try:
-        prepared = _prepare(job, counters)
+        return _prepare(job, counters), None
     except BaseException as exc:  # the harness's own failure (the SDK's is the client's): reported as a crash
-        setup_error = f"setting up the {job.shape.client} client: {exc!r}\n{traceback.format_exc()}"
-    startup = resource.getrusage(resource.RUSAGE_SELF)
-    with ready.get_lock():
-        ready.value += 1
-    if not go.wait(_READY_TIMEOUT_S * 2):
-        out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed="never told to start"))
-        return
-    if setup_error is not None:
-        out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed=setup_error))
-        return
-    job = dataclasses.replace(job, t0=t0.value)
+        return None, f"setting up the {job.shape.client} client: {exc!r}\n{traceback.format_exc()}"
+
+
+def run_job(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any) -> WorkerResult:
+    """Run a prepared job (``job.t0`` on this process's monotonic clock) to its result; never raises."""
     profile_dir = os.environ.get("FAULTLOAD_PROFILE_WORKERS")  # bench/ uses this to find hot spots
     profiler = cProfile.Profile() if profile_dir else None
     clients: list = []
     try:
         if profiler is not None:
             profiler.enable()
-        client = aio.run(_run(job, counters, stop, prepared, clients.append))
+        client = aio.run(_run(job, counters, stopped, prepared, clients.append))
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))
@@ -134,9 +125,36 @@ def _worker_main(
                               training=getattr(client, "training", None))
     except BaseException as exc:  # the worker must always report, never hang the trial
         result = _crash_result(job, clients, exc)
+    result.address = job.source_ip
+    return result
+
+
+def process_cpu_s() -> float:
+    """This process's user + system CPU so far."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    result.cpu_s = usage.ru_utime + usage.ru_stime
-    result.startup_cpu_s = startup.ru_utime + startup.ru_stime
+    return usage.ru_utime + usage.ru_stime
+
+
+def _worker_main(
+    job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any, parent_pid: int
+) -> None:
+    # A worker never outlives the trial that started it, even one killed with SIGKILL.
+    die_with_parent(parent_pid)
+    # Ctrl-C and a closed terminal's SIGHUP reach the whole foreground group: the
+    # parent decides when workers stop, and collects the history they hold.
+    ignore_terminal_signals()
+    prepared, setup_error = prepare_job(job, counters)
+    startup_cpu_s = process_cpu_s()
+    with ready.get_lock():
+        ready.value += 1
+    if not go.wait(_READY_TIMEOUT_S * 2):
+        out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed="never told to start"))
+        return
+    if setup_error is not None:
+        out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed=setup_error))
+        return
+    result = run_job(dataclasses.replace(job, t0=t0.value), counters, stop.is_set, prepared)
+    result.cpu_s, result.startup_cpu_s = process_cpu_s(), startup_cpu_s
     out.put(result)
 
 

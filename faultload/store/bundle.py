@@ -75,12 +75,17 @@ class WorkerSummary:
     error_examples: dict[str, str] = field(default_factory=dict)  # error class -> first message
     cpu_s: float = 0.0
     crashed: str | None = None
+    address: str | None = None  # absent from a bundle written before they were kept
+    node: str | None = None
+    clock_offset_s: float | None = None
+    clock_error_s: float | None = None
 
     @classmethod
     def of(cls, worker: Any) -> "WorkerSummary":
         """From a ``WorkerResult`` (read by attribute: the client is not imported here)."""
         return cls(worker.worker, worker.submit_hist, worker.e2e_hist, dict(worker.error_examples),
-                   worker.cpu_s, worker.crashed)
+                   worker.cpu_s, worker.crashed, worker.address, worker.node, worker.clock_offset_s,
+                   worker.clock_error_s)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -90,6 +90,24 @@ def _server_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
     return block
 
 
+def _workers_block(result: TrialResult | StoredTrial) -> list[dict[str, Any]]:
+    """One entry per load worker: where it ran (``node`` "local" or the Ray node's address), from which
+    source address, its requests (history rows; a training worker's calls), CPU, and why it crashed."""
+    rows = result.history["worker"]
+    out = []
+    for w in result.workers:
+        count = int(np.count_nonzero(rows == w.worker))
+        training = result.training is not None and count == 0 and w.worker == len(result.workers) - 1
+        out.append({
+            "worker": w.worker, "role": "train" if training else "sample",
+            "node": w.node or "local", "address": w.address,
+            "requests": len(result.training) if training else count,
+            "cpu_s": round(w.cpu_s, 3), "crashed": w.crashed.splitlines()[0] if w.crashed else None,
+            "clock_offset_s": w.clock_offset_s, "clock_error_s": w.clock_error_s,
+        })
+    return out
+
+
 def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | None = None) -> dict[str, Any]:
     """The JSON report of one trial (``verdicts``: the invariants, when judged)."""
     h = result.history
@@ -127,6 +145,7 @@ def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | No
         "config": _config_dict(result),
         "faults": _faults_block(result),
         "training": _training_block(result),
+        "workers": _workers_block(result),
         "verdict": result.verdict.to_dict() if result.verdict else None,
         "invariants": to_report(verdicts) if verdicts is not None else None,
         "server_log": result.server_log.to_dict() if result.server_log else None,
