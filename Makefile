@@ -12,7 +12,7 @@ setup: $(DEPS_STAMP) targets
 
 $(DEPS_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[plot]' 'setuptools>=68'  # setuptools: tests build a wheel offline with it
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[plot,ray]' 'setuptools>=68'  # setuptools: tests build a wheel offline with it
 	touch $(DEPS_STAMP)
 
 # `faultload setup` builds Toxiproxy into .faultload/tools from its Go module

@@ -34,6 +34,8 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         args = build_parser().parse_args(argv)
         args.home = environ.get("FAULTLOAD_HOME")  # the workspace when --workdir is not given
         args.go = environ.get("GO")  # a Go binary to build Toxiproxy with (setup, doctor)
+        # --ray: the cluster `auto` names, and the path a loopback cluster's actors import faultload from
+        args.ray_environ = {key: environ[key] for key in ("RAY_ADDRESS", "PYTHONPATH") if key in environ}
         # The commands and the trial machinery they run (~150 ms, ~400 modules) load here, not at the
         # top: spawned load workers re-import this module, and --help, --version and a usage error stay quick.
         from faultload.cli_commands import COMMANDS  # local import: spawned load workers re-import this module

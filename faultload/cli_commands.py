@@ -23,6 +23,7 @@ from faultload.checker.judge import judge
 from faultload.compare import report as compare_report
 from faultload.compare.judge import comparison_json, load_compare_settings
 from faultload.compare.runner import abba, judge_trials, run_comparison
+from faultload.cli_cluster import join_for
 from faultload.cli_parser import UsageError
 from faultload.config_file import find_config
 from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -117,12 +118,14 @@ def _build(args: argparse.Namespace):
         raise UsageError(str(exc)) from None
 
 
-def _run_and_report(args: argparse.Namespace, config, budgets) -> int:
-    """Run one trial, judge it, print and write what was asked; the exit code."""
+def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> int:
+    """Run one trial (its workers on ``cluster``'s nodes when given), judge it, print and write what
+    was asked; the exit code."""
 
     progress = None if args.quiet else ProgressLine(config.shape.requests, sys.stderr)
+    pools = {"pools": cluster.pool} if cluster is not None else {}
     try:
-        result = run_trial(config, _workspace(args), progress=progress)
+        result = run_trial(config, _workspace(args), progress=progress, **pools)
     except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -175,15 +178,31 @@ def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdi
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    config, budgets = _build(args)
-    return _run_and_report(args, config, budgets)
+    _build(args)  # bad values are told before a cluster is joined
+    cluster = join_for(args)
+    try:
+        config, budgets = _build(args)
+        return _run_and_report(args, config, budgets, cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 def cmd_confirm(args: argparse.Namespace) -> int:
-    """The full-size run: fit it to the machine first, say what changed, then run and judge it."""
+    """The full-size run: fit it to the machine (or --ray's nodes) first, say what changed, then run and
+    judge it."""
 
+    cluster = join_for(args)
     try:
-        limits = current_limits()
+        return _confirm(args, cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _confirm(args: argparse.Namespace, cluster) -> int:
+    try:
+        limits = current_limits() if cluster is None else cluster.limits(current_limits())
         fit = plan(args.requests, args.max_outstanding, args.workers, limits)
         if not args.max_outstanding:
             # As many SDK sampling clients as workers, each at its default
@@ -206,7 +225,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
         args.plot = args.plot or f"{stem}.png"
         args.history = args.history or f"{stem}-history.npz"
     config, budgets = _build(args)
-    return _run_and_report(args, config, budgets)
+    return _run_and_report(args, config, budgets, cluster)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -155,6 +155,9 @@ def _add_output_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fatal-fault", action="append", default=[], metavar="KIND",
                    help="fault kind whose victims may give up, e.g. router:crash (repeatable; default none)")
     p.add_argument("--no-early-stop", action="store_true", help="do not stop the trial on a recognised collapse (the verdict is still computed)")
+    p.add_argument("--ray", default=None, metavar="HOST:PORT",
+                   help="run the load workers as actors on this Ray cluster (auto: RAY_ADDRESS), spread over its "
+                        "nodes; needs the ray extra (default: local worker processes)")
 
 
 def build_parser() -> argparse.ArgumentParser:

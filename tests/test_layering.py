@@ -68,6 +68,7 @@ FORBIDDEN = {
     "faultload.faults": ("faultload.checker", "faultload.run", "faultload.router", "faultload.client") + _FACES,
     "faultload.targets": ("faultload.checker", "faultload.run", "faultload.router", "faultload.client") + _FACES,
     "faultload.run": _FACES,
+    "faultload.cluster": ("faultload.checker", "faultload.run", "faultload.router") + _FACES,
     "faultload.compare": ("faultload.suite", "faultload.cli", "faultload.cli_commands", "faultload.matrix"),
 }
 # module -> what it must never import, beyond its room's rules

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from faultload.client.job import WorkerResult
+from faultload.client.job import WorkerJob, WorkerResult
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool
 from faultload.run.jobs import build_jobs
@@ -178,8 +178,10 @@ def run_trial(
     progress: Progress | None = None,
     progress_every_s: float = 2.0,
     stack: Stack | None = None,
+    pools: Callable[[list[WorkerJob]], WorkerPool] = WorkerPool,
 ) -> TrialResult:
-    """Run ``config`` once, on ``stack`` or on a stack of its own.
+    """Run ``config`` once, on ``stack`` or on a stack of its own, its load workers from ``pools``
+    (local processes; ``faultload.cluster.RayCluster.pool``: Ray actors).
 
     Raises ValueError for a bad config (or a stack that does not fit it)
     before starting anything. ``phases_s`` splits ``wall_s`` (model.trial.TRIAL_PHASES):
@@ -193,8 +195,7 @@ def run_trial(
     spec = config.validate()
     if stack is not None and stack.config != config.stack_config():
         raise ValueError("this trial's target/regressions/knobs/time scale/proxies differ from the running stack's")
-    started = time.monotonic()
-    cpu_start = _self_cpu()
+    started, cpu_start = time.monotonic(), _self_cpu()
     own_stack = stack is None
     pool = monitor = None
     result = TrialResult(config, History.empty(0), [], None, {}, {"spec": spec.text}, 0.0, 0.0, {})
@@ -210,7 +211,7 @@ def run_trial(
         switch("session_open")
         sampling_id = open_sampling_session(server.url, BASE_MODEL)
         switch("workers_start")
-        pool = WorkerPool(build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt, server.version))
+        pool = pools(build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt, server.version))
         pool.start()
         pool.wait_ready()
         switch("other")
