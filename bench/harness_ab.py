@@ -92,14 +92,19 @@ def main() -> int:
                 runs[side].append(one_trial(checkout.resolve(), args.run_args + extra[side], args.home, Path(tmp) / "r.json"))
                 print(f"  {side} {i + 1}/{args.repeat}: wall {runs[side][-1]['wall_s']:.1f} s", file=sys.stderr)
     print(f"A = {args.a} {args.a_args}\nB = {args.b} {args.b_args}\nrun args: {' '.join(args.run_args) or '(make run)'}; {args.repeat} each, ABBA")
-    print(f"{'figure':<24}{'A median':>10}{'A spread':>10}{'B median':>10}{'B spread':>10}{'B/A':>8}")
+    print_table(runs)
+    return 0
+
+
+def print_table(runs: dict[str, list[dict[str, float]]], width: int = 28) -> None:
+    """Per figure: A's and B's median and spread, and B/A of the medians."""
+    print(f"{'figure':<{width}}{'A median':>10}{'A spread':>10}{'B median':>10}{'B spread':>10}{'B/A':>8}")
     for key in runs["A"][0]:
         a = [r[key] for r in runs["A"]]
         b = [r.get(key, 0.0) for r in runs["B"]]
         ma, mb = statistics.median(a), statistics.median(b)
         ratio = f"{mb / ma:8.2f}" if ma else f"{'-':>8}"
-        print(f"{key:<24}{ma:>10.3f}{spread(a):>10.0%}{mb:>10.3f}{spread(b):>10.0%}{ratio}")
-    return 0
+        print(f"{key:<{width}}{ma:>10.3f}{spread(a):>10.0%}{mb:>10.3f}{spread(b):>10.0%}{ratio}")
 
 
 if __name__ == "__main__":

@@ -36,16 +36,25 @@ def target_is_loopback(target: str) -> bool:
     return spec.kind != "url" or is_loopback_host(urlsplit(spec.url or "").hostname or "")
 
 
+def _join(args: argparse.Namespace, target_loopback: bool) -> RayCluster:
+    try:
+        environ = getattr(args, "ray_environ", {})
+        _reachable(resolve_address(args.ray, environ))
+        return join(args.ray, args.allow_remote, target_loopback, environ)
+    except (ClusterError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def join_rows_cluster(args: argparse.Namespace) -> RayCluster | None:
+    """matrix --ray: the joined cluster (None without it); each row launches its target on its node."""
+    return _join(args, target_loopback=True) if args.ray else None
+
+
 def join_for(args: argparse.Namespace) -> RayCluster | None:
     """The joined cluster for ``args.ray`` (None without it), with ``args.workers`` fitted to its nodes."""
     if not args.ray:
         return None
-    try:
-        environ = getattr(args, "ray_environ", {})
-        _reachable(resolve_address(args.ray, environ))
-        cluster = join(args.ray, args.allow_remote, target_is_loopback(args.target), environ)
-    except (ClusterError, ValueError) as exc:
-        raise UsageError(str(exc)) from None
+    cluster = _join(args, target_is_loopback(args.target))
     try:
         fit = plan(args.requests, args.max_outstanding, args.workers, cluster.limits(current_limits()))
     except DoesNotFit as exc:

@@ -23,7 +23,8 @@ from faultload.checker.judge import judge
 from faultload.compare import report as compare_report
 from faultload.compare.judge import comparison_json, load_compare_settings
 from faultload.compare.runner import abba, judge_trials, run_comparison
-from faultload.cli_cluster import join_for
+from faultload.cli_cluster import join_for, join_rows_cluster
+from faultload.matrix_spread import spread_rows
 from faultload.cli_parser import UsageError
 from faultload.config_file import find_config
 from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
@@ -277,12 +278,17 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     def log(message: str) -> None:
         print(f"faultload matrix: {message}", file=sys.stderr, flush=True)
 
+    cluster = join_rows_cluster(args)
+    spread = (lambda rows_, run_one: spread_rows(cluster, rows_, run_one, log)) if cluster is not None else None
     try:
         result = matrix_mod.run_matrix(rows, args.profile, all_properties=args.all_properties, workdir=logs, log=log,
-                                       session_s=args.session_s, home=args.home)
+                                       session_s=args.session_s, home=args.home, spread=spread)
     except KeyboardInterrupt:
         print("faultload: interrupted; every row's session stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        if cluster is not None:
+            cluster.close()
     table = matrix_table.markdown_table(result)
     print(table)
     if args.json_out:

@@ -249,5 +249,10 @@ def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
     matrix.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.matrix/1 (default: not written)")
     matrix.add_argument("--markdown-out", default=None, metavar="PATH",
                         help="write the table as Markdown, the README's (default: not written)")
+    matrix.add_argument("--ray", default=None, metavar="HOST:PORT",
+                        help="spread the rows over this Ray cluster's nodes, one row per node at a time (auto: "
+                             "RAY_ADDRESS); every node must have this faultload and its workspace (default: one "
+                             "row after another here)")
+    matrix.add_argument("--allow-remote", action="store_true", help="allow a --ray cluster off loopback")
     matrix.add_argument("--logs", default=None, metavar="DIR",
                         help="where each row's pytest log and summary go (default .faultload/matrix/TIME)")

@@ -39,6 +39,7 @@ The JSON written by ``--json-out`` is a contract (``faultload.matrix/1``)::
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -357,23 +358,27 @@ def _stop(proc: subprocess.Popen) -> int | None:
 
 def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = False, cwd: Path | None = None,
                workdir: Path | None = None, log: Callable[[str], None] = print,
-               session_s: float | None = None, home: str | None = None) -> dict[str, Any]:
+               session_s: float | None = None, home: str | None = None,
+               spread: Callable[[list[MatrixRow], Callable[[MatrixRow], RowResult]], list[RowResult]] | None = None,
+               ) -> dict[str, Any]:
     """Run every row; the matrix as the JSON contract describes (``session_s``: each row's session time;
-    ``home``: the workspace the logs go under when ``workdir`` is None, the caller's $FAULTLOAD_HOME)."""
+    ``home``: the workspace the logs go under when ``workdir`` is None, the caller's $FAULTLOAD_HOME;
+    ``spread``: runs the rows, e.g. over a Ray cluster's nodes (``matrix_spread``); default one after another)."""
     cwd = cwd or Path.cwd()
     suite_dir = Path(__file__).resolve().parent
     if workdir is None:  # kept: the JSON points at each row's log; under the workspace, not /tmp
         workdir = Workspace.default(home).root / "matrix" / time.strftime("%Y%m%dT%H%M%S")
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    results = []
+    run_one = functools.partial(run_row, profile=profile, workdir=workdir, suite_dir=suite_dir,
+                                all_properties=all_properties, cwd=cwd, timeout_s=row_timeout_s(profile, session_s),
+                                log=log, session_s=session_s)
     for row in rows:
         expectation = row.expectation(profile)
         log(f"row {row.name}: {row.target}" + switches_text(row.regress, row.fixes)
             + f", profile {profile}, expected {expectation.expected}"
             + (f" by {', '.join(expectation.caught_by)}" if expectation.caught_by else ""))
-        results.append(run_row(row, profile, workdir, suite_dir, all_properties=all_properties, cwd=cwd,
-                               timeout_s=row_timeout_s(profile, session_s), log=log, session_s=session_s))
+    results = spread(rows, run_one) if spread is not None else [run_one(row) for row in rows]
     return {
         "schema": SCHEMA,
         "profile": profile,

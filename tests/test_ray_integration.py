@@ -128,3 +128,38 @@ def test_a_killed_actor_makes_its_requests_unfinished_and_is_named(cluster, isol
     assert wait_until(lambda: not _actors(cluster), timeout_s=15.0), [p.cmdline() for p in _actors(cluster)]
     run.assert_nothing_left(isolated_workdir)
     assert _off_loopback(cluster) == []
+
+
+def test_matrix_rows_spread_one_per_node_at_once_in_row_order(cluster):
+    # Stand-in rows (a harness test of the spreading itself): each "row" sleeps 3 s on its node and says where
+    # and when. The real rows' equivalence with the sequential matrix is measured by `faultload matrix --ray`.
+    import types
+
+    from faultload.cli_cluster import join_rows_cluster
+    from faultload.matrix_spread import spread_rows
+
+    args = types.SimpleNamespace(ray=cluster.address, allow_remote=False, ray_environ={})
+    joined = join_rows_cluster(args)
+    try:
+        def run_one(row):
+            import socket as socket_mod
+            import time as time_mod
+
+            import ray as ray_mod
+
+            started = time_mod.time()
+            time_mod.sleep(3.0)
+            node = ray_mod.util.get_node_ip_address()
+            return types.SimpleNamespace(name=row.name, node=node, started=started, ended=time_mod.time(),
+                                         shown=f"ran {row.name}", host=socket_mod.gethostname())
+
+        rows = [types.SimpleNamespace(name=f"row{i}") for i in range(3)]
+        lines: list[str] = []
+        results = spread_rows(joined, rows, run_one, lines.append)
+    finally:
+        joined.close()
+    assert [r.name for r in results] == ["row0", "row1", "row2"]
+    assert {results[0].node, results[1].node} == {"127.0.0.2", "127.0.0.3"}
+    assert results[1].started < results[0].ended and results[0].started < results[1].ended  # at once
+    assert results[2].started >= min(results[0].ended, results[1].ended) - 0.5  # waited for a free node
+    assert sum("on node" in line for line in lines) == 6
