@@ -152,7 +152,7 @@ def test_a_crashed_worker_keeps_its_clients_history(monkeypatch):
             job = make_job(url, shape, COUNT)
             clients: list = []
             try:
-                await asyncio.wait_for(workers._run(job, None, threading.Event(), None, clients.append), 30.0)
+                await asyncio.wait_for(workers._run(job, None, threading.Event().is_set, None, clients.append), 30.0)
             except Exception as exc:
                 return workers._crash_result(job, clients, exc)
         raise AssertionError("the worker did not crash")
