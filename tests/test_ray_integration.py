@@ -71,21 +71,19 @@ def _run(tmp_path: Path, workdir: Path, name: str, *args: str) -> dict:
     return json.loads(out.read_text())
 
 
-def test_a_trial_on_two_nodes_counts_and_judges_as_local_workers(cluster, isolated_workdir: Path, tmp_path: Path):
+def test_a_trial_on_two_nodes_completes_and_holds_as_local_workers_do(cluster, isolated_workdir: Path, tmp_path: Path):
+    # Local workers against Ray side by side, at 20,000 requests: bench/ray_ab.py (CI's time is kept for this).
     require_target("0.4.0")
     args = ["--requests", "1000", "--workers", "2", "--max-outstanding", "100", "--time-scale", "0.1"]
-    local = _run(tmp_path, isolated_workdir, "local", *args)
     on_ray = _run(tmp_path, isolated_workdir, "ray", *args, "--ray", cluster.address)
-    for report in (local, on_ray):
-        assert report["completed"] == report["requested"] == 1000 and report["error"] is None
-        assert report["attempts"]["http_attempts"] == 2000
-    verdicts = {name: {v["name"]: v["ok"] for v in r["invariants"]} for name, r in (("local", local), ("ray", on_ray))}
-    assert {n: verdicts["ray"][n] for n in SAFETY} == {n: verdicts["local"][n] for n in SAFETY} == dict.fromkeys(SAFETY, True)
+    assert on_ray["completed"] == on_ray["requested"] == 1000 and on_ray["error"] is None
+    assert on_ray["attempts"]["http_attempts"] == 2000
+    verdicts = {v["name"]: v["ok"] for v in on_ray["invariants"]}
+    assert {n: verdicts[n] for n in SAFETY} == dict.fromkeys(SAFETY, True)
     workers = on_ray["workers"]
     assert sorted(w["node"] for w in workers) == ["127.0.0.2", "127.0.0.3"]
     assert [w["requests"] for w in workers] == [500, 500]
     assert all(w["clock_error_s"] < 0.05 and abs(w["clock_offset_s"]) < 0.05 for w in workers)
-    assert {w["node"] for w in local["workers"]} == {"local"}
     assert _off_loopback(cluster) == []
     assert wait_until(lambda: not _actors(cluster), timeout_s=15.0), [p.cmdline() for p in _actors(cluster)]
 
