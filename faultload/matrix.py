@@ -174,6 +174,7 @@ class RowResult:
     repro_requests: int | None = None
     repro_training_calls: int = 0  # the smallest repro's forward_backward + optim_step beside its samples
     repro_path: str | None = None
+    evidence: str | None = None  # the smallest repro's first violated invariant and its detail
     wall_s: float = 0.0
     properties: list[dict[str, Any]] = field(default_factory=list)
     trials: int = 0
@@ -260,6 +261,7 @@ def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | 
             result.repro_requests = smallest["repro_requests"]
             result.repro_training_calls = smallest.get("repro_training_calls") or 0
             result.repro_path = smallest.get("repro_path")
+            result.evidence = first_evidence(smallest)
         result.error = broken or None
     elif broken:
         result.error = broken
@@ -338,8 +340,19 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
         + (f", caught by {', '.join(result.caught_by)}" if result.caught_by else "")
         + (f", repro {result.repro_requests} requests" if result.repro_requests is not None else "")
         + (f" + {result.repro_training_calls} training calls" if result.repro_training_calls else "")
-        + (f"; {result.error}" if result.error else "") + f"; log {log_path}")
+        + (f"; {result.error}" if result.error else "")
+        + (f"; {result.evidence}" if result.evidence else "") + f"; log {log_path}")
     return result
+
+
+def first_evidence(prop: dict[str, Any], limit: int = 400) -> str | None:
+    """``name: detail`` of a caught property's first violated invariant, cut to ``limit`` characters."""
+    evidence = prop.get("evidence") or {}
+    for name in prop.get("violated") or ():
+        if name in evidence:
+            text = f"{name}: {evidence[name]}"
+            return text if len(text) <= limit else text[:limit - 1] + "…"
+    return None
 
 
 def _stop(proc: subprocess.Popen) -> int | None:

@@ -97,6 +97,19 @@ def test_caught_row_names_its_invariants_and_smallest_repro() -> None:
     assert r.result == "caught" and r.as_expected
     assert r.caught_by == ["no_lost_results", "retry_amplification"]
     assert r.repro_requests == 1 and r.repro_path == "/r/test_all_invariants.json"
+    assert r.evidence is None  # a summary without details (written before they were kept) names none
+
+
+def test_a_caught_row_quotes_its_smallest_repro_s_figure() -> None:
+    small = prop("test_bounded_resources", "failed", ["bounded_cpu"], 1200)
+    small["evidence"] = {"bounded_cpu": "over budget: 2.310 ms of server CPU per HTTP request vs 2.005 ms"}
+    big = prop("test_health", "failed", ["healthz_latency"], 4000)
+    big["evidence"] = {"healthz_latency": "p99 9 s"}
+    r = judge_row(CLEAN, summary(big, small), 1, 100.0)
+    assert r.evidence == "bounded_cpu: over budget: 2.310 ms of server CPU per HTTP request vs 2.005 ms"
+    small["evidence"] = {"bounded_cpu": "x" * 1000}
+    cut = judge_row(CLEAN, summary(small), 1, 100.0).evidence
+    assert len(cut) == 400 and cut.endswith("…")
 
 
 def test_clean_row() -> None:

@@ -25,14 +25,20 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
     properties = []
     for state in runner.states.values():
         violated: list[str] = []
+        evidence: dict[str, str] = {}
         if state.best is not None:
             names = checked(state.family)
-            violated = [v.name for v in state.best[1].verdicts if v.name in names and v.ok is False]
+            failing = [v for v in state.best[1].verdicts if v.name in names and v.ok is False]
+            violated = [v.name for v in failing]
+            evidence = {v.name: v.detail for v in failing}
         properties.append({
             "nodeid": state.nodeid,
             "name": state.nodeid.split("::")[-1],
             "outcome": outcomes.get(state.nodeid, "unknown"),
             "violated": violated,
+            # each violated invariant's detail in the smallest failing trial: the figure that failed, so a
+            # matrix line (and CI's output) says by how much without the row's log
+            "evidence": evidence,
             "trials": state.trials,
             "cached": state.cached,
             "not_run": state.not_run,
