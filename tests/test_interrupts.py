@@ -115,7 +115,9 @@ def _start_run(tmp_path: Path, workdir: Path) -> tuple[Started, Path]:
     return run, json_out
 
 
-@pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGHUP, True)],
+# CI's 30 minutes: one signal of each path runs in `make test`, the others nightly (`make test-all`)
+@pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False),
+                                        pytest.param(signal.SIGHUP, True, marks=pytest.mark.slow)],
                          ids=["SIGINT-group", "SIGTERM", "SIGHUP-group"])
 def test_one_signal_ends_the_run_with_its_partial_report(tmp_path: Path, isolated_workdir: Path, sig, group):
     run, json_out = _start_run(tmp_path, isolated_workdir)
@@ -157,7 +159,9 @@ def _trial_running(run: Started) -> bool:
     return server and workers
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+# CI's 30 minutes: one signal of each path runs in `make test`, the others nightly (`make test-all`)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.slow)],
+                         ids=["SIGTERM", "SIGHUP"])
 def test_suite_session_closes_its_stack_on_a_signal(tmp_path: Path, isolated_workdir: Path, sig):
     require_target("0.4.0")
     run = Started(["-m", "pytest", "faultload", "-p", "no:cacheprovider", "-q", "--faultload-profile", "ci",

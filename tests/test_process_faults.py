@@ -231,9 +231,10 @@ def _tagged_with(tag: str, needle: str) -> list[int]:
 
 
 @pytest.mark.integration
+# CI's 30 minutes: the server's pause runs in `make test`, the router's (the same resume path) nightly
 @pytest.mark.parametrize("fault, needle", [
     ("server:pause@1+600", "skyrl_launch.py"),
-    ("router:pause@1+600", "faultload.router"),
+    pytest.param("router:pause@1+600", "faultload.router", marks=pytest.mark.slow),
 ])
 def test_a_run_sigkilled_mid_pause_leaves_no_stopped_process(tmp_path: Path, fault: str, needle: str) -> None:
     """SIGKILL `faultload run` while the server (or router) is SIGSTOPped: afterwards no process

@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 import faultload.strategies as S
@@ -24,11 +24,15 @@ from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 
 TARGET = "skyrl==0.4.0"
 SCALE = 0.05
+# Hypothesis's explain phase re-runs a shrunk example to say which parts of it mattered: 90 of the 94 s
+# test_minimal_trial_config took (cProfile, Hypothesis 6.170). These tests read the example, not the
+# explanation, so they skip it, as the suite's own profiles do (suite/session.py FULL_PHASES).
+NO_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
 FAST = settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
 def minimal(strategy):
-    return find(strategy, lambda x: True, settings=settings(database=None, max_examples=2000))
+    return find(strategy, lambda x: True, settings=settings(database=None, max_examples=2000, phases=NO_EXPLAIN))
 
 
 # ---------------------------------------------------------------- validity and round trips
@@ -204,7 +208,7 @@ def test_minimal_examples(strategy, expected):
 
 
 def test_minimal_affected_poll_behaviour_is_everyone_past_the_poll_timeout():
-    assert find(S.poll_behaviours(), lambda p: p.fraction > 0, settings=settings(database=None)) == PollBehaviour(1.0, 45.0)
+    assert find(S.poll_behaviours(), lambda p: p.fraction > 0, settings=settings(database=None, phases=NO_EXPLAIN)) == PollBehaviour(1.0, 45.0)
 
 
 def test_minimal_routers():
@@ -221,7 +225,7 @@ def test_minimal_fault():
 
 # ---------------------------------------------------------------- directions, long outages, sequences
 
-FIND = settings(database=None, max_examples=5000, derandomize=True, suppress_health_check=list(HealthCheck))
+FIND = settings(database=None, max_examples=5000, derandomize=True, phases=NO_EXPLAIN, suppress_health_check=list(HealthCheck))
 SHORTEST = 5.0 * SCALE  # the shortest window, 5 SDK s
 # Each toxic kind's simplest attributes at SCALE (times scaled: 1,000 SDK ms -> 50 ms; rates divided).
 SIMPLEST_ATTRIBUTES = {
@@ -347,7 +351,7 @@ def test_each_process_fault_is_drawn_and_shrinks_to_its_minimum(link, kind, expe
 
 def test_process_pauses_last_1_to_60_sdk_seconds():
     longest = find(S.faults(1.0, PROCESS), lambda f: f.kind == "pause" and f.duration_s >= 60,
-                   settings=settings(database=None, max_examples=5000))
+                   settings=settings(database=None, max_examples=5000, phases=NO_EXPLAIN))
     assert longest.duration_s == 60.0
 
     @FAST
@@ -382,7 +386,7 @@ def test_ci_space_holds_the_retention_shape():
         return slow and s.abandon_polls.fraction > 0 and s.abandon_polls.after_s >= 200 and s.requests >= 8
 
     found = find(S.trial_configs(TARGET, SCALE), retention_like,
-                 settings=settings(database=None, max_examples=5000, suppress_health_check=list(HealthCheck)))
+                 settings=settings(database=None, max_examples=5000, phases=NO_EXPLAIN, suppress_health_check=list(HealthCheck)))
     assert found.shape.abandon_polls.after_s >= 200
 
 
@@ -465,7 +469,7 @@ def test_sdk_never_drawn_where_it_cannot_run(target, limits):
 
 
 def test_minimal_sdk_shape_is_the_minimal_shape_with_the_sdk():
-    found = find(S.load_shapes(SCALE), lambda s: s.client == "sdk", settings=settings(database=None))
+    found = find(S.load_shapes(SCALE), lambda s: s.client == "sdk", settings=settings(database=None, phases=NO_EXPLAIN))
     assert found == dataclasses.replace(S.minimal_shape(SCALE), client="sdk")
 
 

@@ -143,7 +143,9 @@ def _interrupt_run(workdir: Path, tmp_path: Path, sig: int) -> tuple[int, str, s
     return code, "".join(out), "".join(lines), json_out, tag
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+# CI's 30 minutes: SIGINT's path is also test_interrupts' SIGINT-group; it runs nightly (`make test-all`)
+@pytest.mark.parametrize("sig", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM],
+                         ids=["SIGINT", "SIGTERM"])
 def test_interrupt_writes_partial_report_and_stops_everything(isolated_workdir: Path, tmp_path: Path, sig: int):
     require_target("0.4.0")
     code, stdout, stderr, json_out, tag = _interrupt_run(isolated_workdir, tmp_path, sig)
