@@ -9,27 +9,14 @@ line, exit 2, nothing left running.
 from __future__ import annotations
 
 import argparse
-import socket
 import sys
 from urllib.parse import urlsplit
 
 from faultload.cli_parser import UsageError
-from faultload.cluster.connect import ClusterError, resolve_address
+from faultload.cluster.connect import ClusterError, check_reachable, resolve_address
 from faultload.cluster.session import RayCluster, join
 from faultload.model.target import is_loopback_host, parse_target
 from faultload.run.preflight import DoesNotFit, current_limits, plan
-
-REACH_TIMEOUT_S = 3.0
-
-
-def _reachable(address: str) -> None:
-    """One TCP connect to the cluster's GCS: Ray's own join waits a minute for one that is not there."""
-    host, _, port = address.rpartition(":")
-    try:
-        socket.create_connection((host, int(port)), timeout=REACH_TIMEOUT_S).close()
-    except OSError as exc:
-        raise UsageError(f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc})") from None
-
 
 def target_is_loopback(target: str) -> bool:
     spec = parse_target(target)
@@ -39,7 +26,7 @@ def target_is_loopback(target: str) -> bool:
 def _join(args: argparse.Namespace, target_loopback: bool) -> RayCluster:
     try:
         environ = getattr(args, "ray_environ", {})
-        _reachable(resolve_address(args.ray, environ))
+        check_reachable(resolve_address(args.ray, environ))
         return join(args.ray, args.allow_remote, target_loopback, environ)
     except (ClusterError, ValueError) as exc:
         raise UsageError(str(exc)) from None

@@ -7,6 +7,8 @@ package that fails to import, as an environment without the extra would.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from conftest import run_cli
@@ -111,3 +113,22 @@ def test_no_cluster_at_the_address_is_one_line(tmp_path):
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "no Ray cluster answers there" in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("address, message", [
+    ("127.0.0.3:9", "--faultload-ray 127.0.0.3:9: no Ray cluster answers there"),
+    ("auto", "--faultload-ray auto: RAY_ADDRESS is not set"),
+])
+def test_the_suite_refuses_a_cluster_it_cannot_use_before_any_trial(address: str, message: str, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "faultload", "-p", "no:cacheprovider", "-q",
+                           "--faultload-ray", address, "--faultload-workdir", str(tmp_path / "fl")],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]  # pytest's usage error
+    assert message in proc.stderr, proc.stderr
+    assert not (tmp_path / "fl").exists()  # nothing started, nothing written

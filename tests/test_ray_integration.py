@@ -161,3 +161,21 @@ def test_matrix_rows_spread_one_per_node_at_once_in_row_order(cluster):
     assert results[1].started < results[0].ended and results[0].started < results[1].ended  # at once
     assert results[2].started >= min(results[0].ended, results[1].ended) - 0.5  # waited for a free node
     assert sum("on node" in line for line in lines) == 6
+
+
+def test_the_suite_runs_its_trials_load_workers_on_the_cluster(cluster, isolated_workdir: Path, tmp_path: Path):
+    require_target("0.4.0")
+    summary = tmp_path / "summary.json"
+    run = Started(["-m", "pytest", "faultload", "-p", "no:cacheprovider", "-q", "--faultload-profile", "ci",
+                   "--faultload-target", "skyrl==0.4.0", "--faultload-workdir", str(isolated_workdir),
+                   "--faultload-examples", "2", "-k", "test_result_integrity", "--faultload-ray", cluster.address,
+                   "--faultload-summary-json", str(summary)], tmp_path)
+    # Each trial starts its actors and ends them: seen while the session runs, none left after it.
+    seen = wait_until(lambda: _actors(cluster) or run.proc.poll() is not None, timeout_s=240.0, every_s=0.05)
+    assert run.wait() == 0, run.stderr() + run.stdout[-2000:]
+    assert seen and not isinstance(seen, bool), "no LoadWorker actor ran during the session"
+    data = json.loads(summary.read_text())
+    assert data["judged_trials"] >= 1 and data["properties"][0]["outcome"] == "passed"
+    assert wait_until(lambda: not _actors(cluster), timeout_s=15.0), [p.cmdline() for p in _actors(cluster)]
+    run.assert_nothing_left(isolated_workdir)
+    assert _off_loopback(cluster) == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import socket
 from pathlib import Path
 from types import ModuleType
 from typing import Mapping
@@ -20,6 +21,7 @@ from faultload.model.target import is_loopback_host
 
 INSTALL_HINT = "pip install 'faultload[ray]'"
 NAMESPACE = "faultload"
+REACH_TIMEOUT_S = 3.0
 
 
 class ClusterError(ValueError):
@@ -47,6 +49,15 @@ def resolve_address(address: str, environ: Mapping[str, str]) -> str:
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ClusterError(f"--ray {address!r}: expected HOST:PORT, e.g. 127.0.0.3:26379")
     return address
+
+
+def check_reachable(address: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
+    """One TCP connect to the cluster's GCS (``HOST:PORT``): Ray's own join waits a minute for one that is not there."""
+    host, _, port = address.rpartition(":")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ClusterError(f"--ray {address}: no Ray cluster answers there ({exc.strerror or exc})") from None
 
 
 def address_host(address: str) -> str:

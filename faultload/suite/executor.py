@@ -93,8 +93,11 @@ class StackExecutor:
     """Runs each config on one shared real stack and judges it against the budgets."""
 
     def __init__(self, workspace, budgets, baseline_wait_s: float,
-                 log: Callable[[str], None] | None = None, keep_reports: bool = False) -> None:
+                 log: Callable[[str], None] | None = None, keep_reports: bool = False,
+                 pools: Callable | None = None) -> None:
         self.workspace = workspace
+        # where a trial's load workers run: None, local processes; a RayCluster's pool, its nodes (--faultload-ray)
+        self.pools = {"pools": pools} if pools is not None else {}
         self.keep_reports = keep_reports  # a comparison reads its metrics from every trial's report
         self.budgets = budgets
         self.baseline_wait_s = baseline_wait_s
@@ -118,7 +121,7 @@ class StackExecutor:
             raise SuiteError(f"could not start the stack for {config.target}: {type(exc).__name__}: {exc}") from exc
         started = time.monotonic()
         try:
-            result = run_trial(config, self.workspace, stack=stack)
+            result = run_trial(config, self.workspace, stack=stack, **self.pools)
         except KeyboardInterrupt:  # the session ends: stop the stack without waiting on in-flight forwards
             self.close(server_grace_s=INTERRUPTED_SERVER_GRACE_S)
             raise

@@ -14,14 +14,16 @@ collected. Options::
     --faultload-examples N       override the profile's examples per property
     --faultload-session-s S      override the profile's session time (no trial starts after S seconds)
     --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
+    --faultload-ray HOST:PORT    each trial's load workers as actors on that Ray cluster (auto: $RAY_ADDRESS)
     --faultload-baseline BUILD   add the comparative property: each example on BUILD too, the session's
                                  target (with its switches) must be no worse (faultload.suite.comparative)
 
 Each session's state (options, runner, outcomes) is a
 :class:`~faultload.suite.session.SuiteSession` on its own ``config.stash``
 (:func:`session`), made on first use (at ``pytest_configure`` when
-``--faultload-baseline`` is given, so a bad build is a usage error); the environment (``FAULTLOAD_PROFILE``,
-``FAULTLOAD_HOME``) is read here, in ``pytest_configure``, and handed to it as
+``--faultload-baseline`` or ``--faultload-ray`` is given, so a bad build or cluster is a usage error); the
+environment (``FAULTLOAD_PROFILE``, ``FAULTLOAD_HOME``, and for ``--faultload-ray`` ``RAY_ADDRESS`` and
+``PYTHONPATH``) is read here, in ``pytest_configure``, and handed to it as
 values. Properties carry the ``faultload`` marker (``-m faultload`` selects
 them, ``-m "not faultload"`` leaves them out), registered with pytest so
 ``--strict-markers`` passes; their Hypothesis settings are the registered
@@ -52,7 +54,7 @@ if TYPE_CHECKING:
     from faultload.suite.session import SuiteSession
 
 DEFAULT_PROFILE = "ci"
-ENVIRONMENT = ("FAULTLOAD_PROFILE", "FAULTLOAD_HOME")
+ENVIRONMENT = ("FAULTLOAD_PROFILE", "FAULTLOAD_HOME", "RAY_ADDRESS", "PYTHONPATH")  # the last two: --faultload-ray
 MARKER = "faultload: a faultload property (runs trials on the session's shared stack; uses faultload_suite)"
 
 _ENVIRON = pytest.StashKey[Mapping[str, str]]()
@@ -87,6 +89,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "properties left without a judged trial then fail as not judged")
     group.addoption("--faultload-summary-json", default=None, metavar="FILE",
                     help="write each property's outcome, violated invariants and repro as JSON (default: not written)")
+    group.addoption("--faultload-ray", default=None, metavar="HOST:PORT",
+                    help="run each trial's load workers as actors on the Ray cluster there (auto: $RAY_ADDRESS; "
+                         "needs faultload[ray]); the stack stays here (default: local worker processes)")
     group.addoption("--faultload-baseline", default=None, metavar="BUILD",
                     help="run the comparative property: each example on BUILD (e.g. skyrl==0.4.0, "
                          "skyrl==0.4.0+regress=rich-access-log) and on the target, failing when the target is worse "
@@ -127,7 +132,8 @@ def _made(config: pytest.Config) -> SuiteSession | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     config.stash[_ENVIRON] = environment(os.environ)
-    if config.getoption("faultload_baseline", None):  # a bad build spec is a usage error now, not at collection
+    # a bad build spec or cluster address is a usage error now, not at collection
+    if config.getoption("faultload_baseline", None) or config.getoption("faultload_ray", None):
         session(config)
 
 

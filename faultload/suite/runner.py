@@ -54,13 +54,14 @@ class SuiteRunner:
     """One pytest session's bookkeeping: time bounds, cache, tallies, shrinking, repros.
 
     ``executor`` runs and judges a trial (default: :class:`StackExecutor`, the
-    real shared stack); settings arrive as values, nothing is read behind the
-    caller's back.
+    real shared stack, its trials' load workers from ``pools``: local
+    processes by default, a Ray cluster's actors with ``--faultload-ray``);
+    settings arrive as values, nothing is read behind the caller's back.
     """
 
     def __init__(self, profile: Profile, target: str, regress: tuple[str, ...], workspace, budgets,
                  watchdog=None, shrink_s: float | None = None, log=None, fixes: tuple[str, ...] = (),
-                 executor: Executor | None = None, baseline=None, compare_settings=None) -> None:
+                 executor: Executor | None = None, baseline=None, compare_settings=None, pools=None) -> None:
         self.profile = profile
         self.target = target
         self.regress = regress
@@ -76,7 +77,8 @@ class SuiteRunner:
         self.trials = 0
         self.phases_s: dict[str, float] = {}  # every trial run's phases, summed (the summary's breakdown)
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
-        self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log)
+        self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log,
+                                                            pools=pools)
         self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
         self._compare = (executor, compare_settings)
         self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs

@@ -41,6 +41,8 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from faultload.checker.budgets import load_budgets
+from faultload.cluster.connect import ClusterError, check_reachable, resolve_address
+from faultload.cluster.session import RayCluster, join
 from faultload.compare.judge import CompareSettings, load_compare_settings
 from faultload.config_file import find_config
 from faultload.model.build import Build, parse_build
@@ -94,6 +96,15 @@ class SuiteOptions:
         self.workdir: str | None = get("faultload_workdir")
         self.home: str | None = environ.get("FAULTLOAD_HOME")
         self.shrink_s: float | None = get("faultload_shrink_s")
+        # --faultload-ray: the cluster's HOST:PORT, checked to answer now (its join waits for the first trial)
+        self.ray_environ = {name: environ[name] for name in ("RAY_ADDRESS", "PYTHONPATH") if name in environ}
+        self.ray: str | None = None
+        if get("faultload_ray"):
+            try:
+                self.ray = resolve_address(get("faultload_ray"), environ)
+                check_reachable(self.ray)
+            except ClusterError as exc:
+                raise pytest.UsageError(suite_cluster_error(exc)) from None
 
     def workspace(self) -> Workspace:
         return Workspace.default(self.workdir or self.home)
@@ -127,6 +138,19 @@ def register_hypothesis_profiles(chosen: Profile, workspace: Workspace) -> None:
                                   **hypothesis_settings(profile, workspace))
 
 
+def suite_cluster_error(exc: ClusterError) -> str:
+    """A cluster's one-line refusal, naming the suite's option (the CLI's says ``--ray``)."""
+    return str(exc).replace("--ray", "--faultload-ray", 1)
+
+
+def join_suite_cluster(address: str, environ: Mapping[str, str]) -> RayCluster:
+    """The session's Ray cluster: every node on loopback, as the stack the suite launches is."""
+    try:
+        return join(address, allow_remote=False, target_loopback=True, environ=environ)
+    except ClusterError as exc:
+        raise pytest.UsageError(suite_cluster_error(exc)) from None
+
+
 class SuiteSession:
     """What one pytest session knows about faultload: options, Hypothesis profile, runner, outcomes."""
 
@@ -136,6 +160,7 @@ class SuiteSession:
         self.outcomes: dict[str, str] = {}
         self.property_ids: list[str] = []
         self.suite: SuiteRunner | None = None
+        self.cluster: RayCluster | None = None  # --faultload-ray's, joined with the runner
         self._interrupts: Interrupts | None = None
         # Hypothesis's profiles are process-wide: what was loaded is loaded again by close().
         self._loaded_before = (settings.get_current_profile_name(), settings.default)
@@ -166,10 +191,13 @@ class SuiteSession:
         if self.suite is None:
             opts = self.options
             pyproject = opts.pyproject()
+            if opts.ray is not None and executor is None:
+                self.cluster = join_suite_cluster(opts.ray, opts.ray_environ)
             self.suite = SuiteRunner(
                 opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject), fixes=opts.fixes,
                 watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=self._terminal_log(),
                 executor=executor, baseline=opts.baseline, compare_settings=opts.compare_settings,
+                pools=self.cluster.pool if self.cluster is not None else None,
             )
             # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
             # closed; a second signal kills every child process at once.
@@ -242,6 +270,9 @@ class SuiteSession:
         if self.suite is not None:
             self.suite.close()
         self.suite = None
+        if self.cluster is not None:  # after the runner: its last trial's actors are gone with it
+            self.cluster.close()
+            self.cluster = None
         if self._interrupts is not None:
             self._interrupts.uninstall()
             self._interrupts = None
