@@ -46,24 +46,22 @@ def provision(workspace: Workspace, specs: list[TargetSpec], go_named: str | Non
         return _failure(toxiproxy) or _failure(installs)
 
 
-def _ensure_targets(targets_dir: Path, specs: list[TargetSpec], log: Log) -> str | None:
-    """Torch once, then every target venv side by side; the first failure's reason, in ``specs`` order."""
+def _ensure_targets(targets_dir: Path, specs: list[TargetSpec], log: Log) -> None:
+    """Torch once, then every target venv side by side; raises the first failure in ``specs`` order
+    (after every install has ended)."""
     if not specs:
-        return None
-    try:
-        ensure_shared_torch(targets_dir, log)
-    except InstallError as exc:
-        return str(exc)
+        return
+    ensure_shared_torch(targets_dir, log)
     with ThreadPoolExecutor(max_workers=len(specs), thread_name_prefix="faultload-target") as pool:
         futures = [pool.submit(ensure_target, targets_dir, spec, log) for spec in specs]
-        reasons = [_failure(future) for future in futures]
-    return next((reason for reason in reasons if reason), None)
+    for future in futures:
+        future.result()
 
 
 def _failure(future: Future) -> str | None:
-    """A setup step's one-line reason it failed (its own answer, or the error it raised), None when it did not."""
+    """A setup step's one-line reason it failed, None when it did not."""
     try:
-        answer = future.result()
+        future.result()
     except (ToxiproxyBuildError, InstallError) as exc:
         return str(exc)
-    return answer if isinstance(answer, str) else None
+    return None
