@@ -28,9 +28,8 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
         evidence: dict[str, str] = {}
         if state.best is not None:
             names = checked(state.family)
-            failing = [v for v in state.best[1].verdicts if v.name in names and v.ok is False]
-            violated = [v.name for v in failing]
-            evidence = {v.name: v.detail for v in failing}
+            evidence = {v.name: v.detail for v in state.best[1].verdicts if v.name in names and v.ok is False}
+            violated = list(evidence)
         properties.append({
             "nodeid": state.nodeid,
             "name": state.nodeid.split("::")[-1],
