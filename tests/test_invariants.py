@@ -1088,6 +1088,13 @@ def test_classify_queuepool_timeout() -> None:
     assert "QueuePool limit of size 5 overflow 10 reached" in summary.classes["pool_timeout"].example
 
 
+def test_classify_the_observed_pool_exhaustion_apart_from_the_pool_timeout() -> None:
+    observed = ("2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 3 checkouts waited >= 1 s "
+                "for a connection in the last 1 s (longest 2.10 s, 0 timed out); QueuePool size 5, overflow 10\n")
+    summary = classify_log(observed + pool_log(2.0))
+    assert list(summary.classes) == ["pool_exhausted", "pool_timeout"] and summary.errors == 2
+
+
 def test_classify_forwarding_timeout_chain_and_wrapped_lines() -> None:
     summary = classify_log(forwarding_timeout_log(1.0))
     assert list(summary.classes) == ["forwarding_timeout"] and summary.errors == 1

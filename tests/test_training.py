@@ -24,6 +24,7 @@ from faultload.model.shape import LoadShape
 from faultload.model.training import TrainingMix, parse_training
 from faultload.model.trial import TrialConfig
 from faultload.record.history import ErrorClass, History, Outcome
+from faultload.record.serverlog import classify_log
 from faultload.record.training import TrainingLog, TrainingOp, TrainingRecorder, summarize
 from faultload.suite.executor import describe_config
 
@@ -153,6 +154,16 @@ def test_heartbeats_fail_on_a_timeout_or_a_long_gap_and_are_unknown_when_none_wa
     verdict = check_heartbeats_answered(_inputs(gap), Budgets(heartbeat_gap_s=120.0))
     assert verdict.ok is False and "longest gap between answered heartbeats 190.0s" in verdict.detail
     assert check_heartbeats_answered(_inputs(_log([(CM, 0, 0, 0.0, 0.1, 1.0, 2, OK)])), Budgets()).ok is None
+
+
+def test_a_starved_heartbeat_names_the_pool_exhaustion_the_server_log_shows():
+    line = ("2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 37 checkouts waited >= 1 s "
+            "for a connection in the last 1 s (longest 9.41 s, 0 timed out); QueuePool size 5, overflow 10, timeout 30 s")
+    timed_out = _log([(HB, 0, 0, 10.0, 20.0, math.nan, 1, Outcome.FAILED, ErrorClass.TIMEOUT, 0, "slow")])
+    inputs = dataclasses.replace(_inputs(timed_out), server_log=classify_log(line + "\n"))
+    verdict = check_heartbeats_answered(inputs, Budgets())
+    assert verdict.ok is False
+    assert "server log: 1 pool_exhausted lines" in verdict.detail and "longest 9.41 s" in verdict.detail
 
 
 def test_a_trial_line_names_its_training_mix():

@@ -29,7 +29,9 @@ from faultload.record.history import ErrorClass, Outcome
 from faultload.record.training import TrainingLog, TrainingOp
 
 # The server-log classes that explain a starved heartbeat or a failed training call.
-STARVATION_CLASSES = ("pool_timeout", "db_locked")
+# pool_exhausted is faultload's own record of checkouts that waited (targets/skyrl_dbpool.py): below
+# SQLAlchemy's 30 s pool timeout the server writes nothing, and 0.3.0 swallows even that timeout.
+STARVATION_CLASSES = ("pool_exhausted", "pool_timeout", "db_locked")
 
 
 def _spans(log: TrainingLog) -> tuple[np.ndarray, np.ndarray]:
@@ -41,7 +43,8 @@ def _starvation_note(inputs: CheckInputs) -> str:
     summary = inputs.server_log
     if summary is None:
         return ""
-    parts = [f"{summary.classes[name].count} {name} lines" for name in STARVATION_CLASSES if name in summary.classes]
+    parts = [f"{summary.classes[name].count} {name} lines (first: {summary.classes[name].example[:200]})"
+             for name in STARVATION_CLASSES if name in summary.classes]
     return ("; server log: " + ", ".join(parts)) if parts else ""
 
 

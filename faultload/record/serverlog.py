@@ -47,6 +47,8 @@ KNOWN_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in (
         ("too_many_open_files", r"too many open files|\bEMFILE\b|\[Errno 24\]"),
+        # written by faultload's observer inside the server (targets/skyrl_dbpool.py): waits, before any timeout
+        ("pool_exhausted", r"DB pool exhausted: \d+ checkouts waited"),
         ("pool_timeout", r"QueuePool limit|\bPoolTimeout\b|pool timed out|pool .{0,40}timed out|pool .{0,40}exhausted"),
         ("forwarding_timeout", r"SocketTimeoutError|ServerTimeoutError|ReadTimeout|read timeout|"
                                r"Timeout on reading data|waiting for a response"),

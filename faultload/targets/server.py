@@ -29,6 +29,10 @@ LAUNCHER = _HERE / "skyrl_launch.py"
 STARTUP_TIMEOUT_S = 180.0
 STOP_GRACE_S = 15.0
 BASE_MODEL = "Qwen/Qwen3-0.6B"
+# A checkout that waits this long for one of the API's DB connections (SQLAlchemy's 5 + 10, whose own
+# timeout is 30 s) is logged as pool exhaustion: the server's queries take milliseconds, so a second's
+# wait is a pool with no connection to give, and a heartbeat (the SDK's 10 s timeout) starving behind it.
+POOL_WAIT_S = 1.0
 
 # faultload's names for the server's knobs -> SkyRL EngineConfig fields.
 ENGINE_KNOBS = {
@@ -140,6 +144,7 @@ def launch_skyrl(
     while_starting: Callable[[], None] | None = None,
     engine: str = "sleeper",
     null_backend: dict[str, float] | None = None,
+    pool_wait_s: float | None = POOL_WAIT_S,
 ) -> ServerHandle:
     """Start the real ``skyrl.tinker.api`` app (non-colocated megatron) and wait for /healthz.
 
@@ -148,7 +153,9 @@ def launch_skyrl(
     caller's (the router and Toxiproxy). If it raises, the server is stopped.
     ``engine``: ``sleeper`` (no engine: training requests never complete) or
     ``null`` (the release's engine loop, faultload's null backend; ``null_backend``
-    may set its ``seconds_per_token``) — see ``skyrl_engine.py``.
+    may set its ``seconds_per_token``) — see ``skyrl_engine.py``. ``pool_wait_s``: the
+    server's DB pool checkouts that wait this long for a connection are written
+    to its log as ``DB pool exhausted`` (``skyrl_dbpool.py``; None: not timed).
     """
     if not port_is_free("127.0.0.1", port):
         raise ServerStartError(f"server port {port} on 127.0.0.1 is already in use")
@@ -160,16 +167,10 @@ def launch_skyrl(
     ]
     engine_options = {ENGINE_KNOBS[k]: v for k, v in (knobs or {}).items() if v is not None}
     launch_spec = {
-        "db_path": str(db_path),
-        "router_url": router_url,
-        "regress": list(regress),
-        "fixes": list(fixes),
-        "time_scale": time_scale,
-        "argv": argv,
-        "engine_options": engine_options,
+        "db_path": str(db_path), "router_url": router_url, "regress": list(regress), "fixes": list(fixes),
+        "time_scale": time_scale, "argv": argv, "engine_options": engine_options,
         "profile_path": str(profile_path) if profile_path else None,
-        "engine": engine,
-        "null_backend": null_backend or {},
+        "engine": engine, "null_backend": null_backend or {}, "pool_wait_s": pool_wait_s,
     }
     spec_path = run_dir / "launch.json"
     spec_path.write_text(json.dumps(launch_spec, indent=1))

@@ -14,7 +14,8 @@ JSON launch spec (path in argv[1]) and then:
    with a sleeper, or with the release's own engine loop over a null model
    backend (``engine: "null"``, ``skyrl_engine.py``), plus any regression
    switches / timer scaling the spec names — each patch point is checked and a
-   missing one is a clear error;
+   missing one is a clear error — and, with ``pool_wait_s``, times the DB
+   pool's checkouts (``skyrl_dbpool.py``: exhaustion written to the log);
 5. runs the module's own ``if __name__ == "__main__":`` block (its argparse,
    its uvicorn settings: backlog, keep-alive, log config), so what is under
    test is the release's own start-up code.
@@ -31,6 +32,11 @@ import typing
 from importlib.metadata import PackageNotFoundError, version
 
 import typing_extensions
+
+if __package__:
+    from . import skyrl_dbpool  # the harness's tests import this module as faultload.targets.skyrl_launch
+else:
+    import skyrl_dbpool  # inside the target: beside this file, on sys.path (the script's own folder)
 
 # sqlmodel and skyrl are imported in the functions below, after _alias_typed_dict
 # has run: at the top they would load pydantic before the alias (step 1).
@@ -140,6 +146,9 @@ def main() -> None:
                                 spec.get("fixes", []))
     except PatchError as exc:
         _fail(str(exc))
+    if spec.get("pool_wait_s") is not None:
+        _require(namespace, "create_async_engine", "the API's DB engine, whose pool checkouts are timed")
+        applied.append(skyrl_dbpool.observe_pool_waits(namespace, float(spec["pool_wait_s"])))
     _seed_router_url(spec["db_path"], spec["router_url"])
     print(f"faultload-launch: patches {json.dumps(applied)}", file=sys.stderr, flush=True)
 
