@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from faultload.checker.sizes import parse_size
 from faultload.model.training import DB_POOL_FDS
 
 MIB = 1024 * 1024
@@ -274,27 +275,10 @@ class Budgets:
 
 
 _BYTES_FIELDS = frozenset({"rss_slack_bytes", "drain_rss_epsilon_bytes"})
-_UNITS = {
-    "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3,
-}
-_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?)\s*([a-zA-Z]*)\s*$")
 
 
 def _field_types() -> dict[str, str]:
     return {f.name: str(f.type) for f in dataclasses.fields(Budgets)}
-
-
-def _parse_size(name: str, text: str) -> int:
-    match = _SIZE_RE.match(text)
-    unit = match.group(2).lower() if match else None
-    if not match or unit not in _UNITS:
-        raise ValueError(f"budget {name}: {text!r} is not a size (e.g. 268435456, 256MiB, 1GiB, 64MB)")
-    value = float(match.group(1)) * _UNITS[unit]
-    if value != int(value):
-        raise ValueError(f"budget {name}: {text!r} is not a whole number of bytes")
-    return int(value)
 
 
 def _coerce(name: str, value: Any) -> Any:
@@ -323,7 +307,7 @@ def _coerce(name: str, value: Any) -> Any:
     if kind == "int":
         if isinstance(value, str):
             if name in _BYTES_FIELDS:
-                return _parse_size(name, value)
+                return parse_size(name, value)
             try:
                 return int(value.strip())
             except ValueError:

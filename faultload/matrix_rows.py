@@ -1,0 +1,108 @@
+"""The detection matrix's rows: each a build and the result the suite must give it (``faultload matrix``).
+
+Data only, beside the code that runs them (``faultload.matrix``), which re-exports them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from faultload.compare.rows import COMPARE_TRIAL, LONG_RESULT_TRIAL
+from faultload.model.build import Build
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a row must come out as on a profile, and which invariants must be the ones that catch it."""
+
+    expected: str  # "clean" | "caught"
+    caught_by: tuple[str, ...] = ()  # when caught: at least one of these must be among the violated
+    why: str = ""  # why this expectation (on a profile override: what differs there)
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    """One (target, regression and fix switches) with the result the suite must give."""
+
+    name: str
+    target: str
+    regress: tuple[str, ...]
+    expected: str  # "clean" | "caught" (every profile, unless ``on`` says otherwise)
+    why: str  # what the row proves (the upstream fix a regression switch undoes, the bug a fix mends)
+    fixes: tuple[str, ...] = ()
+    caught_by: tuple[str, ...] = ()  # the invariants that name the bug; () for an expected-clean row
+    on: tuple[tuple[str, Expectation], ...] = ()  # (profile, expectation) overrides
+    # a comparison row: `faultload compare` against this build (caught_by: compare metrics), not a suite session
+    baseline: str | None = None
+    # a comparison row's trial (the same on every profile): a cost that grows with the result's size is
+    # compared at a size where it shows; the default is the reference harness's 4,096 barrier burst
+    compare_trial: tuple[str, ...] = COMPARE_TRIAL
+    # run only the suite's properties this pytest -k expression selects (None: every property)
+    only: str | None = None
+
+    @property
+    def build(self) -> str:
+        """The row's own build spec (target + switches), as ``faultload compare`` takes it."""
+        return Build(self.target, tuple(sorted(self.regress)), tuple(sorted(self.fixes))).text
+
+    def expectation(self, profile: str) -> Expectation:
+        for name, expectation in self.on:
+            if name == profile:
+                return expectation
+        return Expectation(self.expected, self.caught_by, self.why)
+
+
+# Finding 1 (README): a failed forward makes SkyRL 0.4.0 write a Rich traceback on its
+# event loop; ~200 at once stall it for tens of seconds. /healthz then fails
+# (healthz_latency), the watchdog calls event_loop_stall (no_collapse), and clients
+# re-poll the frozen server (retry_amplification: 3.77 attempts per request, nightly session 3).
+FINDING_1_INVARIANTS = ("healthz_latency", "no_collapse", "retry_amplification")
+
+DEFAULT_ROWS: tuple[MatrixRow, ...] = (
+    MatrixRow("clean", "skyrl==0.4.0", (), "clean", "the release under test: no false alarm",
+              on=(("nightly", Expectation(
+                  "caught", FINDING_1_INVARIANTS,
+                  "SkyRL 0.4.0 has finding 1 (the Rich-traceback stall): nightly's backend faults meet it; "
+                  "the fixed row is the no-false-alarm row")),)),
+    MatrixRow("fixed", "skyrl==0.4.0", (), "clean",
+              "the release with its findings' candidate fixes (finding 1: failures logged without Rich "
+              "tracebacks; finding 4: a keep-alive past the SDK's idle connections): no false alarm once what "
+              "the release is known to do wrong is fixed", fixes=("plain-tracebacks", "keepalive-past-sdk")),
+    MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught",
+              "retrieved-TTL clock started by dropped polls, TTL 120 s: lost results after a dropped poll",
+              caught_by=("no_lost_results",)),
+    MatrixRow("keepalive", "skyrl==0.4.0", ("keepalive",), "caught",
+              "uvicorn's 5 s keep-alive and 2048 backlog: reconnect storms under completion bursts",
+              caught_by=("unprovoked_resets",)),
+    MatrixRow("rich-access-log", "skyrl==0.4.0", ("rich-access-log",), "caught",
+              "access log through RichHandler: server CPU per request, throughput collapse",
+              caught_by=("bounded_cpu", "healthz_latency")),
+    MatrixRow("skyrl-0.3.0", "skyrl==0.3.0", (), "caught",
+              "futures in SQLite, httpx forwarding: pool exhaustion and slow forwarding under bursts",
+              caught_by=("no_lost_results", "bounded_fds", "clean_server_log", "healthz_latency", "no_collapse")),
+    MatrixRow("skyrl-0.3.0-training", "skyrl==0.3.0", (), "caught",
+              "training beside sampling on one SQLite pool (5 + 10): the pool exhausted, heartbeats starved and "
+              "QueuePool timeouts under the 4-wave mix (fixed upstream in #2097); nightly only: the ci profile "
+              "draws no training",
+              caught_by=("heartbeats_answered", "training_futures", "clean_server_log"), only="test_training"),
+    MatrixRow("a-a", "skyrl==0.4.0", (), "clean",
+              "the release compared with itself: no metric flagged (the thresholds' false-alarm row)",
+              baseline="skyrl==0.4.0"),
+    MatrixRow("rich-access-log-cost", "skyrl==0.4.0", ("rich-access-log",), "caught",
+              "access log through RichHandler, compared with the release: its cost per request, which no "
+              "absolute budget separates from clean", caught_by=("server_cpu_ms_per_request",),
+              baseline="skyrl==0.4.0"),
+    MatrixRow("a-a-long-result", "skyrl==0.4.0", (), "clean",
+              "the release compared with itself on long results: no metric flagged at the long-result rows' size",
+              baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+    MatrixRow("httpx-forwarding-cost", "skyrl==0.4.0", ("httpx-forwarding",), "caught",
+              "forwarding through 0.3.0's httpx pool instead of aiohttp: httpcore rescans its pool per request "
+              "(at the 4,096 burst the server collapses outright; at 1,024 it is a cost)",
+              caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+    MatrixRow("proto-per-poll-cost", "skyrl==0.4.0", ("proto-per-poll",), "caught",
+              "a forwarded result kept as JSON and encoded to proto by every poll, not once: a cost per token",
+              caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+    MatrixRow("json-decode-cost", "skyrl==0.4.0", ("json-decode",), "caught",
+              "router bodies decoded with json.loads instead of orjson: a cost per token",
+              caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+)
