@@ -164,8 +164,9 @@ class StackExecutor:
             problem = self._stack_problem()
             if problem:
                 self._close_stack(problem)
-        if self.stack is not None and not self.stack.wait_baseline(self.baseline_wait_s):
-            self._close_stack(f"server fds not back at baseline after {self.baseline_wait_s:g}s")
+        unsettled = self.stack.wait_baseline(self.baseline_wait_s) if self.stack is not None else None
+        if unsettled:
+            self._close_stack(unsettled)
         if self.stack is None:
             self._log(f"starting the stack: {config.target}"
                       + switches_text(config.regress, config.fixes)
