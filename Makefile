@@ -4,6 +4,7 @@ PYTHON ?= python3.11
 VENV := .faultload/venv
 BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.faultload-deps
+SETUP_LOG := .faultload/setup.log
 TARGETS ?= skyrl==0.4.0 skyrl==0.3.0
 
 .PHONY: setup targets run test test-all unit clean
@@ -26,11 +27,24 @@ run: setup
 
 # Everything but the minutes-long integration tests (CI has a 30-minute budget).
 # The unit tier (pure, each test on its own tmp dirs, tagged processes) runs on
-# both cores: 421 s -> 229 s here; the integration tier runs real servers and
-# trials whose timing the other core's load would change, so it runs alone.
-test: setup
-	$(BIN)/python -m pytest -q tests -m "not integration and not slow" -n 2
-	$(BIN)/python -m pytest -q tests -m "integration and not slow"
+# both cores: 421 s -> 229 s here. It needs only the suite's venv, so it runs
+# while `faultload setup` installs the targets and builds Toxiproxy (downloads,
+# mostly). Setup's output is printed after the tier's and its failure fails the
+# target; a Ctrl-C stops its whole process group (a background job of a
+# non-interactive shell ignores SIGINT, hence setsid and the trap; dash takes
+# `kill -TERM -PGID`, not `kill -- -PGID`). The integration tier runs real
+# servers and trials whose timing the other core's load would change, so it
+# runs alone, after both. Each tier names its 15 slowest tests (what CI's time goes to).
+test: $(DEPS_STAMP)
+	@mkdir -p .faultload; \
+	setsid $(BIN)/faultload setup $(addprefix --target ,$(TARGETS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
+	trap 'kill -TERM -$$setup 2>/dev/null; exit 130' INT TERM; \
+	echo "faultload setup runs beside the unit tier (its output: $(SETUP_LOG))"; \
+	$(BIN)/python -m pytest -q tests -m "not integration and not slow" -n 2 --durations=15; unit=$$?; \
+	wait $$setup; installed=$$?; cat $(SETUP_LOG); \
+	if [ $$installed -ne 0 ]; then echo "make test: faultload setup failed (exit $$installed), see above"; exit $$installed; fi; \
+	exit $$unit
+	$(BIN)/python -m pytest -q tests -m "integration and not slow" --durations=15
 
 # All tests, the slow ones too (nightly).
 test-all: setup

@@ -385,8 +385,10 @@ def test_ci_space_holds_the_retention_shape():
         slow = (r.mode == "latency" and r.gen_seconds >= 1.0) or r.mode == "barrier"
         return slow and s.abandon_polls.fraction > 0 and s.abandon_polls.after_s >= 200 and s.requests >= 8
 
+    # Only that the space holds one: the first found will do (shrinking it took most of this test's time).
     found = find(S.trial_configs(TARGET, SCALE), retention_like,
-                 settings=settings(database=None, max_examples=5000, phases=NO_EXPLAIN, suppress_health_check=list(HealthCheck)))
+                 settings=settings(database=None, max_examples=5000, derandomize=True, phases=(Phase.generate,),
+                                   suppress_health_check=list(HealthCheck)))
     assert found.shape.abandon_polls.after_s >= 200
 
 
