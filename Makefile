@@ -5,6 +5,7 @@ VENV := .faultload/venv
 BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.faultload-deps
 SETUP_LOG := .faultload/setup.log
+TOXIPROXY := .faultload/tools/toxiproxy-server
 TARGETS ?= skyrl==0.4.0 skyrl==0.3.0
 
 .PHONY: setup targets run test test-all unit clean
@@ -27,9 +28,10 @@ run: setup
 
 # Everything but the minutes-long integration tests (CI has a 30-minute budget).
 # The unit tier (pure, each test on its own tmp dirs, tagged processes) runs on
-# both cores: 421 s -> 229 s here. It needs only the suite's venv, so it runs
-# while `faultload setup` installs the targets and builds Toxiproxy (downloads,
-# mostly). Setup's output is printed after the tier's and its failure fails the
+# both cores: 421 s -> 229 s here. It needs the suite's venv and Toxiproxy (its
+# fault tests run it, and skip without it), so it starts once setup has built
+# Toxiproxy (~1 min, or at once when it is there) and runs while setup installs
+# the targets (downloads and a 4.7 GB torch, mostly). Setup's output is printed after the tier's and its failure fails the
 # target; a Ctrl-C stops its whole process group (a background job of a
 # non-interactive shell ignores SIGINT, hence setsid and the trap; dash takes
 # `kill -TERM -PGID`, not `kill -- -PGID`). The integration tier runs real
@@ -40,6 +42,7 @@ test: $(DEPS_STAMP)
 	setsid $(BIN)/faultload setup $(addprefix --target ,$(TARGETS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
 	trap 'kill -TERM -$$setup 2>/dev/null; exit 130' INT TERM; \
 	echo "faultload setup runs beside the unit tier (its output: $(SETUP_LOG))"; \
+	while [ ! -x $(TOXIPROXY) ] && kill -0 $$setup 2>/dev/null; do sleep 1; done; \
 	$(BIN)/python -m pytest -q tests -m "not integration and not slow" -n 2 --durations=15; unit=$$?; \
 	wait $$setup; installed=$$?; cat $(SETUP_LOG); \
 	if [ $$installed -ne 0 ]; then echo "make test: faultload setup failed (exit $$installed), see above"; exit $$installed; fi; \

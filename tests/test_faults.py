@@ -804,7 +804,8 @@ def test_teardown_resets_and_destroys(tmp_path: Path) -> None:
 
 
 _CTRL_C_CHILD = textwrap.dedent("""
-    import asyncio, sys
+    import asyncio, faulthandler, signal, sys
+    faulthandler.register(signal.SIGUSR1)  # the test asks for every thread's stack if this hangs
     from faultload.faults.control import ToxiproxyControl
     from faultload.faults.schedule import FaultRunner
     from faultload.model.faults import FaultSchedule
@@ -828,18 +829,25 @@ _CTRL_C_CHILD = textwrap.dedent("""
 def test_ctrl_c_heals(toxiproxy: ToxiproxyServer, control: ToxiproxyControl, proxy) -> None:
     """SIGINT to a process running a trial: asyncio.run cancels it and heal() runs in finally."""
     child = subprocess.Popen([sys.executable, "-c", _CTRL_C_CHILD, str(toxiproxy.port), proxy.name],
-                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                              env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         assert _read_line(child, 20.0).strip() == "applied"
         assert len(control.toxics(proxy.name)) == 2
         assert control.proxies()[proxy.name]["enabled"] is False
         child.send_signal(signal.SIGINT)
-        out, _ = child.communicate(timeout=15)
+        try:
+            out, err = child.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            child.send_signal(signal.SIGUSR1)  # its threads' stacks, for the failure message
+            time.sleep(1.0)
+            child.kill()
+            out, err = child.communicate(timeout=5)
+            pytest.fail(f"no exit 15 s after SIGINT; stdout {out!r}; stacks:\n{err[-6000:]}")
     finally:
         if child.poll() is None:
             child.kill()
             child.wait(5)
-    assert "healed []" in out
+    assert "healed []" in out, err[-2000:]
     assert control.toxics(proxy.name) == []
     assert control.proxies()[proxy.name]["enabled"] is True
