@@ -806,6 +806,7 @@ def test_teardown_resets_and_destroys(tmp_path: Path) -> None:
 _CTRL_C_CHILD = textwrap.dedent("""
     import asyncio, faulthandler, signal, sys
     faulthandler.register(signal.SIGUSR1)  # the test asks for every thread's stack if this hangs
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's: not what a `cmd &` launcher left (ignored)
     from faultload.faults.control import ToxiproxyControl
     from faultload.faults.schedule import FaultRunner
     from faultload.model.faults import FaultSchedule
