@@ -85,6 +85,7 @@ def test_a_failed_install_removes_the_venv_it_created(tmp_path: Path, monkeypatc
     assert kept.is_dir()
 
 
+@pytest.mark.integration  # it checks what setup installed: make test runs the unit tier while setup installs
 @pytest.mark.parametrize("version", ["0.4.0", "0.3.0"])
 def test_installed_targets_have_their_stamp_and_shared_torch(version):
     require_target(version)
