@@ -1088,11 +1088,32 @@ def test_classify_queuepool_timeout() -> None:
     assert "QueuePool limit of size 5 overflow 10 reached" in summary.classes["pool_timeout"].example
 
 
-def test_classify_the_observed_pool_exhaustion_apart_from_the_pool_timeout() -> None:
-    observed = ("2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 3 checkouts waited >= 1 s "
-                "for a connection in the last 1 s (longest 2.10 s, 0 timed out); QueuePool size 5, overflow 10\n")
-    summary = classify_log(observed + pool_log(2.0))
-    assert list(summary.classes) == ["pool_exhausted", "pool_timeout"] and summary.errors == 2
+_OBSERVED = ("2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 3 checkouts waited >= 1 s "
+             "for a connection in the last 1 s (longest 2.10 s, 0 timed out); QueuePool size 5, overflow 10\n")
+
+
+def test_the_observed_pool_exhaustion_is_a_note_apart_from_the_pool_timeout_error() -> None:
+    summary = classify_log(_OBSERVED + pool_log(2.0))
+    assert list(summary.classes) == ["pool_timeout"] and summary.errors == 1
+    assert list(summary.notes) == ["pool_exhausted"] and summary.notes["pool_exhausted"].count == 1
+    assert classify_log(_OBSERVED).clean  # the wait alone: 0.4.0 waits so too under a dense mix
+
+
+def test_only_faultloads_observer_writes_notes() -> None:
+    """The same words from the server's own logger (or at ERROR) are the server's: an error."""
+    as_server = _OBSERVED.replace("WARNING - faultload.dbpool", "WARNING - skyrl")
+    assert list(classify_log(as_server).classes) == ["pool_timeout"] and not classify_log(as_server).notes
+    as_error = _OBSERVED.replace("WARNING", "ERROR")
+    assert classify_log(as_error).errors == 1 and not classify_log(as_error).notes
+
+
+def test_a_bundle_from_when_pool_exhausted_was_an_error_reads_it_as_a_note() -> None:
+    stored = classify_log(_OBSERVED + pool_log(2.0)).to_dict(exact=True)
+    stored["classes"] = stored["notes"] + stored["classes"]
+    del stored["notes"]
+    summary = ServerLogSummary.from_dict(stored)
+    assert list(summary.classes) == ["pool_timeout"] and list(summary.notes) == ["pool_exhausted"]
+    assert ServerLogSummary.from_dict(summary.to_dict(exact=True)).notes["pool_exhausted"].count == 1
 
 
 def test_classify_forwarding_timeout_chain_and_wrapped_lines() -> None:

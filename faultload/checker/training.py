@@ -43,8 +43,9 @@ def _starvation_note(inputs: CheckInputs) -> str:
     summary = inputs.server_log
     if summary is None:
         return ""
-    parts = [f"{summary.classes[name].count} {name} lines (first: {summary.classes[name].example[:200]})"
-             for name in STARVATION_CLASSES if name in summary.classes]
+    found = {**summary.notes, **summary.classes}  # pool_exhausted is a note: faultload's observer wrote it
+    parts = [f"{found[name].count} {name} lines (first: {found[name].example[:200]})"
+             for name in STARVATION_CLASSES if name in found]
     return ("; server log: " + ", ".join(parts)) if parts else ""
 
 

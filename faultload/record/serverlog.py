@@ -24,7 +24,8 @@ a 5xx status. Each error is counted under one class: the first known pattern
 that matches the record's message and exception lines (source lines inside a
 traceback are not searched — code mentions ``TimeoutError`` all the time), or
 else ``"<ExceptionType>: <normalized message>"`` from its last exception line,
-or ``"error: <logger>: <normalized message>"``.
+or ``"error: <logger>: <normalized message>"``. A WARNING one of faultload's own
+observers wrote inside the server (``NOTE_CLASSES``) is a *note*, not an error.
 
 Timestamps are local wall-clock time as Python logging prints them; they are
 turned into epoch seconds with this machine's time zone (check a log on the
@@ -33,22 +34,23 @@ machine, or at least in the time zone, that wrote it).
 
 from __future__ import annotations
 
-import math
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Iterable
 
 import numpy as np
+
+from faultload.record.log_summary import NO_REQUEST_ID, NOTE_CLASSES, LogClass, ServerLogSummary
+
+__all__ = ["NO_REQUEST_ID", "NOTE_CLASSES", "LogClass", "ServerLogSummary", "classify_lines", "classify_log",
+           "classify_log_file", "normalize_message", "KNOWN_CLASSES"]
 
 # Known error classes, in priority order: the first whose pattern matches wins.
 KNOWN_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (name, re.compile(pattern, re.IGNORECASE))
     for name, pattern in (
         ("too_many_open_files", r"too many open files|\bEMFILE\b|\[Errno 24\]"),
-        # written by faultload's observer inside the server (targets/skyrl_dbpool.py): waits, before any timeout
-        ("pool_exhausted", r"DB pool exhausted: \d+ checkouts waited"),
         ("pool_timeout", r"QueuePool limit|\bPoolTimeout\b|pool timed out|pool .{0,40}timed out|pool .{0,40}exhausted"),
         ("forwarding_timeout", r"SocketTimeoutError|ServerTimeoutError|ReadTimeout|read timeout|"
                                r"Timeout on reading data|waiting for a response"),
@@ -65,6 +67,7 @@ KNOWN_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 _EMFILE = KNOWN_CLASSES[0][1]
+_NOTE_LOGGER_PREFIX = "faultload."
 HTTP_5XX = "http_5xx"
 GENERIC_OVERFLOW = "other"
 MAX_CLASSES = 64
@@ -78,7 +81,6 @@ _EXC_LINE_RE = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Group|Failure))(?::\s*(.*))?$"
 )
 _REQUEST_ID_RE = re.compile(r"request_id=(-?\d+)")
-NO_REQUEST_ID = np.iinfo(np.int64).min
 _ACCESS_5XX_RE = re.compile(r'"\s+(5\d\d)\b[^"]*$')
 _BOX_START = ("╭", "│", "╰", "┃", "┏", "┗", "|", "+-")
 _ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL"})
@@ -97,91 +99,6 @@ def normalize_message(text: str, limit: int = 100) -> str:
     text = re.sub(r"\d+", "N", text)
     text = " ".join(text.split())
     return text[:limit]
-
-
-@dataclass(frozen=True, eq=False)
-class LogClass:
-    """One class of error records: how many, an example, and when (epoch seconds)."""
-
-    name: str
-    count: int
-    example: str
-    first_ts: float | None
-    last_ts: float | None
-    first_time: str | None  # as printed in the log
-    last_time: str | None
-    times: np.ndarray  # epoch seconds of every timestamped occurrence, in log order
-    untimed: int  # occurrences without a timestamp
-    # The ``request_id=N`` each timestamped occurrence names (aligned with
-    # ``times``; NO_REQUEST_ID where it names none), so an error can be tied
-    # to the request it failed, not only to the time it was written.
-    request_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
-
-    def to_dict(self, exact: bool = False) -> dict[str, Any]:
-        """The report's form; ``exact`` adds every occurrence's time and request id (a trial bundle's form)."""
-        out = {
-            "name": self.name, "count": self.count, "example": self.example,
-            "first_ts": self.first_ts, "last_ts": self.last_ts,
-            "first_time": self.first_time, "last_time": self.last_time, "untimed": self.untimed,
-        }
-        if exact:
-            out.update(times=self.times.tolist(), request_ids=self.request_ids.tolist())
-        return out
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "LogClass":
-        """The inverse of ``to_dict(exact=True)``."""
-        return cls(
-            name=data["name"], count=data["count"], example=data["example"], first_ts=data["first_ts"],
-            last_ts=data["last_ts"], first_time=data["first_time"], last_time=data["last_time"],
-            times=np.asarray(data["times"], dtype=np.float64), untimed=data["untimed"],
-            request_ids=np.asarray(data["request_ids"], dtype=np.int64),
-        )
-
-
-@dataclass(frozen=True, eq=False)
-class ServerLogSummary:
-    """What :func:`classify_log` found; ``classes`` in order of first appearance."""
-
-    lines: int
-    records: int  # timestamped log records
-    warnings: int  # WARNING records that are not errors
-    classes: dict[str, LogClass] = field(default_factory=dict)
-    first_ts: float | None = None
-    last_ts: float | None = None
-
-    @property
-    def errors(self) -> int:
-        return sum(c.count for c in self.classes.values())
-
-    def last_error_epoch_by_request(self) -> dict[int, float]:
-        """request id -> epoch seconds of the last error line naming it (a failed forward is logged as it fails)."""
-        out: dict[int, float] = {}
-        for c in self.classes.values():
-            if c.request_ids.size != c.times.size:
-                continue
-            for rid, ts in zip(c.request_ids.tolist(), c.times.tolist()):
-                if rid != NO_REQUEST_ID and ts > out.get(rid, -math.inf):
-                    out[rid] = ts
-        return out
-
-    @property
-    def clean(self) -> bool:
-        return not self.classes
-
-    def to_dict(self, exact: bool = False) -> dict[str, Any]:
-        """The report's form; ``exact``: with each class's times, so :meth:`from_dict` gives it back."""
-        return {
-            "lines": self.lines, "records": self.records, "warnings": self.warnings,
-            "errors": self.errors, "first_ts": self.first_ts, "last_ts": self.last_ts,
-            "classes": [c.to_dict(exact) for c in self.classes.values()],
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "ServerLogSummary":
-        """The inverse of ``to_dict(exact=True)`` (``errors`` is derived, not read)."""
-        classes = {c["name"]: LogClass.from_dict(c) for c in data["classes"]}
-        return cls(data["lines"], data["records"], data["warnings"], classes, data["first_ts"], data["last_ts"])
 
 
 class _Record:
@@ -222,6 +139,7 @@ class _Classifier:
         self.last_ts: float | None = None
         self.current: _Record | None = None
         self.acc: dict[str, _Acc] = {}
+        self.notes: dict[str, _Acc] = {}
         self._epoch_cache: dict[str, float] = {}
 
     def _epoch(self, seconds_text: str, millis: str) -> float | None:
@@ -278,6 +196,10 @@ class _Classifier:
         record, self.current = self.current, None
         if record is None:
             return
+        note = _note_class(record)
+        if note is not None:
+            _add(self.notes.setdefault(note, _Acc(_example(record))), record)
+            return
         name = self._classify(record)
         if name is None:
             if record.level in _WARNING_LEVELS:
@@ -290,14 +212,7 @@ class _Classifier:
                 acc = self.acc.get(name)
             if acc is None:
                 acc = self.acc[name] = _Acc(_example(record))
-        acc.count += 1
-        if record.ts is None:
-            acc.untimed += 1
-        else:
-            acc.times.append(record.ts)
-            acc.request_ids.append(_request_id(record))
-            acc.first_time = acc.first_time or record.time_text
-            acc.last_time = record.time_text
+        _add(acc, record)
 
     def _classify(self, record: _Record) -> str | None:
         level = record.level
@@ -329,17 +244,38 @@ class _Classifier:
 
     def summary(self) -> ServerLogSummary:
         self._finish()
-        classes: dict[str, LogClass] = {}
-        for name, acc in self.acc.items():
-            times = np.asarray(acc.times, dtype=np.float64)
-            classes[name] = LogClass(
-                name=name, count=acc.count, example=acc.example,
-                first_ts=float(times[0]) if times.size else None,
-                last_ts=float(times[-1]) if times.size else None,
-                first_time=acc.first_time, last_time=acc.last_time, times=times, untimed=acc.untimed,
-                request_ids=np.asarray(acc.request_ids, dtype=np.int64),
-            )
-        return ServerLogSummary(self.lines, self.records, self.warnings, classes, self.first_ts, self.last_ts)
+        classes = {name: _log_class(name, acc) for name, acc in self.acc.items()}
+        notes = {name: _log_class(name, acc) for name, acc in self.notes.items()}
+        return ServerLogSummary(self.lines, self.records, self.warnings, classes, self.first_ts, self.last_ts, notes)
+
+
+def _add(acc: _Acc, record: _Record) -> None:
+    """One more occurrence of ``acc``'s class: ``record``."""
+    acc.count += 1
+    if record.ts is None:
+        acc.untimed += 1
+    else:
+        acc.times.append(record.ts)
+        acc.request_ids.append(_request_id(record))
+        acc.first_time = acc.first_time or record.time_text
+        acc.last_time = record.time_text
+
+
+def _log_class(name: str, acc: _Acc) -> LogClass:
+    times = np.asarray(acc.times, dtype=np.float64)
+    return LogClass(
+        name=name, count=acc.count, example=acc.example,
+        first_ts=float(times[0]) if times.size else None, last_ts=float(times[-1]) if times.size else None,
+        first_time=acc.first_time, last_time=acc.last_time, times=times, untimed=acc.untimed,
+        request_ids=np.asarray(acc.request_ids, dtype=np.int64),
+    )
+
+
+def _note_class(record: _Record) -> str | None:
+    """The NOTE_CLASSES name of a WARNING one of faultload's observers wrote, else None."""
+    if record.level not in _WARNING_LEVELS or not record.logger.startswith(_NOTE_LOGGER_PREFIX):
+        return None
+    return next((name for name, pattern in NOTE_CLASSES if pattern.search(record.message)), None)
 
 
 def _request_id(record: _Record) -> int:
