@@ -20,9 +20,11 @@ from faultload.checker.inputs import CheckInputs
 from faultload.checker.training import check_heartbeats_answered, check_training_futures
 from faultload.client.training_bodies import TrainingCodec, encoding_for, expected_logprobs, target_tokens
 from faultload.model.codec import config_from_dict, config_to_dict
+from faultload.model.faults import Fault
 from faultload.model.shape import LoadShape
 from faultload.model.training import TrainingMix, parse_training
 from faultload.model.trial import TrialConfig
+from faultload.record.faults import AppliedFault, FaultLog
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.serverlog import classify_log
 from faultload.record.training import TrainingLog, TrainingOp, TrainingRecorder, summarize
@@ -164,6 +166,27 @@ def test_a_starved_heartbeat_names_the_pool_exhaustion_the_server_log_shows():
     verdict = check_heartbeats_answered(inputs, Budgets())
     assert verdict.ok is False
     assert "server log: 1 pool_exhausted lines" in verdict.detail and "longest 9.41 s" in verdict.detail
+
+
+def _restarted_at(at_s: float) -> FaultLog:
+    restart = Fault("server", "restart", start_s=at_s)
+    return FaultLog((AppliedFault(0, restart, applied_at_s=at_s, removed_at_s=at_s + 2.0),))
+
+
+def test_calls_on_a_model_a_server_restart_took_are_the_restarts_not_the_servers():
+    """0.4.0 after server:restart: '400 Model ... not loaded (likely stale request from previous server)'."""
+    stale = (FB, 0, 1, 13.0, 13.1, 13.2, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "not loaded")
+    rows = [(CM, 0, 0, 0.0, 0.1, 1.0, 1, OK), (FB, 0, 0, 2.0, 2.1, 3.0, 1, OK), stale,
+            (CM, 1, 0, 12.5, 12.6, 12.7, 1, OK),  # created after the restart (10-12 s): its failures are its own
+            (FB, 1, 0, 13.0, 13.1, 13.2, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "failed")]
+    fatal = dataclasses.replace(_inputs(_log(rows)), faults=_restarted_at(10.0),
+                                fatal_fault_kinds=frozenset({"server:restart"}))
+    verdict = check_training_futures(fatal, Budgets())
+    assert verdict.ok is False and verdict.figure == 1 and "1 excused by a fatal fault" in verdict.detail
+    not_fatal = dataclasses.replace(fatal, fatal_fault_kinds=frozenset())
+    assert check_training_futures(not_fatal, Budgets()).figure == 2
+    corrupt = [*rows[:2], (*stale[:7], Outcome.CORRUPT, ErrorClass.INTEGRITY, 200, "wrong logprobs")]
+    assert check_training_futures(dataclasses.replace(fatal, training=_log(corrupt)), Budgets()).ok is False
 
 
 def test_a_trial_line_names_its_training_mix():

@@ -49,6 +49,25 @@ def _starvation_note(inputs: CheckInputs) -> str:
     return ("; server log: " + ", ".join(parts)) if parts else ""
 
 
+def _model_lost_to_a_restart(log: TrainingLog, fatal: list, among: np.ndarray) -> np.ndarray:
+    """Calls of a trainer after a fatal ``server:restart`` that came after its model was created.
+
+    The new server process never loaded that model: 0.4.0 answers each later call ``400 Model ... not loaded
+    (likely stale request from previous server)``. The model went with the process the fault killed, so those
+    calls are the fault's (the SDK recreates nothing either); a corrupt result still never is.
+    """
+    lost = np.zeros(len(log), dtype=bool)
+    restarts = np.array([start for start, _, fault in fatal if fault.link == "server" and fault.kind == "restart"])
+    if restarts.size == 0:
+        return lost
+    created = log.of(TrainingOp.CREATE_MODEL) & (log["outcome"] == Outcome.OK)
+    for trainer, made in zip(log["trainer"][created].tolist(), log["done"][created].tolist()):
+        later = restarts[restarts >= made]
+        if later.size:
+            lost |= among & (log["trainer"] == trainer) & (log["start"] >= later.min())
+    return lost
+
+
 def _first_examples(log: TrainingLog, ops: tuple[TrainingOp, ...]) -> str:
     keys = [k for k in log.examples if k.split(":")[0] in {op.key for op in ops}]
     return ("; first: " + log.examples[keys[0]]) if keys else ""
@@ -72,6 +91,7 @@ def check_training_futures(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds))
     corrupt = bad & (outcome == Outcome.CORRUPT)  # a damaged result is never a fault's excuse
     excused, _ = overlaps(log, fatal, among=bad & ~corrupt, spans=_spans(log))
+    excused |= _model_lost_to_a_restart(log, fatal, among=bad & ~corrupt)
     rejected = bad & (outcome == Outcome.REJECTED)
     during_fault, _ = overlaps(log, any_fault, among=rejected, spans=_spans(log))
     bad &= ~excused & ~during_fault
