@@ -177,6 +177,11 @@ class Monitor:
         )
 
 
+# How often the drain looks at the server's fds: a snapshot is ~0.1 ms (psutil's oneshot and the fd count
+# from /proc/PID/fd's size), and every trial waits on the drain, half a period on average past the moment.
+DRAIN_POLL_S = 0.05
+
+
 def drain_fds(server_pid: int | None, baseline_fds: int | None, drain_s: float, kept_fds: int = 0):
     """Wait (bounded) for the server's fds to come back near baseline (+ ``kept_fds`` it keeps by design:
     its DB pool after training); return the last snapshot."""
@@ -185,6 +190,6 @@ def drain_fds(server_pid: int | None, baseline_fds: int | None, drain_s: float, 
     while snap is not None and baseline_fds is not None and time.monotonic() < deadline:
         if snap.fds <= baseline_fds + 2 + kept_fds:
             break
-        time.sleep(0.25)
+        time.sleep(DRAIN_POLL_S)
         snap = snapshot(server_pid)
     return snap
