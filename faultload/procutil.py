@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import psutil  # loaded with this module, so a signal handler never imports it
 
@@ -42,8 +43,24 @@ def ignore_terminal_signals() -> None:
     """In a child whose parent decides when it stops: a terminal's Ctrl-C and hang-up, sent to
     the whole foreground group, do not end it. SIGTERM still does: multiprocessing ends its
     daemonic children with it when the parent exits."""
-    for sig in (signal.SIGINT, signal.SIGHUP):
+    for sig in TERMINAL_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINAL_SIGNALS)  # blocked by a parent that spawned it so
+
+
+TERMINAL_SIGNALS = frozenset({signal.SIGINT, signal.SIGHUP})
+
+
+@contextlib.contextmanager
+def terminal_signals_blocked() -> Iterator[None]:
+    """Spawn children inside this: they start with Ctrl-C and hang-up blocked until
+    :func:`ignore_terminal_signals` ignores them, so a Ctrl-C while one still imports does not
+    kill it mid-import (a traceback on the terminal). Here a signal meanwhile is delivered on exit."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINAL_SIGNALS)
 
 
 def kill_descendants() -> int:

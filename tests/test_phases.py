@@ -73,7 +73,6 @@ def doubles(monkeypatch):
     """run_trial's collaborators replaced by test doubles; ``wait_load`` returns ``doubles.wait()``."""
     box = SimpleNamespace(wait=lambda: False)
     monkeypatch.setattr(trial_mod, "open_sampling_session", lambda url, model: "test-double-session")
-    monkeypatch.setattr(trial_mod, "WorkerPool", _FakePool)
     monkeypatch.setattr(trial_mod, "Monitor", _FakeMonitor)
     monkeypatch.setattr(trial_mod, "LogFollower", lambda path: SimpleNamespace())
     monkeypatch.setattr(trial_mod, "wait_load", lambda *args: box.wait())
@@ -94,8 +93,40 @@ def test_the_phases_add_up_to_the_wall_in_the_order_they_run(doubles, monkeypatc
     stack = _fake_stack(config)
     if own_stack:
         monkeypatch.setattr(trial_mod, "Stack", lambda *args: SimpleNamespace(start=lambda: stack))
-    result = trial_mod.run_trial(config, Workspace(tmp_path), stack=None if own_stack else stack)
+    result = trial_mod.run_trial(config, Workspace(tmp_path), stack=None if own_stack else stack, pools=_FakePool)
     _assert_phases_split_the_wall(result)
+
+
+@pytest.mark.parametrize("own_stack", [True, False])
+def test_workers_are_spawned_while_a_trials_own_stack_starts(doubles, monkeypatch, tmp_path, own_stack) -> None:
+    """On its own stack a trial spawns its workers first and gives them their jobs once the server is up;
+    on a shared (already running) stack there is nothing to overlap, and the pool is made with its jobs."""
+    events: list[tuple] = []
+
+    class EarlyPool(_FakePool):
+        """TEST DOUBLE of WorkerPool with spawn_early: records what the trial asks of it, in order."""
+
+        def __init__(self, jobs) -> None:
+            super().__init__(jobs)
+            events.append(("made with jobs", len(jobs)))
+
+        @classmethod
+        def spawn_early(cls, count: int):
+            events.append(("spawned early", count))
+            return _FakePool([])
+
+    config = trial(8)
+    stack = _fake_stack(config)
+    monkeypatch.setattr(trial_mod, "Stack", lambda *args: SimpleNamespace(
+        start=lambda: events.append(("stack started",)) or stack))
+    monkeypatch.setattr(_FakePool, "assign", lambda self, jobs: events.append(("assigned", len(jobs))), raising=False)
+    result = trial_mod.run_trial(config, Workspace(tmp_path), stack=None if own_stack else stack, pools=EarlyPool)
+    assert result.error is None
+    workers = config.shape.workers
+    if own_stack:
+        assert events == [("spawned early", workers), ("stack started",), ("assigned", workers)]
+    else:
+        assert events == [("made with jobs", workers)]
 
 
 def test_an_interrupted_load_still_splits_its_wall(doubles, tmp_path) -> None:
@@ -104,7 +135,7 @@ def test_an_interrupted_load_still_splits_its_wall(doubles, tmp_path) -> None:
 
     doubles.wait = interrupted
     config = trial(8)
-    result = trial_mod.run_trial(config, Workspace(tmp_path), stack=_fake_stack(config))
+    result = trial_mod.run_trial(config, Workspace(tmp_path), stack=_fake_stack(config), pools=_FakePool)
     assert result.interrupted
     _assert_phases_split_the_wall(result)
 

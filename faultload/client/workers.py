@@ -25,7 +25,7 @@ from typing import Any, Callable
 import numpy as np
 
 from faultload import aio
-from faultload.procutil import die_with_parent, ignore_terminal_signals
+from faultload.procutil import die_with_parent, ignore_terminal_signals, terminal_signals_blocked
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
 from faultload.client.raw import run_raw
 from faultload.client.training import run_training
@@ -135,14 +135,29 @@ def process_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _await_job(jobs_in: Any) -> WorkerJob | None:
+    """The job an early-spawned worker is sent once the stack is up; None if the trial ended first."""
+    try:
+        return jobs_in.recv() if jobs_in.poll(_READY_TIMEOUT_S * 2) else None
+    except (EOFError, OSError):  # the parent closed its end: the trial ended before assigning one
+        return None
+    finally:
+        jobs_in.close()
+
+
 def _worker_main(
-    job: WorkerJob, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any, parent_pid: int
+    job: WorkerJob | None, jobs_in: Any, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any,
+    parent_pid: int,
 ) -> None:
     # A worker never outlives the trial that started it, even one killed with SIGKILL.
     die_with_parent(parent_pid)
     # Ctrl-C and a closed terminal's SIGHUP reach the whole foreground group: the
     # parent decides when workers stop, and collects the history they hold.
     ignore_terminal_signals()
+    if job is None:
+        job = _await_job(jobs_in)
+        if job is None:
+            return
     prepared, setup_error = prepare_job(job, counters)
     startup_cpu_s = process_cpu_s()
     with ready.get_lock():
@@ -177,12 +192,13 @@ def _start_resource_tracker() -> None:
 class WorkerPool:
     """Start, watch, stop and collect a trial's load workers."""
 
-    def __init__(self, jobs: list[WorkerJob]) -> None:
+    def __init__(self, jobs: list[WorkerJob], count: int | None = None) -> None:
         self.jobs = jobs
+        self._count = len(jobs) if count is None else count
         _start_resource_tracker()
         ctx = mp.get_context("spawn")
         self._ctx = ctx
-        self.counters = ctx.Array("q", len(jobs) * len(COUNTER_SLOTS), lock=False)
+        self.counters = ctx.Array("q", self._count * len(COUNTER_SLOTS), lock=False)
         self._ready = ctx.Value("i", 0)
         self._go = ctx.Event()
         self._t0 = ctx.Value("d", 0.0, lock=False)
@@ -190,23 +206,53 @@ class WorkerPool:
         self._out = ctx.Queue()
         self.processes: list[mp.process.BaseProcess] = []
         self.results: list[WorkerResult] = []
+        self._jobs_out: list[Any] = []  # an early-spawned worker's pipe for its job (see spawn_early)
+
+    @classmethod
+    def spawn_early(cls, count: int) -> "WorkerPool":
+        """``count`` workers started before their jobs exist (a trial's own stack still starting): each
+        interpreter starts and imports the load client meanwhile (~0.3 s of each worker's start, ~0.9 s
+        for a training worker's), then waits for the job :meth:`assign` sends it once the server is up."""
+        pool = cls([], count)
+        try:
+            for index in range(count):
+                jobs_in, jobs_out = pool._ctx.Pipe(duplex=False)
+                pool._jobs_out.append(jobs_out)
+                pool._spawn(None, jobs_in, index)
+                jobs_in.close()  # the child holds its own copy: closing ours lets it see EOF when we close jobs_out
+        except BaseException:  # a Ctrl-C between two spawns: the caller never gets the pool to stop
+            pool.terminate()
+            raise
+        return pool
+
+    def assign(self, jobs: list[WorkerJob]) -> None:
+        """Send each early-spawned worker its job (as many jobs as workers, in order)."""
+        if len(jobs) != len(self._jobs_out):
+            raise ValueError(f"{len(jobs)} jobs for {len(self._jobs_out)} early-spawned workers")
+        self.jobs = jobs
+        for jobs_out, job in zip(self._jobs_out, jobs):
+            jobs_out.send(job)
 
     def start(self) -> None:
         for job in self.jobs:
-            proc = self._ctx.Process(
-                target=_worker_main,
-                args=(job, self.counters, self._ready, self._go, self._t0, self._stop, self._out, os.getpid()),
-                name=f"faultload-worker-{job.worker}",
-                daemon=True,
-            )
+            self._spawn(job, None, job.worker)
+
+    def _spawn(self, job: WorkerJob | None, jobs_in: Any, index: int) -> None:
+        proc = self._ctx.Process(
+            target=_worker_main,
+            args=(job, jobs_in, self.counters, self._ready, self._go, self._t0, self._stop, self._out, os.getpid()),
+            name=f"faultload-worker-{index}",
+            daemon=True,
+        )
+        with terminal_signals_blocked():  # until the worker ignores them: a Ctrl-C during its imports
             proc.start()
-            self.processes.append(proc)
+        self.processes.append(proc)
 
     def wait_ready(self, timeout_s: float = _READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout_s
-        while self._ready.value < len(self.jobs):
+        while self._ready.value < self._count:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"only {self._ready.value}/{len(self.jobs)} load workers started in {timeout_s:.0f}s")
+                raise RuntimeError(f"only {self._ready.value}/{self._count} load workers started in {timeout_s:.0f}s")
             if any(p.exitcode is not None for p in self.processes):
                 raise RuntimeError("a load worker exited during start-up")
             time.sleep(0.02)
@@ -217,7 +263,7 @@ class WorkerPool:
 
     def live(self) -> dict[str, int]:
         """Totals of the live counters over all workers."""
-        values = np.frombuffer(self.counters, dtype=np.int64).reshape(len(self.jobs), len(COUNTER_SLOTS))
+        values = np.frombuffer(self.counters, dtype=np.int64).reshape(self._count, len(COUNTER_SLOTS))
         return dict(zip(COUNTER_SLOTS, (int(v) for v in values.sum(axis=0))))
 
     def stop(self) -> None:
@@ -250,6 +296,8 @@ class WorkerPool:
         return sorted(self.results, key=lambda r: r.worker)
 
     def terminate(self) -> None:
+        for jobs_out in self._jobs_out:
+            jobs_out.close()  # an early-spawned worker still waiting for its job exits
         self._stop.set()
         self._go.set()
         for proc in self.processes:

@@ -23,7 +23,7 @@ import psutil
 from faultload.client.job import WorkerJob, WorkerResult
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool
-from faultload.run.jobs import build_jobs
+from faultload.run.jobs import build_jobs, spawn_early_workers, start_workers
 from faultload.record.faults import FaultLog
 from faultload.record.history import History, Outcome
 from faultload.record.training import TrainingLog
@@ -202,18 +202,18 @@ def run_trial(
     switch = _phase_clock(result.phases_s, started)
     try:
         switch("stack_start")
+        pool = spawn_early_workers(pools, config) if own_stack else None
         stack = _trial_stack(config, workspace, stack)
         router, server = stack.router, stack.server
         assert router is not None and server is not None
         result.topology = dict(stack.topology)
         result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
-        salt = random.Random(config.shape.seed).getrandbits(16)
         switch("session_open")
         sampling_id = open_sampling_session(server.url, BASE_MODEL)
         switch("workers_start")
-        pool = pools(build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt, server.version))
-        pool.start()
-        pool.wait_ready()
+        salt = random.Random(config.shape.seed).getrandbits(16)
+        jobs = build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt, server.version)
+        pool = start_workers(pool, pools, jobs)
         switch("other")
         log = LogFollower(server.log_path)
         t0 = switch("load")
