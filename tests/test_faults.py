@@ -332,7 +332,7 @@ def test_latency_adds_delay(proxy, control: ToxiproxyControl) -> None:
     control.add_toxic(proxy.name, "lat", "latency", {"latency": 300})
     response, took = raw_get(proxy.listen_port)
     assert body_of(response) == b"hello"
-    assert took - base >= 0.3, (took, base)
+    assert base < 0.3 <= took, (took, base)  # not took - base: a loaded machine's base (6 ms once) is not additive
     control.update_toxic(proxy.name, "lat", {"latency": 0})  # the adapter's PATCH works too
     assert raw_get(proxy.listen_port)[1] < 0.3
 
