@@ -9,6 +9,8 @@ per-request state shared between processes.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 # First prompt token of every faultload request, so a stray prompt is recognisable.
@@ -35,10 +37,20 @@ def nonce_of(prompt: list[int]) -> int | None:
     return int(prompt[1]) * _NONCE_PART + int(prompt[2])
 
 
+@functools.lru_cache(maxsize=64)
+def _steps(length: int, c: int, mod: int) -> np.ndarray:
+    """Position i's share of the mix, (i * c) % mod, for i < length: the same for every request of a length
+    (read-only, so a cached array is never changed by a caller)."""
+    steps = np.arange(length, dtype=np.int64) * c % mod
+    steps.flags.writeable = False
+    return steps
+
+
 def _mix(nonce: int, sample: int, length: int, a: int, b: int, c: int, mod: int) -> np.ndarray:
-    # Mix nonce and sample index with Python ints (no overflow), then position in int64.
+    # Mix nonce and sample index with Python ints (no overflow), then position in int64:
+    # (base + i*c) % mod == (base + (i*c) % mod) % mod, the per-position part cached per length.
     base = (nonce * a + sample * b) % mod
-    return (base + np.arange(length, dtype=np.int64) * c) % mod
+    return (_steps(length, c, mod) + base) % mod
 
 
 def output_tokens(nonce: int, sample: int, length: int) -> np.ndarray:
@@ -51,6 +63,14 @@ def logprob_digits(nonce: int, sample: int, length: int) -> np.ndarray:
     return _mix(nonce, sample, length, 2_654_435_761, 31, 17, LOGPROB_SCALE)
 
 
+@functools.cache
+def _logprob_values() -> np.ndarray:
+    """Entry d = the float32 logprob -d / LOGPROB_SCALE (computed in float64, then rounded once)."""
+    values = (-(np.arange(LOGPROB_SCALE, dtype=np.float64) / LOGPROB_SCALE)).astype(np.float32)
+    values.flags.writeable = False
+    return values
+
+
 def output_logprobs(nonce: int, sample: int, length: int) -> np.ndarray:
     """Output logprobs as float32, exactly as a JSON or proto round trip yields them."""
-    return (-(logprob_digits(nonce, sample, length).astype(np.float64) / LOGPROB_SCALE)).astype(np.float32)
+    return _logprob_values()[logprob_digits(nonce, sample, length)]

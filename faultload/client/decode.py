@@ -98,8 +98,9 @@ def check(sequences: list[Sequence], nonce: int, num_samples: int, length: int) 
     for j, seq in enumerate(sequences):
         if seq.tokens.size != length:
             return f"sample {j}: {seq.tokens.size} tokens, expected {length}"
-        if not np.array_equal(seq.tokens, tokens.output_tokens(nonce, j, length)):
+        # Elementwise ==, then all(): np.array_equal's own checks (asarray, shapes) cost more than the compare.
+        if not (seq.tokens == tokens.output_tokens(nonce, j, length)).all():
             return f"sample {j}: tokens do not match nonce {nonce}"
-        if not np.array_equal(seq.logprobs, tokens.output_logprobs(nonce, j, length)):
+        if seq.logprobs.size != length or not (seq.logprobs == tokens.output_logprobs(nonce, j, length)).all():
             return f"sample {j}: logprobs do not match nonce {nonce}"
     return None

@@ -57,6 +57,7 @@ _JSON = b"Content-Type: application/json\r\n"
 ABANDON_AFTER_S = 0.25
 # How often a running worker checks for a stop request.
 _STOP_CHECK_S = 0.2
+_UINT32_MAX = int(np.iinfo(np.uint32).max)  # result_bytes saturates here
 
 
 def classify_error(exc: BaseException) -> ErrorClass:
@@ -91,6 +92,8 @@ class RawClient:
         self.session = session
         self.counters = counters
         self.history = History.empty(job.count)
+        self._h = self.history.columns  # the hot paths index the columns' dict directly, not History.__getitem__
+        self._t0 = job.t0
         self._attempts = AttemptRecorder()
         self.history["worker"][:] = job.worker
         self.examples: dict[str, str] = {}
@@ -108,7 +111,7 @@ class RawClient:
         self._rate_limit_pause_s = self.shape.scaled(rate_limit_pause_s(self.shape.prompt_extra_tokens))
 
     def now(self) -> float:
-        return time.monotonic() - self.job.t0
+        return time.monotonic() - self._t0
 
     def _record(self, row: int, kind: AttemptKind, started: float, status: int) -> None:
         self._attempts.add(row, kind, started, self.now(), status)
@@ -178,7 +181,7 @@ class RawClient:
             self._settled.set()
 
     async def _one(self, row: int) -> None:
-        h = self.history
+        h = self._h
         nonce = self.job.nonce(self.job.first + row)
         h["nonce"][row] = nonce
         self.counters.add(IN_FLIGHT)
@@ -218,7 +221,7 @@ class RawClient:
 
     async def _asample(self, row: int, nonce: int) -> int | Outcome:
         """The server's request id, or REJECTED (the SDK raised), or PENDING (the deadline came first)."""
-        h = self.history
+        h = self._h
         body = self._sample_body(row, nonce)
         timeout_s = 60.0 * self.shape.time_scale  # connects are bounded by the pool's connect_timeout_s
         window_s = self.shape.scaled(self.policy.submit_retry_window_s)
@@ -266,7 +269,7 @@ class RawClient:
         return first_poll_plan(self.shape, nonce)
 
     async def _retrieve(self, row: int, nonce: int, server_id: int) -> Outcome:
-        h = self.history
+        h = self._h
         delay, abandon = self._first_poll_plan(nonce)
         if delay:
             await asyncio.sleep(delay)
@@ -357,7 +360,7 @@ class RawClient:
         return None
 
     def _judge(self, row: int, nonce: int, ctype: str, payload: bytes) -> Outcome:
-        self.history["result_bytes"][row] = min(len(payload), np.iinfo(np.uint32).max)
+        self.history["result_bytes"][row] = min(len(payload), _UINT32_MAX)
         try:
             sequences = decode.decode(payload, ctype, self._parser)
         except decode.DecodeError as exc:
