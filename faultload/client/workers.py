@@ -111,7 +111,8 @@ def prepare_job(job: WorkerJob, counters: Any) -> tuple[Any, str | None]:
 def run_job(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any) -> WorkerResult:
     """Run a prepared job (``job.t0`` on this process's monotonic clock) to its result; never raises."""
     profile_dir = os.environ.get("FAULTLOAD_PROFILE_WORKERS")  # bench/ uses this to find hot spots
-    profiler = cProfile.Profile() if profile_dir else None
+    # CPU time, not wall: a worker waits on its sockets most of a trial, and a wall-clock profile shows that wait.
+    profiler = cProfile.Profile(time.process_time) if profile_dir else None
     clients: list = []
     try:
         if profiler is not None:

@@ -1,0 +1,115 @@
+"""The fake router's CPU per completion, two checkouts side by side.
+
+A benchmark, not a test. Starts ``python -m faultload.router`` from checkout
+A and from checkout B (each with its own ``PYTHONPATH``), alternating A B B A
+..., and drives each with the same load from this process: ``--requests``
+``POST /v1/completions`` bodies shaped as SkyRL's forwarding client sends them
+(model, prompt with the request's nonce, n, seed, max_tokens, temperature,
+top_p, top_k, logprobs, stream, return_token_ids), ``--concurrency`` at once,
+over keep-alive connections (``faultload.client.http.HttpPool``, which also
+checks nothing: this measures the router, not the client). The router's CPU is
+read from ``/proc`` (psutil) around the load, after a warm-up that opens the
+connections and builds the body tables. Every answer must be a 200 of the
+right length, or the run stops.
+
+Prints per repetition and as medians (with spread) the router's microseconds
+of CPU per completion, and B/A of the medians.
+
+Usage: .faultload/venv/bin/python bench/router_cpu.py --a PATH --b PATH [--repeat 3]
+       [--requests 16384] [--concurrency 2000] [-- ROUTER_ARGS]   (default: --mode latency
+       --max-num-seqs 256 --gen-seconds 0.05, the confirmation's engine at a 20th of its 1 s)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from _figures import abba, checkouts_parser, print_ab_medians  # noqa: E402  (bench/, beside this script)
+from faultload import tokens  # noqa: E402
+from faultload.client.http import HttpPool  # noqa: E402
+
+DEFAULT_ROUTER_ARGS = ["--mode", "latency", "--max-num-seqs", "256", "--gen-seconds", "0.05"]
+_JSON = b"Content-Type: application/json\r\n"
+
+
+def forward_body(nonce: int, max_tokens: int) -> bytes:
+    """What SkyRL 0.4.0's forwarding client posts for one sample (skyrl_train_inference_forwarding.py)."""
+    return json.dumps({
+        "model": "faultload-model", "prompt": tokens.prompt_tokens(nonce), "n": 1, "seed": nonce % (1 << 31),
+        "max_tokens": max_tokens, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": 1,
+        "stream": False, "return_token_ids": True,
+    }).encode()
+
+
+def start_router(checkout: Path, router_args: list[str]) -> tuple[subprocess.Popen, int]:
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    proc = subprocess.Popen([sys.executable, "-m", "faultload.router", "--port", "0", *router_args],
+                            cwd=checkout, env=env, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline() if proc.stdout else ""
+    if not line.startswith("READY "):
+        proc.kill()
+        raise SystemExit(f"router_cpu: {checkout}: the router did not start (said {line!r})")
+    return proc, int(line.split()[1])
+
+
+async def drive(port: int, first: int, count: int, concurrency: int, max_tokens: int) -> None:
+    gate = asyncio.Semaphore(concurrency)
+    async with HttpPool("127.0.0.1", port, None, 10.0) as pool:
+        async def one(i: int) -> None:
+            async with gate:
+                status, _, body = await pool.post("/v1/completions", forward_body(first + i, max_tokens), _JSON, 120.0)
+            if status != 200 or b'"finish_reason"' not in body:
+                raise SystemExit(f"router_cpu: completion {first + i}: HTTP {status}: {body[:200]!r}")
+        await asyncio.gather(*(one(i) for i in range(count)))
+
+
+def one_run(checkout: Path, router_args: list[str], requests: int, concurrency: int, max_tokens: int) -> float:
+    """The router's microseconds of CPU per completion (after a warm-up of ``concurrency`` completions)."""
+    proc, port = start_router(checkout, router_args)
+    try:
+        router = psutil.Process(proc.pid)
+        asyncio.run(drive(port, 1, concurrency, concurrency, max_tokens))
+        before = router.cpu_times()
+        asyncio.run(drive(port, 1 + concurrency, requests, concurrency, max_tokens))
+        after = router.cpu_times()
+        return 1e6 * ((after.user - before.user) + (after.system - before.system)) / requests
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def main() -> int:
+    parser = checkouts_parser(__doc__.splitlines()[0], repeat=3)
+    parser.add_argument("--requests", type=int, default=16384)
+    parser.add_argument("--concurrency", type=int, default=2000)
+    parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("router_args", nargs="*")
+    args = parser.parse_args()
+    for path in (args.a, args.b):
+        if not (path / "faultload" / "router" / "__init__.py").is_file():
+            print(f"router_cpu: {path} is not a faultload checkout", file=sys.stderr)
+            return 2
+    if min(args.repeat, args.requests, args.concurrency, args.max_tokens) < 1:
+        print("router_cpu: --repeat, --requests, --concurrency and --max-tokens must be >= 1", file=sys.stderr)
+        return 2
+    router_args = args.router_args or DEFAULT_ROUTER_ARGS
+    runs = abba(args.repeat, lambda side: one_run((args.a if side == "A" else args.b).resolve(), router_args,
+                                                  args.requests, args.concurrency, args.max_tokens))
+    print(f"A = {args.a}\nB = {args.b}\nrouter args: {' '.join(router_args)}; {args.requests} completions at "
+          f"{args.concurrency} in flight, {args.repeat} each, ABBA")
+    print_ab_medians(runs, "us CPU per completion")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
