@@ -189,6 +189,19 @@ def test_calls_on_a_model_a_server_restart_took_are_the_restarts_not_the_servers
     assert check_training_futures(dataclasses.replace(fatal, training=_log(corrupt)), Budgets()).ok is False
 
 
+def test_a_model_the_server_took_before_a_restart_is_lost_even_if_its_result_was_read_after():
+    """The nightly fixed row, server:restart@2.05 with the edge cut 0.7-24.7 s: 13 trainers had their create_model
+    accepted at 0.7-1.0 s and read its result at 24.8-26.3 s; every later call was '400 Model ... not loaded'."""
+    rows = [(CM, 0, 0, 0.2, 0.9, 26.3, 3, OK),
+            (FB, 0, 0, 26.3, 26.4, math.nan, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "not loaded"),
+            (CM, 1, 0, 1.0, 26.4, 26.5, 9, OK),  # reached the restarted server: its failures are its own
+            (FB, 1, 0, 26.5, 26.6, math.nan, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "failed")]
+    inputs = dataclasses.replace(_inputs(_log(rows)), faults=_restarted_at(2.05),
+                                 fatal_fault_kinds=frozenset({"server:restart"}))
+    verdict = check_training_futures(inputs, Budgets())
+    assert verdict.ok is False and verdict.figure == 1 and "1 excused by a fatal fault" in verdict.detail
+
+
 def test_a_trial_line_names_its_training_mix():
     trained = TrialConfig(target="skyrl==0.4.0", shape=LoadShape(training=TrainingMix(32, 16, 4, 128)), engine="null")
     assert "train 32x16:4@128" in describe_config(trained)

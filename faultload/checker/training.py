@@ -50,19 +50,22 @@ def _starvation_note(inputs: CheckInputs) -> str:
 
 
 def _model_lost_to_a_restart(log: TrainingLog, fatal: list, among: np.ndarray) -> np.ndarray:
-    """Calls of a trainer after a fatal ``server:restart`` that came after its model was created.
+    """Calls of a trainer after a fatal ``server:restart`` that came after its create_model reached the server.
 
     The new server process never loaded that model: 0.4.0 answers each later call ``400 Model ... not loaded
     (likely stale request from previous server)``. The model went with the process the fault killed, so those
-    calls are the fault's (the SDK recreates nothing either); a corrupt result still never is.
+    calls are the fault's (the SDK recreates nothing either); a corrupt result still never is. What counts is
+    when the server accepted the create_model, not when the client read its result: the old process creates
+    the model and stores the result, and a client cut off from the server (an edge fault) reads it from the
+    database after the restart — and the new process still does not have the model.
     """
     lost = np.zeros(len(log), dtype=bool)
     restarts = np.array([start for start, _, fault in fatal if fault.link == "server" and fault.kind == "restart"])
     if restarts.size == 0:
         return lost
     created = log.of(TrainingOp.CREATE_MODEL) & (log["outcome"] == Outcome.OK)
-    for trainer, made in zip(log["trainer"][created].tolist(), log["done"][created].tolist()):
-        later = restarts[restarts >= made]
+    for trainer, reached in zip(log["trainer"][created].tolist(), log["accepted"][created].tolist()):
+        later = restarts[restarts >= reached]
         if later.size:
             lost |= among & (log["trainer"] == trainer) & (log["start"] >= later.min())
     return lost
