@@ -7,7 +7,9 @@ A and from checkout B (each with its own ``PYTHONPATH``), alternating A B B A
 (model, prompt with the request's nonce, n, seed, max_tokens, temperature,
 top_p, top_k, logprobs, stream, return_token_ids), ``--concurrency`` at once,
 over keep-alive connections (``faultload.client.http.HttpPool``, which also
-checks nothing: this measures the router, not the client). The router's CPU is
+checks nothing: this measures the router, not the client), or with
+``--fresh-connections F`` a share F of them each on a connection of its own, as
+SkyRL 0.4.0's forwarding pool opens them. The router's CPU is
 read from ``/proc`` (psutil) around the load, after a warm-up that opens the
 connections and builds the body tables. The router runs pinned to one CPU and this
 driver to another (with two or more). Every answer must be a 200 of the
@@ -63,10 +65,14 @@ def start_router(checkout: Path, router_args: list[str]) -> tuple[subprocess.Pop
     return proc, int(line.split()[1])
 
 
-async def drive(port: int, first: int, count: int, concurrency: int, max_tokens: int) -> None:
+async def drive(port: int, first: int, count: int, concurrency: int, max_tokens: int, fresh: float) -> None:
+    """``count`` completions, ``concurrency`` at once; a share ``fresh`` of them each on a new connection that
+    the router closes after its answer (``Connection: close``), the rest over kept-alive ones."""
     gate = asyncio.Semaphore(concurrency)
-    async with HttpPool("127.0.0.1", port, None, 10.0) as pool:
+    async with HttpPool("127.0.0.1", port, None, 10.0) as kept, \
+            HttpPool("127.0.0.1", port, None, 10.0, keepalive=False) as closing:
         async def one(i: int) -> None:
+            pool = closing if int((i + 1) * fresh) > int(i * fresh) else kept  # the fresh share, spread evenly
             async with gate:
                 status, _, body = await pool.post("/v1/completions", forward_body(first + i, max_tokens), _JSON, 120.0)
             if status != 200 or b'"finish_reason"' not in body:
@@ -84,15 +90,16 @@ def pin(router: psutil.Process) -> None:
         os.sched_setaffinity(0, {cpus[0]})
 
 
-def one_run(checkout: Path, router_args: list[str], requests: int, concurrency: int, max_tokens: int) -> float:
+def one_run(checkout: Path, router_args: list[str], requests: int, concurrency: int, max_tokens: int,
+            fresh: float) -> float:
     """The router's microseconds of CPU per completion (after a warm-up of ``concurrency`` completions)."""
     proc, port = start_router(checkout, router_args)
     try:
         router = psutil.Process(proc.pid)
         pin(router)
-        asyncio.run(drive(port, 1, concurrency, concurrency, max_tokens))
+        asyncio.run(drive(port, 1, concurrency, concurrency, max_tokens, 0.0))
         before = router.cpu_times()
-        asyncio.run(drive(port, 1 + concurrency, requests, concurrency, max_tokens))
+        asyncio.run(drive(port, 1 + concurrency, requests, concurrency, max_tokens, fresh))
         after = router.cpu_times()
         return 1e6 * ((after.user - before.user) + (after.system - before.system)) / requests
     finally:
@@ -105,20 +112,27 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=16384)
     parser.add_argument("--concurrency", type=int, default=2000)
     parser.add_argument("--max-tokens", type=int, default=64)
+    parser.add_argument("--fresh-connections", type=float, default=0.0, metavar="F",
+                        help="share of completions sent each on a new connection (0.4.0's forwarding pool, "
+                             "keepalive_timeout=2 s, opened one for ~70%% of forwards in latency mode)")
     parser.add_argument("router_args", nargs="*")
     args = parser.parse_args()
     for path in (args.a, args.b):
         if not (path / "faultload" / "router" / "__init__.py").is_file():
             print(f"router_cpu: {path} is not a faultload checkout", file=sys.stderr)
             return 2
+    if not 0.0 <= args.fresh_connections <= 1.0:
+        print("router_cpu: --fresh-connections must be in [0, 1]", file=sys.stderr)
+        return 2
     if min(args.repeat, args.requests, args.concurrency, args.max_tokens) < 1:
         print("router_cpu: --repeat, --requests, --concurrency and --max-tokens must be >= 1", file=sys.stderr)
         return 2
     router_args = args.router_args or DEFAULT_ROUTER_ARGS
     runs = abba(args.repeat, lambda side: one_run((args.a if side == "A" else args.b).resolve(), router_args,
-                                                  args.requests, args.concurrency, args.max_tokens))
+                                                  args.requests, args.concurrency, args.max_tokens,
+                                                  args.fresh_connections))
     print(f"A = {args.a}\nB = {args.b}\nrouter args: {' '.join(router_args)}; {args.requests} completions at "
-          f"{args.concurrency} in flight, {args.repeat} each, ABBA")
+          f"{args.concurrency} in flight, {args.fresh_connections:.0%} on fresh connections, {args.repeat} each, ABBA")
     print_ab_medians(runs, "us CPU per completion")
     return 0
 
