@@ -6,8 +6,9 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import psutil  # loaded with this module, so a signal handler never imports it
 
@@ -33,15 +34,19 @@ def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> None:
         os._exit(1)
 
 
-def tied_to_this_process(sig: int = signal.SIGKILL) -> Callable[[], None]:
-    """A ``preexec_fn`` that ties the child's life to the calling process; start the child inside
-    :func:`terminal_signals_blocked` (this unblocks them in the child, before its exec)."""
+def popen_tied(cmd: list[str], *, sig: int = signal.SIGKILL, tie: bool = True, **popen_kwargs: Any) -> subprocess.Popen:
+    """``subprocess.Popen(cmd, **popen_kwargs)`` started with Ctrl-C and hang-up blocked here (see
+    :func:`terminal_signals_blocked`) and unblocked in the child before its exec; with ``tie`` the child
+    also gets ``sig`` when this process dies (``prctl``, set from the main thread only: it follows the
+    thread that forked)."""
     parent = os.getpid()
 
     def preexec() -> None:
-        die_with_parent(parent, sig)
+        if tie:
+            die_with_parent(parent, sig)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINAL_SIGNALS)
-    return preexec
+    with terminal_signals_blocked():
+        return subprocess.Popen(cmd, preexec_fn=preexec, **popen_kwargs)
 
 
 def ignore_terminal_signals() -> None:
@@ -63,7 +68,7 @@ def terminal_signals_blocked() -> Iterator[None]:
     2 of 10 runs interrupted as the server launched exited 0, not 130; blocked, it is delivered
     here on exit. The children start with them blocked: a load worker until
     :func:`ignore_terminal_signals` ignores them (a Ctrl-C during its imports killed it), a
-    ``tied_to_this_process`` child until its preexec unblocks them."""
+    child of :func:`popen_tied` until its preexec unblocks them."""
     signal.pthread_sigmask(signal.SIG_BLOCK, TERMINAL_SIGNALS)
     try:
         yield

@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from faultload.procutil import terminal_signals_blocked, tied_to_this_process
+from faultload.procutil import popen_tied
 
 from faultload.faults.control import FaultControlError, ToxiproxyControl  # noqa: F401  (re-exported)
 from faultload.netutil import pick_free_port
@@ -166,15 +166,11 @@ class ToxiproxyServer:
         cmd = [str(self.binary), "-host", self.host, "-port", str(self.port)]
         if self.seed is not None:
             cmd += ["-seed", str(self.seed)]
-        preexec = None
-        if self.die_with_parent and threading.current_thread() is threading.main_thread():
-            preexec = tied_to_this_process()
-        with terminal_signals_blocked():
-            self.process = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=preexec,
-                env={**os.environ, "LOG_LEVEL": self.log_level},
-            )
+        tie = self.die_with_parent and threading.current_thread() is threading.main_thread()
+        self.process = popen_tied(
+            cmd, tie=tie, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            start_new_session=True, env={**os.environ, "LOG_LEVEL": self.log_level},
+        )
         self.pid_path = self.log_dir / f"toxiproxy-{self.port}.pid"
         self.pid_path.write_text(json.dumps({"pid": self.process.pid, "port": self.port,
                                              "binary": str(self.binary)}))

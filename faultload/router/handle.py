@@ -22,7 +22,7 @@ from typing import Any
 import psutil
 
 from faultload.pausing import Pauser
-from faultload.procutil import terminal_signals_blocked, tied_to_this_process
+from faultload.procutil import popen_tied
 from faultload.router.completions import read_completions
 from faultload.model.router import CLOSE_IDLE_SIGNAL, SHUTDOWN_S, RouterConfig
 
@@ -85,11 +85,8 @@ class RouterHandle:
         self._log_dir.mkdir(parents=True, exist_ok=True)
         out_path, err_path = self._log_dir / "stdout.log", self._log_dir / "stderr.log"
         with open(out_path, "wb") as out, open(err_path, "ab") as err:
-            with terminal_signals_blocked():
-                self._proc = subprocess.Popen(
-                    cmd + self.config.to_argv(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                    start_new_session=True, env=env, cwd=root, preexec_fn=tied_to_this_process(signal.SIGTERM),
-                )
+            self._proc = popen_tied(cmd + self.config.to_argv(), sig=signal.SIGTERM, stdin=subprocess.DEVNULL,
+                                    stdout=out, stderr=err, start_new_session=True, env=env, cwd=root)
         try:
             self.port = self._wait_ready_line(out_path, ready_timeout_s)
             self.url = f"http://{self.host}:{self.port}"

@@ -21,7 +21,7 @@ from typing import Any, Callable
 from faultload.netutil import http_get_json
 from faultload.netutil import port_is_free
 from faultload.pausing import Pauser
-from faultload.procutil import terminal_signals_blocked, tied_to_this_process
+from faultload.procutil import popen_tied
 from faultload.model.target import TargetSpec
 
 _HERE = Path(__file__).resolve().parent
@@ -200,11 +200,8 @@ def launch_skyrl(
 def _spawn_launcher(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path, append: bool) -> subprocess.Popen:
     """The launcher in its own session, dying with this process (SIGKILL acts on a stopped one too)."""
     with open(log_path, "ab" if append else "wb") as log:
-        with terminal_signals_blocked():
-            return subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                cwd=cwd, env=env, start_new_session=True, preexec_fn=tied_to_this_process(),
-            )
+        return popen_tied(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          cwd=cwd, env=env, start_new_session=True)
 
 
 def _read_launch_version(log_path: Path) -> str | None:
