@@ -22,10 +22,10 @@ def cpu_per_request(report: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def abba(repeat: int, run: Callable[[str], float]) -> dict[str, list[float]]:
+def abba(repeat: int, run: Callable[[str], Any]) -> dict[str, list[Any]]:
     """``run("A")`` and ``run("B")`` ``repeat`` times each, in A B B A order, so drift on a shared machine moves
     both sides alike."""
-    runs: dict[str, list[float]] = {"A": [], "B": []}
+    runs: dict[str, list[Any]] = {"A": [], "B": []}
     for i in range(repeat):
         for side in (("A", "B"), ("B", "A"))[i % 2]:
             runs[side].append(run(side))

@@ -25,7 +25,6 @@ Usage: .faultload/venv/bin/python bench/harness_ab.py --a PATH --b PATH [--a-arg
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -36,7 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _figures import cpu_per_request  # bench/, beside this script
+from _figures import abba, checkouts_parser, cpu_per_request  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,12 +65,9 @@ def spread(values: list[float]) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--a", required=True, type=Path, help="checkout A (the baseline)")
-    parser.add_argument("--b", required=True, type=Path, help="checkout B")
+    parser = checkouts_parser(__doc__.splitlines()[0], repeat=3)
     parser.add_argument("--a-args", default="", help="run arguments for A only (one shell-quoted string)")
     parser.add_argument("--b-args", default="", help="run arguments for B only (one shell-quoted string)")
-    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--home", default=str(ROOT / ".faultload"), help="the workspace both use")
     parser.add_argument("run_args", nargs="*")
     args = parser.parse_args()
@@ -83,14 +79,13 @@ def main() -> int:
         print("harness_ab: --repeat must be >= 1", file=sys.stderr)
         return 2
     extra = {"A": shlex.split(args.a_args), "B": shlex.split(args.b_args)}
-    runs: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
-    order = [("A", "B"), ("B", "A")]
     with tempfile.TemporaryDirectory(prefix="harness-ab-") as tmp:
-        for i in range(args.repeat):
-            for side in order[i % 2]:
-                checkout = args.a if side == "A" else args.b
-                runs[side].append(one_trial(checkout.resolve(), args.run_args + extra[side], args.home, Path(tmp) / "r.json"))
-                print(f"  {side} {i + 1}/{args.repeat}: wall {runs[side][-1]['wall_s']:.1f} s", file=sys.stderr)
+        def run(side: str) -> dict[str, float]:
+            checkout = args.a if side == "A" else args.b
+            figures = one_trial(checkout.resolve(), args.run_args + extra[side], args.home, Path(tmp) / "r.json")
+            print(f"  {side}: wall {figures['wall_s']:.1f} s", file=sys.stderr)
+            return figures
+        runs = abba(args.repeat, run)
     print(f"A = {args.a} {args.a_args}\nB = {args.b} {args.b_args}\nrun args: {' '.join(args.run_args) or '(make run)'}; {args.repeat} each, ABBA")
     print_table(runs)
     return 0
