@@ -1,6 +1,7 @@
 """The fake router's CPU per completion, two checkouts side by side.
 
-A benchmark, not a test. Starts ``python -m faultload.router`` from checkout
+A benchmark, not a test. Starts ``python -m faultload.router`` (or, with
+``--compiled``, the checkout's compiled router) from checkout
 A and from checkout B (each with its own ``PYTHONPATH``), alternating A B B A
 ..., and drives each with the same load from this process: ``--requests``
 ``POST /v1/completions`` bodies shaped as SkyRL's forwarding client sends them
@@ -19,7 +20,7 @@ Prints per repetition and as medians (with spread) the router's microseconds
 of CPU per completion, and B/A of the medians.
 
 Usage: .faultload/venv/bin/python bench/router_cpu.py --a PATH --b PATH [--repeat 3]
-       [--requests 16384] [--concurrency 2000] [-- ROUTER_ARGS]   (default: --mode latency
+       [--compiled none|a|b|both] [--requests 16384] [--concurrency 2000] [-- ROUTER_ARGS]   (default: --mode latency
        --max-num-seqs 256 --gen-seconds 0.05, the confirmation's engine at a 20th of its 1 s)
 """
 
@@ -40,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 from _figures import abba, checkouts_parser, print_ab_medians  # noqa: E402  (bench/, beside this script)
 from faultload import tokens  # noqa: E402
 from faultload.client.http import HttpPool  # noqa: E402
+from faultload.router.compiled import find_router  # noqa: E402
 
 DEFAULT_ROUTER_ARGS = ["--mode", "latency", "--max-num-seqs", "256", "--gen-seconds", "0.05"]
 _JSON = b"Content-Type: application/json\r\n"
@@ -54,9 +56,20 @@ def forward_body(nonce: int, max_tokens: int) -> bytes:
     }).encode()
 
 
-def start_router(checkout: Path, router_args: list[str]) -> tuple[subprocess.Popen, int]:
+def router_program(checkout: Path, compiled: bool) -> list[str]:
+    """The checkout's compiled router (built by setup into this workspace's tools) or its Python one."""
+    if not compiled:
+        return [sys.executable, "-m", "faultload.router"]
+    found = find_router(ROOT / ".faultload" / "tools", checkout / "faultload" / "router" / "go")
+    if found is None:
+        raise SystemExit(f"router_cpu: {checkout}'s compiled router is not built in {ROOT / '.faultload' / 'tools'} "
+                         f"(run `faultload setup` in that checkout with FAULTLOAD_HOME={ROOT / '.faultload'})")
+    return [str(found)]
+
+
+def start_router(checkout: Path, router_args: list[str], compiled: bool) -> tuple[subprocess.Popen, int]:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    proc = subprocess.Popen([sys.executable, "-m", "faultload.router", "--port", "0", *router_args],
+    proc = subprocess.Popen([*router_program(checkout, compiled), "--port", "0", *router_args],
                             cwd=checkout, env=env, stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline() if proc.stdout else ""
     if not line.startswith("READY "):
@@ -90,10 +103,10 @@ def pin(router: psutil.Process) -> None:
         os.sched_setaffinity(0, {cpus[0]})
 
 
-def one_run(checkout: Path, router_args: list[str], requests: int, concurrency: int, max_tokens: int,
-            fresh: float) -> float:
+def one_run(checkout: Path, compiled: bool, router_args: list[str], requests: int, concurrency: int,
+            max_tokens: int, fresh: float) -> float:
     """The router's microseconds of CPU per completion (after a warm-up of ``concurrency`` completions)."""
-    proc, port = start_router(checkout, router_args)
+    proc, port = start_router(checkout, router_args, compiled)
     try:
         router = psutil.Process(proc.pid)
         pin(router)
@@ -115,6 +128,9 @@ def main() -> int:
     parser.add_argument("--fresh-connections", type=float, default=0.0, metavar="F",
                         help="share of completions sent each on a new connection (0.4.0's forwarding pool, "
                              "keepalive_timeout=2 s, opened one for ~70%% of forwards in latency mode)")
+    parser.add_argument("--compiled", choices=("none", "a", "b", "both"), default="none",
+                        help="which side runs its checkout's compiled router (faultload/router/go) instead of "
+                             "python -m faultload.router")
     parser.add_argument("router_args", nargs="*")
     args = parser.parse_args()
     for path in (args.a, args.b):
@@ -128,10 +144,12 @@ def main() -> int:
         print("router_cpu: --repeat, --requests, --concurrency and --max-tokens must be >= 1", file=sys.stderr)
         return 2
     router_args = args.router_args or DEFAULT_ROUTER_ARGS
-    runs = abba(args.repeat, lambda side: one_run((args.a if side == "A" else args.b).resolve(), router_args,
-                                                  args.requests, args.concurrency, args.max_tokens,
+    compiled = {"A": args.compiled in ("a", "both"), "B": args.compiled in ("b", "both")}
+    runs = abba(args.repeat, lambda side: one_run((args.a if side == "A" else args.b).resolve(), compiled[side],
+                                                  router_args, args.requests, args.concurrency, args.max_tokens,
                                                   args.fresh_connections))
-    print(f"A = {args.a}\nB = {args.b}\nrouter args: {' '.join(router_args)}; {args.requests} completions at "
+    kind = {True: "compiled router", False: "Python router"}
+    print(f"A = {args.a} ({kind[compiled['A']]})\nB = {args.b} ({kind[compiled['B']]})\nrouter args: {' '.join(router_args)}; {args.requests} completions at "
           f"{args.concurrency} in flight, {args.fresh_connections:.0%} on fresh connections, {args.repeat} each, ABBA")
     print_ab_medians(runs, "us CPU per completion")
     return 0

@@ -1,7 +1,9 @@
-"""``faultload setup``: Toxiproxy into the workspace's tools folder and the target venvs, each only when missing.
+"""``faultload setup``: the compiled router and Toxiproxy into the workspace's tools folder and the target venvs,
+each only when missing.
 
-A missing Go (with no Toxiproxy built) is said in one line before minutes of
-target installs. Otherwise the Toxiproxy build (the Go compiler's CPU) runs
+A missing Go (with no Toxiproxy or compiled router built) is said in one line before minutes of
+target installs. Otherwise the Go builds (the compiled router, then Toxiproxy: ``make test`` starts
+its unit tier once Toxiproxy is there, so the router is there too; the Go compiler's CPU) run
 beside the installs (pip's downloads), and the target venvs install side by
 side once the torch they share is there (one after another, torch, 0.4.0
 and 0.3.0 took 116 + 99 + 88 s on the 2-core machine). The commands are the
@@ -16,8 +18,10 @@ from pathlib import Path
 from typing import Callable
 
 from faultload.faults.toxiproxy import find_go
-from faultload.faults.toxiproxy_build import ToxiproxyBuildError, ensure_toxiproxy
+from faultload.faults.toxiproxy_build import ensure_toxiproxy
+from faultload.gobuild import GoBuildError
 from faultload.model.target import TargetSpec
+from faultload.router.compiled import ensure_router
 from faultload.targets.install import InstallError, check_release_exists, ensure_shared_torch, ensure_target
 from faultload.workspace import Workspace
 
@@ -37,13 +41,19 @@ def provision(workspace: Workspace, specs: list[TargetSpec], go_named: str | Non
     go = find_go(go_named)
     targets = [spec for spec in specs if spec.kind != "url"]
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="faultload-setup") as pool:
-        toxiproxy = pool.submit(ensure_toxiproxy, workspace.tools, go, log)
+        tools = pool.submit(_ensure_tools, workspace.tools, go, log)
         if go is None:  # nothing to build with: answered at once, and said before any install starts
-            reason = _failure(toxiproxy)
+            reason = _failure(tools)
             if reason:
                 return reason
         installs = pool.submit(_ensure_targets, workspace.targets, targets, log)
-        return _failure(toxiproxy) or _failure(installs)
+        return _failure(tools) or _failure(installs)
+
+
+def _ensure_tools(tool_dir: Path, go: str | None, log: Log) -> None:
+    """The compiled router, then Toxiproxy (whose binary ``make test`` waits for)."""
+    ensure_router(tool_dir, go, log)
+    ensure_toxiproxy(tool_dir, go, log)
 
 
 def _ensure_targets(targets_dir: Path, specs: list[TargetSpec], log: Log) -> None:
@@ -62,6 +72,6 @@ def _failure(future: Future) -> str | None:
     """A setup step's one-line reason it failed, None when it did not."""
     try:
         future.result()
-    except (ToxiproxyBuildError, InstallError) as exc:
+    except (GoBuildError, InstallError) as exc:
         return str(exc)
     return None

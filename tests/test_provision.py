@@ -17,6 +17,7 @@ from faultload.model.target import parse_target
 from faultload.targets.install import InstallError
 from faultload.workspace import Workspace
 
+REAL_ENSURE_ROUTER = provision_mod.ensure_router
 SPECS = [parse_target("skyrl==0.4.0"), parse_target("skyrl==0.3.0")]
 
 
@@ -26,7 +27,28 @@ def steps(monkeypatch):
     taken: list[str] = []
     monkeypatch.setattr(provision_mod, "check_release_exists", lambda targets, spec: None)
     monkeypatch.setattr(provision_mod, "ensure_shared_torch", lambda targets, log: taken.append("torch"))
+    monkeypatch.setattr(provision_mod, "ensure_router", lambda tools, go, log: None)
     return taken
+
+
+def test_the_compiled_router_is_built_before_toxiproxy(monkeypatch, steps, tmp_path: Path):
+    # make test starts its unit tier once toxiproxy-server is there: the compiled router must be there by then
+    built: list[str] = []
+    monkeypatch.setattr(provision_mod, "find_go", lambda named: "/usr/bin/go")
+    monkeypatch.setattr(provision_mod, "ensure_router", lambda tools, go, log: built.append("router"))
+    monkeypatch.setattr(provision_mod, "ensure_toxiproxy", lambda tools, go, log: built.append("toxiproxy"))
+    monkeypatch.setattr(provision_mod, "ensure_target", lambda *a: None)
+    assert provision_mod.provision(Workspace(tmp_path), SPECS, None, lambda line: None) is None
+    assert built == ["router", "toxiproxy"]
+
+
+def test_no_go_and_no_compiled_router_is_said_before_any_install(monkeypatch, steps, tmp_path: Path):
+    monkeypatch.setattr(provision_mod, "find_go", lambda named: None)
+    monkeypatch.setattr(provision_mod, "ensure_router", REAL_ENSURE_ROUTER)  # the real one: nothing built here
+    monkeypatch.setattr(provision_mod, "ensure_target", lambda *a: steps.append("target"))
+    reason = provision_mod.provision(Workspace(tmp_path), SPECS, None, lambda line: None)
+    assert reason is not None and "compiled router" in reason and "no `go`" in reason and steps == []
+    assert not (tmp_path / "tools").exists()
 
 
 def test_no_go_and_no_toxiproxy_is_said_before_any_install(monkeypatch, steps, tmp_path: Path):

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -24,7 +25,9 @@ import simdjson
 from faultload import tokens
 from faultload.router.bodies import completion_body
 from faultload.model.router import RouterConfig
+from faultload.router.compiled import find_router, missing_advice
 from faultload.router.handle import RouterHandle, start_router
+from conftest import WORKDIR
 
 WAIT_S = 10.0  # upper bound for any wait in these tests
 
@@ -87,13 +90,23 @@ def check_body(body: bytes, nonce: int, n: int, max_tokens: int) -> None:
             np.testing.assert_array_equal(lp, -tokens.logprob_digits(nonce, j, max_tokens) / tokens.LOGPROB_SCALE)
 
 
-@pytest.fixture
-def router() -> Iterator[Callable[..., RouterHandle]]:
-    """Factory for routers that are always stopped at the end of the test."""
+def compiled_router() -> Path:
+    """The compiled router setup built for this source (a test of it fails, not skips, without it)."""
+    found = find_router(WORKDIR / "tools")
+    assert found is not None, missing_advice(WORKDIR / "tools")
+    return found
+
+
+@pytest.fixture(params=["compiled", "python"])
+def router(request: pytest.FixtureRequest) -> Iterator[Callable[..., RouterHandle]]:
+    """Factory for routers that are always stopped at the end of the test: each test runs on the compiled
+    router and on the Python one (a config of several processes is always the Python one's)."""
     handles: list[RouterHandle] = []
+    compiled = compiled_router() if request.param == "compiled" else None
 
     def make(**kw: Any) -> RouterHandle:
-        h = start_router(RouterConfig(**kw))
+        h = start_router(RouterConfig(**kw), compiled=compiled)
+        assert h.impl == ("python" if compiled is None or h.config.procs > 1 else "compiled")
         handles.append(h)
         return h
 
@@ -141,9 +154,14 @@ def test_config_module_imports_nothing_heavy() -> None:
     assert r.stdout.decode().strip() == "[]", r.stdout
 
 
-def test_cli_bad_flag_exits_2_with_one_line() -> None:
-    for argv in (["--mode", "nope"], ["--procs", "0"], ["--mode", "barrier"]):
-        r = subprocess.run([sys.executable, "-m", "faultload.router", *argv], capture_output=True, timeout=30)
+@pytest.mark.parametrize("impl", ["compiled", "python"])
+def test_cli_bad_flag_exits_2_with_one_line(impl: str) -> None:
+    program = [str(compiled_router())] if impl == "compiled" else [sys.executable, "-m", "faultload.router"]
+    bad = [["--mode", "nope"], ["--procs", "0"], ["--mode", "barrier"], ["--port", "70000"], ["--gen-seconds", "x"]]
+    if impl == "compiled":
+        bad.append(["--procs", "2"])  # several processes are the Python router's
+    for argv in bad:
+        r = subprocess.run([*program, *argv], capture_output=True, timeout=30)
         assert r.returncode == 2, argv
         assert len(r.stderr.decode().strip().splitlines()) == 1, r.stderr
 
@@ -247,7 +265,7 @@ def _closed_by_peer(s: socket.socket, wait_s: float) -> bool:
         return True
 
 
-@pytest.mark.parametrize("procs", [1, 2])
+@pytest.mark.parametrize("router, procs", [("compiled", 1), ("python", 1), ("python", 2)], indirect=["router"])
 def test_close_idle_closes_keepalive_connections(router: Callable[..., RouterHandle], procs: int) -> None:
     h = router(procs=procs)
     socks = _keepalive_sockets(h, 6)
@@ -326,6 +344,7 @@ def test_latency_mode_caps_concurrent_generation(router: Callable[..., RouterHan
 # --------------------------------------------------------------------------- several processes
 
 
+@pytest.mark.parametrize("router", ["python"], indirect=True)
 def test_two_procs_share_stats(router: Callable[..., RouterHandle]) -> None:
     h = router(mode="immediate", procs=2)
     assert len(h.pids()) == 3  # supervisor + 2 workers
@@ -342,6 +361,7 @@ def test_two_procs_share_stats(router: Callable[..., RouterHandle]) -> None:
         assert (s["received"], s["completed"], s["procs"], s["procs_ready"]) == (40, 40, 2, 2)
 
 
+@pytest.mark.parametrize("router", ["python"], indirect=True)
 def test_barrier_across_procs(router: Callable[..., RouterHandle]) -> None:
     h = router(mode="barrier", barrier=16, barrier_timeout_s=60.0, procs=2)
 
@@ -454,7 +474,7 @@ def test_control_rejects_bad_input(router: Callable[..., RouterHandle]) -> None:
     assert h._request("POST", "/control/meteor", {})[0] == 404
 
 
-@pytest.mark.parametrize("procs", [1, 2])
+@pytest.mark.parametrize("router, procs", [("compiled", 1), ("python", 1), ("python", 2)], indirect=["router"])
 def test_crash_refuses_connections_and_restart_serves(router: Callable[..., RouterHandle], procs: int) -> None:
     h = router(mode="immediate", procs=procs)
     url, before = h.url, h.pids()
@@ -488,17 +508,21 @@ def _router_children() -> list[psutil.Process]:
     return [
         p
         for p in psutil.Process().children(recursive=True)
-        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE and "faultload.router" in " ".join(p.cmdline())
+        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        and any(name in " ".join(p.cmdline()) for name in ("faultload.router", "faultload-router"))
     ]
 
 
-def test_start_failure_raises_and_leaves_no_process() -> None:
+@pytest.mark.parametrize("impl", ["compiled", "python"])
+def test_start_failure_raises_and_leaves_no_process(impl: str) -> None:
     blocker = socket.socket()
     blocker.bind(("127.0.0.1", 0))
     blocker.listen(1)
+    compiled = compiled_router() if impl == "compiled" else None
     try:
         with pytest.raises(RuntimeError, match="router failed to start: .*cannot serve"):
-            start_router(RouterConfig(mode="immediate"), port=blocker.getsockname()[1], ready_timeout_s=10.0)
+            start_router(RouterConfig(mode="immediate"), port=blocker.getsockname()[1], ready_timeout_s=10.0,
+                         compiled=compiled)
     finally:
         blocker.close()
     assert _router_children() == []

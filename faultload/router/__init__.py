@@ -74,6 +74,15 @@ mode); ``stalled``, ``truncated``, ``errors_injected``, ``cancelled``,
 ``mode`` and ``faults`` (seconds left per window). ``GET /health`` answers 200.
 Every completions answer carries ``X-Router-Pid`` (the process that served it).
 
+Two implementations, one behaviour: ``go/`` (the compiled router,
+``faultload-router-<digest>``, built by ``faultload setup``) serves every
+one-process config a trial's stack starts, at about half the Python router's
+CPU per completion (README, "Benchmarks"); ``python -m faultload.router``
+serves configs of several processes, and whatever a caller starts without the
+binary (:func:`~faultload.router.handle.start_router`'s ``compiled``). The
+router's tests run every behaviour on both. ``/stats`` as the handle returns it
+names which one served (``impl``: ``compiled`` or ``python``).
+
 Processes: with ``--procs 1`` the main process serves. With ``--procs N > 1``
 the main process only supervises N forked workers that listen on the same port
 with SO_REUSEPORT; counters, barrier state and fault windows live in shared
@@ -95,4 +104,8 @@ and this package import nothing heavy: no httptools, numpy or psutil)
                      ``python -m faultload.router`` runs it.
     ``handle``       the parent side (:class:`~faultload.router.handle.RouterHandle`):
                      start, crash, restart, control, stats.
+    ``compiled``     the compiled router's binary: its name (a digest of ``go/``),
+                     finding it, building it.
+    ``go/``          the compiled router's source (Go: net/http, fastjson): the
+                     bodies, the modes and fault windows, the routes, for one process.
 """

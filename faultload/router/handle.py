@@ -55,9 +55,10 @@ def _kill(pid: int, sig: int) -> None:
 class RouterHandle:
     """A running router subprocess (its own process group) and its control calls."""
 
-    def __init__(self, config: RouterConfig, host: str) -> None:
+    def __init__(self, config: RouterConfig, host: str, compiled: Path | None = None) -> None:
         self.config = config
         self.host = host
+        self.compiled = compiled  # the compiled router's binary, which serves a one-process config
         self.port = 0
         self.url = ""
         self._proc: subprocess.Popen[bytes] | None = None
@@ -74,14 +75,19 @@ class RouterHandle:
         """Main (supervisor or sole server) pid of the current incarnation."""
         return self._proc.pid if self._proc is not None else -1
 
+    @property
+    def impl(self) -> str:
+        """Which router serves the current config: "compiled" (one process, a binary given) or "python"."""
+        return "compiled" if self.compiled is not None and self.config.procs == 1 else "python"
+
     def _spawn(self, port: int, ready_timeout_s: float) -> None:
         # the folder holding this faultload package (a checkout, or site-packages when installed), so the
         # router runs the same faultload as its parent whatever the working directory
         root = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        cmd = [sys.executable, "-m", "faultload.router", "--host", self.host, "--port", str(port),
-               "--completions-dir", str(self._log_dir)]
+        program = [str(self.compiled)] if self.impl == "compiled" else [sys.executable, "-m", "faultload.router"]
+        cmd = [*program, "--host", self.host, "--port", str(port), "--completions-dir", str(self._log_dir)]
         self._log_dir.mkdir(parents=True, exist_ok=True)
         out_path, err_path = self._log_dir / "stdout.log", self._log_dir / "stderr.log"
         with open(out_path, "wb") as out, open(err_path, "ab") as err:
@@ -214,11 +220,11 @@ class RouterHandle:
         return json.loads(raw)
 
     def stats(self, timeout_s: float = 5.0) -> dict[str, Any]:
-        """GET /stats: counters summed over all router processes."""
+        """GET /stats: counters summed over all router processes, and ``impl`` (which router served)."""
         status, raw = self._request("GET", "/stats", timeout_s=timeout_s)
         if status != 200:
             raise RuntimeError(f"router /stats answered {status}")
-        return json.loads(raw)
+        return {**json.loads(raw), "impl": self.impl}
 
     def completions(self, since_epoch: float = 0.0) -> dict[int, float]:
         """nonce -> first completion (epoch seconds) since ``since_epoch``, over every incarnation."""
@@ -260,15 +266,18 @@ class RouterHandle:
 
 
 def start_router(
-    config: RouterConfig, host: str = "127.0.0.1", port: int = 0, ready_timeout_s: float = 20.0
+    config: RouterConfig, host: str = "127.0.0.1", port: int = 0, ready_timeout_s: float = 20.0,
+    compiled: Path | None = None,
 ) -> RouterHandle:
-    """Launch ``python -m faultload.router`` in its own session; return once /health answers.
+    """Launch the router in its own session; return once /health answers.
 
-    Raises ValueError for a bad config and RuntimeError("router failed to start: ...")
-    otherwise, leaving no process behind.
+    ``compiled`` (:func:`faultload.router.compiled.find_router`) serves every
+    one-process config; ``python -m faultload.router`` serves the others, and
+    all of them when it is None. Raises ValueError for a bad config and
+    RuntimeError("router failed to start: ...") otherwise, leaving no process behind.
     """
     config.validate()
-    handle = RouterHandle(config, host)
+    handle = RouterHandle(config, host, compiled)
     try:
         handle._spawn(port, ready_timeout_s)
     except BaseException:

@@ -23,6 +23,7 @@ from faultload.run.monitor import snapshot
 from faultload.netutil import pick_free_port
 from faultload.model.router import RouterConfig
 from faultload.model.trial import StackConfig
+from faultload.router.compiled import find_router, missing_advice
 from faultload.router.handle import RouterHandle, start_router
 from faultload.targets import install
 from faultload.model.training import DB_POOL_FDS
@@ -74,6 +75,7 @@ class Stack:
         self.workspace = workspace
         self.router_config = router_config
         self.router: RouterHandle | None = None
+        self.compiled_router: Path | None = None  # found by start(): it serves every one-process router config
         self.server: ServerHandle | None = None
         self.faults: FaultStack | None = None
         self.topology: dict[str, str] = {}
@@ -93,6 +95,9 @@ class Stack:
         router and Toxiproxy start while it imports: a fresh stack is ready
         ~0.4 s sooner than starting them one after another.
         """
+        self.compiled_router = find_router(self.workspace.tools)
+        if self.compiled_router is None:
+            raise RuntimeError(missing_advice(self.workspace.tools))
         self.workspace.runs.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(tempfile.mkdtemp(prefix="stack-", dir=self.workspace.runs))
         try:
@@ -110,9 +115,9 @@ class Stack:
 
     def _start_router_and_proxies(self, server_port: int, forward_port: int) -> None:
         if not self.config.proxies:
-            self.router = start_router(self.router_config, port=forward_port)
+            self.router = start_router(self.router_config, port=forward_port, compiled=self.compiled_router)
             return
-        self.router = start_router(self.router_config)
+        self.router = start_router(self.router_config, compiled=self.compiled_router)
         self.faults = FaultStack(self.workspace.tools, self.run_dir)
         api = urlsplit(self.spec.url).netloc if self.spec.kind == "url" else f"127.0.0.1:{server_port}"
         topology = self.faults.start_proxies(api, f"127.0.0.1:{self.router.port}", backend_port=forward_port,
