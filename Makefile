@@ -17,8 +17,9 @@ $(DEPS_STAMP): pyproject.toml
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[plot,ray,test]' 'setuptools>=68'  # setuptools: tests build a wheel offline with it
 	touch $(DEPS_STAMP)
 
-# `faultload setup` builds Toxiproxy into .faultload/tools from its Go module
-# (when missing), then installs the targets (when missing).
+# `faultload setup` builds the compiled router (faultload/router/go) and then
+# Toxiproxy (from its Go module) into .faultload/tools (each when missing),
+# beside installing the targets (when missing).
 targets: $(DEPS_STAMP)
 	$(BIN)/faultload setup $(addprefix --target ,$(TARGETS))
 
@@ -28,9 +29,9 @@ run: setup
 
 # Everything but the minutes-long integration tests (CI has a 30-minute budget).
 # The unit tier (pure, each test on its own tmp dirs, tagged processes) runs on
-# both cores: 421 s -> 229 s here. It needs the suite's venv and Toxiproxy (its
-# fault tests run it, and skip without it), so it starts once setup has built
-# Toxiproxy (~1 min, or at once when it is there) and runs while setup installs
+# both cores: 421 s -> 229 s here. It needs the suite's venv, the compiled router
+# and Toxiproxy (its tests run them), so it starts once setup has built
+# Toxiproxy, which setup builds after the router (~1.5 min, or at once when both are there) and runs while setup installs
 # the targets (downloads and a 4.7 GB torch, mostly). Setup's output is printed after the tier's and its failure fails the
 # target; a Ctrl-C stops its whole process group (a background job of a
 # non-interactive shell ignores SIGINT, hence setsid and the trap; dash takes

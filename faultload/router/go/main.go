@@ -115,8 +115,12 @@ func main() {
 	cfg, host, port, completionsDir := parseFlags(os.Args[1:])
 	// The router is harness: one core's worth, as the Python router's one process, and a garbage collector
 	// that runs a fifth as often (the live heap is a few MB). Measured in the README's "Benchmarks".
-	runtime.GOMAXPROCS(1)
-	debug.SetGCPercent(500)
+	if os.Getenv("GOMAXPROCS") == "" { // the environment's, when set, as for any Go program
+		runtime.GOMAXPROCS(1)
+	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(500)
+	}
 	signal.Ignore(syscall.SIGUSR1) // until the server listens: one sent before has nothing to close
 	a := &app{cfg: cfg, s: newState(cfg.barrier, cfg.barrierTimeout, cfg.maxNumSeqs), pid: strconv.Itoa(os.Getpid())}
 	if completionsDir != "" {
@@ -127,7 +131,10 @@ func main() {
 		}
 		a.completions = f
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	// No TCP keep-alive probes on accepted connections (the Python router sets none either): Go's default
+	// costs four setsockopt calls per connection, and 0.4.0's forwarding pool opens one for most forwards.
+	lc := net.ListenConfig{KeepAlive: -1}
+	ln, err := lc.Listen(context.Background(), "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
 		fail(1, "cannot serve on %s:%d: %v", host, port, err)
 	}
