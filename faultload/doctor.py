@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from faultload.faults.toxiproxy import check_toxiproxy, find_go
+from faultload.router.compiled import binary_name, find_router
 from faultload.netutil import ephemeral_range
 from faultload.targets import install
 from faultload.model.target import TargetSpec
@@ -63,11 +64,15 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec], go_named: str | 
     go = find_go(go_named)
     toxiproxy_ok, message = check_toxiproxy(workspace.tools, go=go or "")
     checks.append(Check("toxiproxy", toxiproxy_ok, message))
-    # Go only builds Toxiproxy: without it, a machine whose Toxiproxy is built lacks nothing.
-    advice = ("needed only to build toxiproxy, which is built: nothing to do" if toxiproxy_ok
-              else "needed to build toxiproxy; see the toxiproxy line")
+    router = find_router(workspace.tools)
+    checks.append(Check("compiled router", router is not None, str(router) if router else f"{binary_name()} not built",
+                        "faultload setup (builds it with Go)"))
+    built = toxiproxy_ok and router is not None
+    # Go only builds Toxiproxy and the compiled router: without it, a machine with both built lacks nothing.
+    advice = ("needed only to build toxiproxy and the compiled router, which are built: nothing to do" if built
+              else "needed to build toxiproxy and the compiled router; see their lines")
     named = f" (GO={go_named})" if go_named else ""
-    checks.append(Check("go toolchain", go is not None, go or f"not found{named}", advice, required=not toxiproxy_ok))
+    checks.append(Check("go toolchain", go is not None, go or f"not found{named}", advice, required=not built))
     for spec in targets:
         if spec.kind == "url":
             checks.append(Check(f"target {spec.text}", True, "started by you; checked at run time"))

@@ -51,6 +51,7 @@ def test_go_missing_is_a_warning_when_toxiproxy_is_built(tmp_path: Path) -> None
     (workdir / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
     code, lines = _doctor(tmp_path, workdir)
     assert _line(lines, "toxiproxy").startswith("[ok  ]")
+    assert _line(lines, "compiled router").startswith("[ok  ]")  # make test's setup built it before toxiproxy
     go = _line(lines, "go toolchain")
     assert go.startswith("[warn ]") and "not found" in go and "nothing to do" in go
     short = [line for line in lines if line.startswith("[SHORT]")]
@@ -65,5 +66,6 @@ def test_go_missing_is_an_error_when_toxiproxy_is_not_built(tmp_path: Path) -> N
     code, lines = _doctor(tmp_path, workdir)
     assert _line(lines, "toxiproxy").startswith("[SHORT]")
     assert "no `go` to build it" in _line(lines, "toxiproxy")
+    assert _line(lines, "compiled router").startswith("[SHORT]") and "faultload setup" in _line(lines, "compiled router")
     assert _line(lines, "go toolchain").startswith("[SHORT]")
     assert code == 2
