@@ -111,8 +111,18 @@ def _config_path(args: argparse.Namespace) -> Path | None:
     return find_config(Path.cwd(), args.config or None)
 
 
+def _output_dirs_exist(args: argparse.Namespace, options: tuple[str, ...]) -> None:
+    """UsageError naming the first output option whose folder does not exist: said before the work, not after a
+    trial of minutes (a confirm run with --json-out in a missing folder ran 70 s, then ended in a traceback)."""
+    for option in options:
+        path = getattr(args, option, None)
+        if path and not Path(path).resolve().parent.is_dir():
+            raise UsageError(f"--{option.replace('_', '-')}: no such directory: {Path(path).parent}")
+
+
 def _build(args: argparse.Namespace):
     """(config, budgets) from args; UsageError on bad input."""
+    _output_dirs_exist(args, ("json_out", "plot", "history", "bundle"))
     try:
         return config_from_args(args), load_budgets(_config_path(args), args.budget)
     except ValueError as exc:
@@ -193,6 +203,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     """The full-size run: fit it to the machine (or --ray's nodes) first, say what changed, then run and
     judge it."""
 
+    _output_dirs_exist(args, ("json_out", "plot", "history", "bundle"))  # before joining a cluster or the preflight
     cluster = join_for(args)
     try:
         return _confirm(args, cluster)
@@ -269,10 +280,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         rows = matrix_mod.select_rows([n.strip() for n in args.rows.split(",") if n.strip()] if args.rows else None)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    for option in ("json_out", "markdown_out"):
-        path = getattr(args, option)
-        if path and not Path(path).resolve().parent.is_dir():
-            raise UsageError(f"--{option.replace('_', '-')}: no such directory: {Path(path).parent}")
+    _output_dirs_exist(args, ("json_out", "markdown_out"))
     logs = Path(args.logs).resolve() if args.logs else None
 
     def log(message: str) -> None:
@@ -305,12 +313,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
                   "candidate": parse_build(args.candidate, "--candidate")}
         abba(args.repeats)
         settings = load_compare_settings(_config_path(args))
-        for option in ("json_out", "markdown_out", "plot", "trials_out"):
-            path = getattr(args, option)
-            if path and not Path(path).resolve().parent.is_dir():
-                raise ValueError(f"--{option.replace('_', '-')}: no such directory: {Path(path).parent}")
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    _output_dirs_exist(args, ("json_out", "markdown_out", "plot", "trials_out"))
     args.target, args.regress, args.fix = builds["baseline"].target, [], []
     config, budgets = _build(args)
     workspace = _workspace(args)

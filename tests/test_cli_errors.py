@@ -97,6 +97,11 @@ def test_malformed_target(cli, target, needle):
         (["--engine-seconds-per-token", "0.01"], "engine_s_per_token needs engine null"),
         (["--trainers", "2", "--engine-seconds-per-token", "5"], "engine_s_per_token must be a number in [0, 1]"),
         (["--target", "url=http://127.0.0.1:9", "--engine", "null"], "a url= target's engine is its own"),
+        # An output in a folder that does not exist is said before the trial, not after it.
+        (["--json-out", "/nonexistent-faultload-dir/r.json"], "--json-out: no such directory"),
+        (["--plot", "/nonexistent-faultload-dir/r.png"], "--plot: no such directory"),
+        (["--history", "/nonexistent-faultload-dir/h.npz"], "--history: no such directory"),
+        (["--bundle", "/nonexistent-faultload-dir/b"], "--bundle: no such directory"),
     ],
 )
 def test_bad_values(cli, args, needle):

@@ -39,6 +39,17 @@ def test_confirm_refuses_a_machine_where_nothing_fits(isolated_workdir):
     assert leftover_dirs(isolated_workdir) == []
 
 
+def test_confirm_refuses_an_output_in_a_missing_folder_before_its_preflight(tmp_path, isolated_workdir):
+    missing = tmp_path / "no-such-folder"
+    proc, tag = run_with_nofile(20_000, ["--workdir", str(isolated_workdir), "--quiet", "--json-out",
+                                         str(missing / "c.json")])
+    assert proc.returncode == 2
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert lines == [f"faultload: error: --json-out: no such directory: {missing}"], proc.stderr
+    assert not missing.exists() and not tagged_processes(tag)
+    assert leftover_dirs(isolated_workdir) == []
+
+
 @pytest.mark.integration
 def test_confirm_resizes_to_what_the_fd_limit_holds_and_says_so(tmp_path, isolated_workdir):
     require_target("0.4.0")
