@@ -237,19 +237,22 @@ def test_barrier_holds_until_the_nth_request(router: Callable[..., RouterHandle]
 def _keepalive_sockets(h: RouterHandle, count: int, held: int = 0) -> list[socket.socket]:
     """``count`` connections that each got an answer and stay open (keep-alive), plus ``held`` whose
     request the router is holding (barrier mode)."""
-    socks = []
-    for i in range(count + held):
+    def send(i: int) -> socket.socket:
         s = socket.create_connection((h.host, h.port), timeout=WAIT_S)
         body = json.dumps(payload(i)).encode()
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-        socks.append(s)
-    for s in socks[:count]:
+        return s
+
+    # The answered ones first, then the held ones: which requests of those sent at once make up a wave is not
+    # specified (the compiled router serves each connection on its own goroutine, in no set order).
+    socks = [send(i) for i in range(count)]
+    for s in socks:
         data = b""
         while b"\r\n\r\n" not in data:
             data += s.recv(65536)
         assert data.startswith(b"HTTP/1.1 200")
-    return socks
+    return socks + [send(count + i) for i in range(held)]
 
 
 def _closed_by_peer(s: socket.socket, wait_s: float) -> bool:
@@ -424,6 +427,27 @@ def test_stall_holds_answers_until_it_ends(router: Callable[..., RouterHandle]) 
     asyncio.run(run())
     s = h.stats()
     assert (s["completed"], s["stalled"]) == (2, 0)
+
+
+def test_a_stall_holds_many_requests_and_its_end_answers_them_all(router: Callable[..., RouterHandle]) -> None:
+    h = router(mode="immediate")
+
+    async def run() -> None:
+        h.stall(60.0)
+        tasks = [asyncio.create_task(post(h.url, payload(i))) for i in range(40)]
+        await asyncio.to_thread(wait_until, lambda: h.stats()["stalled"] == 40, "40 stalled requests")
+        h.stall(60.0)  # a new call replaces the window: the held requests stay held
+        await asyncio.sleep(0.1)
+        assert not any(t.done() for t in tasks)
+        h.reset_faults()
+        results = await asyncio.wait_for(asyncio.gather(*tasks), WAIT_S)
+        for i, (status, body, _) in enumerate(results):
+            assert status == 200
+            check_body(body, i, 1, 8)
+
+    asyncio.run(run())
+    s = h.stats()
+    assert (s["completed"], s["stalled"], s["in_flight"]) == (40, 0, 0)
 
 
 def test_truncate_cuts_the_body_in_half(router: Callable[..., RouterHandle]) -> None:

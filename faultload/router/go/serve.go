@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,6 +28,8 @@ type app struct {
 	s           *state
 	pid         string
 	completions *os.File // nil: not recorded
+	stallMu     sync.Mutex
+	stalled     chan struct{} // closed when the current stall ends; nil when none is watched
 }
 
 type response struct {
@@ -292,30 +295,52 @@ func (a *app) modeGate(ctx context.Context) error {
 	return nil
 }
 
-// stallGate waits out a stall window, re-reading it every stallPoll (a reset or an extension takes effect).
+// stallGate waits out a stall window. Every stalled request waits on one channel, closed by one watcher that
+// re-reads the window every stallPoll (a reset or an extension takes effect): thousands of held requests cost
+// one timer, not one each (as the Python router's one event does).
 func (a *app) stallGate(ctx context.Context) error {
-	left := a.s.windowLeft("stall")
-	if left <= 0 {
+	if a.s.windowLeft("stall") <= 0 {
 		return nil
 	}
 	a.s.add(&a.s.c.Stalled, 1)
 	defer a.s.add(&a.s.c.Stalled, -1)
+	select {
+	case <-a.stallOver():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// stallOver is the current stall's channel, its watcher started by the first request it holds.
+func (a *app) stallOver() chan struct{} {
+	a.stallMu.Lock()
+	defer a.stallMu.Unlock()
+	if a.stalled == nil {
+		over := make(chan struct{})
+		a.stalled = over
+		go a.watchStall(over)
+	}
+	return a.stalled
+}
+
+func (a *app) watchStall(over chan struct{}) {
 	deadline := time.Now().Add(time.Duration(maxFaultS * float64(time.Second)))
-	for left > 0 && time.Now().Before(deadline) {
+	for time.Now().Before(deadline) {
+		left := a.s.windowLeft("stall")
+		if left <= 0 {
+			break
+		}
 		wait := stallPoll
 		if d := time.Duration(left * float64(time.Second)); d < wait {
 			wait = d
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		}
-		left = a.s.windowLeft("stall")
+		time.Sleep(wait)
 	}
-	return nil
+	a.stallMu.Lock()
+	a.stalled = nil
+	a.stallMu.Unlock()
+	close(over)
 }
 
 // record appends (nonce, wall-clock time) as 16 little-endian bytes, unbuffered: a crashed router loses nothing.
