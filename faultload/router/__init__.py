@@ -14,8 +14,9 @@ Bodies
     multi-MB body costs a few milliseconds. Measured here (2 cores):
     T = 1,000,000, n = 1 gives a 14 MB body in 21-29 ms including token
     generation, i.e. ~490-660 MB/s (``python -m faultload.router --bench
-    1000000``). Serving small bodies (T = 64) costs the router ~0.38 ms of
-    CPU per request in a trial, start-up included (``bench/harness_ab.py``).
+    1000000``). Serving small bodies (T = 64) cost the Python router ~0.38 ms of
+    CPU per request in a trial, start-up included, and the compiled one 0.32-0.43
+    ms on a day the Python one cost 0.50-0.56 (``bench/harness_ab.py``).
     If the request asks for ``prompt_logprobs``, every choice also carries
     ``prompt_logprobs``: ``null`` for position 0, then ``{"<token id>":
     {"logprob": -d/10000, "rank": 1, "decoded_token": ""}}`` with
@@ -76,8 +77,8 @@ Every completions answer carries ``X-Router-Pid`` (the process that served it).
 
 Two implementations, one behaviour: ``go/`` (the compiled router,
 ``faultload-router-<digest>``, built by ``faultload setup``) serves every
-one-process config a trial's stack starts, at about half the Python router's
-CPU per completion (README, "Benchmarks"); ``python -m faultload.router``
+one-process config a trial's stack starts, at half the Python router's CPU per
+completion alone and a quarter to a third less in a whole trial (README, "Benchmarks"); ``python -m faultload.router``
 serves configs of several processes, and whatever a caller starts without the
 binary (:func:`~faultload.router.handle.start_router`'s ``compiled``). The
 router's tests run every behaviour on both. ``/stats`` as the handle returns it
