@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -24,6 +25,14 @@ TARGETS = WORKDIR / "targets"
 # Marks every process a CLI test starts (children inherit the environment), so
 # leftovers are found without confusing them with other people's runs.
 TAG_VAR = "FAULTLOAD_TEST_TAG"
+
+
+def default_signals() -> None:
+    """A child's preexec: SIGINT, SIGTERM and SIGHUP at their default disposition. A test runner started as a
+    background job hands SIGINT down ignored, and faultload keeps an ignored signal ignored: a test that sends
+    it must start its run as a terminal would (a fresh clone's .ci/run, started in the background, failed so)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def python_exe() -> str:

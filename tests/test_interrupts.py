@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import ROOT, cli_env, leftover_dirs, python_exe, require_target, tagged_processes, wait_until
+from conftest import ROOT, cli_env, default_signals, leftover_dirs, python_exe, require_target, tagged_processes, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -36,11 +36,6 @@ RUN_ARGS = ["--target", "skyrl==0.4.0", "--requests", str(REQUESTS), "--router-m
             "--max-wall", "120"]
 START_TIMEOUT_S = 240.0
 EXIT_TIMEOUT_S = 60.0
-
-
-def _default_signals() -> None:
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
 
 
 class Started:
@@ -54,7 +49,7 @@ class Started:
         self.proc = subprocess.Popen(
             [python_exe(), *args], cwd=ROOT, env=cli_env(self.tag, self.tmpdir), stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-            preexec_fn=_default_signals,
+            preexec_fn=default_signals,
         )
         self.stdout = ""
         self._readers = [threading.Thread(target=self._read_err, daemon=True),

@@ -27,7 +27,7 @@ from faultload.model.trial import TrialConfig
 from faultload.run.trial import run_trial
 from faultload.workspace import Workspace
 
-from conftest import ROOT, cli_env, leftover_dirs, python_exe, require_target, tagged_processes, wait_until
+from conftest import ROOT, cli_env, default_signals, leftover_dirs, python_exe, require_target, tagged_processes, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -116,7 +116,7 @@ def _interrupt_run(workdir: Path, tmp_path: Path, sig: int) -> tuple[int, str, s
     ]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=cli_env(tag, tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL, preexec_fn=default_signals,  # as at a terminal, even under a background job
     )
     lines: list[str] = []
     out: list[str] = []
@@ -173,7 +173,7 @@ def test_interrupt_during_server_start_stops_everything(isolated_workdir: Path, 
     cmd = [python_exe(), "-m", "faultload.cli", "run", "--workdir", str(isolated_workdir), "--requests", "100", "--quiet"]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=cli_env(tag, tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL, preexec_fn=default_signals,  # as at a terminal, even under a background job
     )
     try:
         def launching() -> bool:
