@@ -4,6 +4,7 @@ package main
 // gate and the fault windows, /health, /stats, /control/<fault>.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/valyala/fastjson"
 )
 
 const (
@@ -115,19 +118,16 @@ func (a *app) control(fault string, req *http.Request) response {
 	if err != nil {
 		return text(413, "413: Request Entity Too Large")
 	}
-	body := map[string]any{}
-	if strings.TrimSpace(string(raw)) != "" {
-		var v any
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
-		dec.UseNumber()
-		if err := dec.Decode(&v); err != nil {
+	var body *fastjson.Value // nil: an empty body, i.e. {}
+	if len(bytes.TrimSpace(raw)) > 0 {
+		p := parsers.Get()
+		defer parsers.Put(p)
+		if body, err = p.ParseBytes(raw); err != nil {
 			return jsonResponse(map[string]string{"error": err.Error()}, 400)
 		}
-		obj, ok := v.(map[string]any)
-		if !ok {
+		if body.Type() != fastjson.TypeObject {
 			return jsonResponse(map[string]string{"error": "body must be a JSON object"}, 400)
 		}
-		body = obj
 	}
 	if e := a.applyFault(fault, body); e != nil {
 		return jsonResponse(map[string]string{"error": e.msg}, e.status)
@@ -135,27 +135,24 @@ func (a *app) control(fault string, req *http.Request) response {
 	return jsonResponse(a.s.snapshot(a.cfg.procs, a.cfg.mode).Faults, 200)
 }
 
-// jsonInt is a JSON number written as an integer (Python's json gives an int for it).
-func jsonInt(v any) (int64, bool) {
-	n, ok := v.(json.Number)
-	if !ok || strings.ContainsAny(string(n), ".eE") {
-		return 0, false
+// field is the body's value for key, nil when absent (or when there is no body).
+func field(body *fastjson.Value, key string) *fastjson.Value {
+	if body == nil {
+		return nil
 	}
-	i, err := n.Int64()
-	return i, err == nil
+	return body.Get(key)
 }
 
-// number is a JSON number that is not a bool, as a float (ok false otherwise).
-func number(v any) (float64, bool) {
-	n, ok := v.(json.Number)
-	if !ok {
+// number is a JSON number (not a bool), as a float.
+func number(v *fastjson.Value) (float64, bool) {
+	if v == nil || v.Type() != fastjson.TypeNumber {
 		return 0, false
 	}
-	f, err := n.Float64()
+	f, err := v.Float64()
 	return f, err == nil
 }
 
-func (a *app) applyFault(fault string, body map[string]any) *controlError {
+func (a *app) applyFault(fault string, body *fastjson.Value) *controlError {
 	if fault == "reset" {
 		for _, name := range []string{"stall", "errors", "truncate"} {
 			a.s.setWindow(name, 0, nil)
@@ -165,16 +162,17 @@ func (a *app) applyFault(fault string, body map[string]any) *controlError {
 	if fault != "stall" && fault != "errors" && fault != "truncate" {
 		return &controlError{404, fmt.Sprintf("unknown fault '%s'", fault)}
 	}
-	seconds, ok := number(body["seconds"])
-	if !ok || math.IsNaN(seconds) || seconds < 0 || seconds > maxFaultS {
-		return &controlError{400, fmt.Sprintf("seconds must be a number in [0, %g] (got %v)", maxFaultS, pyRepr(body["seconds"]))}
+	v := field(body, "seconds")
+	seconds, ok := number(v)
+	if !ok || seconds < 0 || seconds > maxFaultS {
+		return &controlError{400, fmt.Sprintf("seconds must be a number in [0, %g] (got %s)", maxFaultS, v)}
 	}
 	if fault == "errors" {
 		status := int64(503)
-		if v, present := body["status"]; present {
-			st, ok := jsonInt(v)
+		if v := field(body, "status"); v != nil {
+			st, ok := intOf(v)
 			if !ok || st < 400 || st > 599 {
-				return &controlError{400, fmt.Sprintf("status must be an int in [400, 599] (got %v)", pyRepr(v))}
+				return &controlError{400, fmt.Sprintf("status must be an int in [400, 599] (got %s)", v)}
 			}
 			status = st
 		}
@@ -183,31 +181,15 @@ func (a *app) applyFault(fault string, body map[string]any) *controlError {
 		a.s.mu.Unlock()
 	}
 	var until *float64
-	if v, present := body["until_monotonic"]; present && v != nil {
+	if v := field(body, "until_monotonic"); v != nil && v.Type() != fastjson.TypeNull {
 		u, ok := number(v)
 		if !ok {
-			return &controlError{400, fmt.Sprintf("until_monotonic must be a number (got %v)", pyRepr(v))}
+			return &controlError{400, fmt.Sprintf("until_monotonic must be a number (got %s)", v)}
 		}
 		until = &u
 	}
 	a.s.setWindow(fault, seconds, until)
 	return nil
-}
-
-func pyRepr(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "None"
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case string:
-		return "'" + x + "'"
-	default:
-		return fmt.Sprint(x)
-	}
 }
 
 // -- completions
