@@ -48,7 +48,8 @@ func errorJSON(status int, message string) []byte {
 		kind = "BadRequestError"
 	}
 	msg, _ := json.Marshal(message)
-	return fmt.Appendf(nil, `{"object": "error", "message": %s, "type": "%s", "param": null, "code": %d}`, msg, kind, status)
+	return fmt.Appendf(nil, `{"object": "error", "message": %s, "type": "%s", "param": null, "code": %d}`,
+		msg, kind, status)
 }
 
 func jsonResponse(v any, status int) response {
