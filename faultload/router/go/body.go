@@ -142,31 +142,21 @@ func parseJob(raw []byte) (*job, string) {
 	return j, ""
 }
 
+// shortEscapes are the characters Python's json writes as a backslash and a letter.
+var shortEscapes = map[rune]byte{'"': '"', '\\': '\\', '\n': 'n', '\r': 'r', '\t': 't', '\b': 'b', '\f': 'f'}
+
 // pyJSONString is Python's json.dumps of a str (ensure_ascii): the body names its model as the Python router did.
 func pyJSONString(s string) []byte {
 	out := []byte{'"'}
 	for _, r := range s {
-		switch {
-		case r == '"':
-			out = append(out, '\\', '"')
-		case r == '\\':
-			out = append(out, '\\', '\\')
-		case r == '\n':
-			out = append(out, '\\', 'n')
-		case r == '\r':
-			out = append(out, '\\', 'r')
-		case r == '\t':
-			out = append(out, '\\', 't')
-		case r == '\b':
-			out = append(out, '\\', 'b')
-		case r == '\f':
-			out = append(out, '\\', 'f')
-		case r < 0x20 || (r >= 0x7f && r < 0x10000):
-			out = fmt.Appendf(out, "\\u%04x", r)
-		case r >= 0x10000:
+		if short, ok := shortEscapes[r]; ok {
+			out = append(out, '\\', short)
+		} else if r >= 0x10000 {
 			hi, lo := utf16.EncodeRune(r)
 			out = fmt.Appendf(out, "\\u%04x\\u%04x", hi, lo)
-		default:
+		} else if r < 0x20 || r >= 0x7f {
+			out = fmt.Appendf(out, "\\u%04x", r)
+		} else {
 			out = append(out, byte(r))
 		}
 	}
