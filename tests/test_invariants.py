@@ -31,11 +31,8 @@ from faultload.checker.resources import (
     server_http_requests,
 )
 from faultload.checker.accepted import check_accepted_requests
-from faultload.checker.results import (
-    check_no_lost_results,
-    check_result_integrity,
-    stall_spans,
-)
+from faultload.checker.contract.retention import stall_spans
+from faultload.checker.results import check_no_lost_results, check_result_integrity
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.checker.serverlog import check_clean_server_log
 from faultload.record.faults import AppliedFault, FaultLog
@@ -123,7 +120,8 @@ def fault_log(*records: AppliedFault, epoch: float | None = TRIAL_START_EPOCH) -
 
 def make_inputs(**changes: Any) -> CheckInputs:
     base = CheckInputs(history=make_history(), monitor=make_monitor(), faults=None, shape=SHAPE,
-                       server_log=classify_log(CLEAN_LOG), trial_start_epoch=TRIAL_START_EPOCH)
+                       server_log=classify_log(CLEAN_LOG), trial_start_epoch=TRIAL_START_EPOCH,
+                       router_completed_s={})  # our router's log, with no completion in it
     return dataclasses.replace(base, **changes)
 
 

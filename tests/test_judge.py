@@ -24,10 +24,14 @@ def _lost(result: TrialResult):
     return {v.name: v for v in judge(result, Budgets())}["no_lost_results"]
 
 
-def test_a_request_left_pending_by_the_wall_bound_is_unfinished_not_lost() -> None:
+def test_a_request_left_pending_by_the_wall_bound_is_lost_and_one_cut_off_by_the_harness_is_unfinished() -> None:
     assert _lost(_result()).ok is False  # pending at the end of a load that ended by itself: lost
-    verdict = _lost(_result(cut_off=True))
-    assert verdict.ok is True and "1 unfinished" in verdict.detail
+    for cut in (_result(cut_off=True), _result(cut_off=True, load_stopped_s=100.0)):  # the wall bound hides no hang
+        verdicts = {v.name: v for v in judge(cut, Budgets())}
+        assert verdicts["no_lost_results"].ok is False and verdicts["futures_resolve"].ok is False
+    for stopped in (_result(interrupted=True), _result(stopped_early=True)):  # Ctrl-C, or a collapse called
+        verdict = _lost(stopped)
+        assert verdict.ok is True and "1 unfinished" in verdict.detail
 
 
 def _rejected_result() -> TrialResult:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from faultload.checker.sizes import parse_size
+from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S
 from faultload.model.training import DB_POOL_FDS
 
 MIB = 1024 * 1024
@@ -179,6 +180,14 @@ class Budgets:
     * ``log_fault_grace_s`` — trial seconds — 5.0. An error logged up to this
       long after a fault was removed still counts as during the fault: the
       server logs a failure when its timeout or retry ends, after the cause.
+
+    Liveness (``futures_resolve``):
+
+    * ``resolve_slack_s`` — real seconds — 10. Besides one poll timeout and one
+      backoff cap (scaled), how long an accepted request may take to end after
+      its release (the router answered or failed, the last fault that could hold
+      it healed): the server's queued work and the load workers' own scheduling
+      on a loaded machine, which do not scale.
     """
 
     fds_per_in_flight: float = 3.0
@@ -189,8 +198,8 @@ class Budgets:
     rss_slack_bytes: int = 256 * MIB
     drain_rss_epsilon_bytes: int = 64 * MIB
     drain_rss_growth_fraction: float = 1.0
-    retention_window_s: float = 300.0
-    expiry_window_s: float = 600.0
+    retention_window_s: float = RETRIEVED_TTL_S
+    expiry_window_s: float = COMPLETED_TTL_S
     retained_result_overhead_bytes: int = 4 * 1024
     in_flight_request_overhead_bytes: int = 64 * 1024
     healthz_p99_s: float = 2.5
@@ -206,6 +215,7 @@ class Budgets:
     unprovoked_resets_max: int = 0
     clean_log_allow: tuple[str, ...] = ()
     log_fault_grace_s: float = 5.0
+    resolve_slack_s: float = 10.0
     heartbeat_gap_s: float = 120.0
 
     def __post_init__(self) -> None:
@@ -236,6 +246,7 @@ class Budgets:
             ("unprovoked_resets_max", self.unprovoked_resets_max >= 0, "must be >= 0"),
             ("attempts_per_request_max", self.attempts_per_request_max >= 2, "must be >= 2 (one asample + one poll)"),
             ("log_fault_grace_s", self.log_fault_grace_s >= 0, "must be >= 0"),
+            ("resolve_slack_s", 0 <= self.resolve_slack_s < math.inf, "must be >= 0 and finite"),
             ("heartbeat_gap_s", 0 < self.heartbeat_gap_s < math.inf, "must be > 0 and finite"),
         ]
         for name, ok, rule in checks:

@@ -12,6 +12,8 @@ Checkers, in :data:`CHECKERS` order:
 * ``retry_amplification`` — HTTP attempts per request;
 * ``unprovoked_resets`` — no attempt reset or refused on a healthy network;
 * ``clean_server_log`` — no error lines unless a fault was active;
+* ``futures_resolve`` — every accepted request ends within a bound of its release (liveness);
+* ``polls_held`` — no poll answered 408 before the server's hold time;
 
 and, for a trial that ran a training mix only (:func:`checkers_for`),
 ``training_futures`` and ``heartbeats_answered`` (``checker/training.py``).
@@ -24,6 +26,7 @@ from typing import Any, Iterable, Sequence
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import one_line
 from faultload.checker.health import check_healthz_latency
+from faultload.checker.futures import check_futures_resolve, check_polls_held
 from faultload.checker.inputs import Checker, CheckInputs, Verdict
 from faultload.checker.resources import check_bounded_cpu, check_bounded_fds, check_bounded_rss
 from faultload.checker.accepted import check_accepted_requests
@@ -43,6 +46,8 @@ CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("retry_amplification", check_retry_amplification),
     ("unprovoked_resets", check_unprovoked_resets),
     ("clean_server_log", check_clean_server_log),
+    ("futures_resolve", check_futures_resolve),
+    ("polls_held", check_polls_held),
 )
 
 

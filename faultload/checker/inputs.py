@@ -51,8 +51,9 @@ class CheckInputs:
     the fault kinds the shape declares fatal to the requests they hit (a
     request that gives up while one was in force is not a loss); an entry may be
     a bare kind (``"crash"``) or ``"link:kind"`` (``"router:crash"``).
-    ``interrupted``: the trial was stopped early, so requests still pending
-    are unfinished, not lost. ``load_stopped_s``: trial seconds when the harness
+    ``interrupted``: the user or the watchdog stopped the load early, so
+    requests still pending are indeterminate (a load cut off at its wall
+    bound is not interrupted: what is open then is judged by ``futures_resolve``). ``load_stopped_s``: trial seconds when the harness
     stopped the load (what the client met after it is the harness's doing, not
     the server's). ``trial_start_epoch`` maps the server log's
     wall-clock times to trial seconds (falls back to ``faults.trial_start_epoch``).
@@ -72,6 +73,10 @@ class CheckInputs:
     router_completed_s: Mapping[int, float] | None = None
     # error class key (ErrorClass.key) -> the client's first message of that class, when kept
     error_examples: Mapping[str, str] | None = None
+    # The longest the router takes to answer a request it holds (its generation time and queue, or its
+    # barrier's timeout), trial seconds; None when unknown. A request the router never answered is
+    # released this long after its acceptance (futures_resolve).
+    router_answer_bound_s: float | None = None
     # the training clients' calls; None when the trial ran no training mix (its checkers are then not run)
     training: TrainingLog | None = None
 

@@ -54,11 +54,14 @@ def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
         shape=config.shape,
         server_log=result.server_log,
         fatal_fault_kinds=frozenset(config.fatal_faults),
-        interrupted=result.interrupted or result.stopped_early or result.cut_off,
+        interrupted=result.interrupted or result.stopped_early,
         load_stopped_s=result.load_stopped_s,
         trial_start_epoch=result.start_epoch,
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
-        router_completed_s=result.router_completed_s or None,
+        # our router answered every forward of a server we launched (an empty log: it completed none);
+        # a server someone else started forwards to its own backend, whose completions we do not see
+        router_completed_s=None if config.target.startswith("url=") else dict(result.router_completed_s),
+        router_answer_bound_s=config.router.answer_bound_s(config.shape.requests),
         error_examples=error_examples(result),
         training=result.training,
     )

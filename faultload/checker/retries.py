@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from faultload.checker.common import (
     overlaps,
     request_label,
 )
+from faultload.checker.contract.polls import long_poll_cycle
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import AttemptKind, ErrorClass, History
 
@@ -38,9 +39,11 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     attempts (the SDK client on its own wire, ``faultload.client.sdk_wire``).
     Figure: that mean (attempts per request over the requests that overlapped
     no fault; None when every request overlapped one, and only the max is
-    judged); a request over the max is named in the detail. Polls that timed
-    out before the router completed their request (:func:`_engine_wait_polls`)
-    are the client waiting on the engine and are not counted. Resets on a
+    judged); a request over the max is named in the detail. Polls the
+    contract calls the long-poll cycle (``contract/polls.py``: the client's
+    own timeout, or a 408 after a full hold, before the router completed the
+    request) are not counted; a 408 before the hold counts (and fails
+    ``polls_held``). Resets on a
     healthy network are ``unprovoked_resets``.
     """
     name = "retry_amplification"
@@ -55,8 +58,8 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     unrecorded = int(np.count_nonzero(started & (attempts == 0)))
     if not recorded.any():
         return Verdict(name, None, None, mean_budget, f"no attempt counts recorded ({int(started.sum())} requests started)")
-    waiting = _engine_wait_polls(history, inputs.router_completed_s)
-    attempts = attempts - waiting
+    cycle = long_poll_cycle(inputs)
+    attempts = attempts - cycle.rows
     overlapped, labels = overlaps(history, fault_windows(inputs.faults), among=recorded)
     calm = recorded & ~overlapped
     idx_max = int(np.flatnonzero(recorded)[np.argmax(attempts[recorded])])
@@ -68,9 +71,8 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         notes.append(f"{n_faulted} overlapping {'/'.join(labels)} judged on max only")
     if unrecorded:
         notes.append(f"{unrecorded} without attempt counts left out")
-    if int(waiting.sum()):
-        notes.append(f"{int(waiting.sum())} polls that timed out before the engine had the result not counted "
-                     "(the client's long-poll cycle while it waits on the engine)")
+    if cycle.note:
+        notes.append(cycle.note)
     tail = ("; " + "; ".join(notes)) if notes else ""
     mean = float(attempts[calm].mean()) if calm.any() else None
     if mean is None:
@@ -88,32 +90,6 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if mean is not None and mean > mean_budget:
         return Verdict(name, False, mean, mean_budget, f"amplified: {head}{tail}")
     return Verdict(name, True, mean, mean_budget, f"{head}{tail}")
-
-
-# How a poll ends when the wait outlasts it: the client's own timeout, or the server's hold expiring (408).
-_WAIT_ENDS = (-int(ErrorClass.TIMEOUT), 408)
-
-
-def _engine_wait_polls(history: History, completed_s: Mapping[int, float] | None) -> np.ndarray:
-    """Per request, its polls that timed out (client timeout or 408) before the router completed it.
-
-    A poll is held until the result exists or a timeout ends it; a client
-    whose poll timeout is shorter than the engine's generation time re-polls
-    each timeout — the long-poll cycle working as designed, not a retry the
-    server caused. A poll that timed out after the router had completed the
-    request waited on the server (a stalled loop, a lost wake-up) and counts.
-    Without the router's completion times nothing is discounted.
-    """
-    out = np.zeros(len(history), dtype=np.int64)
-    attempts = history.attempts
-    if not completed_s or attempts["row"].size == 0:
-        return out
-    polls = (attempts["kind"] == AttemptKind.POLL) & np.isin(attempts["status"], _WAIT_ENDS)
-    rows, ends = attempts["row"][polls], attempts["end"][polls].astype(np.float64)
-    nonces = history["nonce"][rows]
-    done_at = np.array([completed_s.get(int(n), np.inf) for n in nonces.tolist()], dtype=np.float64)
-    np.add.at(out, rows[ends <= done_at], 1)
-    return out
 
 
 def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:

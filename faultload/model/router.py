@@ -55,6 +55,19 @@ class RouterConfig:
         _check_float("gen_seconds", self.gen_seconds, 0.0, 3600.0)
         _check_int("procs", self.procs, 1, MAX_PROCS)
 
+    def answer_bound_s(self, requests: int) -> float:
+        """The longest this router holds one of ``requests`` before answering it, without faults (seconds).
+
+        Latency mode runs ``max_num_seqs`` at once, ``gen_seconds`` each, so a
+        request may queue behind every other; a barrier wave is released when
+        full or at its timeout; the immediate router answers at once.
+        """
+        if self.mode == "latency":
+            return self.gen_seconds * max(1, -(-requests // self.max_num_seqs))
+        if self.mode == "barrier":
+            return self.barrier_timeout_s
+        return 0.0
+
     def to_argv(self) -> list[str]:
         """CLI flags that reproduce this config."""
         return [

@@ -19,6 +19,8 @@ SDK_LARGE_RATE_LIMIT_PAUSE_S = 5.0
 SDK_LARGE_PROMPT_BYTES = 128 * 1024
 SDK_BYTES_PER_TOKEN = 10
 SDK_KEEPALIVE_EXPIRY_S = 5.0  # the SDK's client closes a connection idle this long (httpx default)
+# SkyRL's retrieve_future holds a poll this long before answering 408 (RETRIEVE_FUTURE_TIMEOUT_SECONDS).
+SERVER_POLL_HOLD_S = 300.0
 RETRIEVED_TTL_S = 300.0  # a retrieved result is kept this long (pre-fix: 120 s)
 COMPLETED_TTL_S = 600.0  # a completed, never-retrieved result is kept this long
 # Every SDK session heartbeats: sleep this long, then one session_heartbeat with this timeout and no

@@ -1,0 +1,33 @@
+"""The Tinker futures contract: what a correct server may answer at each point, the one place its rules live.
+
+A trial's history (submits, acceptance and id, each poll and its answer with
+times, the router's completions, fault windows per link, restarts) is
+replayed against these rules; the invariants are views of what they find.
+Every allowance a checker makes is a :class:`~faultload.checker.contract.rules.Rule`
+here, with its reason and a test of a history that breaks it and one that
+does not (``tests/test_contract.py``). A rule never makes silence right: a
+fault changes which outcome is allowed, and liveness is judged for every
+accepted request (``futures_resolve``).
+
+- ``retention``: how long a result stays retrievable (which 404s are allowed);
+- ``faults``: what a fatal fault allows (a definite error, never silence);
+- ``liveness``: an accepted future resolves within a bound of its release;
+- ``polls``: a poll is held until the result or the hold time.
+"""
+
+from __future__ import annotations
+
+from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR
+from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN
+from faultload.checker.contract.polls import LONG_POLL_CYCLE, POLL_HELD
+from faultload.checker.contract.retention import DROPPED_POLL, EXPIRED_BY_DESIGN, RESTART_FORGETS, STALL_NOT_SCALED
+from faultload.checker.contract.rules import Allowance, Rule
+
+RULES: tuple[Rule, ...] = (
+    DROPPED_POLL, STALL_NOT_SCALED, EXPIRED_BY_DESIGN, RESTART_FORGETS,
+    FATAL_DEFINITE_ERROR,
+    RESOLVES, HARNESS_STOPPED, ROUTER_UNKNOWN,
+    LONG_POLL_CYCLE, POLL_HELD,
+)
+
+__all__ = ["RULES", "Allowance", "Rule"]

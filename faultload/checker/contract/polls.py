@@ -1,0 +1,74 @@
+"""The long poll: a poll is held until the result exists or the server's hold time ends.
+
+A correct server answers a held poll with the result as soon as it has
+one, and with 408 only once it has held the poll for its hold time
+(SkyRL: ``RETRIEVE_FUTURE_TIMEOUT_SECONDS``, 300 SDK s, scaled). The SDK's
+own poll timeout (45 s) is shorter, so against a correct server a poll ends
+by the client's timeout, not by a 408.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from faultload.checker.contract.rules import Allowance, Rule
+from faultload.checker.inputs import CheckInputs
+from faultload.model.sdk import SERVER_POLL_HOLD_S
+from faultload.record.history import AttemptKind, ErrorClass, History
+
+LONG_POLL_CYCLE = Rule(
+    "long_poll_cycle",
+    "a poll that ended by the client's own timeout, or by a 408 after a full hold, before the router "
+    "completed its request is the long-poll cycle, not a retry the server caused",
+    "a client whose poll timeout is shorter than the engine's generation re-polls each timeout by design")
+POLL_HELD = Rule(
+    "polls_held",
+    "a 408 answers a poll only after the server held it for its hold time",
+    "a server that gives up on its long-poll early multiplies every client's polls (and its own work)")
+
+# How much shorter than the scaled hold a 408 may come and still count as a full hold: the server's
+# timer and the client's clock start a request apart (real seconds).
+HOLD_TOLERANCE_S = 0.5
+
+
+def poll_attempts(history: History) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The history's polls: (row, start, end, status)."""
+    attempts = history.attempts
+    polls = attempts["kind"] == AttemptKind.POLL
+    return (attempts["row"][polls], attempts["start"][polls].astype(np.float64),
+            attempts["end"][polls].astype(np.float64), attempts["status"][polls].astype(np.int64))
+
+
+def hold_s(inputs: CheckInputs) -> float:
+    """The least a correct server holds a poll before a 408, in trial seconds."""
+    return SERVER_POLL_HOLD_S * inputs.shape.time_scale - HOLD_TOLERANCE_S
+
+
+def early_408s(inputs: CheckInputs) -> Allowance:
+    """POLL_HELD broken: per poll attempt (of :func:`poll_attempts`), a 408 after less than the hold."""
+    rows, start, end, status = poll_attempts(inputs.history)
+    early = (status == 408) & (end - start < hold_s(inputs))
+    note = (f"{int(early.sum())} polls answered 408 after less than the server's "
+            f"{SERVER_POLL_HOLD_S:g} SDK s hold") if early.any() else ""
+    return Allowance(POLL_HELD, early, note)
+
+
+def long_poll_cycle(inputs: CheckInputs) -> Allowance:
+    """Per request, how many of its polls were the long-poll cycle (``rows`` holds counts, not a mask)."""
+    history, completed_s = inputs.history, inputs.router_completed_s
+    out = np.zeros(len(history), dtype=np.int64)
+    if not completed_s or history.attempts["row"].size == 0:
+        return Allowance(LONG_POLL_CYCLE, out)
+    rows, start, end, status = poll_attempts(history)
+    waited = (status == -int(ErrorClass.TIMEOUT)) | ((status == 408) & (end - start >= hold_s(inputs)))
+    done_at = _completed(completed_s, history["nonce"][rows])
+    np.add.at(out, rows[waited & (end <= done_at)], 1)
+    note = (f"{int(out.sum())} polls that timed out before the engine had the result not counted "
+            "(the client's long-poll cycle while it waits on the engine)") if out.any() else ""
+    return Allowance(LONG_POLL_CYCLE, out, note)
+
+
+def _completed(completed_s: Mapping[int, float], nonces: np.ndarray) -> np.ndarray:
+    return np.array([completed_s.get(int(n), np.inf) for n in nonces.tolist()], dtype=np.float64)

@@ -1,0 +1,211 @@
+"""How long a correct server keeps a result: the rules that allow a 404 for an accepted request.
+
+A result stays retrievable for the retention window from the last moment
+the server could have believed it delivered, and for the expiry window from
+its completion whatever happened; a 404 inside both is a loss. A write the
+kernel accepted into a connection the client never read from (a blackholed
+response) is not a delivery the client could have believed: only a poll the
+client itself dropped lets the server count a result as delivered.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Mapping
+
+import numpy as np
+
+from faultload.checker.budgets import Budgets
+from faultload.checker.common import fault_windows, is_fatal, overlaps, request_spans
+from faultload.checker.contract.rules import Allowance, Rule
+from faultload.checker.inputs import CheckInputs
+from faultload.record.history import AttemptKind, History
+
+if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
+    from faultload.model.faults import Fault
+    from faultload.record.samples import MonitorSamples
+
+DROPPED_POLL = Rule(
+    "dropped_poll_delivered",
+    "a 404 may answer a re-poll made more than the retention window after the client dropped a poll at or "
+    "after the router had completed the request",
+    "the server may have answered the dropped poll just as it was dropped; it cannot tell, treats the result "
+    "as delivered and keeps it for its retrieved TTL only (finding 2)")
+STALL_NOT_SCALED = Rule(
+    "stall_not_scaled",
+    "a 404 may answer a result that, at full time, would have been at most the retention window old",
+    "a stalled event loop stalls for real seconds, which the time scale does not shrink, while the TTLs "
+    "shrink; the stall itself is judged by healthz_latency and no_collapse")
+EXPIRED_BY_DESIGN = Rule(
+    "expired_by_design",
+    "a 404 may answer a result older than the expiry window when it was asked for",
+    "the server documents that a result nobody came back for expires (SkyRL 0.4.0: 600 s)")
+RESTART_FORGETS = Rule(
+    "restart_forgets",
+    "a fatal server:restart may forget (404, or never answer) a request accepted before the restart "
+    "finished and still held when it began",
+    "futures live in the old process's memory; what was accepted after the restart is judged as ever")
+
+# Real seconds between a failed forward's error line and its failure being stored (the same coroutine logs,
+# then stores; generous, so an age from it stays a lower bound).
+LOGGED_STORE_SLACK_S = 1.0
+
+
+def dropped_poll_delivered(inputs: CheckInputs, among: np.ndarray) -> Allowance:
+    """Rows of ``among`` whose abandoned poll was dropped at or after the router completed the request."""
+    history, completed_s = inputs.history, inputs.router_completed_s
+    out = np.zeros(len(history), dtype=bool)
+    attempts = history.attempts
+    if completed_s and attempts["row"].size:
+        abandoned = attempts["kind"] == AttemptKind.ABANDONED
+        nonces = history["nonce"]
+        for row, dropped_at in zip(attempts["row"][abandoned].tolist(), attempts["end"][abandoned].tolist()):
+            done_at = completed_s.get(int(nonces[row]))
+            if done_at is not None and done_at <= dropped_at:
+                out[row] = True
+    out &= among
+    note = (f"{int(out.sum())} 404 after a poll dropped when the result was already there "
+            "(delivered as far as the server can tell; retained by design)") if out.any() else ""
+    return Allowance(DROPPED_POLL, out, note)
+
+
+def stall_spans(monitor: MonitorSamples | None, slow_s: float) -> list[tuple[float, float]]:
+    """Trial-second intervals the server's event loop was stalled, merged.
+
+    /healthz does no work, so a probe that failed or took longer than
+    ``slow_s`` waited on a stalled loop for [its start, its start + latency].
+    """
+    if monitor is None or monitor.healthz_latency_s.size == 0:
+        return []
+    t = np.asarray(monitor.healthz_t, dtype=np.float64)
+    latency = np.asarray(monitor.healthz_latency_s, dtype=np.float64)
+    bad = (~np.asarray(monitor.healthz_ok, dtype=bool)) | (latency > slow_s)
+    spans: list[tuple[float, float]] = []
+    for start, took in sorted(zip(t[bad].tolist(), latency[bad].tolist())):
+        end = start + (took if math.isfinite(took) else 0.0)
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def overlap_s(spans: list[tuple[float, float]], start: float, end: float) -> float:
+    """Seconds of [start, end] inside ``spans``."""
+    return sum(max(0.0, min(b, end) - max(a, start)) for a, b in spans)
+
+
+def stall_not_scaled(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -> Allowance:
+    """404s of ``among`` explained by a server stall that the time scale did not shrink.
+
+    At time scale s a result completed by the router at c and answered 404
+    at d lived L = d - c trial seconds, S of them inside a stall; at full
+    time it would have lived (L - S) / s + S SDK seconds. When that is within
+    ``retention_window_s`` and L is not, the scale made the loss. c is the
+    router's completion time; a request the router never completed takes the
+    start of the first fault window it overlapped (so L is never shorter than
+    it was). At s >= 1 nothing is allowed.
+    """
+    out = np.zeros(len(inputs.history), dtype=bool)
+    scale = inputs.shape.time_scale
+    spans = stall_spans(inputs.monitor, budgets.healthz_p99_s) if scale < 1.0 and among.any() else []
+    if not spans:
+        return Allowance(STALL_NOT_SCALED, out)
+    history = inputs.history
+    completed_s = inputs.router_completed_s or {}
+    failed_at = _first_fault_overlapped(history, fault_windows(inputs.faults))
+    window = budgets.retention_window_s
+    worst_stall = 0.0
+    for i in np.flatnonzero(among).tolist():
+        done_at = completed_s.get(int(history["nonce"][i]), failed_at[i] if math.isfinite(failed_at[i]) else None)
+        answered = float(history["done"][i])
+        if done_at is None or not math.isfinite(answered) or answered <= done_at:
+            continue
+        lived = answered - done_at
+        stalled = overlap_s(spans, done_at, answered)
+        if lived > window * scale and (lived - stalled) / scale + stalled <= window:
+            out[i] = True
+            worst_stall = max(worst_stall, stalled)
+    note = (f"{int(out.sum())} 404 after a server stall of up to {worst_stall:.1f} real s, which the time "
+            f"scale does not shrink (each result at most {window:g} SDK s old at full time; "
+            "the stall is judged by healthz_latency/no_collapse)") if out.any() else ""
+    return Allowance(STALL_NOT_SCALED, out, note)
+
+
+def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -> Allowance:
+    """404s of ``among`` for results older than ``expiry_window_s`` when answered.
+
+    The age is a lower bound: from the latest the server can have stored the
+    result — the router's completion, or the end of a backend/router fault
+    in force then (a held response arrives when the fault ends) — to the
+    404. A failed forward is a result too (SkyRL 0.4.0 stores the failure with
+    the same completed TTL): its age runs from the server's last error line
+    naming its request id, plus ``LOGGED_STORE_SLACK_S``. A result with
+    neither has no known age and is not allowed.
+    """
+    out = np.zeros(len(inputs.history), dtype=bool)
+    window = budgets.expiry_window_s * inputs.shape.time_scale
+    completed_s = inputs.router_completed_s or {}
+    failed_s = _logged_failures_s(inputs) if among.any() else {}  # it reads every error line
+    history = inputs.history
+    held = fault_windows(inputs.faults, lambda f: f.link in ("backend", "router"))
+    youngest = math.inf
+    for i in np.flatnonzero(among).tolist() if (completed_s or failed_s) else ():
+        stored = completed_s.get(int(history["nonce"][i]))
+        answered = float(history["done"][i])
+        if stored is not None:
+            stored = max([stored] + [end for start, end, _ in held if start <= stored <= end])
+        elif int(history["server_id"][i]) in failed_s:
+            stored = failed_s[int(history["server_id"][i])] + LOGGED_STORE_SLACK_S
+        if stored is None or not math.isfinite(answered):
+            continue
+        if answered - stored > window:
+            out[i] = True
+            youngest = min(youngest, answered - stored)
+    note = (f"{int(out.sum())} 404 for results older than the server's expiry when polled (the youngest "
+            f"{youngest / inputs.shape.time_scale:.0f} SDK s > expiry_window_s {budgets.expiry_window_s:g}; "
+            "expired by design, not lost)") if out.any() else ""
+    return Allowance(EXPIRED_BY_DESIGN, out, note)
+
+
+def restart_forgets(inputs: CheckInputs, among: np.ndarray) -> tuple[Allowance, list[str]]:
+    """Requests of ``among`` held by the server (accepted, not yet done) when a fatal restart began,
+    and the labels of the restarts that hit one."""
+    history = inputs.history
+    restarts = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds) and is_restart(f))
+    start, _ = request_spans(history)
+    accepted = np.where(np.isfinite(history["submit_end"]), history["submit_end"], start)
+    end = np.where(np.isfinite(history["done"]), history["done"], np.inf)
+    forgotten, labels = overlaps(history, restarts, among=among, spans=(accepted, end))
+    return Allowance(RESTART_FORGETS, forgotten), labels
+
+
+def is_restart(fault: Fault) -> bool:
+    return fault.link == "server" and fault.kind == "restart"
+
+
+def _logged_failures_s(inputs: CheckInputs) -> dict[int, float]:
+    """server request id -> trial seconds of the last server error line naming it (empty without a log or start)."""
+    start = inputs.trial_start_epoch
+    if start is None and inputs.faults is not None:
+        start = inputs.faults.trial_start_epoch
+    if inputs.server_log is None or start is None:
+        return {}
+    return {rid: ts - start for rid, ts in inputs.server_log.last_error_epoch_by_request().items()}
+
+
+def _first_fault_overlapped(history: History, windows: list[tuple[float, float, Fault]]) -> np.ndarray:
+    """Per request, the start of the earliest fault window its [submit, done] span overlapped (inf: none)."""
+    start, end = request_spans(history)
+    first = np.full(len(history), np.inf)
+    for w_start, w_end, _ in windows:
+        hit = (start <= w_end) & (end >= w_start)
+        first = np.where(hit, np.minimum(first, max(w_start, 0.0)), first)
+    return np.maximum(first, start)
+
+
+def answered_by(completed_s: Mapping[int, float] | None, history: History) -> np.ndarray:
+    """Per request, trial seconds the router completed it (NaN: unknown or never)."""
+    if not completed_s:
+        return np.full(len(history), np.nan)
+    return np.array([completed_s.get(int(n), np.nan) for n in history["nonce"].tolist()], dtype=np.float64)
