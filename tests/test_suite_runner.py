@@ -24,6 +24,7 @@ from faultload.suite.executor import SuiteError
 from faultload.suite.families import ALL, Family
 from faultload.suite.reducer import complexity, reductions, with_requests
 from faultload.suite.state import Tally
+from faultload.suite.summary import summary_dict
 from faultload.model.watchdog import WatchdogLimits
 from faultload.model.training import TrainingMix
 from tests.quality.fakes import (
@@ -189,6 +190,21 @@ def test_the_config_as_run_is_what_runs_what_is_cached_and_what_the_repro_stores
     assert config_from_dict(data["config"]) == ran
 
 
+# --------------------------------------------------------------------------- every violation fails
+
+
+def test_a_violation_of_an_invariant_the_property_does_not_assert_fails_it(tmp_path, clock) -> None:
+    """A trial whose only violation is outside its family's invariants fails the property and is shrunk."""
+    fake = KnownFailure(min_requests=40, clock=clock, invariant="futures_resolve")
+    runner, fake, state = setup(tmp_path, clock, fake=fake, reduce_share=0.0)
+    assert "futures_resolve" not in LOST.invariants
+    runner.check(LOST, trial(10, FAULT))  # below the double's threshold: nothing violated, passes
+    with pytest.raises(AssertionError, match=r"futures_resolve violated \(seen by this trial, not its family\)"):
+        runner.check(LOST, trial(50, FAULT))
+    assert state.failures == 1 and state.best is not None
+    assert summary_dict(runner)["properties"][0]["violated"] == ["futures_resolve"]  # what the matrix reads
+
+
 # --------------------------------------------------------------------------- repros
 
 
@@ -208,7 +224,7 @@ def test_the_repro_file_round_trips_its_config_and_says_how_it_was_found(tmp_pat
     data = json.loads(path.read_text())
     assert config_from_dict(data["config"]) == config
     assert (data["target"], data["requests"], data["time_scale"]) == (TARGET, 50, TIME_SCALE)
-    assert data["checked"] == ["no_lost_results"]
+    assert data["checked"] == list(ALL)  # a replay fails on any violation, as the session did
     assert [v["name"] for v in data["failing"]] == ["no_lost_results"]
     assert [v["name"] for v in data["verdicts"]] == list(ALL)
     assert data["replay"] == f"faultload replay {path}"

@@ -81,15 +81,16 @@ def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
 
 # The suite's property families (one per test in test_properties.py); here, not there, so that code outside
 # a pytest collection (bench/shrink_time.py) can name one: the properties module is collected, not imported.
-LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests"), ("no_lost_results", "accepted_requests"),
+LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests", "futures_resolve"),
+              ("no_lost_results", "accepted_requests", "futures_resolve"),
               weight=2.0,
               limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
 RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
                    ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample"))
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
-RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets"),
-                 ("retry_amplification", "unprovoked_resets"),
+RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets", "polls_held"),
+                 ("retry_amplification", "unprovoked_resets", "polls_held"),
                  limits=(("storms", False), ("max_result_wait_s", 60.0)), known=("completion_burst",))
 SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("clean_server_log",))
 COMBINED = Family(

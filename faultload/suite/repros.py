@@ -12,7 +12,6 @@ from faultload.store import report as report_mod
 from faultload.store.bundle import write_bundle
 from faultload.store.plot import write_timeline
 from faultload.store.repro import COMPARE_REPRO_VERSION, build_repro, config_key, replay_command, write_repro
-from faultload.suite.families import checked
 from faultload.suite.state import PropertyState
 
 
@@ -48,8 +47,8 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
     }
     stem = f"{_slug(state.nodeid)}-{time.strftime('%Y%m%dT%H%M%S')}-{config_key(config)}"
     directory = workspace.root / "repros"
-    repro = build_repro(config, outcome.verdicts, outcome.figures, budgets, checked=checked(state.family),
-                        found_by=found_by)
+    # judged on every invariant, as the session was: a violation of any of them fails the replay too
+    repro = build_repro(config, outcome.verdicts, outcome.figures, budgets, found_by=found_by)
     if comparison is not None:
         repro.update(comparison, repro_version=COMPARE_REPRO_VERSION)
         directory.mkdir(parents=True, exist_ok=True)

@@ -19,8 +19,10 @@ One :class:`SuiteRunner` per pytest session. Each Hypothesis example calls
    a green property has judged something;
 4. calls ``hypothesis.target`` with the family's invariants' verdict figures
    (the very numbers the invariants judge);
-5. raises ``AssertionError`` naming each of the family's invariants that was
-   violated (``ok is False``; unknown is not a failure, but it is counted).
+5. raises ``AssertionError`` naming each invariant the trial violated
+   (``ok is False``), the family's first: a violation seen in any trial fails
+   the property that ran it, whichever family it belongs to (unknown is not a
+   failure, but it is counted).
 
 Time bounds (see :mod:`faultload.suite.profiles`): once a bound is spent a
 config that has not run yet is *not run* — the example passes without a trial
@@ -122,7 +124,9 @@ class SuiteRunner:
             self._record_failure(state, config, outcome)
             if first and self.profile.reduce_share > 0:
                 self._reduce(state, family, config)
-            lines = [f"{v.name} violated: figure {v.figure} vs budget {v.budget}: {v.detail}" for v in failing]
+            names = checked(family)
+            lines = [f"{v.name} violated{'' if v.name in names else ' (seen by this trial, not its family)'}: "
+                     f"figure {v.figure} vs budget {v.budget}: {v.detail}" for v in failing]
             raise AssertionError(
                 f"{len(failing)} invariant(s) violated by a {config.shape.requests}-request trial "
                 f"(target {config.target}{switches_text(config.regress, config.fixes)}, "
@@ -138,8 +142,11 @@ class SuiteRunner:
 
     @staticmethod
     def _failing(family: Family, outcome: TrialOutcome) -> list:
+        """Every invariant the trial violated, the family's first: a violation seen is a violation failed,
+        whichever property's trial saw it (the family only steers what is drawn and targeted)."""
         names = checked(family)
-        return [v for v in outcome.verdicts if v.name in names and v.ok is False]
+        violated = [v for v in outcome.verdicts if v.ok is False]
+        return sorted(violated, key=lambda v: v.name not in names)
 
     @staticmethod
     def _tally(state: PropertyState, family: Family, key: str, outcome: TrialOutcome | None) -> None:

@@ -28,7 +28,8 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
         evidence: dict[str, str] = {}
         if state.best is not None:
             names = checked(state.family)
-            evidence = {v.name: v.detail for v in state.best[1].verdicts if v.name in names and v.ok is False}
+            violations = sorted((v for v in state.best[1].verdicts if v.ok is False), key=lambda v: v.name not in names)
+            evidence = {v.name: v.detail for v in violations}  # every violation fails, the family's first
             violated = list(evidence)
         properties.append({
             "nodeid": state.nodeid,
