@@ -206,3 +206,15 @@ def test_a_trial_line_names_its_training_mix():
     trained = TrialConfig(target="skyrl==0.4.0", shape=LoadShape(training=TrainingMix(32, 16, 4, 128)), engine="null")
     assert "train 32x16:4@128" in describe_config(trained)
     assert "train" not in describe_config(TrialConfig(target="skyrl==0.4.0"))
+
+
+def test_a_training_call_never_answered_during_a_fatal_fault_is_not_excused():
+    """A fault allows a definite error (the call failed), never silence (the call never ended)."""
+    failed = (FB, 0, 0, 9.5, 9.6, 10.5, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 500, "failed")
+    rows = [(CM, 0, 0, 0.0, 0.1, 1.0, 1, OK), failed]
+    fatal = dataclasses.replace(_inputs(_log(rows)), faults=_restarted_at(10.0),
+                                fatal_fault_kinds=frozenset({"server:restart"}))
+    assert check_training_futures(fatal, Budgets()).ok is True  # failed in flight during the restart: its end
+    silent = [rows[0], (*failed[:5], math.nan, 1, Outcome.PENDING, ErrorClass.NONE, 0, "")]
+    verdict = check_training_futures(dataclasses.replace(fatal, training=_log(silent)), Budgets())
+    assert verdict.ok is False and verdict.figure == 1 and "pending" in verdict.detail

@@ -9,20 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import (
-    DETAIL_ITEMS,
-    event_time,
-    fault_windows,
-    few,
-    fmt_s,
-    is_fatal,
-    one_line,
-    ordered,
-    overlaps,
-    request_spans,
-)
+from faultload.checker.common import DETAIL_ITEMS, event_time, few, fmt_s, one_line, ordered
+from faultload.checker.contract.submits import edge_unreachable, fatal_rejection, harness_cut
 from faultload.checker.inputs import CheckInputs, Verdict
-from faultload.model.faults import OUTAGE_KINDS
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 
 
@@ -35,13 +24,14 @@ def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     408/409/429 or transport error after the retry budget, or a 200 without a
     request id). A rejection is explained when its [submit start, submit end]
     overlapped a fault of a kind in ``fatal_fault_kinds``, and not judged when
-    its submit ended after the harness stopped the load (``load_stopped_s``).
+    its submit ended after the harness stopped the load (``load_stopped_s``);
+    each allowance is a rule of the contract (``checker/contract/submits.py``).
     A request pending without an id (never submitted, or its submit still
     retrying when the load ended at the wall bound, an interrupt or a
     collapse) is unfinished, not rejected. One that failed with no id and no
     rejection recorded is left out: its client (the SDK) did not say whether
     the asample or a poll failed. A client that gave up because an edge
-    outage kept it from the server (:func:`_never_reached`) is explained too. Nothing accepted is no excuse: a trial whose
+    outage kept it from the server (``edge_unreachable``) is explained too. Nothing accepted is no excuse: a trial whose
     every asample was refused with no fatal fault in force is violated.
     Figure: unexplained rejections; budget 0. Unknown when no submit ended
     in an attributable way.
@@ -58,23 +48,22 @@ def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     unfinished = no_id & (outcome == Outcome.PENDING)
     unattributed = no_id & ~arrived & ~rejected & ~unfinished
     notes = []
-    if inputs.load_stopped_s is not None:
-        cut = rejected & (history["submit_end"] > inputs.load_stopped_s)
-        if cut.any():
-            notes.append(f"{int(cut.sum())} rejected after the harness stopped the load at "
-                         f"{fmt_s(inputs.load_stopped_s)} (not judged)")
-            rejected &= ~cut
-    fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds))
-    explained, fatal_labels = overlaps(history, fatal, among=rejected, spans=request_spans(history, "submit_end"))
-    if explained.any():
-        notes.append(f"{int(explained.sum())} rejected while fatal {'/'.join(fatal_labels)} was in force "
+    cut = harness_cut(inputs, rejected)
+    if cut.count:
+        notes.append(f"{cut.count} rejected after the harness stopped the load at "
+                     f"{fmt_s(inputs.load_stopped_s)} (not judged)")
+        rejected &= ~cut.rows
+    fatal, fatal_labels = fatal_rejection(inputs, rejected)
+    explained = fatal.rows.copy()
+    if fatal.count:
+        notes.append(f"{fatal.count} rejected while fatal {'/'.join(fatal_labels)} was in force "
                      f"(explained: {_rejection_classes(inputs, explained)})")
-    unreached, outage_labels = _never_reached(inputs, rejected & ~explained)
-    if unreached.any():
-        notes.append(f"{int(unreached.sum())} gave up unable to reach the server: their last asample attempt "
+    unreached, outage_labels = edge_unreachable(inputs, rejected & ~explained)
+    if unreached.count:
+        notes.append(f"{unreached.count} gave up unable to reach the server: their last asample attempt "
                      f"failed in transport while {'/'.join(outage_labels)} cut the link (the server never "
-                     f"had them to refuse: {_rejection_classes(inputs, unreached)})")
-        explained |= unreached
+                     f"had them to refuse: {_rejection_classes(inputs, unreached.rows)})")
+        explained |= unreached.rows
     if unfinished.any():
         notes.append(f"{int(unfinished.sum())} unfinished (not submitted or still submitting when the load ended)")
     if unattributed.any():
@@ -96,40 +85,6 @@ def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
                        f"({n_accepted} accepted): {_rejection_classes(inputs, unexplained)}; first "
                        f"{few(first, n_bad)}{tail}")
     return Verdict(name, True, 0, 0, f"{n_accepted} of {judged} submitted requests accepted{tail}")
-
-
-_TRANSPORT = (ErrorClass.CONNECT, ErrorClass.RESET, ErrorClass.TIMEOUT)
-
-
-def _never_reached(inputs: CheckInputs, among: np.ndarray) -> tuple[np.ndarray, list[str]]:
-    """Rejections the client gave up on because an edge outage cut it off from the server.
-
-    A client retries a failing asample for its retry window (the SDK: 300 s)
-    and then gives up; an edge outage (:data:`OUTAGE_KINDS`) longer than that
-    makes it give up without the server ever seeing the request. Excused only
-    when the request ended in a transport error (connect, reset, timeout —
-    never an HTTP status: that is the server answering) and its last asample
-    attempt overlapped the outage; without an attempt log (the SDK client),
-    the last ``backoff_cap_s`` (scaled) before it gave up stands for that
-    attempt. A rejection whose last attempt came after the link healed is the
-    server's, and still counts.
-    """
-    history = inputs.history
-    rows = among & np.isin(history["error"], np.array(_TRANSPORT, dtype=history["error"].dtype))
-    outages = fault_windows(inputs.faults, lambda f: f.link == "edge" and f.kind in OUTAGE_KINDS)
-    if not rows.any() or not outages:
-        return np.zeros(len(history), dtype=bool), []
-    end = history["submit_end"].astype(np.float64)
-    start = end - inputs.shape.policy.backoff_cap_s * inputs.shape.time_scale
-    attempts = history.attempts
-    if attempts["row"].size:
-        submits = attempts["kind"] == AttemptKind.SUBMIT
-        last = np.full(len(history), -1, dtype=np.int64)
-        np.maximum.at(last, attempts["row"][submits], np.flatnonzero(submits))  # attempts are logged in order
-        has = last >= 0
-        start = np.where(has, attempts["start"][np.maximum(last, 0)].astype(np.float64), start)
-        end = np.where(has, np.maximum(end, attempts["end"][np.maximum(last, 0)].astype(np.float64)), end)
-    return overlaps(history, outages, among=rows, spans=(start, end))
 
 
 def _rejection_classes(inputs: CheckInputs, rows: np.ndarray) -> str:

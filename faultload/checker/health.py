@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import DETAIL_ITEMS, fault_windows, few, fmt_s
+from faultload.checker.common import DETAIL_ITEMS, few, fmt_s
+from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import History
 
@@ -53,7 +54,7 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
             where = f"over the trial (none during load {fmt_s(window[0])}-{fmt_s(window[1])})"
     recovering = np.zeros(t.size, dtype=bool)
     answered = t + np.where(np.isfinite(latency), latency, 0.0)  # a probe in flight when a fault began met it
-    for w_start, w_end, _ in fault_windows(inputs.faults, grace_s=budgets.healthz_fault_recovery_s):
+    for w_start, w_end, _ in in_force_windows(inputs, grace_s=budgets.healthz_fault_recovery_s):
         recovering |= (answered >= w_start) & (t <= w_end)
     excused = select & recovering
     fault_text = ""

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from faultload.checker.budgets import MIB, Budgets
-from faultload.checker.common import fault_windows, fmt_bytes, fmt_s
+from faultload.checker.common import fmt_bytes, fmt_s
+from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import History, Outcome
 from faultload.model.shape import LoadShape
@@ -236,7 +237,7 @@ def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     http = server_http_requests(inputs.history, monitor)
     if http < budgets.cpu_min_requests:
         return Verdict(name, None, None, None, f"{http} HTTP requests < cpu_min_requests {budgets.cpu_min_requests}")
-    if fault_windows(inputs.faults):
+    if in_force_windows(inputs):  # the contract's no_fault_cost
         return Verdict(name, None, None, None, "faults took effect: CPU per request not judged")
     history = inputs.history
     ok = history["outcome"] == Outcome.OK

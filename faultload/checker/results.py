@@ -27,8 +27,10 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     expiry by design, a fatal restart that forgot it). A failure or a give-up
     is a loss unless a fatal fault allowed a definite error
     (``contract/faults.py``) or a fatal restart forgot the request. A request
-    that never ended is not judged here but by ``futures_resolve`` (a fault
-    never allows silence). A corrupt result arrived, so it is left to
+    that never ended is lost once the contract's liveness rule says it is
+    past its bound (``contract/liveness.py``, ``futures_resolve``: a fault
+    never allows silence); one the user or the watchdog cut off is
+    unfinished. A corrupt result arrived, so it is left to
     ``result_integrity``; a request never accepted, to ``accepted_requests``
     (with nothing accepted there is no loss to judge: unknown here, and
     ``accepted_requests`` carries the verdict).

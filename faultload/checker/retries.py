@@ -11,13 +11,13 @@ from faultload.checker.common import (
     DETAIL_ITEMS,
     event_time,
     fault_label,
-    fault_windows,
     few,
     fmt_s,
     ordered,
     overlaps,
     request_label,
 )
+from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.contract.polls import long_poll_cycle
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import AttemptKind, ErrorClass, History
@@ -60,7 +60,7 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, None, None, mean_budget, f"no attempt counts recorded ({int(started.sum())} requests started)")
     cycle = long_poll_cycle(inputs)
     attempts = attempts - cycle.rows
-    overlapped, labels = overlaps(history, fault_windows(inputs.faults), among=recorded)
+    overlapped, labels = overlaps(history, in_force_windows(inputs), among=recorded)
     calm = recorded & ~overlapped
     idx_max = int(np.flatnonzero(recorded)[np.argmax(attempts[recorded])])
     worst = int(attempts[idx_max])
@@ -110,7 +110,7 @@ def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     n_attempts = int(history.attempts["row"].size) if len(history) else 0
     if n_attempts == 0:
         return Verdict(name, None, None, budget, f"no attempt log ({len(history)} requests)")
-    windows = fault_windows(inputs.faults, grace_s=budgets.log_fault_grace_s)
+    windows = in_force_windows(inputs, grace_s=budgets.log_fault_grace_s)
     count, text = _unprovoked_resets(history, windows, inputs.load_stopped_s)
     labels = "/".join(dict.fromkeys(fault_label(f) for _, _, f in windows))
     scope = f"over {n_attempts} attempts" + (

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import fault_label, fault_windows, few, fmt_s, overlaps
+from faultload.checker.common import fault_label, few, fmt_s, overlaps
+from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import History
 from faultload.record.serverlog import LogClass
@@ -48,7 +49,7 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if total == 0:
         return Verdict(name, True, 0, 0, f"no error lines in {log.lines} log lines{allowed_note}")
     all_counts = {c.name: c.count for c in classes}
-    windows = fault_windows(inputs.faults, grace_s=budgets.log_fault_grace_s)
+    windows = in_force_windows(inputs, grace_s=budgets.log_fault_grace_s)
     if not windows:
         return Verdict(name, False, total, 0,
                        f"{total} error lines with no fault injected: {_summary(classes, all_counts)}")
@@ -59,7 +60,7 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, None, total, 0,
                        "faults were active; log not attributable (no trial start time): "
                        f"{_summary(classes, all_counts)}")
-    faulted_ids = _faulted_server_ids(inputs.history, fault_windows(inputs.faults))
+    faulted_ids = _faulted_server_ids(inputs.history, in_force_windows(inputs))
     outside, first_outside, untimed, by_request = _outside_faults(classes, start_epoch, windows, faulted_ids)
     labels = "/".join(dict.fromkeys(fault_label(f) for _, _, f in windows))
     if outside:

@@ -3,7 +3,8 @@
 * ``training_futures`` — every training call (create_model, forward_backward,
   optim_step) accepted by the server ends with its own result: none lost (404),
   failed, corrupted (the null backend's logprobs are a function of the request)
-  or left unfinished, unless it was in flight while a fatal fault was in force
+  or left unfinished, unless it ended in a definite error while a fatal fault
+  was in force (never answering is no such end: ``checker/contract/faults.py``)
   or the trial was stopped first (then unfinished, named, not lost). A call
   never accepted while no fault was in force counts too: a trainer that cannot
   submit is a trainer that cannot train.
@@ -23,7 +24,9 @@ from __future__ import annotations
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import fault_windows, is_fatal, overlaps
+from faultload.checker.common import overlaps
+from faultload.checker.contract.faults import fatal_windows, in_force_windows
+from faultload.checker.contract.retention import model_forgotten
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import ErrorClass, Outcome
 from faultload.record.training import TrainingLog, TrainingOp
@@ -49,28 +52,6 @@ def _starvation_note(inputs: CheckInputs) -> str:
     return ("; server log: " + ", ".join(parts)) if parts else ""
 
 
-def _model_lost_to_a_restart(log: TrainingLog, fatal: list, among: np.ndarray) -> np.ndarray:
-    """Calls of a trainer after a fatal ``server:restart`` that came after its create_model reached the server.
-
-    The new server process never loaded that model: 0.4.0 answers each later call ``400 Model ... not loaded
-    (likely stale request from previous server)``. The model went with the process the fault killed, so those
-    calls are the fault's (the SDK recreates nothing either); a corrupt result still never is. What counts is
-    when the server accepted the create_model, not when the client read its result: the old process creates
-    the model and stores the result, and a client cut off from the server (an edge fault) reads it from the
-    database after the restart — and the new process still does not have the model.
-    """
-    lost = np.zeros(len(log), dtype=bool)
-    restarts = np.array([start for start, _, fault in fatal if fault.link == "server" and fault.kind == "restart"])
-    if restarts.size == 0:
-        return lost
-    created = log.of(TrainingOp.CREATE_MODEL) & (log["outcome"] == Outcome.OK)
-    for trainer, reached in zip(log["trainer"][created].tolist(), log["accepted"][created].tolist()):
-        later = restarts[restarts >= reached]
-        if later.size:
-            lost |= among & (log["trainer"] == trainer) & (log["start"] >= later.min())
-    return lost
-
-
 def _first_examples(log: TrainingLog, ops: tuple[TrainingOp, ...]) -> str:
     keys = [k for k in log.examples if k.split(":")[0] in {op.key for op in ops}]
     return ("; first: " + log.examples[keys[0]]) if keys else ""
@@ -90,13 +71,12 @@ def check_training_futures(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     unfinished = int(pending.sum()) if inputs.interrupted else 0
     if inputs.interrupted:
         bad &= ~pending
-    any_fault = fault_windows(inputs.faults)
-    fatal = fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds))
-    corrupt = bad & (outcome == Outcome.CORRUPT)  # a damaged result is never a fault's excuse
-    excused, _ = overlaps(log, fatal, among=bad & ~corrupt, spans=_spans(log))
-    excused |= _model_lost_to_a_restart(log, fatal, among=bad & ~corrupt)
+    # a damaged result is never a fault's excuse, nor silence (a call never answered: contract/faults.py)
+    definite = bad & (outcome != Outcome.CORRUPT) & (outcome != Outcome.PENDING)
+    excused, _ = overlaps(log, fatal_windows(inputs), among=definite, spans=_spans(log))
+    excused |= model_forgotten(inputs, definite).rows
     rejected = bad & (outcome == Outcome.REJECTED)
-    during_fault, _ = overlaps(log, any_fault, among=rejected, spans=_spans(log))
+    during_fault, _ = overlaps(log, in_force_windows(inputs), among=rejected, spans=_spans(log))
     bad &= ~excused & ~during_fault
     counts = {o.name.lower(): int((bad & (outcome == o)).sum()) for o in Outcome if (bad & (outcome == o)).any()}
     figure = int(bad.sum())
@@ -120,7 +100,7 @@ def check_heartbeats_answered(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, None, None, 0, "no heartbeat was due while the sessions were open")
     failed = beats & (log["outcome"] != Outcome.OK)
     spans = (log["start"], log["accepted"])
-    during_fault, _ = overlaps(log, fault_windows(inputs.faults), among=failed, spans=spans)
+    during_fault, _ = overlaps(log, in_force_windows(inputs), among=failed, spans=spans)
     counted = failed & ~during_fault
     gap = _longest_gap(log, beats)
     gap_budget = budgets.heartbeat_gap_s  # real seconds, like the heartbeat's own timeout

@@ -10,22 +10,26 @@ fault changes which outcome is allowed, and liveness is judged for every
 accepted request (``futures_resolve``).
 
 - ``retention``: how long a result stays retrievable (which 404s are allowed);
-- ``faults``: what a fatal fault allows (a definite error, never silence);
+- ``faults``: what a fatal fault allows (a definite error, never silence),
+  and what any fault's own link does while it is in force;
+- ``submits``: which asamples may be refused;
 - ``liveness``: an accepted future resolves within a bound of its release;
 - ``polls``: a poll is held until the result or the hold time.
 """
 
 from __future__ import annotations
 
-from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR
+from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, NO_FAULT_COST
 from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN
 from faultload.checker.contract.polls import LONG_POLL_CYCLE, POLL_HELD
 from faultload.checker.contract.retention import DROPPED_POLL, EXPIRED_BY_DESIGN, RESTART_FORGETS, STALL_NOT_SCALED
 from faultload.checker.contract.rules import Allowance, Rule
+from faultload.checker.contract.submits import EDGE_UNREACHABLE, FATAL_REJECTION, HARNESS_CUT
 
 RULES: tuple[Rule, ...] = (
     DROPPED_POLL, STALL_NOT_SCALED, EXPIRED_BY_DESIGN, RESTART_FORGETS,
-    FATAL_DEFINITE_ERROR,
+    FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, NO_FAULT_COST,
+    FATAL_REJECTION, EDGE_UNREACHABLE, HARNESS_CUT,
     RESOLVES, HARNESS_STOPPED, ROUTER_UNKNOWN,
     LONG_POLL_CYCLE, POLL_HELD,
 )

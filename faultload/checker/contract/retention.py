@@ -19,7 +19,8 @@ from faultload.checker.budgets import Budgets
 from faultload.checker.common import fault_windows, is_fatal, overlaps, request_spans
 from faultload.checker.contract.rules import Allowance, Rule
 from faultload.checker.inputs import CheckInputs
-from faultload.record.history import AttemptKind, History
+from faultload.record.history import AttemptKind, History, Outcome
+from faultload.record.training import TrainingOp
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.model.faults import Fault
@@ -178,6 +179,29 @@ def restart_forgets(inputs: CheckInputs, among: np.ndarray) -> tuple[Allowance, 
     end = np.where(np.isfinite(history["done"]), history["done"], np.inf)
     forgotten, labels = overlaps(history, restarts, among=among, spans=(accepted, end))
     return Allowance(RESTART_FORGETS, forgotten), labels
+
+
+def model_forgotten(inputs: CheckInputs, among: np.ndarray) -> Allowance:
+    """RESTART_FORGETS for training: calls of ``among`` made after a fatal ``server:restart`` that came after
+    their trainer's create_model reached the server.
+
+    The new process never loaded that model: 0.4.0 answers each later call ``400 Model ... not loaded
+    (likely stale request from previous server)``. What counts is when the server accepted the create_model,
+    not when the client read its result: the old process creates the model and stores the result, and a
+    client cut off from the server (an edge fault) reads it from the database after the restart.
+    """
+    log = inputs.training
+    assert log is not None
+    lost = np.zeros(len(log), dtype=bool)
+    restarts = np.array([start for start, _, fault in fault_windows(inputs.faults) if is_restart(fault)
+                         and is_fatal(fault, inputs.fatal_fault_kinds)])
+    if restarts.size:
+        created = log.of(TrainingOp.CREATE_MODEL) & (log["outcome"] == Outcome.OK)
+        for trainer, reached in zip(log["trainer"][created].tolist(), log["accepted"][created].tolist()):
+            later = restarts[restarts >= reached]
+            if later.size:
+                lost |= among & (log["trainer"] == trainer) & (log["start"] >= later.min())
+    return Allowance(RESTART_FORGETS, lost)
 
 
 def is_restart(fault: Fault) -> bool:

@@ -1,0 +1,217 @@
+"""The futures contract (``faultload.checker.contract``): for every rule, a history that breaks it and one
+that keeps it, judged through the verdicts that are its views.
+
+Histories are built by hand (``tests.test_invariants`` helpers); nothing runs. ``CASES`` maps each rule of
+``RULES`` to a pair of functions returning the verdict's ok for (a history the rule does not allow, one it
+allows); the last test holds ``CASES`` to exactly ``RULES``, so a new rule cannot land without its pair.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+import pytest
+
+from faultload.checker.accepted import check_accepted_requests
+from faultload.checker.budgets import Budgets
+from faultload.checker.contract import RULES
+from faultload.checker.futures import check_futures_resolve, check_polls_held
+from faultload.checker.resources import check_bounded_cpu
+from faultload.checker.results import check_no_lost_results
+from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
+from faultload.model.faults import Fault
+from faultload.record.history import AttemptKind, ErrorClass, Outcome
+from tests.test_invariants import (
+    BUDGETS, CRASH, RESET, SHAPE, _stalled_monitor, applied, fault_log, make_history, make_inputs, make_monitor,
+    rejected, set_row, submit_log, with_abandoned_polls, with_attempts,
+)
+
+SCALED = dataclasses.replace(SHAPE, time_scale=0.05)  # poll timeout 2.25 s, backoff cap 1.5 s, hold 15 s
+DOWN = Fault("backend", "down", start_s=5.0, duration_s=3.0)
+RESTART = Fault("server", "restart", start_s=5.0, duration_s=None)
+
+
+def _lost(**changes) -> bool | None:
+    return check_no_lost_results(make_inputs(**changes), BUDGETS).ok
+
+
+def _resolve(**changes) -> bool | None:
+    return check_futures_resolve(make_inputs(**changes), BUDGETS).ok
+
+
+# -- retention
+
+
+def _dropped(completed_at: float) -> bool | None:
+    h = set_row(make_history(), 30, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=20.4)
+    with_abandoned_polls(h, {30: 1.2})
+    return _lost(history=h, router_completed_s={int(h["nonce"][30]): completed_at})
+
+
+def _stall(stall: tuple[float, float]) -> bool | None:
+    h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=38.0)
+    return _lost(history=h, shape=SCALED, monitor=_stalled_monitor(stall), router_completed_s={int(h["nonce"][40]): 9.0})
+
+
+def _expired(answered_at: float) -> bool | None:
+    h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=answered_at)
+    return _lost(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 0.5})
+
+
+def _restart(accepted_at: float) -> bool | None:
+    h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, submit_start=accepted_at - 0.1,
+                submit_end=accepted_at, done=12.0)
+    return _lost(history=h, faults=fault_log(applied(RESTART, 5.0, 7.0)), fatal_fault_kinds=frozenset({"restart"}))
+
+
+# -- faults
+
+
+def _fatal(outcome: Outcome) -> bool | None:
+    """An accepted request in flight during a fatal backend outage ends as ``outcome``."""
+    h = set_row(make_history(), 40, outcome=outcome, submit_start=4.0, submit_end=4.1,
+                done=np.nan if outcome == Outcome.PENDING else 8.5, error=ErrorClass.SERVER_FAILED)
+    inputs = make_inputs(history=h, faults=fault_log(applied(DOWN, 5.0, 8.0)), fatal_fault_kinds=frozenset({"down"}),
+                         load_stopped_s=120.0)
+    return check_no_lost_results(inputs, BUDGETS).ok and check_futures_resolve(inputs, BUDGETS).ok
+
+
+# -- liveness
+
+
+def _ended_at(done: float, **changes) -> bool | None:
+    """Row 40 accepted at 1.0 s, answered by the router at 1.5 s, ends at ``done`` (NaN: never) at scale 0.05."""
+    h = set_row(make_history(), 40, submit_start=0.9, submit_end=1.0, done=done,
+                outcome=Outcome.PENDING if np.isnan(done) else Outcome.OK)
+    base = dict(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 1.5}, load_stopped_s=120.0)
+    return _resolve(**{**base, **changes})
+
+
+# -- polls
+
+
+def _polls(status: int, held_s: float, completed_at: float = 50.0) -> tuple[bool | None, float]:
+    """Row 40 polled once and was answered ``status`` after ``held_s``, then got its result: (polls_held, mean)."""
+    h = make_history()
+    with_attempts(h, (40, AttemptKind.POLL, 2.0 + held_s, status))
+    h.attempts["start"][0] = 2.0
+    set_row(h, 40, attempts=3)
+    inputs = make_inputs(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): completed_at})
+    return check_polls_held(inputs, BUDGETS).ok, check_retry_amplification(inputs, BUDGETS).figure
+
+
+# -- submits and faults in force
+
+
+def _rejected(fatal: bool, submit_end: float = 0.45, error: ErrorClass = ErrorClass.HTTP_5XX,
+              statuses: list[int] | None = None, faults=None, **changes) -> bool | None:
+    """Row 6 rejected (its submit ended at ``submit_end``) during a router crash 0.2-0.5 s."""
+    h = rejected(make_history(), [6], error, submit_end=submit_end)
+    h = submit_log(h, {6: statuses or [503]})
+    kinds = frozenset({"crash"}) if fatal else frozenset()
+    faults = faults or fault_log(applied(CRASH, 0.2, 0.5))
+    return check_accepted_requests(make_inputs(history=h, faults=faults, fatal_fault_kinds=kinds, **changes),
+                                   BUDGETS).ok
+
+
+def _unreachable(last_attempt_at: float) -> bool | None:
+    """Row 6 gave up on its asample with a connect error; an edge outage lasted 0-24 s."""
+    refused = -int(ErrorClass.CONNECT)
+    down = Fault("edge", "down", start_s=0.0, duration_s=24.0)
+    return _rejected(False, submit_end=last_attempt_at, error=ErrorClass.CONNECT, statuses=[refused],
+                     faults=fault_log(applied(down, 0.0, 24.0)))
+
+
+def _reset(fault: bool) -> bool | None:
+    h = with_attempts(make_history(), (3, AttemptKind.POLL, 0.5, -int(ErrorClass.RESET)),
+                      (3, AttemptKind.POLL, 0.6, 200))
+    faults = fault_log(applied(RESET, 0.2, 0.3)) if fault else None
+    return check_unprovoked_resets(make_inputs(history=h, faults=faults), BUDGETS).ok
+
+
+def _cpu(fault: bool) -> bool | None:
+    tight = Budgets(server_cpu_ms_per_request=1.0, server_cpu_ms_per_result_kib=0.0)
+    faults = fault_log(applied(RESET, 0.2, 0.3)) if fault else None
+    return check_bounded_cpu(make_inputs(history=make_history(1000), monitor=make_monitor(), faults=faults), tight).ok
+
+
+CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
+    # rule: (a history it does not allow -> violated, one it allows -> held)
+    "dropped_poll_delivered": (lambda: _dropped(completed_at=1.5), lambda: _dropped(completed_at=1.0)),
+    "stall_not_scaled": (lambda: _stall((40.0, 50.0)), lambda: _stall((10.0, 30.0))),
+    "expired_by_design": (lambda: _expired(20.0), lambda: _expired(40.0)),
+    "restart_forgets": (lambda: _restart(accepted_at=8.0), lambda: _restart(accepted_at=4.5)),
+    "fatal_definite_error": (lambda: _fatal(Outcome.PENDING), lambda: _fatal(Outcome.FAILED)),
+    "futures_resolve": (lambda: _ended_at(np.nan), lambda: _ended_at(4.0)),
+    "harness_stopped": (lambda: _ended_at(np.nan, interrupted=False), lambda: _ended_at(np.nan, interrupted=True)),
+    "router_unknown": (lambda: _ended_at(np.nan), lambda: _ended_at(np.nan, router_completed_s=None)),
+    # a timed-out poll is discounted (the mean stays the baseline 2) only while the engine had no result
+    "long_poll_cycle": (lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=1.0)[1] == 2.0,
+                        lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25)[1] == 2.0),
+    "polls_held": (lambda: _polls(408, 0.05)[0], lambda: _polls(408, 15.0)[0]),
+    "fatal_rejection": (lambda: _rejected(fatal=False), lambda: _rejected(fatal=True)),
+    "edge_unreachable": (lambda: _unreachable(30.0), lambda: _unreachable(15.0)),
+    "harness_cut": (lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=1.0),
+                    lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=0.4)),
+    "fault_in_force": (lambda: _reset(fault=False), lambda: _reset(fault=True)),
+    "no_fault_cost": (lambda: _cpu(fault=False), lambda: _cpu(fault=True)),
+}
+
+
+@pytest.mark.parametrize("rule", [rule.name for rule in RULES])
+def test_each_rule_tells_a_history_it_breaks_from_one_it_keeps(rule: str) -> None:
+    breaks, keeps = CASES[rule]
+    assert breaks() is False
+    assert keeps() is True or (rule in INDETERMINATE and keeps() is None)
+
+
+# The rules that make a request indeterminate: what they allow is "not judged" (unknown), never "ok".
+INDETERMINATE = ("harness_stopped", "router_unknown", "no_fault_cost")
+
+
+def test_every_rule_has_a_case_and_every_case_a_rule() -> None:
+    assert set(CASES) == {rule.name for rule in RULES}
+    assert all(rule.says and rule.why for rule in RULES)
+
+
+def test_a_hang_under_a_fatal_fault_is_named_never_ended_with_its_release() -> None:
+    h = set_row(make_history(), 40, outcome=Outcome.PENDING, submit_start=4.0, submit_end=4.1, done=np.nan)
+    inputs = make_inputs(history=h, shape=SCALED, faults=fault_log(applied(DOWN, 5.0, 8.0)),
+                         fatal_fault_kinds=frozenset({"down"}), load_stopped_s=120.0)
+    verdict = check_futures_resolve(inputs, BUDGETS)
+    assert verdict.ok is False and verdict.figure == 1
+    assert "(1 never ended)" in verdict.detail and "nonce 1040" in verdict.detail and "released at 8.0s" in verdict.detail
+    lost = check_no_lost_results(inputs, BUDGETS)
+    assert lost.ok is False and "never finished" in lost.detail
+
+
+def test_a_fault_still_in_force_when_the_load_ended_leaves_the_request_unjudged_not_late() -> None:
+    h = set_row(make_history(), 99, outcome=Outcome.PENDING, done=np.nan)
+    inputs = make_inputs(history=h, faults=fault_log(applied(CRASH, 5.0, None)), load_stopped_s=60.0)
+    assert check_futures_resolve(inputs, BUDGETS).ok is True
+
+
+def test_the_clients_own_late_poll_moves_the_release() -> None:
+    """A request whose client re-polls on purpose 400 SDK s after dropping its poll is not late for it."""
+    shape = dataclasses.replace(SCALED, abandon_polls=dataclasses.replace(SCALED.abandon_polls, fraction=0.5,
+                                                                           after_s=400.0))
+    h = set_row(make_history(), 40, submit_start=0.9, submit_end=1.0, done=22.0)
+    with_abandoned_polls(h, {40: 1.25})
+    base = dict(history=h, shape=shape, router_completed_s={int(h["nonce"][40]): 1.5}, load_stopped_s=120.0)
+    assert _resolve(**base) is True  # nothing recorded after the drop: the plan's 20 s stands for the re-poll
+    assert _resolve(**{**base, "shape": SCALED}) is False  # the same history without the plan is late
+
+
+def test_no_checker_decides_outside_the_contract_which_fault_allows_what() -> None:
+    """Only ``checker/contract/`` picks fault windows (``fault_windows``) or reads the fatal kinds (``is_fatal``);
+    the checkers take the windows and allowances it gives them."""
+    import faultload.checker as checker_pkg
+    from pathlib import Path
+
+    root = Path(checker_pkg.__file__).parent
+    offenders = [f"{path.relative_to(root)}:{n}" for path in sorted(root.glob("*.py")) if path.name != "common.py"
+                 for n, line in enumerate(path.read_text().splitlines(), 1)
+                 if "fault_windows(" in line or "is_fatal(" in line or "inputs.fatal_fault_kinds" in line]
+    assert offenders == []
