@@ -215,3 +215,11 @@ def test_no_checker_decides_outside_the_contract_which_fault_allows_what() -> No
                  for n, line in enumerate(path.read_text().splitlines(), 1)
                  if "fault_windows(" in line or "is_fatal(" in line or "inputs.fatal_fault_kinds" in line]
     assert offenders == []
+
+
+def test_the_readme_states_every_rule_as_the_code_does() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for rule in RULES:
+        assert f"| `{rule.name}` | {rule.says} | {rule.why} |" in readme, rule.name

@@ -28,8 +28,7 @@ if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy 
 
 DROPPED_POLL = Rule(
     "dropped_poll_delivered",
-    "a 404 may answer a re-poll made more than the retention window after the client dropped a poll at or "
-    "after the router had completed the request",
+    "a 404 may answer a request whose poll the client itself dropped at or after the router had completed it",
     "the server may have answered the dropped poll just as it was dropped; it cannot tell, treats the result "
     "as delivered and keeps it for its retrieved TTL only (finding 2)")
 STALL_NOT_SCALED = Rule(
