@@ -115,7 +115,7 @@ def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
                    help="null engine: compute time per target token of a training batch (default 0)")
     if build:
         p.add_argument("--regress", action="append", default=[], metavar="NAME",
-                       help=f"undo a known upstream fix in the launched server: {', '.join(REGRESSIONS)} "
+                       help=f"undo a known upstream fix, or add a catalogued bug, in the launched server: {', '.join(REGRESSIONS)} "
                             "(repeatable; default none)")
         p.add_argument("--fix", action="append", default=[], metavar="NAME",
                        help=f"apply a candidate fix in the launched server: {', '.join(FIXES)} (repeatable; default none)")

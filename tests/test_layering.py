@@ -74,7 +74,8 @@ FORBIDDEN = {
 # module -> what it must never import, beyond its room's rules
 MODULE_FORBIDDEN = {"faultload.run.stack": ("faultload.checker",)}
 INSIDE_THE_TARGET = ("faultload.targets.skyrl_patches", "faultload.targets.skyrl_forwarding",
-                     "faultload.targets.skyrl_dbpool", "faultload.targets.skyrl_launch", "faultload.targets.skyrl_engine")
+                     "faultload.targets.skyrl_mutants", "faultload.targets.skyrl_dbpool", "faultload.targets.skyrl_launch",
+                     "faultload.targets.skyrl_engine")
 USES_THE_SUITE = ("faultload.suite", "faultload.matrix")
 
 

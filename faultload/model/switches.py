@@ -12,7 +12,11 @@ from __future__ import annotations
 
 from typing import Iterable
 
-REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", "json-decode", "proto-per-poll")
+REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", "json-decode", "proto-per-poll",
+               # bug classes a pull request could introduce (targets/skyrl_mutants.py), not undone fixes
+               "never-resolve-on-failure", "early-408", "lost-wakeup", "id-reuse-after-restart", "500-for-unknown",
+               "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
+               "empty-200-on-failure", "double-forward", "session-per-request")
 FIXES = ("plain-tracebacks", "keepalive-past-sdk")
 
 

@@ -69,8 +69,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--faultload-target", default=None, metavar="SPEC",
                     help="server under test: skyrl==X.Y.Z | skyrl@PATH | url=... (default skyrl==0.4.0)")
     group.addoption("--faultload-regress", action="append", default=[], metavar="NAME",
-                    help="undo a known fix in the launched server: retention, keepalive, rich-access-log, "
-                         "httpx-forwarding, json-decode, proto-per-poll "
+                    help="undo a known fix, or add a catalogued bug, in the launched server: retention, keepalive, "
+                         "rich-access-log, httpx-forwarding, json-decode, proto-per-poll, never-resolve-on-failure, "
+                         "early-408, lost-wakeup, id-reuse-after-restart, 500-for-unknown, blocking-call, "
+                         "mixed-results, pending-ttl-short, swapped-ttls, truncated-result, empty-200-on-failure, "
+                         "double-forward, session-per-request "
                          "(repeatable; default none)")
     group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
                     help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk (repeatable; default none)")

@@ -33,13 +33,13 @@ import httpx
 Need = Callable[[dict, str, str], Any]
 
 
-def _forwarding(ns: dict, need: Need) -> tuple[type, dict]:
+def forwarding(ns: dict, need: Need) -> tuple[type, dict]:
     """The forwarding client class and its module's namespace."""
     client_cls = need(ns, "SkyRLTrainInferenceForwardingClient", "sample forwarding client")
     return client_cls, vars(sys.modules[client_cls.__module__])
 
 
-def _members(cls: type) -> dict:
+def members(cls: type) -> dict:
     """The names a class has, its bases' included, for ``need`` to check."""
     return dict.fromkeys(dir(cls))
 
@@ -132,8 +132,8 @@ def regress_httpx_forwarding(ns: dict, need: Need) -> str:
     returning an aiohttp-shaped wrapper over ``httpx.AsyncClient``; ``_forward``,
     its retry policy and ``aclose`` are the release's.
     """
-    client_cls, module = _forwarding(ns, need)
-    need(_members(client_cls), "_get_session", "aiohttp session; a version without it forwards through httpx already")
+    client_cls, module = forwarding(ns, need)
+    need(members(client_cls), "_get_session", "aiohttp session; a version without it forwards through httpx already")
     connect_timeout_s = need(module, "_ROUTER_CONNECT_TIMEOUT_SECONDS", "router connect deadline")
 
     def httpx_session(self) -> HttpxSession:
@@ -160,7 +160,7 @@ def regress_json_decode(ns: dict, need: Need) -> str:
     ``ValueError``. Both build the same dicts and lists; the decoder is what
     differs. Undone by replacing the module's ``orjson`` global with that pair.
     """
-    _, module = _forwarding(ns, need)
+    _, module = forwarding(ns, need)
     need(module, "orjson", "orjson body decoding")
     module["orjson"] = types.SimpleNamespace(loads=json.loads, JSONDecodeError=ValueError)
     return "json-decode: router bodies decoded with json.loads"
@@ -181,11 +181,11 @@ def regress_proto_per_poll(ns: dict, need: Need) -> str:
     returns it runs the release's ``_serialize_proto_result`` (``json.loads``,
     ``model_validate``, encode) again.
     """
-    _, module = _forwarding(ns, need)
+    _, module = forwarding(ns, need)
     need(module, "serialize_sample_output", "forwarded results encoded to proto at completion")
     need(ns, "_serialize_proto_result", "retrieve_future's JSON-to-proto encoding")
     store_cls = need(ns, "ExternalFutureStore", "in-memory future store")
-    need(_members(store_cls), "cache_proto", "proto cache for results kept as JSON")
+    need(members(store_cls), "cache_proto", "proto cache for results kept as JSON")
     skyrl_types = need(module, "types", "skyrl.tinker.types (SampleOutput)")
 
     def sample_output(sequences, prompt_logprobs, topk_prompt_logprobs):

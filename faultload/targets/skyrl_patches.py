@@ -21,7 +21,9 @@ trial runs S times faster:
 
 The switches on the sample-forwarding path are in ``skyrl_forwarding``, found
 the way this module is: as ``faultload.targets.skyrl_forwarding`` in the
-harness's tests, beside this file on ``sys.path`` inside the target.
+harness's tests, beside this file on ``sys.path`` inside the target; the
+mutants (bug classes a pull request could introduce, not undone fixes) are
+in ``skyrl_mutants``, found the same way.
 
 Versions without an in-memory future store (0.3.0 keeps futures in SQLite and
 holds polls with a local 300 s constant) have nothing to scale; that is
@@ -38,9 +40,10 @@ from rich.logging import RichHandler
 from starlette.requests import Request
 
 if __package__:
-    from . import skyrl_forwarding  # the harness's tests import this module as faultload.targets.skyrl_patches
+    from . import skyrl_forwarding, skyrl_mutants  # the harness's tests import this module as faultload.targets.skyrl_patches
 else:
     import skyrl_forwarding  # inside the target: beside this file, on sys.path from skyrl_launch's __main__
+    import skyrl_mutants
 
 # Pre-fix retrieved TTL (SDK seconds) for the `retention` regression.
 PRE_FIX_RETRIEVED_TTL_S = 120.0
@@ -127,6 +130,8 @@ REGRESSIONS: dict[str, Callable[[dict], str]] = {
     "httpx-forwarding": functools.partial(skyrl_forwarding.regress_httpx_forwarding, need=_need),
     "json-decode": functools.partial(skyrl_forwarding.regress_json_decode, need=_need),
     "proto-per-poll": functools.partial(skyrl_forwarding.regress_proto_per_poll, need=_need),
+    # Bug classes rather than undone fixes (skyrl_mutants): each a plausible pull request's mistake.
+    **{name: functools.partial(mutant, need=_need) for name, mutant in skyrl_mutants.MUTANTS.items()},
 }
 
 
