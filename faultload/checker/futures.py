@@ -1,0 +1,79 @@
+"""Did every accepted future resolve in time, and was every poll held: ``futures_resolve``, ``polls_held``.
+
+Views of the futures contract (``checker/contract/``): the rules say what a
+correct server may do; these verdicts count where the trial broke them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from faultload.checker.budgets import Budgets
+from faultload.checker.common import DETAIL_ITEMS, few, fmt_s, ordered, request_label
+from faultload.checker.contract.liveness import resolution, resolve_bound_s
+from faultload.checker.contract.polls import early_408s, hold_s, poll_attempts
+from faultload.checker.inputs import CheckInputs, Verdict
+
+
+def check_futures_resolve(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Every accepted request ended within the resolve bound of its release (``contract/liveness.py``).
+
+    Figure: requests that ended late or never; budget 0. Requests the
+    harness cut off (an interrupt, a collapse stop) and, without the router's
+    completion log, requests still open, are indeterminate: counted in the
+    detail, not judged. Unknown when nothing was accepted or nothing could be
+    judged.
+    """
+    name = "futures_resolve"
+    history = inputs.history
+    if len(history) == 0:
+        return Verdict(name, None, None, 0, "no requests in the history")
+    res = resolution(inputs, budgets)
+    n_accepted = int(res.accepted.sum())
+    if n_accepted == 0:
+        return Verdict(name, None, None, 0, f"0 of {len(history)} accepted (see accepted_requests)")
+    skipped = [f"{a.count} indeterminate ({a.rule.name}: {a.rule.says.split(':')[0]})"
+               for a in res.indeterminate if a.count]
+    judged = n_accepted - sum(a.count for a in res.indeterminate)
+    tail = ("; " + "; ".join(skipped)) if skipped else ""
+    bound = resolve_bound_s(inputs, budgets)
+    if judged <= 0:
+        return Verdict(name, None, None, 0, f"no accepted request could be judged{tail}")
+    late = res.late.rows
+    n_late = int(late.sum())
+    if n_late:
+        items = []
+        for i in ordered(history, late)[:DETAIL_ITEMS].tolist():
+            ended = res.ended[i]
+            how = f"ended at {fmt_s(ended)}" if np.isfinite(ended) else "never ended"
+            items.append(f"{request_label(history, i)} {how}, released at {fmt_s(res.release[i])}, "
+                         f"bound {res.allowed_s[i]:.1f}s")
+        never = int((late & ~np.isfinite(res.ended)).sum())
+        return Verdict(name, False, n_late, 0,
+                       f"{n_late} of {judged} accepted requests did not end within the resolve bound "
+                       f"({never} never ended): {few(items, n_late)}{tail}")
+    return Verdict(name, True, 0, 0, f"{judged} accepted requests ended within {bound:.1f}s of their release"
+                                     f" (plus stalls){tail}")
+
+
+def check_polls_held(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """No poll was answered 408 before the server's hold time (``contract/polls.py``).
+
+    Figure: such polls; budget 0. Unknown without a poll in the attempt log.
+    """
+    name = "polls_held"
+    rows, start, end, status = poll_attempts(inputs.history)
+    if rows.size == 0:
+        return Verdict(name, None, None, 0, "no poll in the attempt log")
+    early = early_408s(inputs)
+    n_408 = int((status == 408).sum())
+    if early.count:
+        idx = np.flatnonzero(early.rows)
+        idx = idx[np.argsort(end[idx], kind="stable")][:DETAIL_ITEMS]
+        items = [f"{request_label(inputs.history, int(rows[i]))} held {end[i] - start[i]:.2f}s at {fmt_s(end[i])}"
+                 for i in idx.tolist()]
+        return Verdict(name, False, early.count, 0,
+                       f"{early.note} ({hold_s(inputs):.2f} trial s), of {rows.size} polls: "
+                       f"{few(items, early.count)}")
+    return Verdict(name, True, 0, 0, f"{rows.size} polls, {n_408} answered 408, none before the hold "
+                                     f"({hold_s(inputs):.2f} trial s)")
