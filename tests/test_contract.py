@@ -145,7 +145,8 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "restart_forgets": (lambda: _restart(accepted_at=8.0), lambda: _restart(accepted_at=4.5)),
     "fatal_definite_error": (lambda: _fatal(Outcome.PENDING), lambda: _fatal(Outcome.FAILED)),
     "futures_resolve": (lambda: _ended_at(np.nan), lambda: _ended_at(4.0)),
-    "harness_stopped": (lambda: _ended_at(np.nan, interrupted=False), lambda: _ended_at(np.nan, interrupted=True)),
+    "harness_stopped": (lambda: _ended_at(np.nan, interrupted=False),
+                        lambda: _ended_at(np.nan, interrupted=True, load_stopped_s=10.0)),
     "router_unknown": (lambda: _ended_at(np.nan), lambda: _ended_at(np.nan, router_completed_s=None)),
     # a timed-out poll is discounted (the mean stays the baseline 2) only while the engine had no result
     "long_poll_cycle": (lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=1.0)[1] == 2.0,
@@ -223,3 +224,13 @@ def test_the_readme_states_every_rule_as_the_code_does() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     for rule in RULES:
         assert f"| `{rule.name}` | {rule.says} | {rule.why} |" in readme, rule.name
+
+
+def test_a_request_already_past_its_bound_when_the_harness_stopped_the_load_is_late_not_indeterminate() -> None:
+    """Router answered at 1.5 s; bound 3.75 + 10 s at scale 0.05: overdue from 15.25 s on."""
+    assert _ended_at(np.nan, interrupted=True, load_stopped_s=60.0) is False
+    h = set_row(make_history(), 40, submit_start=0.9, submit_end=1.0, done=np.nan, outcome=Outcome.PENDING)
+    inputs = make_inputs(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 1.5}, load_stopped_s=10.0,
+                         interrupted=True)
+    verdict = check_futures_resolve(inputs, BUDGETS)
+    assert verdict.ok is True and "1 indeterminate (harness_stopped" in verdict.detail

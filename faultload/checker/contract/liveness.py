@@ -36,8 +36,8 @@ RESOLVES = Rule(
     "once the router answered or failed, and a client that retries forever gets that answer")
 HARNESS_STOPPED = Rule(
     "harness_stopped",
-    "a request still open when the user interrupted the trial or the watchdog stopped the load is "
-    "indeterminate, not judged",
+    "a request still open, and not yet past its resolve bound, when the user interrupted the trial or the "
+    "watchdog stopped the load is indeterminate, not judged",
     "the harness cut it off: what it would have ended as is unknown (a collapse is judged by no_collapse)")
 ROUTER_UNKNOWN = Rule(
     "router_unknown",
@@ -79,12 +79,15 @@ def resolution(inputs: CheckInputs, budgets: Budgets) -> Resolution:
     base = resolve_bound_s(inputs, budgets)
     allowed = np.array([base + overlap_s(spans, r, h) if math.isfinite(r) else math.inf
                         for r, h in zip(release.tolist(), horizon.tolist())], dtype=np.float64)
-    stopped = open_ if inputs.interrupted else np.zeros(n, dtype=bool)
-    unknown = accepted & ~stopped & (inputs.router_completed_s is None) & ~np.isfinite(ended)
-    judged = accepted & ~stopped & ~unknown
+    unknown = accepted & (inputs.router_completed_s is None) & ~np.isfinite(ended)
     held_until_end = ~np.isfinite(release)  # a fault still in force when the load ended: nothing to judge yet
     waited = np.where(held_until_end, 0.0, np.minimum(ended, horizon) - np.where(held_until_end, 0.0, release))
-    late = judged & (waited > allowed)
+    late = accepted & ~unknown & (waited > allowed)
+    if inputs.interrupted and inputs.load_stopped_s is None:  # cut off at an unknown time: nothing open is late
+        late &= ~open_
+    # cut off by the harness before its bound ran out: what it would have ended as is unknown (one already
+    # past its bound when the load stopped was late whatever came after)
+    stopped = open_ & ~late if inputs.interrupted else np.zeros(n, dtype=bool)
     return Resolution(accepted, release, ended, allowed, Allowance(RESOLVES, late),
                       (Allowance(HARNESS_STOPPED, stopped), Allowance(ROUTER_UNKNOWN, unknown)))
 
