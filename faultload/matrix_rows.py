@@ -58,6 +58,49 @@ class MatrixRow:
 # re-poll the frozen server (retry_amplification: 3.77 attempts per request, nightly session 3).
 FINDING_1_INVARIANTS = ("healthz_latency", "no_collapse", "retry_amplification")
 
+# ci draws no process fault (a restart costs a real server start-up): a bug only a restart shows is nightly's.
+_NO_RESTART_ON_CI = (("ci", Expectation("clean", (), "ci draws no server:restart, the only way this bug shows")),)
+
+
+def _mutant(switch: str, why: str, caught_by: tuple[str, ...], row: str | None = None, **kwargs) -> MatrixRow:
+    """A row for one bug-class regression (targets/skyrl_mutants.py), named after its switch unless ``row``."""
+    return MatrixRow(row or switch, "skyrl==0.4.0", (switch,), "caught", why, caught_by=caught_by, **kwargs)
+
+
+# The bug classes a pull request could introduce (README, "Time scale and regressions"), each with the
+# invariants that must be the ones to catch it.
+MUTANT_ROWS: tuple[MatrixRow, ...] = (
+    _mutant("never-resolve-on-failure", "a failed forward never completes its future: the client polls forever "
+            "(the watchdog's no_progress stops such a trial, leaving its requests indeterminate)",
+            ("futures_resolve", "no_collapse")),
+    _mutant("early-408", "the long poll answers 408 after 1 SDK s instead of 300: every client re-polls",
+            ("polls_held", "retry_amplification")),
+    _mutant("id-reuse-after-restart", "ids start at -1 in every server process: a pre-restart id polled after "
+            "a restart gets another request's result", ("result_integrity",), on=_NO_RESTART_ON_CI),
+    _mutant("500-for-unknown", "an unknown (pre-restart or expired) id answers 500, which the client retries "
+            "forever, not 404", ("futures_resolve", "clean_server_log"), on=_NO_RESTART_ON_CI),
+    _mutant("blocking-call", "a 10 ms blocking call on the event loop per asample",
+            ("healthz_latency", "no_collapse", "retry_amplification")),
+    _mutant("mixed-results", "the request id kept on the shared forwarding client across the forward's await: "
+            "results stored under another request's id", ("result_integrity", "futures_resolve")),
+    _mutant("pending-ttl-short", "a 60 s pending TTL (an hour written in minutes): forwards pending over a "
+            "minute swept, their results dropped", ("no_lost_results", "clean_server_log")),
+    _mutant("swapped-ttls", "the store's TTLs under each other's keyword: an undelivered result kept 300 s, "
+            "not 600", ("no_lost_results",)),
+    _mutant("truncated-result", "every sequence's last token dropped", ("result_integrity",)),
+    _mutant("empty-200-on-failure", "a failed forward answered 200 with zero sequences instead of an error",
+            ("result_integrity",)),
+    _mutant("session-per-request", "a new aiohttp session per forward, never closed", ("clean_server_log",)),
+    _mutant("double-forward", "every sample forwarded to the router twice, compared with the release: the "
+            "server's CPU per request", ("server_cpu_ms_per_request",), row="double-forward-cost",
+            baseline="skyrl==0.4.0"),
+    # One extra poll per request stays inside retry_amplification's budget (3) and futures_resolve's bound
+    # (a trial at 0.05: 3.0 attempts per request, every verdict ok); the delay it adds is a latency.
+    _mutant("lost-wakeup", "a completed result wakes no held poll, delivered only by the client's next poll, "
+            "compared with the release: the latency it adds", ("e2e_p50_s", "e2e_p99_s"), row="lost-wakeup-latency",
+            baseline="skyrl==0.4.0"),
+)
+
 DEFAULT_ROWS: tuple[MatrixRow, ...] = (
     MatrixRow("clean", "skyrl==0.4.0", (), "clean", "the release under test: no false alarm",
               on=(("nightly", Expectation(
@@ -105,4 +148,5 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
     MatrixRow("json-decode-cost", "skyrl==0.4.0", ("json-decode",), "caught",
               "router bodies decoded with json.loads instead of orjson: a cost per token",
               caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+    *MUTANT_ROWS,
 )

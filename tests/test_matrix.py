@@ -40,21 +40,43 @@ def passed(n: int = 7) -> list[dict]:
 
 COMPARISON_ROWS = ["a-a", "rich-access-log-cost", "a-a-long-result", "httpx-forwarding-cost", "proto-per-poll-cost",
                    "json-decode-cost"]
+MUTANT_ROWS = ["never-resolve-on-failure", "early-408", "id-reuse-after-restart", "500-for-unknown",
+               "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
+               "empty-200-on-failure", "session-per-request"]
+MUTANT_COMPARISONS = ["double-forward-cost", "lost-wakeup-latency"]
 
 
 def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
     assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0",
-                     "skyrl-0.3.0-training", *COMPARISON_ROWS]
-    assert [r.expected for r in DEFAULT_ROWS] == ["clean", "clean", "caught", "caught", "caught", "caught", "caught",
-                                                  "clean", "caught", "clean", "caught", "caught", "caught"]
-    assert [r.name for r in DEFAULT_ROWS if r.baseline] == COMPARISON_ROWS
+                     "skyrl-0.3.0-training", *COMPARISON_ROWS, *MUTANT_ROWS, *MUTANT_COMPARISONS]
+    assert [r.expected for r in DEFAULT_ROWS][:13] == ["clean", "clean", "caught", "caught", "caught", "caught",
+                                                       "caught", "clean", "caught", "clean", "caught", "caught", "caught"]
+    assert [r.name for r in DEFAULT_ROWS if r.baseline] == [*COMPARISON_ROWS, *MUTANT_COMPARISONS]
     assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks", "keepalive-past-sdk")]
     # every regression switch that is a cost has its comparison row; each A/A row has the size of the rows it vouches for
     costs = {r.regress for r in DEFAULT_ROWS if r.baseline and r.regress}
-    assert costs == {("rich-access-log",), ("httpx-forwarding",), ("proto-per-poll",), ("json-decode",)}
+    assert costs == {("rich-access-log",), ("httpx-forwarding",), ("proto-per-poll",), ("json-decode",),
+                     ("double-forward",), ("lost-wakeup",)}
     aa_sizes = {r.compare_trial for r in DEFAULT_ROWS if r.baseline and not r.regress}
     assert {r.compare_trial for r in DEFAULT_ROWS if r.baseline} == aa_sizes
+
+
+def test_every_switch_is_a_row_that_names_invariants_or_metrics_that_exist() -> None:
+    """A switch without a row is never shown caught; a row whose caught_by names an invariant no checker
+    reports (or a metric the comparison does not read) could never come out as expected."""
+    from faultload.checker.compose import CHECKERS, TRAINING_CHECKERS
+    from faultload.compare.metrics import METRIC_NAMES
+    from faultload.model.switches import REGRESSIONS
+
+    assert {s for r in DEFAULT_ROWS for s in r.regress} == set(REGRESSIONS)
+    invariants = {name for name, _ in CHECKERS + TRAINING_CHECKERS} | {"no_collapse"}  # the watchdog's, judge.py
+    for row in DEFAULT_ROWS:
+        known = set(METRIC_NAMES) if row.baseline else invariants
+        for profile in ("ci", "nightly"):
+            assert set(row.expectation(profile).caught_by) <= known, (row.name, profile)
+    restart_only = [r.name for r in DEFAULT_ROWS if r.expectation("ci").expected != r.expected]
+    assert set(restart_only) >= {"id-reuse-after-restart", "500-for-unknown"}
 
 
 def test_the_row_lists_outside_python_name_real_rows() -> None:
