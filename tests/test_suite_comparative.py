@@ -245,3 +245,39 @@ def test_a_bad_baseline_is_a_usage_error_naming_the_option(tmp_path, spec, messa
     with pytest.raises(pytest.UsageError) as raised:
         SuiteOptions(FakeConfig(tmp_path, faultload_baseline=spec))
     assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+
+
+def _checkout(tmp_path, version: str) -> str:
+    path = tmp_path / "skyrl-checkout"
+    path.mkdir()
+    (path / "pyproject.toml").write_text(f'[project]\nname = "skyrl"\nversion = "{version}"\n')
+    return f"skyrl@{path}"
+
+
+def _installed(home, version: str) -> None:
+    """What ``is_installed`` reads of a target venv (its stamp and python); no real install."""
+    from faultload.targets.install import STAMP
+    venv = home / "targets" / f"skyrl-{version}"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    (venv / STAMP).write_text("{}")
+
+
+def test_a_checkout_on_ci_is_compared_with_its_installed_release_by_default(tmp_path) -> None:
+    target = _checkout(tmp_path, "0.4.0.dev3")
+    home = tmp_path / "home"
+    missing = SuiteOptions(FakeConfig(tmp_path, faultload_target=target), environ={"FAULTLOAD_HOME": str(home)})
+    assert missing.baseline is None
+    assert missing.baseline_note.startswith("not compared with its release skyrl==0.4.0: not installed")
+    _installed(home, "0.4.0")
+    opts = SuiteOptions(FakeConfig(tmp_path, faultload_target=target), environ={"FAULTLOAD_HOME": str(home)})
+    assert opts.baseline == parse_build("skyrl==0.4.0") and "by default" in opts.baseline_note
+    assert opts.profile.session_s > get_profile("ci").session_s  # the comparisons' time comes on top
+    off = SuiteOptions(FakeConfig(tmp_path, faultload_target=target, faultload_baseline="none"),
+                       environ={"FAULTLOAD_HOME": str(home)})
+    assert off.baseline is None and "--faultload-baseline none" in off.baseline_note
+    nightly = SuiteOptions(FakeConfig(tmp_path, faultload_target=target, faultload_profile="nightly"),
+                           environ={"FAULTLOAD_HOME": str(home)})
+    assert nightly.baseline is None and nightly.baseline_note == ""
+    release = SuiteOptions(FakeConfig(tmp_path), environ={"FAULTLOAD_HOME": str(home)})
+    assert release.baseline is None and release.baseline_note == ""

@@ -76,7 +76,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "double-forward, session-per-request "
                          "(repeatable; default none)")
     group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
-                    help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk (repeatable; default none)")
+                    help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk, "
+                         "retain-until-expiry "
+                         "(repeatable; default none)")
     group.addoption("--faultload-profile", default=None, choices=("ci", "nightly", "confirm"),
                     help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
                          "example database kept; confirm: the 131,072-request shape once "
@@ -98,7 +100,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--faultload-baseline", default=None, metavar="BUILD",
                     help="run the comparative property: each example on BUILD (e.g. skyrl==0.4.0, "
                          "skyrl==0.4.0+regress=rich-access-log) and on the target, failing when the target is worse "
-                         "by [tool.faultload.compare]'s thresholds (default: that property is skipped)")
+                         "by [tool.faultload.compare]'s thresholds (default: a skyrl@PATH target on the ci profile "
+                         "is compared with its own release when that is installed, any other session skips the "
+                         "property; none: never compare)")
 
 
 def session(config: pytest.Config) -> SuiteSession:

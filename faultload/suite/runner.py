@@ -77,6 +77,7 @@ class SuiteRunner:
         self.states: dict[str, PropertyState] = {}
         self.current: PropertyState | None = None
         self.trials = 0
+        self.notes: list[str] = []  # what the session decided on its own (a default baseline), said once
         self.phases_s: dict[str, float] = {}  # every trial run's phases, summed (the summary's breakdown)
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
         self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log,
@@ -84,6 +85,11 @@ class SuiteRunner:
         self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
         self._compare = (executor, compare_settings)
         self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs
+
+    def note(self, line: str) -> None:
+        """A line for the terminal now and for the summary's first lines (what the session decided)."""
+        self.notes.append(line)
+        self._log(line)
 
     # ------------------------------------------------------------------ properties
 

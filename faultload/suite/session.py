@@ -51,6 +51,7 @@ from faultload.procutil import Interrupts
 from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
 from faultload.suite.families import Family, family_examples
 from faultload.suite.plugin import DEFAULT_PROFILE
+from faultload.suite.baseline import NO_BASELINE, default_baseline
 from faultload.suite.profiles import PROFILES, Profile, get_profile
 from faultload.suite.runner import SuiteRunner
 from faultload.suite.state import tally_text
@@ -78,23 +79,24 @@ class SuiteOptions:
         if session_s is not None:
             profile = dataclasses.replace(profile, session_s=max(0.0, session_s))
         self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
-        self.baseline: Build | None = None
-        self.compare_settings: CompareSettings | None = None
-        if get("faultload_baseline"):
-            try:
-                self.baseline = parse_build(get("faultload_baseline"), "--faultload-baseline")
-                self.compare_settings = load_compare_settings(self.pyproject())
-            except ValueError as exc:
-                raise pytest.UsageError(str(exc)) from None
-            if session_s is None:  # the comparison's trials come on top of the profile's session, not out of it
-                profile = dataclasses.replace(
-                    profile, session_s=profile.session_s + COMPARATIVE_WEIGHT * profile.property_s)
-        self.profile: Profile = profile
         self.target: str = get("faultload_target") or DEFAULT_TARGET
         self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
         self.fixes: tuple[str, ...] = tuple(get("faultload_fix") or ())
         self.workdir: str | None = get("faultload_workdir")
         self.home: str | None = environ.get("FAULTLOAD_HOME")
+        self.baseline: Build | None = None
+        self.baseline_note = ""  # why the session compares with a build, or why not, when that is not obvious
+        self.compare_settings: CompareSettings | None = None
+        try:
+            self.baseline, self.baseline_note = self._baseline(get("faultload_baseline"), profile.name)
+            if self.baseline is not None:
+                self.compare_settings = load_compare_settings(self.pyproject())
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if self.baseline is not None and session_s is None:
+            # the comparison's trials come on top of the profile's session, not out of it
+            profile = dataclasses.replace(profile, session_s=profile.session_s + COMPARATIVE_WEIGHT * profile.property_s)
+        self.profile: Profile = profile
         self.shrink_s: float | None = get("faultload_shrink_s")
         # --faultload-ray: the cluster's HOST:PORT, checked to answer now (its join waits for the first trial)
         self.ray_environ = {name: environ[name] for name in ("RAY_ADDRESS", "PYTHONPATH") if name in environ}
@@ -108,6 +110,14 @@ class SuiteOptions:
 
     def workspace(self) -> Workspace:
         return Workspace.default(self.workdir or self.home)
+
+    def _baseline(self, given: str | None, profile: str) -> tuple[Build | None, str]:
+        """``--faultload-baseline`` (``none``: no comparison), else a checkout's own release on ci."""
+        if given == NO_BASELINE:
+            return None, "not compared with a baseline (--faultload-baseline none)"
+        if given:
+            return parse_build(given, "--faultload-baseline"), ""
+        return default_baseline(self.target, profile, self.workspace().targets)
 
     def pyproject(self) -> Path | None:
         return find_config(self.rootdir)
@@ -199,6 +209,8 @@ class SuiteSession:
                 executor=executor, baseline=opts.baseline, compare_settings=opts.compare_settings,
                 pools=self.cluster.pool if self.cluster is not None else None,
             )
+            if opts.baseline_note:
+                self.suite.note(f"target {opts.target}: {opts.baseline_note}")
             # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
             # closed; a second signal kills every child process at once.
             self._interrupts = Interrupts(pytest.ExitCode.INTERRUPTED, name="faultload suite").install()

@@ -85,7 +85,7 @@ def summary_lines(runner) -> list[str]:
         + f", time scale {runner.profile.time_scale:g}; {runner.trials} trials in "
         f"{time.monotonic() - runner.session_started:.0f}s; {runner.executor.describe()}"
         + (f"; compared with {runner.baseline.text}: {runner.comparing.describe()}" if runner.comparing else "")
-    ]
+    ] + [f"  {note}" for note in runner.notes]
     for state in runner.states.values():
         name = state.nodeid.split("::")[-1]
         text = f"  {name}: {state.trials} trials, {state.cached} cached, {state.judged_trials} judged"
