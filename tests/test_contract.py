@@ -152,6 +152,9 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "long_poll_cycle": (lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=1.0)[1] == 2.0,
                         lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25)[1] == 2.0),
     "polls_held": (lambda: _polls(408, 0.05)[0], lambda: _polls(408, 15.0)[0]),
+    # a poll that timed out 2.05 s after its result existed was not woken; one that ended 0.75 s after may be
+    "polls_woken": (lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=2.2)[0],
+                    lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=3.5)[0]),
     "fatal_rejection": (lambda: _rejected(fatal=False), lambda: _rejected(fatal=True)),
     "edge_unreachable": (lambda: _unreachable(30.0), lambda: _unreachable(15.0)),
     "harness_cut": (lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=1.0),
@@ -203,6 +206,19 @@ def test_the_clients_own_late_poll_moves_the_release() -> None:
     base = dict(history=h, shape=shape, router_completed_s={int(h["nonce"][40]): 1.5}, load_stopped_s=120.0)
     assert _resolve(**base) is True  # nothing recorded after the drop: the plan's 20 s stands for the re-poll
     assert _resolve(**{**base, "shape": SCALED}) is False  # the same history without the plan is late
+
+
+def test_a_poll_past_its_result_is_not_judged_while_a_fault_was_in_force_or_the_loop_was_slow() -> None:
+    h = make_history()
+    with_attempts(h, (40, AttemptKind.POLL, 4.25, -int(ErrorClass.TIMEOUT)))
+    h.attempts["start"][0] = 2.0
+    base = make_inputs(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 2.2})
+    assert check_polls_held(base, BUDGETS).ok is False
+    faulted = dataclasses.replace(base, faults=fault_log(applied(RESET, 0.2, 0.3)))  # within the 5 s grace
+    assert check_polls_held(faulted, BUDGETS).ok is True
+    slow = dataclasses.replace(base, monitor=make_monitor(healthz_t=np.array([3.0]), healthz_latency=np.array([1.5]),
+                                                         healthz_ok=np.array([True])))
+    assert check_polls_held(slow, BUDGETS).ok is True
 
 
 def test_no_checker_decides_outside_the_contract_which_fault_allows_what() -> None:

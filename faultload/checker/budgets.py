@@ -188,6 +188,14 @@ class Budgets:
       its release (the router answered or failed, the last fault that could hold
       it healed): the server's queued work and the load workers' own scheduling
       on a loaded machine, which do not scale.
+
+    Polls (``polls_held``):
+
+    * ``poll_wake_slack_s`` — real seconds — 1.0. How long after the router
+      completed a request a held poll may still end without its result (the
+      client's timeout, a 408): the server reads the router's answer, stores it
+      and wakes the poll in milliseconds unless its loop is busy, and a busy
+      loop (``/healthz`` slower than this) or a fault in force is not judged.
     """
 
     fds_per_in_flight: float = 3.0
@@ -216,6 +224,7 @@ class Budgets:
     clean_log_allow: tuple[str, ...] = ()
     log_fault_grace_s: float = 5.0
     resolve_slack_s: float = 10.0
+    poll_wake_slack_s: float = 1.0
     heartbeat_gap_s: float = 120.0
 
     def __post_init__(self) -> None:
@@ -247,6 +256,7 @@ class Budgets:
             ("attempts_per_request_max", self.attempts_per_request_max >= 2, "must be >= 2 (one asample + one poll)"),
             ("log_fault_grace_s", self.log_fault_grace_s >= 0, "must be >= 0"),
             ("resolve_slack_s", 0 <= self.resolve_slack_s < math.inf, "must be >= 0 and finite"),
+            ("poll_wake_slack_s", 0 < self.poll_wake_slack_s < math.inf, "must be > 0 and finite"),
             ("heartbeat_gap_s", 0 < self.heartbeat_gap_s < math.inf, "must be > 0 and finite"),
         ]
         for name, ok, rule in checks:

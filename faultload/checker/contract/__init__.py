@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, NO_FAULT_COST
 from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN
-from faultload.checker.contract.polls import LONG_POLL_CYCLE, POLL_HELD
+from faultload.checker.contract.polls import LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN
 from faultload.checker.contract.retention import DROPPED_POLL, EXPIRED_BY_DESIGN, RESTART_FORGETS, STALL_NOT_SCALED
 from faultload.checker.contract.rules import Allowance, Rule
 from faultload.checker.contract.submits import EDGE_UNREACHABLE, FATAL_REJECTION, HARNESS_CUT
@@ -31,7 +31,7 @@ RULES: tuple[Rule, ...] = (
     FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, NO_FAULT_COST,
     FATAL_REJECTION, EDGE_UNREACHABLE, HARNESS_CUT,
     RESOLVES, HARNESS_STOPPED, ROUTER_UNKNOWN,
-    LONG_POLL_CYCLE, POLL_HELD,
+    LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN,
 )
 
 __all__ = ["RULES", "Allowance", "Rule"]

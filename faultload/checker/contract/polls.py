@@ -13,6 +13,8 @@ from typing import Mapping
 
 import numpy as np
 
+from faultload.checker.contract.faults import in_force_windows
+from faultload.checker.contract.retention import stall_spans
 from faultload.checker.contract.rules import Allowance, Rule
 from faultload.checker.inputs import CheckInputs
 from faultload.model.sdk import SERVER_POLL_HOLD_S
@@ -27,6 +29,13 @@ POLL_HELD = Rule(
     "polls_held",
     "a 408 answers a poll only after the server held it for its hold time",
     "a server that gives up on its long-poll early multiplies every client's polls (and its own work)")
+POLL_WOKEN = Rule(
+    "polls_woken",
+    "a held poll is answered once its result exists: one that ended without it (the client's timeout, a 408) "
+    "more than poll_wake_slack_s after the router completed its request, with no fault in force (nor its "
+    "grace) and the server's loop not slower than that slack meanwhile, was never woken",
+    "a lost wake-up costs every waiting client a poll timeout of latency and a re-poll, which no count "
+    "budget sees while a request needs one poll more")
 
 # How much shorter than the scaled hold a 408 may come and still count as a full hold: the server's
 # timer and the client's clock start a request apart (real seconds).
@@ -53,6 +62,25 @@ def early_408s(inputs: CheckInputs) -> Allowance:
     note = (f"{int(early.sum())} polls answered 408 after less than the server's "
             f"{SERVER_POLL_HOLD_S:g} SDK s hold") if early.any() else ""
     return Allowance(POLL_HELD, early, note)
+
+
+def unwoken_polls(inputs: CheckInputs, slack_s: float, grace_s: float) -> Allowance:
+    """POLL_WOKEN broken: per poll attempt (of :func:`poll_attempts`), one held past its result."""
+    history, completed_s = inputs.history, inputs.router_completed_s
+    rows, start, end, status = poll_attempts(history)
+    out = np.zeros(rows.size, dtype=bool)
+    if not completed_s or rows.size == 0:
+        return Allowance(POLL_WOKEN, out)
+    waited = (status == -int(ErrorClass.TIMEOUT)) | (status == 408)
+    since = np.maximum(_completed(completed_s, history["nonce"][rows]), start)
+    out = waited & (end - since > slack_s)
+    busy = [(a, b) for a, b, _ in in_force_windows(inputs, grace_s)] + stall_spans(inputs.monitor, slack_s)
+    for i in np.flatnonzero(out).tolist():
+        if any(a <= end[i] and b >= since[i] for a, b in busy):
+            out[i] = False
+    note = (f"{int(out.sum())} polls held more than {slack_s:g}s past their result and never answered with it"
+            if out.any() else "")
+    return Allowance(POLL_WOKEN, out, note)
 
 
 def long_poll_cycle(inputs: CheckInputs) -> Allowance:
