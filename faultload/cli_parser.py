@@ -12,6 +12,7 @@ import argparse
 
 from faultload.version import installed_version as version
 from faultload.model.switches import FIXES, REGRESSIONS
+from faultload.matrix_rows import DEFAULT_ROWS
 from faultload.model.target import DEFAULT_TARGET
 from faultload.model.trial import ENGINES
 
@@ -240,7 +241,7 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
 def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
     matrix.add_argument("--profile", default="ci", choices=("ci", "nightly"), help="the suite profile for every row")
     matrix.add_argument("--rows", default=None, metavar="A,B",
-                        help="rows to run, in order (default all: clean, fixed, retention, keepalive, rich-access-log, skyrl-0.3.0, skyrl-0.3.0-training, a-a, rich-access-log-cost, a-a-long-result, httpx-forwarding-cost, proto-per-poll-cost, json-decode-cost, never-resolve-on-failure, early-408, id-reuse-after-restart, 500-for-unknown, blocking-call, mixed-results, pending-ttl-short, swapped-ttls, truncated-result, empty-200-on-failure, session-per-request, double-forward-cost, lost-wakeup-latency)")
+                        help=f"rows to run, in order (default all: {', '.join(row.name for row in DEFAULT_ROWS)})")
     matrix.add_argument("--all-properties", action="store_true",
                         help="run every property of a row, not only up to its first failure")
     matrix.add_argument("--session-s", default=None, type=_seconds, metavar="S",
