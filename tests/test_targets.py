@@ -15,6 +15,8 @@ import os
 import signal
 import socket
 import subprocess
+import types
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import psutil
@@ -25,6 +27,7 @@ from faultload.netutil import pick_free_port
 from faultload.targets import install, skyrl_patches
 from faultload.targets.server import ServerHandle, ServerStartError, launch_skyrl, wait_healthy
 from faultload.model.target import parse_target
+from faultload.model.sdk import COMPLETED_TTL_S
 
 from conftest import TARGETS, require_target, wait_until
 
@@ -222,6 +225,82 @@ def test_the_keepalive_fix_outlasts_the_sdks_idle_connections_and_is_scaled():
         skyrl_patches.apply_patches({}, [], 1.0, ["keepalive-past-sdk"])
 
 
+class _DeliveryStore(_FakeStore):
+    """A stand-in for 0.4.0's ExternalFutureStore delivery clock (the harness's venv has no skyrl; the real one
+    is exercised by ``test_retain_until_expiry_on_the_real_store``): TTLs on the instance, entries, and
+    ``mark_retrieved`` and the sweep's rule as the release has them."""
+
+    def __init__(self, *, retrieved_ttl_sec=None, completed_ttl_sec=None):
+        self._RETRIEVED_TTL_SECONDS = retrieved_ttl_sec or self._RETRIEVED_TTL_SECONDS
+        self._COMPLETED_TTL_SECONDS = completed_ttl_sec or self._COMPLETED_TTL_SECONDS
+        self._entries: dict[int, types.SimpleNamespace] = {}
+
+    def completed(self, request_id: int, at: datetime) -> None:
+        self._entries[request_id] = types.SimpleNamespace(completed_at=at, retrieved_at=None)
+
+    def mark_retrieved(self, request_id: int) -> None:
+        entry = self._entries.get(request_id)
+        if entry is not None:
+            entry.retrieved_at = datetime.now(timezone.utc)
+
+    def kept_until(self, request_id: int) -> datetime:
+        """When the release's sweep would first drop the entry (a retrieved one: its retrieved TTL on)."""
+        entry = self._entries[request_id]
+        if entry.retrieved_at is not None:
+            return entry.retrieved_at + timedelta(seconds=self._RETRIEVED_TTL_SECONDS)
+        return entry.completed_at + timedelta(seconds=self._COMPLETED_TTL_SECONDS)
+
+
+def _delivery_namespace() -> dict:
+    return {**_namespace(), "ExternalFutureStore": type("ExternalFutureStore", (_DeliveryStore,), {})}
+
+
+@pytest.mark.parametrize("scale, regress", [(1.0, ()), (0.05, ()), (1.0, ("retention",))])
+def test_retain_until_expiry_keeps_a_delivered_result_its_completed_ttl(monkeypatch, scale: float, regress: tuple):
+    """A result delivered soon after completion is kept until completion + the completed TTL (the release: delivery
+    + the retrieved TTL), with the store's scaled or regressed TTLs; a late delivery still gets its retrieved TTL."""
+    from starlette.requests import Request
+
+    monkeypatch.setattr(Request, "is_disconnected", Request.is_disconnected)  # the retention regression patches it
+    ns = _delivery_namespace()
+    applied = skyrl_patches.apply_patches(ns, list(regress), scale, ["retain-until-expiry"])
+    assert applied[len(regress)].startswith("retain-until-expiry: ")
+    store = ns["ExternalFutureStore"]()
+    now = datetime.now(timezone.utc)
+    completed_ttl = timedelta(seconds=COMPLETED_TTL_S * scale)
+    assert store._RETRIEVED_TTL_SECONDS < completed_ttl.total_seconds()  # else the fix has nothing to keep
+    store.completed(1, now)
+    store.mark_retrieved(1)
+    assert store.kept_until(1) == now + completed_ttl
+    late = now - completed_ttl  # completed a whole completed TTL ago: delivered now, kept the retrieved TTL
+    store.completed(2, late)
+    store.mark_retrieved(2)
+    retrieved_ttl = timedelta(seconds=store._RETRIEVED_TTL_SECONDS)
+    assert store._entries[2].retrieved_at >= now and store.kept_until(2) >= now + retrieved_ttl
+    store.mark_retrieved(3)  # no such entry (swept, or another process's id): nothing to keep, no error
+    assert 3 not in store._entries
+
+
+def test_without_the_fix_a_delivered_result_is_kept_its_retrieved_ttl_only():
+    """The stand-in's release behaviour the fix changes: the retrieved TTL from delivery, shorter than expiry."""
+    ns = _delivery_namespace()
+    skyrl_patches.apply_patches(ns, [], 1.0)
+    store = ns["ExternalFutureStore"]()
+    now = datetime.now(timezone.utc)
+    store.completed(1, now)
+    store.mark_retrieved(1)
+    assert store.kept_until(1) < now + timedelta(seconds=COMPLETED_TTL_S)
+
+
+def test_retain_until_expiry_refuses_a_version_without_its_patch_points():
+    ns = _namespace()  # a store class with no mark_retrieved
+    with pytest.raises(skyrl_patches.PatchError, match="ExternalFutureStore.mark_retrieved"):
+        skyrl_patches.apply_patches(ns, [], 1.0, ["retain-until-expiry"])
+    del ns["ExternalFutureStore"]  # 0.3.0: futures in SQLite
+    with pytest.raises(skyrl_patches.PatchError, match="no 'ExternalFutureStore'"):
+        skyrl_patches.apply_patches(ns, [], 1.0, ["retain-until-expiry"])
+
+
 def test_unknown_regression_is_refused_by_name():
     from faultload.model.switches import REGRESSIONS
 
@@ -257,8 +336,9 @@ def test_plain_tracebacks_fix_turns_rich_tracebacks_off(monkeypatch):
 
 
 def test_unknown_fix_is_refused_by_name():
-    with pytest.raises(skyrl_patches.PatchError, match="unknown fix 'nope'; known: keepalive-past-sdk, plain-tracebacks"):
+    with pytest.raises(skyrl_patches.PatchError) as info:
         skyrl_patches.apply_patches(_namespace(), [], 1.0, ["nope"])
+    assert str(info.value) == f"unknown fix 'nope'; known: {', '.join(sorted(skyrl_patches.FIXES))}"
 
 
 def test_missing_patch_point_is_refused_by_name():
@@ -348,6 +428,47 @@ def test_launch_with_the_plain_tracebacks_fix(tmp_path: Path):
     assert wait_until(lambda: _group_gone(handle.pid), timeout_s=20.0)
 
 
+# Runs in the target's Python: the release's own store (complete, mark_retrieved, _sweep) under apply_patches.
+_REAL_STORE_PROBE = """
+import asyncio, json, sys, typing
+from datetime import timedelta
+import typing_extensions
+typing.TypedDict = typing_extensions.TypedDict  # as skyrl_launch does: pydantic on Python < 3.12
+import skyrl_patches
+from skyrl.tinker.db_models import RequestStatus
+from skyrl.tinker.external_future_store import ExternalFutureStore
+
+skyrl_patches.apply_patches({"ExternalFutureStore": ExternalFutureStore}, [], 1.0, sys.argv[1:])
+
+async def main():
+    store = ExternalFutureStore()
+    rid = store.create(None, None)
+    await store.complete(rid, b"result", RequestStatus.COMPLETED)
+    store.mark_retrieved(rid)
+    completed = store._entries[rid].completed_at
+    kept = []
+    for age in (store._RETRIEVED_TTL_SECONDS + 1, store._COMPLETED_TTL_SECONDS - 1, store._COMPLETED_TTL_SECONDS + 1):
+        store._sweep(completed + timedelta(seconds=age))
+        kept.append(rid in store._entries)
+    print(json.dumps(kept))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("fixes, kept", [((), [False, False, False]), (("retain-until-expiry",), [True, True, False])])
+def test_retain_until_expiry_on_the_real_store(fixes: tuple[str, ...], kept: list[bool]):
+    """0.4.0's own store and sweep: a delivered result is swept after the retrieved TTL; with the fix it is kept
+    until the completed TTL, and swept after it."""
+    require_target("0.4.0")
+    python = install.target_python(TARGETS, parse_target("skyrl==0.4.0"))
+    env = {**os.environ, "PYTHONPATH": str(Path(skyrl_patches.__file__).parent)}
+    out = subprocess.run([str(python), "-c", _REAL_STORE_PROBE, *fixes], capture_output=True, text=True,
+                         env=env, timeout=120, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == kept
+
+
 FORWARDING_REGRESSIONS = ("httpx-forwarding", "json-decode", "proto-per-poll")
 
 
@@ -394,7 +515,7 @@ def test_the_harness_names_the_switches_the_target_side_carries() -> None:
 
     assert set(switches.REGRESSIONS) == set(skyrl_patches.REGRESSIONS)
     assert set(switches.FIXES) == set(skyrl_patches.FIXES)
-    assert switches.unknown_switch(["retention"], ["nope"]) == "unknown fix 'nope'; known: keepalive-past-sdk, plain-tracebacks"
+    assert switches.unknown_switch(["retention"], ["nope"]) == f"unknown fix 'nope'; known: {', '.join(sorted(switches.FIXES))}"
     assert skyrl_patches.unknown_switch(["nope"], []) is not None and skyrl_patches.unknown_switch([], []) is None
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from datetime import timedelta
 from typing import Any, Callable
 
 from rich.logging import RichHandler
@@ -178,9 +179,44 @@ def _fix_keepalive_past_sdk(ns: dict) -> str:
     return f"keepalive-past-sdk: keep-alive {KEEPALIVE_PAST_SDK_S} s"
 
 
+def _fix_retain_until_expiry(ns: dict) -> str:
+    """Candidate fix for faultload's finding 5 on 0.4.0: a result believed delivered is kept its completed TTL.
+
+    0.4.0 marks a result retrieved when ``retrieve_future`` has built the
+    response and the client is not seen gone, and sweeps it the retrieved
+    TTL (300 s) later. A response written into a connection that delivers
+    nothing (a half-open path: the kernel takes the bytes, the client never
+    gets them, its re-polls never arrive) is no delivery, yet it shortens the
+    result's life from the completed TTL (600 s) to 300 s; a client that
+    retries for ever and comes back between the two finds a 404. The server
+    cannot know a write reached the client, so the fix keeps a delivered
+    result for ``max(delivered + retrieved TTL, completed + completed TTL)``:
+    ``mark_retrieved`` starts the retrieved clock no earlier than ``completed
+    TTL - retrieved TTL`` after completion (the release's sweep is unchanged;
+    the store's TTLs are the instance's, so scaled and ``--retrieved-ttl``).
+    """
+    store_cls = _need(ns, "ExternalFutureStore", "in-memory future store")
+    original = getattr(store_cls, "mark_retrieved", None)
+    if original is None:
+        raise PatchError("this skyrl version has no 'ExternalFutureStore.mark_retrieved' (delivery clock)")
+
+    @functools.wraps(original)
+    def mark_retrieved(self, request_id: int) -> None:
+        original(self, request_id)
+        entry = self._entries.get(request_id)
+        if entry is None or entry.completed_at is None or entry.retrieved_at is None:
+            return
+        grace = timedelta(seconds=self._COMPLETED_TTL_SECONDS - self._RETRIEVED_TTL_SECONDS)
+        entry.retrieved_at = max(entry.retrieved_at, entry.completed_at + grace)
+
+    store_cls.mark_retrieved = mark_retrieved
+    return "retain-until-expiry: a delivered result kept until its completed TTL at least"
+
+
 FIXES: dict[str, Callable[[dict], str]] = {
     "plain-tracebacks": _fix_plain_tracebacks,
     "keepalive-past-sdk": _fix_keepalive_past_sdk,
+    "retain-until-expiry": _fix_retain_until_expiry,
 }
 
 
