@@ -5,10 +5,18 @@ from __future__ import annotations
 import pytest
 
 from faultload.model.codec import config_from_dict, config_to_dict
+from faultload.model.faults import FaultSchedule
 from faultload.suite.profiles import get_profile
-from faultload.suite.families import Family, known_configs
-from faultload.strategies.known import KNOWN_SHAPES, known_trial_config
-from faultload.model.sdk import SDK_KEEPALIVE_EXPIRY_S
+from faultload.suite.families import LOST, Family, known_configs
+from faultload.strategies import known
+from faultload.strategies.known import KNOWN_FAULTS, KNOWN_SHAPES, known_trial_config
+from faultload.model.sdk import (
+    COMPLETED_TTL_S,
+    RETRIEVED_TTL_S,
+    SDK_BACKOFF_CAP_S,
+    SDK_KEEPALIVE_EXPIRY_S,
+    SDK_POLL_TIMEOUT_S,
+)
 from faultload.strategies.limits import NIGHTLY
 
 FAMILY = Family("bounded_retries", ("retry_amplification",), ("attempts_per_request",), known=("completion_burst",))
@@ -18,7 +26,9 @@ FAMILY = Family("bounded_retries", ("retry_amplification",), ("attempts_per_requ
 def test_known_trials_are_valid_and_round_trip(name: str) -> None:
     config = known_trial_config(name, "skyrl==0.4.0", 0.05, ("keepalive",), NIGHTLY)
     config.validate()
-    assert config.faults.faults == () and config.regress == ("keepalive",)
+    faults = KNOWN_FAULTS[name](config.shape) if name in KNOWN_FAULTS else FaultSchedule()
+    assert config.faults == faults and config.regress == ("keepalive",)
+    assert config.direct_edge is (not faults.faults)  # a trial with an edge fault goes through the edge proxy
     assert config_from_dict(config_to_dict(config)) == config
 
 
@@ -68,3 +78,33 @@ def test_completion_burst_completes_in_bursts() -> None:
     router = config.router
     assert (router.mode, router.max_num_seqs, router.gen_seconds) == ("latency", 256, 1.0)
     router.validate()
+
+
+@pytest.mark.parametrize("time_scale", [0.05, 1.0])
+def test_half_open_delivery_heals_between_the_two_ttls(time_scale: float) -> None:
+    """The results are written into the half-open edge while their first polls are held; the edge heals after
+    the retrieved TTL and a sweep have passed since then, and the client's first re-poll after it (one poll
+    timeout and one backoff cap at most) comes before the completed TTL: a correct retention still has them."""
+    config = known_trial_config("half_open_delivery", "skyrl==0.4.0", time_scale, (), NIGHTLY)
+    (fault,) = config.faults.faults
+    written = config.router.gen_seconds / time_scale  # SDK seconds from submit (the polls are held at once)
+    start, healed = fault.start_s / time_scale, (fault.start_s + fault.duration_s) / time_scale
+    assert 0 < start < written < SDK_POLL_TIMEOUT_S
+    sweep_interval = SDK_BACKOFF_CAP_S  # 0.4.0's sweep runs this often
+    assert healed > written + RETRIEVED_TTL_S + sweep_interval
+    assert healed + SDK_POLL_TIMEOUT_S + SDK_BACKOFF_CAP_S < written + COMPLETED_TTL_S
+    assert config.router.max_num_seqs >= config.shape.requests  # every result written at once
+
+
+def test_half_open_delivery_blackholes_both_ways() -> None:
+    """Both streams, and no close: with responses alone blackholed the re-polls reach the server, each restarts
+    the retrieved clock, and nothing is lost (measured); a timeout above 0 would close the connections."""
+    (fault,) = known.half_open_faults(KNOWN_SHAPES["half_open_delivery"](0.05)).faults
+    assert (fault.link, fault.kind, fault.stream, dict(fault.attributes)) == ("edge", "timeout", "both", {"timeout": 0})
+
+
+def test_the_nightly_lost_results_property_runs_half_open_delivery() -> None:
+    nightly = known_configs(get_profile("nightly"), LOST, "skyrl==0.4.0", ())
+    assert [c.shape.requests for c in nightly] == [KNOWN_SHAPES["half_open_delivery"](0.05).requests]
+    assert nightly[0].faults == known.half_open_faults(nightly[0].shape) and nightly[0].proxies == "on"
+    assert known_configs(get_profile("ci"), LOST, "skyrl==0.4.0", ()) == []

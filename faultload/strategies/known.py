@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from faultload.model.faults import FaultSchedule
+from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.trial import TrialConfig
 from faultload.model.training import TrainingMix
-from faultload.model.sdk import SDK_KEEPALIVE_EXPIRY_S
+from faultload.model.sdk import SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
 from faultload.strategies.limits import Limits
 from faultload.strategies.routers import immediate_router, router_procs
 from faultload.strategies.shapes import held_at_once
@@ -104,14 +104,63 @@ def training_waves(time_scale: float) -> LoadShape:
                      training=TrainingMix(trainers=32, steps=16, datums=4, datum_tokens=128))
 
 
+# half_open_delivery, in SDK seconds: each result is written while its first poll is held (the client gives
+# that poll up at SDK_POLL_TIMEOUT_S), into an edge that went half-open after every poll was held. The edge
+# heals over a poll timeout after the retrieved TTL and a sweep have passed since the write, and early enough
+# that the client is back before the completed TTL: the raw client within a poll timeout and a backoff cap;
+# the real SDK, whose backoff sleeps are not scaled, at 553 SDK s (measured at time scale 0.05).
+HALF_OPEN_GEN_S = SDK_POLL_TIMEOUT_S - 5.0
+HALF_OPEN_START_S = HALF_OPEN_GEN_S - 10.0
+HALF_OPEN_OUTAGE_S = 400.0
+
+
+def half_open_delivery(time_scale: float) -> LoadShape:
+    """8 requests whose results are written into a half-open edge (finding 5, ``--fix retain-until-expiry``).
+
+    SkyRL 0.4.0 starts a result's short retrieved TTL (300 s) when
+    ``retrieve_future`` has built the response, though the bytes may reach no
+    client: here the edge blackholes both directions (Toxiproxy ``timeout``
+    0) from just before the results are written for ``HALF_OPEN_OUTAGE_S``:
+    past the retrieved TTL, short of the completed TTL (600 s). The client's
+    re-polls go nowhere meanwhile; the server sweeps the results it believes
+    delivered, and the first re-poll after the edge heals gets 404, though a
+    result nobody had polled would have been kept 600 s
+    (:func:`half_open_faults`). Measured at time scale 0.05 (``faultload
+    run`` with the same trial): clean 0.4.0 lost 8 of 8 every run, with the
+    fix none.
+    """
+    return LoadShape(requests=8, max_outstanding=8, workers=1, time_scale=time_scale)
+
+
+def half_open_router(shape: LoadShape) -> RouterConfig:
+    """Every generation ``HALF_OPEN_GEN_S`` long, all at once: the results are written at a known time."""
+    return RouterConfig(mode="latency", max_num_seqs=max(shape.requests, 1),
+                        gen_seconds=round(HALF_OPEN_GEN_S * shape.time_scale, 6),
+                        procs=router_procs(held_at_once(shape)))
+
+
+def half_open_faults(shape: LoadShape) -> FaultSchedule:
+    """The edge half-open (``timeout=0`` both ways: nothing passes, nothing closes) over the results' writes."""
+    scale = shape.time_scale
+    return FaultSchedule((Fault("edge", "timeout", {"timeout": 0}, stream="both",
+                                start_s=round(HALF_OPEN_START_S * scale, 6),
+                                duration_s=round(HALF_OPEN_OUTAGE_S * scale, 6)),))
+
+
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "completion_burst": completion_burst,
     "cpu_sample": cpu_sample,
     "training_waves": training_waves,
+    "half_open_delivery": half_open_delivery,
 }
 # The router each known trial needs (default: the immediate router).
 KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
     "completion_burst": completion_burst_router,
+    "half_open_delivery": half_open_router,
+}
+# The faults a known trial needs (default: none, and the load then bypasses the edge proxy).
+KNOWN_FAULTS: dict[str, Callable[[LoadShape], FaultSchedule]] = {
+    "half_open_delivery": half_open_faults,
 }
 
 
@@ -121,8 +170,10 @@ def known_trial_config(name: str, target: str, time_scale: float, regress: Itera
         shape = KNOWN_SHAPES[name](time_scale)
     except KeyError:
         raise ValueError(f"unknown known-bug trial {name!r}; known: {', '.join(KNOWN_SHAPES)}") from None
+    faults = KNOWN_FAULTS[name](shape) if name in KNOWN_FAULTS else FaultSchedule()
     return TrialConfig(
         target=target, shape=shape, router=KNOWN_ROUTERS.get(name, immediate_router)(shape), regress=tuple(regress),
-        faults=FaultSchedule(), proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
-        drain_s=limits.drain_real_s, direct_edge=True, engine="null" if shape.training.enabled else engine_for(limits),
+        faults=faults, proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
+        drain_s=limits.drain_real_s, direct_edge=not faults.faults,
+        engine="null" if shape.training.enabled else engine_for(limits),
     )
