@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from faultload.matrix_rows import FINDING_5_INVARIANTS
 from faultload.matrix import (DEFAULT_ROWS, FINDING_1_INVARIANTS, MatrixRow, judge_compare_row, judge_row,
                               row_command, run_row, select_rows)
 from faultload.store.matrix_table import markdown_table
@@ -53,7 +54,8 @@ def test_default_rows_cover_the_issue() -> None:
     assert [r.expected for r in DEFAULT_ROWS][:13] == ["clean", "clean", "caught", "caught", "caught", "caught",
                                                        "caught", "clean", "caught", "clean", "caught", "caught", "caught"]
     assert [r.name for r in DEFAULT_ROWS if r.baseline] == [*COMPARISON_ROWS, *MUTANT_COMPARISONS]
-    assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks", "keepalive-past-sdk")]
+    assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks", "keepalive-past-sdk",
+                                                         "retain-until-expiry")]
     # every regression switch that is a cost has its comparison row; each A/A row has the size of the rows it vouches for
     costs = {r.regress for r in DEFAULT_ROWS if r.baseline and r.regress}
     assert costs == {("rich-access-log",), ("httpx-forwarding",), ("proto-per-poll",), ("json-decode",),
@@ -159,14 +161,16 @@ def test_a_row_caught_by_other_invariants_is_unexpected() -> None:
     assert also.as_expected and not also.unexpected
 
 
-def test_the_clean_rows_expectation_on_nightly_is_finding_1() -> None:
+def test_the_clean_rows_expectation_on_nightly_is_findings_1_and_5() -> None:
     clean = select_rows(["clean"])[0]
     assert clean.expectation("ci").expected == "clean"
     nightly = clean.expectation("nightly")
-    assert nightly.expected == "caught" and nightly.caught_by == FINDING_1_INVARIANTS
+    assert nightly.expected == "caught" and nightly.caught_by == FINDING_1_INVARIANTS + FINDING_5_INVARIANTS
     stall = summary(prop("test_bounded_retries", "failed", ["retry_amplification"], 3360), profile="nightly")
     assert judge_row(clean, stall, 1, 5.0).as_expected
-    other = summary(prop("test_no_lost_results", "failed", ["no_lost_results"], 4), profile="nightly")
+    half_open = summary(prop("test_no_lost_results", "failed", ["no_lost_results"], 4), profile="nightly")
+    assert judge_row(clean, half_open, 1, 5.0).as_expected
+    other = summary(prop("test_result_integrity", "failed", ["result_integrity"], 4), profile="nightly")
     assert judge_row(clean, other, 1, 5.0).unexpected
     quiet = summary(*passed(40), profile="nightly")
     assert judge_row(clean, quiet, 0, 5.0).result == "clean" and not judge_row(clean, quiet, 0, 5.0).as_expected
