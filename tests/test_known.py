@@ -108,3 +108,18 @@ def test_the_nightly_lost_results_property_runs_half_open_delivery() -> None:
     assert [c.shape.requests for c in nightly] == [KNOWN_SHAPES["half_open_delivery"](0.05).requests]
     assert nightly[0].faults == known.half_open_faults(nightly[0].shape) and nightly[0].proxies == "on"
     assert known_configs(get_profile("ci"), LOST, "skyrl==0.4.0", ()) == []
+
+
+def test_every_family_with_known_trials_runs_them_in_its_property() -> None:
+    """A family's known trials run only through its property's ``@_known(FAMILY)``: one left off is never run."""
+    import inspect
+    import re
+
+    from faultload.suite import families
+    from pathlib import Path
+
+    source = (Path(families.__file__).parent / "test_properties.py").read_text()
+    decorated = set(re.findall(r"^@_known\((\w+)\)$", source, flags=re.M))
+    with_known = {name for name, value in inspect.getmembers(families)
+                  if isinstance(value, families.Family) and value.known}
+    assert with_known and with_known <= decorated

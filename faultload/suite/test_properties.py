@@ -97,6 +97,7 @@ def _known(family: Family):
 
 @only_combined
 @settings(_settings(LOST))
+@_known(LOST)
 @given(config=_configs(LOST))
 def test_no_lost_results(faultload_suite, config):
     """Every asample is accepted, and every accepted request ends with its result (no 404s, no give-ups
