@@ -123,7 +123,8 @@ def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
     p.add_argument(
         "--fault", action="append", default=[], metavar="LINK:TYPE[:k=v,...][@START+DURATION]",
         help="e.g. edge:reset_peer:timeout=0@5+3, backend:latency:latency=2000,stream=both@0+30, router:stall@5+60, "
-             "server:pause@2+10, server:restart@5, router:pause@1+20; "
+             "server:pause@2+10, server:restart@5, router:pause@1+20; START may be an event, "
+             "EVENT:K[+OFFSET] (completion, result, poll_timeout: edge:timeout:timeout=0@result:1+0.2+20); "
              "toxics take stream=downstream|upstream|both and toxicity=0..1 (repeatable; default none)",
     )
     p.add_argument("--proxies", choices=("auto", "on", "off"), default="auto", help="route through toxiproxy; auto: when faults are given")

@@ -24,4 +24,6 @@ class LiveCounters:
             self._a[self._base + slot] = value
 
 
-SUBMITTED, ACCEPTED, COMPLETED, FAILED, IN_FLIGHT, ATTEMPTS, CONNECTIONS_PEAK = range(7)
+# (the order of faultload.client.job.COUNTER_SLOTS; POLL_TIMEOUTS: a poll's own client timeout ran out, what a
+# fault anchored at poll_timeout waits for)
+SUBMITTED, ACCEPTED, COMPLETED, FAILED, IN_FLIGHT, ATTEMPTS, CONNECTIONS_PEAK, POLL_TIMEOUTS = range(8)

@@ -56,4 +56,5 @@ class WorkerResult:
 
 
 # Slots per worker in the shared live-counter array.
-COUNTER_SLOTS = ("submitted", "accepted", "completed", "failed", "in_flight", "attempts", "connections_peak")
+COUNTER_SLOTS = ("submitted", "accepted", "completed", "failed", "in_flight", "attempts", "connections_peak",
+                 "poll_timeouts")

@@ -41,7 +41,7 @@ import simdjson
 from faultload import tokens
 from faultload.client import decode
 from faultload.client.counters import (
-    ACCEPTED, ATTEMPTS, COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters,
+    ACCEPTED, ATTEMPTS, COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, POLL_TIMEOUTS, SUBMITTED, LiveCounters,
 )
 from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
@@ -289,6 +289,8 @@ class RawClient:
                 answer = await self._send_poll(row, body, poll_timeout, abandon and poll == 1, started)
             except OSError as exc:  # every HttpError, and TimeoutError
                 bump_count(h["transport_errors"], row)
+                if classify_error(exc) == ErrorClass.TIMEOUT:
+                    self.counters.add(POLL_TIMEOUTS)
                 self._note(row, classify_error(exc), f"retrieve_future: {type(exc).__name__}: {exc}")
                 self._record(row, AttemptKind.POLL, started, -classify_error(exc))
                 await self._backoff(transport_failures)

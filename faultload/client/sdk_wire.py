@@ -35,7 +35,7 @@ from tinker import _base_client, _constants
 
 from faultload import tokens
 from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
-from faultload.client.raw import ACCEPTED as _ACCEPTED, ATTEMPTS as _ATTEMPTS
+from faultload.client.raw import ACCEPTED as _ACCEPTED, ATTEMPTS as _ATTEMPTS, POLL_TIMEOUTS as _POLL_TIMEOUTS
 from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, bump_count
 
 _SAMPLE_PATH = "/api/v1/asample"
@@ -126,7 +126,7 @@ class SdkWire:
         self.job = job
         self.history = history
         self.examples = examples
-        self._add_counter = add_counter  # (slot, delta): the live counters, ATTEMPTS and ACCEPTED only
+        self._add_counter = add_counter  # (slot, delta): the live counters, ATTEMPTS, ACCEPTED and POLL_TIMEOUTS only
         self.now = now
         self._attempts = AttemptRecorder()
         self._lock = threading.Lock()
@@ -213,6 +213,8 @@ class SdkWire:
             self._attempts.add(row, kind, started, end, -int(error))
             bump_count(h["transport_errors"], row)
             h["error"][row] = error
+            if kind == AttemptKind.POLL and error == ErrorClass.TIMEOUT:
+                self._add_counter(_POLL_TIMEOUTS, 1)
             if kind == AttemptKind.SUBMIT:
                 h["submit_end"][row] = end
             what = "asample" if kind == AttemptKind.SUBMIT else "retrieve_future"

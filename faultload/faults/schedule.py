@@ -2,7 +2,11 @@
 
 The runner is the suite's nemesis: one asyncio task per fault sleeps until the
 fault's start (relative to the trial's monotonic start), applies it, sleeps
-until its end, removes it.  Each fault yields an :class:`~faultload.record.faults.AppliedFault`
+until its end, removes it. An anchored fault (``Fault.anchor``) first polls its
+event's counter (``events``: the trial hands one per event) until the K-th
+event, bounded by ``events_until_s``; its start and end then count from the
+moment the event was seen, and a fault whose event (or start) never came is
+recorded ``not_applied`` with the reason.  Each fault yields an :class:`~faultload.record.faults.AppliedFault`
 record with the times it was actually in force, so a checker can ask which
 faults were active when a request failed (``FaultLog.active_at``).
 
@@ -21,11 +25,14 @@ import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
+from faultload.model.anchors import Anchor
+
 from faultload.faults.control import FaultControlError, ToxiproxyControl
 from faultload.record.faults import AppliedFault, FaultLog
 from faultload.model.faults import PROXY_LINKS, Fault, FaultSchedule
 
 MAX_FAULTS = 1000
+EVENT_POLL_S = 0.01  # how often an anchored fault reads its event's counter (a shared-memory or stat read)
 # the router's control calls that are HTTP requests (pause/resume/crash are signals; restart is its own)
 _ROUTER_HTTP_CALLS = frozenset({"stall", "errors", "truncate", "reset_faults"})
 
@@ -78,6 +85,8 @@ class FaultRunner:
         heal_timeout_s: float = 20.0,
         until_end_s: float = 86400.0,
         clock: Callable[[], float] = time.monotonic,
+        events: Mapping[str, Callable[[], int]] | None = None,
+        events_until_s: float | None = None,
     ) -> None:
         self.schedule = schedule
         self.control = control
@@ -89,6 +98,8 @@ class FaultRunner:
         self.heal_timeout_s = heal_timeout_s
         self.until_end_s = until_end_s
         self.clock = clock
+        self.events = dict(events or {})  # event -> its count since the load started
+        self.events_until_s = until_end_s if events_until_s is None else events_until_s
         self._check()
         self._records = [AppliedFault(i, f) for i, f in enumerate(schedule.faults)]
         self._tasks: list[asyncio.Task[None]] = []
@@ -111,6 +122,9 @@ class FaultRunner:
                     raise ValueError(f"schedule.faults[{i}].link: server fault {fault.kind!r} but no server controller")
             elif self.router is None:
                 raise ValueError(f"schedule.faults[{i}].link: router fault {fault.kind!r} but no router controller")
+            if fault.anchor is not None and fault.anchor.event not in self.events:
+                raise ValueError(f"schedule.faults[{i}].anchor: no counter of {fault.anchor.event!r} events; "
+                                 f"have: {', '.join(self.events) or '(none)'}")
 
     # -- running -------------------------------------------------------------
     def start(self, trial_start: float | None = None) -> None:
@@ -136,9 +150,37 @@ class FaultRunner:
     async def _sleep_until(self, t: float) -> None:
         await asyncio.sleep(max(0.0, t - self._now()))
 
+    def _seen(self, event: str) -> int:
+        """The event's count so far; 0 while its counter cannot be read (it is read again)."""
+        try:
+            return int(self.events[event]())
+        except Exception:  # a counter that fails now may answer at the next poll
+            return 0
+
+    async def _wait_event(self, index: int, anchor: Anchor) -> float | None:
+        """Trial seconds when the anchor's event was seen, or None (recorded) if it did not come in time."""
+        polls = int(max(0.0, self.events_until_s - self._now()) / EVENT_POLL_S) + 2
+        for _ in range(polls):
+            if self._seen(anchor.event) >= anchor.count:
+                at = self._now()
+                self._update(index, event_at_s=at)
+                return at
+            if self._now() >= self.events_until_s:
+                break
+            await asyncio.sleep(EVENT_POLL_S)
+        self._update(index, not_applied=f"{anchor.to_spec()} never came by t={self.events_until_s:g}s "
+                                        f"({self._seen(anchor.event)} seen)")
+        return None
+
     async def _run_one(self, index: int) -> None:
         fault = self._records[index].fault
-        await self._sleep_until(fault.start_s)
+        origin = 0.0
+        if fault.anchor is not None:
+            event_at = await self._wait_event(index, fault.anchor)
+            if event_at is None:
+                return
+            origin = event_at
+        await self._sleep_until(origin + fault.start_s)
         if not await self._apply(index):
             return
         if fault.link == "server" and fault.kind == "restart":  # an instant: in force while it ran
@@ -146,7 +188,7 @@ class FaultRunner:
             return
         if fault.duration_s is None:
             return
-        await self._sleep_until(fault.end_s)
+        await self._sleep_until(origin + fault.end_s)
         await self._remove(index, by="schedule")
 
     def _update(self, index: int, **changes: Any) -> None:
@@ -283,6 +325,7 @@ class FaultRunner:
             task.cancel()
         if self._tasks:
             await asyncio.wait(self._tasks, timeout=self.call_timeout_s)
+            self._note_never_applied()
         router_active = False
         for index, record in enumerate(self._records):
             if not record.applied or record.removed_at_s is not None:
@@ -302,6 +345,22 @@ class FaultRunner:
                 await self._router_call("reset_faults")
             except Exception as exc:
                 errors.append(_one_line(exc))
+
+    def _note_never_applied(self) -> None:
+        """Say why each fault the schedule never reached was not applied: the load ended first."""
+        now = self._now()
+        for index, record in enumerate(self._records):
+            if record.applied_at_s is not None or record.not_applied is not None or record.error is not None:
+                continue
+            anchor = record.fault.anchor
+            if anchor is None:
+                why = f"the load ended (t={now:.3f}s) before its start"
+            elif record.event_at_s is None:
+                why = f"the load ended (t={now:.3f}s) before {anchor.to_spec()} ({self._seen(anchor.event)} seen)"
+            else:
+                why = f"the load ended (t={now:.3f}s) before its offset after {anchor.to_spec()} (seen at " \
+                      f"t={record.event_at_s:.3f}s)"
+            self._update(index, not_applied=why)
 
     # -- results -----------------------------------------------------------------
     def records(self) -> tuple[AppliedFault, ...]:

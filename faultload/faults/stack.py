@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from pathlib import Path
+from typing import Callable, Mapping
 
 from faultload.faults.control import ToxiproxyControl
 from faultload.record.faults import FaultLog
@@ -52,14 +53,18 @@ class FaultStack:
         return self.topology
 
     def start_schedule(self, schedule: FaultSchedule, router: RouterController | None, t0: float,
-                       server: ServerController | None = None) -> None:
-        """Run ``schedule`` relative to ``t0`` (time.monotonic) in the stack's own loop thread."""
+                       server: ServerController | None = None,
+                       events: Mapping[str, Callable[[], int]] | None = None,
+                       events_until_s: float | None = None) -> None:
+        """Run ``schedule`` relative to ``t0`` (time.monotonic) in the stack's own loop thread; an anchored
+        fault waits for its event on ``events`` (counts since the load began) until ``events_until_s``."""
         self.runner = None
         self._healed = True
         if not schedule.faults:
             return
         names = self.topology.names if self.topology else {}
-        self.runner = FaultRunner(schedule, self.control, names, router=router, server=server)
+        self.runner = FaultRunner(schedule, self.control, names, router=router, server=server, events=events,
+                                  events_until_s=events_until_s)
         self._ensure_loop()
         assert self._loop is not None
         self._healed = False

@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from faultload.model.anchors import ANCHOR_EVENTS, Anchor
+
 LINKS = ("edge", "backend", "router", "server")
 PROXY_LINKS = ("edge", "backend")
 # Toxiproxy's two streams, and "both": one toxic on each (Toxiproxy has no both-ways toxic).
@@ -51,8 +53,8 @@ ROUTER_KINDS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {
 SERVER_KINDS: dict[str, tuple[tuple[str, ...], dict[str, int]]] = {"pause": ((), {}), "restart": ((), {})}
 # Process pauses need a window (a pause to the end is a collapse by construction); a restart is an instant.
 PAUSE_FAULTS = ("server:pause", "router:pause")
-_FIELDS = ("link", "kind", "attributes", "stream", "toxicity", "start_s", "duration_s")
-SPEC_SYNTAX = "LINK:TYPE[:k=v,...][@START[+DURATION]]"
+_FIELDS = ("link", "kind", "attributes", "stream", "toxicity", "start_s", "duration_s", "anchor")
+SPEC_SYNTAX = "LINK:TYPE[:k=v,...][@START[+DURATION]] (START: seconds, or EVENT:K[+OFFSET])"
 
 
 def is_process_fault(link: str, kind: str) -> bool:
@@ -94,8 +96,10 @@ def _attr_int(value: Any, name: str) -> int:
 class Fault:
     """One fault: ``kind`` on ``link`` from ``start_s`` for ``duration_s`` (None: to the end).
 
-    ``attributes`` may be given as a mapping; it is stored as a sorted tuple of
-    (name, int) pairs with defaults filled in, so equal faults compare equal.
+    ``start_s`` counts from the start of the load, or, with an ``anchor``, from
+    the anchor's event (an offset after it). ``attributes`` may be given as a
+    mapping; it is stored as a sorted tuple of (name, int) pairs with defaults
+    filled in, so equal faults compare equal.
     """
 
     link: str
@@ -105,6 +109,7 @@ class Fault:
     toxicity: float = 1.0
     start_s: float = 0.0
     duration_s: float | None = None
+    anchor: Anchor | None = None
 
     def __post_init__(self) -> None:
         for name in ("link", "kind", "stream"):
@@ -128,6 +133,7 @@ class Fault:
             if duration <= 0:
                 raise ValueError(f"fault.duration_s: {self.duration_s!r} must be > 0 (or null: until the end)")
             object.__setattr__(self, "duration_s", duration)
+        object.__setattr__(self, "anchor", Anchor.coerce(self.anchor))
         self._check_process_window()
 
     def _check_process_window(self) -> None:
@@ -202,7 +208,8 @@ class Fault:
 
     @property
     def end_s(self) -> float:
-        """Scheduled end relative to trial start; ``inf`` when it lasts to the end."""
+        """Scheduled end from the same origin as ``start_s`` (the load's start or the anchor's event); ``inf``
+        when it lasts to the end."""
         return math.inf if self.duration_s is None else self.start_s + self.duration_s
 
     def attr(self, name: str) -> int:
@@ -219,6 +226,7 @@ class Fault:
             "toxicity": self.toxicity,
             "start_s": self.start_s,
             "duration_s": self.duration_s,
+            **({"anchor": self.anchor.to_dict()} if self.anchor is not None else {}),
         }
 
     @classmethod
@@ -242,8 +250,12 @@ class Fault:
         if self.is_toxic and self.toxicity != 1.0:
             parts.append(f"toxicity={self.toxicity!r}")
         text = f"{self.link}:{self.kind}" + (":" + ",".join(parts) if parts else "")
-        if self.start_s or self.duration_s is not None:
-            text += f"@{self.start_s!r}" + (f"+{self.duration_s!r}" if self.duration_s is not None else "")
+        duration = f"+{self.duration_s!r}" if self.duration_s is not None else ""
+        if self.anchor is not None:  # the offset is written whenever a duration follows it
+            offset = f"+{self.start_s!r}" if self.start_s or duration else ""
+            text += f"@{self.anchor.to_spec()}{offset}{duration}"
+        elif self.start_s or duration:
+            text += f"@{self.start_s!r}{duration}"
         return text
 
 
@@ -296,24 +308,34 @@ def _parse_value(text: str, field_name: str, spec: str) -> int | float:
         raise ValueError(f"fault.{field_name}: {text!r} is not a number (in {spec!r})") from None
 
 
+def _parse_window(window: str, spec: str) -> tuple[float, float | None, Anchor | None]:
+    """``START[+DURATION]`` or ``EVENT:K[+OFFSET[+DURATION]]`` -> (start or offset, duration, anchor)."""
+    head, *numbers = window.split("+")
+    anchor = Anchor.parse(head, spec) if ":" in head or head.strip() in ANCHOR_EVENTS else None
+    if anchor is None:
+        numbers = [head, *numbers]
+    try:
+        if len(numbers) > 2:
+            raise ValueError
+        values = [float(n) for n in numbers]
+    except ValueError:
+        form = "EVENT:K[+OFFSET[+DURATION]]" if anchor else "START[+DURATION] (START: seconds or EVENT:K)"
+        raise ValueError(f"fault.start_s/duration_s: {window!r} is not {form} seconds (in {spec!r})") from None
+    return (values[0] if values else 0.0), (values[1] if len(values) == 2 else None), anchor
+
+
 def parse_fault(spec: str) -> Fault:
     """Parse ``LINK:TYPE[:k=v,...][@START[+DURATION]]``, e.g. ``edge:reset_peer:timeout=0@5+3``.
 
     ``stream=upstream`` (or ``downstream``, ``both``) and ``toxicity=0.5`` go in the k=v list.  Without ``@`` the
-    fault lasts the whole trial from t=0; ``@START`` alone lasts from START to the end.
+    fault lasts the whole trial from t=0; ``@START`` alone lasts from START to the end. START may be a protocol
+    event instead, ``EVENT:K[+OFFSET]`` (the K-th EVENT of the load, OFFSET seconds after it):
+    ``edge:timeout:timeout=0@result:1+0.2+20`` holds responses 0.2 s after the first result for 20 s.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"fault spec: {spec!r} is empty; expected {SPEC_SYNTAX}")
     body, at, window = spec.strip().partition("@")
-    start: float = 0.0
-    duration: float | None = None
-    if at:
-        start_text, plus, dur_text = window.partition("+")
-        try:
-            start = float(start_text)
-            duration = float(dur_text) if plus else None
-        except ValueError:
-            raise ValueError(f"fault.start_s/duration_s: {window!r} is not START[+DURATION] seconds (in {spec!r})") from None
+    start, duration, anchor = _parse_window(window, spec) if at else (0.0, None, None)
     pieces = body.split(":", 2)
     if len(pieces) < 2 or not pieces[0] or not pieces[1]:
         raise ValueError(f"fault spec: {spec!r} does not match {SPEC_SYNTAX}")
@@ -339,4 +361,4 @@ def parse_fault(spec: str) -> Fault:
             else:
                 attributes[key] = _parse_value(value, f"attributes.{key}", spec)
     return Fault(link=link, kind=kind, attributes=attributes, stream=stream, toxicity=toxicity,
-                 start_s=start, duration_s=duration)
+                 start_s=start, duration_s=duration, anchor=anchor)

@@ -39,6 +39,8 @@ class AppliedFault:
     error: str | None = None           # applying failed: the fault never took effect
     remove_error: str | None = None    # removal failed (heal's reset is the backstop)
     removed_by: str | None = None      # "schedule" or "heal"
+    event_at_s: float | None = None    # an anchored fault: when its event came (trial seconds)
+    not_applied: str | None = None     # an anchored fault whose event never came: why it was never applied
 
     @property
     def applied(self) -> bool:
@@ -62,6 +64,7 @@ class AppliedFault:
             "applied_at_s": self.applied_at_s, "removed_at_s": self.removed_at_s,
             "applied_at_epoch": self.applied_at_epoch, "removed_at_epoch": self.removed_at_epoch,
             "error": self.error, "remove_error": self.remove_error, "removed_by": self.removed_by,
+            "event_at_s": self.event_at_s, "not_applied": self.not_applied,
         }
 
     @classmethod

@@ -138,6 +138,24 @@ def _fault_windows(stack: Stack) -> FaultWindows:
     return windows
 
 
+def _fault_events(router: Any, pool: WorkerPool) -> dict[str, Callable[[], int]]:
+    """Each anchor event's count from now, the load's start (``model.anchors.ANCHOR_EVENTS``): what an anchored
+    fault waits for. The router's completion log outlives a trial on a shared stack: counted from here."""
+    completions0 = router.completion_count()
+    return {
+        "completion": lambda: router.completion_count() - completions0,
+        "result": lambda: pool.live()["completed"],
+        "poll_timeout": lambda: pool.live()["poll_timeouts"],
+    }
+
+
+def _start_faults(stack: Stack, config: TrialConfig, t0: float, events: dict[str, Callable[[], int]]) -> None:
+    """The trial's fault schedule from ``t0``; an anchored fault waits for its event until the wall bound."""
+    if stack.faults is not None:
+        stack.faults.start_schedule(config.faults, stack.router, t0, server=ServerFaults(stack.server), events=events,
+                                    events_until_s=config.max_wall_s)
+
+
 def _phase_clock(phases: dict[str, float], started: float) -> Callable[[str], float]:
     """``switch(name)``: end the running phase (its seconds added to ``phases``), start ``name``, return now.
 
@@ -221,9 +239,9 @@ def run_trial(
         monitor = _monitor(stack, pool, t0)
         monitor.start()
         router_cpu0 = _router_cpu(router.pids())
+        events = _fault_events(router, pool)  # counted from before the load starts
         pool.go(t0)
-        if stack.faults is not None:
-            stack.faults.start_schedule(config.faults, router, t0, server=ServerFaults(server))
+        _start_faults(stack, config, t0, events)
         watchdog = Watchdog(_watchdog_limits(config), monitor.fd_limit, reconnect_s=_reconnect_s(config))
         try:
             collapsed = wait_load(

@@ -318,6 +318,10 @@ def render_text(report: dict[str, Any]) -> str:
     for fault in report.get("faults", {}).get("applied", []):
         applied, removed = fault.get("applied_at_s"), fault.get("removed_at_s")
         window = f"{applied:.1f}s..{removed:.1f}s" if applied is not None and removed is not None else "not applied"
+        if fault.get("not_applied"):
+            window += f" ({fault['not_applied']})"
+        elif fault.get("event_at_s") is not None:
+            window += f" (event at {fault['event_at_s']:.1f}s)"
         streams = fault.get("streams") or []
         direction = f" ({' + '.join(streams)})" if streams else ""
         lines.append(
