@@ -309,11 +309,14 @@ def test_a_fault_may_start_exactly_when_another_ends_on_its_link():
 def test_faults_on_the_two_links_may_overlap():
     def overlapping(schedule):
         return any(a.link == "edge" and b.link == "backend" and a.start_s < b.end_s and b.start_s < a.end_s
-                   for a in schedule.faults for b in schedule.faults)
+                   and a.anchor is None and b.anchor is None for a in schedule.faults for b in schedule.faults)
 
-    # Minimal: both links resetting every connection from t=0 for the shortest window.
-    assert _found(S.fault_schedules(SCALE), overlapping) == FaultSchedule((
-        Fault("edge", "reset_peer", {}, duration_s=SHORTEST), Fault("backend", "reset_peer", {}, duration_s=SHORTEST)))
+    # Minimal: the edge resetting every connection and the backend at one of its simplest faults (which one is
+    # the shrinker's path through the swarm), both from t=0 for the shortest window.
+    edge, backend = _found(S.fault_schedules(SCALE), overlapping).faults
+    assert edge == Fault("edge", "reset_peer", {}, duration_s=SHORTEST)
+    assert backend.kind in ("latency", "reset_peer") and backend == Fault(
+        "backend", backend.kind, SIMPLEST_ATTRIBUTES[backend.kind], duration_s=SHORTEST)
 
 
 def test_a_sequence_shrinks_to_one_fault_where_one_suffices():
@@ -351,7 +354,7 @@ def test_each_process_fault_is_drawn_and_shrinks_to_its_minimum(link, kind, expe
 
 def test_process_pauses_last_1_to_60_sdk_seconds():
     longest = find(S.faults(1.0, PROCESS), lambda f: f.kind == "pause" and f.duration_s >= 60,
-                   settings=settings(database=None, max_examples=5000, phases=NO_EXPLAIN))
+                   settings=settings(database=None, max_examples=5000, derandomize=True, phases=NO_EXPLAIN))
     assert longest.duration_s == 60.0
 
     @FAST

@@ -27,17 +27,40 @@ Process faults (``limits.process_faults``) pause the server or the router for
 toward a restart at t=0). ``server:restart`` is fatal: the old process's
 in-memory futures die with it by design (the checker still holds every
 request accepted after the restart to its result).
+
+A fault starts at a clock time or at a protocol event (``limits.fault_anchors``,
+:mod:`faultload.model.anchors`): the K-th completion, result or poll timeout,
+then an offset of 0 to :data:`ANCHOR_OFFSET_MAX_S` SDK s. A race with the
+protocol is then drawn on purpose, not met by chance: the **delivery race**
+(:func:`delivery_races`) holds the edge's responses from just after a result
+was delivered for longer than the retrieved TTL and shorter than the completed
+TTL, so results the server wrote into the held connections (and counts
+delivered) may be swept before their client gets back.
+
+Swarm testing (Groce et al., ISSTA 2012): each schedule first draws a
+non-empty subset of the enabled ``link:kind`` faults and of the start points
+(:func:`swarm`) and draws its faults from that subset only, so one night meets
+more combinations (and more of one kind at once) than an even mix of all
+kinds in every schedule. Each fault's kind is an index into all kinds folded
+onto the subset (:func:`picked`), and the subsets shrink toward everything
+kept: a failing schedule then shrinks as it would without the swarm, toward
+fewer faults, the first kind, clock starts at 0.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
+from typing import Any, Callable, Sequence, TypeVar
 
 from hypothesis import strategies as st
 
+from faultload.model.anchors import Anchor
 from faultload.model.faults import OUTAGE_KINDS, PROXY_LINKS, Fault, FaultSchedule
-from faultload.model.sdk import COMPLETED_TTL_S
+from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_POLL_TIMEOUT_S
 from faultload.strategies.limits import CI, Limits
+
+T = TypeVar("T")
 
 # Simplest first within each link; every toxic kind on both proxy links.
 EDGE_KINDS = ("reset_peer", "down", "latency", "timeout", "slicer", "limit_data", "bandwidth", "slow_close")
@@ -59,14 +82,44 @@ FATAL = frozenset({
     "router:errors", "router:truncate", "router:crash", "server:restart",
 })
 PAUSE_MAX_S = 60  # SDK seconds a process pause lasts at most (GC pause, VM steal, a weight sync)
+CLOCK = "clock"  # a start point that is a clock time; the others are model.anchors.ANCHOR_EVENTS
+MAX_ANCHOR_COUNT = 16  # an anchored fault starts at the 1st..16th event
+ANCHOR_OFFSET_MAX_S = 10  # SDK seconds after its event an anchored fault starts, at most
+# The delivery race's hold (SDK s): past the retrieved TTL plus one sweep interval (the store sweeps
+# every SDK_BACKOFF_CAP_S), so a result written into the held connection is swept; and under the completed
+# TTL less the client's way back (a poll timeout, then a backoff), so a result never retrieved is still kept
+# when its client returns. Three points inside that window.
+RACE_HOLD_S = (RETRIEVED_TTL_S + SDK_BACKOFF_CAP_S, COMPLETED_TTL_S - SDK_POLL_TIMEOUT_S - SDK_BACKOFF_CAP_S)
+RACE_DURATIONS_S = tuple(float(round(RACE_HOLD_S[0] + (RACE_HOLD_S[1] - RACE_HOLD_S[0]) * q)) for q in (0.25, 0.5, 0.75))
+RACE_MAX_RESULT = 4  # the race starts after one of the first results delivered
+RACE_MAX_OFFSET_S = 2  # SDK seconds after it: "just after"
 
 
 def _scaled(seconds: float, time_scale: float) -> float:
     return round(seconds * time_scale, 6)
 
 
-def _starts(time_scale: float, limits: Limits) -> st.SearchStrategy[float]:
-    return st.integers(0, max(0, int(limits.fault_horizon_s))).map(lambda s: _scaled(s, time_scale))
+@lru_cache(maxsize=64)
+def _start_at(point: str, time_scale: float, limits: Limits) -> st.SearchStrategy[tuple[Anchor | None, float]]:
+    """(anchor, start or offset): a clock start within the horizon, or the 1st..16th ``point`` event and
+    0..ANCHOR_OFFSET_MAX_S SDK s after it. Every point draws the same two numbers (the event's count, which a
+    clock start ignores; the start, whose remainder is an anchored offset), so a swarm folding one point onto
+    another shifts no later choice. Shrinks toward the first event, 0."""
+    draws = st.tuples(st.integers(1, MAX_ANCHOR_COUNT), st.integers(0, max(0, int(limits.fault_horizon_s))))
+    if point == CLOCK:
+        return draws.map(lambda d: (None, _scaled(d[1], time_scale)))
+    return draws.map(lambda d: (Anchor(point, d[0]), _scaled(d[1] % (ANCHOR_OFFSET_MAX_S + 1), time_scale)))
+
+
+def _start_points(time_scale: float, limits: Limits,
+                  points: Sequence[str]) -> st.SearchStrategy[tuple[Anchor | None, float]]:
+    """A start at one of ``points`` (:func:`picked`); shrinks toward a clock start at 0."""
+    return picked(tuple(points), start_points(limits), lambda point: _start_at(point, time_scale, limits))
+
+
+def start_points(limits: Limits) -> tuple[str, ...]:
+    """The start points ``limits`` allow, simplest first: clock, then its anchor events."""
+    return (CLOCK, *limits.fault_anchors)
 
 
 def _durations(kind: str, time_scale: float, limits: Limits) -> st.SearchStrategy[float]:
@@ -100,7 +153,7 @@ def _toxic_attributes(kind: str, time_scale: float) -> st.SearchStrategy[dict[st
 
 
 def _fault(link: str, kind: str, attributes: st.SearchStrategy[dict[str, int]], time_scale: float,
-           limits: Limits) -> st.SearchStrategy[Fault]:
+           limits: Limits, points: Sequence[str]) -> st.SearchStrategy[Fault]:
     """``kind`` on ``link``; a toxic gets a direction and a toxicity.
 
     Every fault draws them and only toxics keep them: all faults then take as
@@ -108,39 +161,99 @@ def _fault(link: str, kind: str, attributes: st.SearchStrategy[dict[str, int]], 
     toxic = link in PROXY_LINKS and kind != "down"
     direction = st.tuples(st.sampled_from(STREAMS), st.sampled_from(TOXICITIES))
     return st.builds(
-        lambda attrs, stream_toxicity, start_s, duration_s: Fault(
-            link, kind, attrs, *(stream_toxicity if toxic else ("downstream", 1.0)), start_s, duration_s),
-        attributes, direction, _starts(time_scale, limits), _durations(kind, time_scale, limits),
+        lambda attrs, stream_toxicity, start, duration_s: Fault(
+            link, kind, attrs, *(stream_toxicity if toxic else ("downstream", 1.0)), start[1], duration_s, start[0]),
+        attributes, direction, _start_points(time_scale, limits, points), _durations(kind, time_scale, limits),
     )
 
 
-def _process_fault(link: str, kind: str, time_scale: float, limits: Limits) -> st.SearchStrategy[Fault]:
+def _process_fault(link: str, kind: str, time_scale: float, limits: Limits,
+                   points: Sequence[str]) -> st.SearchStrategy[Fault]:
     """``server:pause``/``router:pause`` for 1..PAUSE_MAX_S whole SDK s, or ``server:restart`` (an instant)."""
-    start = _starts(time_scale, limits)
+    start = _start_points(time_scale, limits, points)
     if kind == "restart":
-        return st.builds(Fault, link=st.just(link), kind=st.just(kind), start_s=start)
+        return start.map(lambda s: Fault(link, kind, start_s=s[1], anchor=s[0]))
     longest = max(1, min(PAUSE_MAX_S, int(limits.max_fault_s)))
     duration = st.integers(1, longest).map(lambda d: _scaled(d, time_scale))
-    return st.builds(Fault, link=st.just(link), kind=st.just(kind), start_s=start, duration_s=duration)
+    return st.builds(lambda s, d: Fault(link, kind, start_s=s[1], duration_s=d, anchor=s[0]), start, duration)
 
 
-def faults(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[Fault]:
-    """One fault on one of ``limits.fault_links``. Minimal: ``edge:reset_peer`` downstream, toxicity 1,
-    from t=0 for 5 SDK s (× scale): the edge proxy resets every connection for a moment."""
-    options = []
-    for link, kinds in (("edge", EDGE_KINDS), ("backend", BACKEND_KINDS)):
-        if link in limits.fault_links:
-            options += [_fault(link, kind, _toxic_attributes(kind, time_scale), time_scale, limits) for kind in kinds]
+def fault_kinds(limits: Limits) -> tuple[str, ...]:
+    """The ``link:kind`` faults ``limits`` enable, simplest first (edge, backend, router, process faults)."""
+    kinds = [f"{link}:{kind}" for link, kinds in (("edge", EDGE_KINDS), ("backend", BACKEND_KINDS))
+             if link in limits.fault_links for kind in kinds]
     if "router" in limits.fault_links:
-        for kind in (k for k in ROUTER_KINDS if k != "crash" or limits.router_crash):
-            attrs = st.sampled_from(({"status": 503}, {"status": 500})) if kind == "errors" else st.just({})
-            options.append(_fault("router", kind, attrs, time_scale, limits))
+        kinds += [f"router:{k}" for k in ROUTER_KINDS if k != "crash" or limits.router_crash]
     if limits.process_faults:
-        links = [("server", "pause"), ("server", "restart")] + [("router", "pause")] * ("router" in limits.fault_links)
-        options += [_process_fault(link, kind, time_scale, limits) for link, kind in links]
-    if not options:
+        kinds += ["server:pause", "server:restart"] + ["router:pause"] * ("router" in limits.fault_links)
+    return tuple(kinds)
+
+
+@lru_cache(maxsize=1024)  # a swarm's subset is fresh per schedule; its kinds' strategies are not
+def _fault_of(label: str, time_scale: float, limits: Limits, points: tuple[str, ...]) -> st.SearchStrategy[Fault]:
+    link, kind = label.split(":")
+    if link == "server" or kind == "pause":
+        return _process_fault(link, kind, time_scale, limits, points)
+    if link == "router":
+        attrs = st.sampled_from(({"status": 503}, {"status": 500})) if kind == "errors" else st.just({})
+        return _fault(link, kind, attrs, time_scale, limits, points)
+    return _fault(link, kind, _toxic_attributes(kind, time_scale), time_scale, limits, points)
+
+
+def faults(time_scale: float = 1.0, limits: Limits = CI, kinds: Sequence[str] | None = None,
+           points: Sequence[str] | None = None) -> st.SearchStrategy[Fault]:
+    """One fault of ``kinds`` (default: every ``link:kind`` ``limits`` enable) starting at one of ``points``
+    (default: a clock time or any of ``limits.fault_anchors``). Minimal: ``edge:reset_peer`` downstream,
+    toxicity 1, from t=0 for 5 SDK s (× scale): the edge proxy resets every connection for a moment."""
+    every = fault_kinds(limits)
+    kinds = every if kinds is None else tuple(kinds)
+    points = start_points(limits) if points is None else tuple(points)
+    if not kinds:
         return st.nothing()
-    return st.one_of(*options)
+    return picked(kinds, every, lambda label: _fault_of(label, time_scale, limits, points))
+
+
+def swarm(items: Sequence[T]) -> st.SearchStrategy[tuple[T, ...]]:
+    """A non-empty subset of ``items`` (swarm testing): each left out with probability 1/2, all of them
+    when every one was. It shrinks toward every item kept, so a schedule shrinks as if there were no swarm."""
+    items = tuple(items)
+    left_out = st.lists(st.booleans(), min_size=len(items), max_size=len(items))
+    return left_out.map(lambda flags: tuple(x for x, out in zip(items, flags) if not out) or items)
+
+
+def picked(subset: tuple[T, ...], every: tuple[T, ...],
+           make: Callable[[T], st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+    """``make(item)`` for one item of a swarm's ``subset`` of ``every`` item: a ``one_of`` over all of them, a
+    branch left out folded onto the subset. A draw of a kept item does not change when the swarm keeps more,
+    so the swarm's flags shrink away one by one, and the draw then shrinks as a plain ``one_of`` would."""
+    return st.one_of(*(make(item if item in subset else subset[i % len(subset)]) for i, item in enumerate(every)))
+
+
+def race_durations(limits: Limits) -> tuple[float, ...]:
+    """The delivery race's holds (SDK s) that ``limits`` allow an outage; () when none does."""
+    if "edge" not in limits.fault_links or "result" not in limits.fault_anchors:
+        return ()
+    return tuple(d for d in RACE_DURATIONS_S if d <= limits.max_outage_s)
+
+
+def delivery_races(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[Fault]:
+    """The edge holding every response (``timeout`` 0, downstream) from 0..RACE_MAX_OFFSET_S SDK s after
+    the 1st..RACE_MAX_RESULT-th result a client received, for one of :func:`race_durations`."""
+    durations = race_durations(limits)
+    if not durations:
+        return st.nothing()
+    return st.builds(
+        lambda k, offset, hold: Fault("edge", "timeout", {"timeout": 0}, start_s=_scaled(offset, time_scale),
+                                      duration_s=_scaled(hold, time_scale), anchor=Anchor("result", k)),
+        st.integers(1, RACE_MAX_RESULT), st.integers(0, RACE_MAX_OFFSET_S), st.sampled_from(durations))
+
+
+def is_delivery_race(fault: Fault, time_scale: float) -> bool:
+    """An edge response blackhole (``timeout`` on downstream or both) held longer than the retrieved TTL and
+    shorter than the completed TTL (scaled): a result written into it may be swept before its client returns."""
+    hold = (fault.duration_s or 0.0) / time_scale
+    return (fault.link, fault.kind) == ("edge", "timeout") and fault.stream in ("downstream", "both") \
+        and RETRIEVED_TTL_S < hold < COMPLETED_TTL_S
 
 
 def chain(drawn: list[tuple[Fault, bool]]) -> tuple[Fault, ...]:
@@ -152,7 +265,7 @@ def chain(drawn: list[tuple[Fault, bool]]) -> tuple[Fault, ...]:
     for fault, follows in drawn:
         before = last.get(fault.link)
         if follows and before is not None and fault.link in PROXY_LINKS and before.duration_s is not None:
-            fault = replace(fault, start_s=before.end_s)
+            fault = replace(fault, start_s=before.end_s, anchor=before.anchor)  # from the same origin
         out.append(fault)
         last[fault.link] = fault
     return tuple(out)
@@ -161,10 +274,22 @@ def chain(drawn: list[tuple[Fault, bool]]) -> tuple[Fault, ...]:
 def fault_schedules(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[FaultSchedule]:
     """Up to ``limits.max_faults`` faults, each perhaps following the one before it on its link
     (:func:`chain`); faults on the two links overlap freely. Minimal: ``FaultSchedule()``."""
-    if limits.max_faults <= 0 or not limits.fault_links:
+    if limits.max_faults <= 0 or not fault_kinds(limits):
         return st.just(FaultSchedule())
-    drawn = st.lists(st.tuples(faults(time_scale, limits), st.booleans()), max_size=limits.max_faults)
-    return drawn.map(lambda pairs: FaultSchedule(chain(pairs)))
+    return _swarm_schedules(time_scale, limits)
+
+
+@st.composite
+def _swarm_schedules(draw: st.DrawFn, time_scale: float, limits: Limits) -> FaultSchedule:
+    """The swarm's kinds and start points first; then, when ``edge:timeout`` is among those kinds and the
+    limits allow it, perhaps a delivery race first; then the faults, from the swarm only."""
+    kinds = draw(swarm(fault_kinds(limits)))
+    points = draw(swarm(start_points(limits)))
+    race = "edge:timeout" in kinds and bool(race_durations(limits)) and draw(st.booleans())
+    drawn = [(draw(delivery_races(time_scale, limits)), False)] if race else []
+    one = st.tuples(faults(time_scale, limits, kinds, points), st.booleans())
+    drawn += draw(st.lists(one, max_size=limits.max_faults - len(drawn)))
+    return FaultSchedule(chain(drawn))
 
 
 def fatal_kinds(schedule: FaultSchedule) -> tuple[str, ...]:

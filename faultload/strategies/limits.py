@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from faultload.model.anchors import ANCHOR_EVENTS
+
 HTTP_REQUESTS_PER_REQUEST = 2  # one asample POST and one retrieve_future poll, when all goes well
 
 
@@ -59,6 +61,8 @@ class Limits:
     max_fault_s: float = 60.0
     max_outage_s: float = 60.0
     router_crash: bool = True
+    # Protocol events a fault may start at instead of a clock time (model.anchors); (): clock starts only.
+    fault_anchors: tuple[str, ...] = tuple(ANCHOR_EVENTS)
     # Process faults: server:pause and router:pause (1 to PAUSE_MAX_S SDK s, SIGSTOP/SIGCONT) and
     # server:restart. Off in CI: a restart costs a real server start-up (seconds that do not scale).
     process_faults: bool = False

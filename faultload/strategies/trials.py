@@ -52,9 +52,10 @@ def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float) -> bool:
     fault ending at E trial seconds comes by about 2E + 1 s. That must fall
     within SDK_BACKOFF_SHARE of the server's retrieved TTL (scaled): a later
     re-poll meets a 404 the scale made, not the server. Faults to the trial's
-    end never fit.
+    end never fit, nor do faults anchored at an event (when it comes is not known before the trial).
     """
-    ends = [math.inf if f.duration_s is None else f.start_s + f.duration_s for f in faults.faults]
+    ends = [math.inf if f.duration_s is None or f.anchor is not None else f.start_s + f.duration_s
+            for f in faults.faults]
     end = max(ends, default=0.0)
     return 2.0 * end + 1.0 <= SDK_BACKOFF_SHARE * RETRIEVED_TTL_S * time_scale
 
@@ -77,7 +78,7 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     see :func:`faultload.strategies.shapes.clients`) where ``target``'s results are
     readable by it (:func:`sdk_reads_results`) and its unscaled backoff fits
     the drawn faults (:func:`sdk_outlasts_faults`; otherwise the raw client
-    runs the same shape). A barrier router's waves must fit half the wall
+    runs the same shape); its faults start at clock times only. A barrier router's waves must fit half the wall
     bound even if each one times out: the shape's requests are lowered after every draw
     (:func:`faultload.strategies.routers.barrier_fitting_requests`), so the draws are
     the same.
@@ -88,7 +89,8 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     regress = tuple(regress)
     shape = draw(load_shapes(time_scale, limits, sdk=sdk_reads_results(target)))
     router = draw(router_configs(shape, limits))
-    faults = draw(fault_schedules(time_scale, limits))
+    # When an anchored fault ends is not known before the trial: an SDK shape draws clock starts only.
+    faults = draw(fault_schedules(time_scale, limits.replace(fault_anchors=()) if shape.client == "sdk" else limits))
     if shape.client == "sdk" and not sdk_outlasts_faults(faults, time_scale):
         shape = dataclasses.replace(shape, client="raw")  # an SDK shape is a valid raw one
     shape = with_requests(shape, barrier_fitting_requests(shape, router, limits))
