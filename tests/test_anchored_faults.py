@@ -287,7 +287,7 @@ def test_the_delivery_race_is_drawn_on_nightly_only_and_is_what_its_predicate_na
 
     found = find(S.fault_schedules(SCALE, S.NIGHTLY), raced, settings=FIND)
     assert found == FaultSchedule((parse_fault(
-        f"edge:timeout:timeout=0@result:1+0+{min(RACE_DURATIONS_S) * SCALE!r}"),))
+        f"edge:timeout:timeout=0,stream=both@result:1+0+{min(RACE_DURATIONS_S) * SCALE!r}"),))
 
     @FAST
     @given(delivery_races(SCALE, S.NIGHTLY), S.fault_schedules(SCALE, S.CI))

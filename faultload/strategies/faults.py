@@ -32,8 +32,8 @@ A fault starts at a clock time or at a protocol event (``limits.fault_anchors``,
 :mod:`faultload.model.anchors`): the K-th completion, result or poll timeout,
 then an offset of 0 to :data:`ANCHOR_OFFSET_MAX_S` SDK s. A race with the
 protocol is then drawn on purpose, not met by chance: the **delivery race**
-(:func:`delivery_races`) holds the edge's responses from just after a result
-was delivered for longer than the retrieved TTL and shorter than the completed
+(:func:`delivery_races`) cuts the edge both ways (half-open) from just after a
+result was delivered for longer than the retrieved TTL and shorter than the completed
 TTL, so results the server wrote into the held connections (and counts
 delivered) may be swept before their client gets back.
 
@@ -237,22 +237,24 @@ def race_durations(limits: Limits) -> tuple[float, ...]:
 
 
 def delivery_races(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[Fault]:
-    """The edge holding every response (``timeout`` 0, downstream) from 0..RACE_MAX_OFFSET_S SDK s after
+    """The edge half-open (``timeout`` 0 both ways: a blackhole of responses alone lets the client's re-polls
+    through, and each restarts the retrieved TTL) from 0..RACE_MAX_OFFSET_S SDK s after
     the 1st..RACE_MAX_RESULT-th result a client received, for one of :func:`race_durations`."""
     durations = race_durations(limits)
     if not durations:
         return st.nothing()
     return st.builds(
-        lambda k, offset, hold: Fault("edge", "timeout", {"timeout": 0}, start_s=_scaled(offset, time_scale),
-                                      duration_s=_scaled(hold, time_scale), anchor=Anchor("result", k)),
+        lambda k, offset, hold: Fault("edge", "timeout", {"timeout": 0}, stream="both",
+                                      start_s=_scaled(offset, time_scale), duration_s=_scaled(hold, time_scale),
+                                      anchor=Anchor("result", k)),
         st.integers(1, RACE_MAX_RESULT), st.integers(0, RACE_MAX_OFFSET_S), st.sampled_from(durations))
 
 
 def is_delivery_race(fault: Fault, time_scale: float) -> bool:
-    """An edge response blackhole (``timeout`` on downstream or both) held longer than the retrieved TTL and
-    shorter than the completed TTL (scaled): a result written into it may be swept before its client returns."""
+    """The edge half-open (``timeout`` both ways) longer than the retrieved TTL and shorter than the completed
+    TTL (scaled): a result written into it may be swept before its client returns (finding 5)."""
     hold = (fault.duration_s or 0.0) / time_scale
-    return (fault.link, fault.kind) == ("edge", "timeout") and fault.stream in ("downstream", "both") \
+    return (fault.link, fault.kind) == ("edge", "timeout") and fault.stream == "both" \
         and RETRIEVED_TTL_S < hold < COMPLETED_TTL_S
 
 
