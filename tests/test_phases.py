@@ -39,7 +39,7 @@ def _fake_stack(config) -> SimpleNamespace:
     """TEST DOUBLE of a running Stack: what run_trial and _clean_up read of one, and nothing runs."""
     server = SimpleNamespace(version="test double", pid=0, url=URL, log_path="/nonexistent", healthz_url=URL,
                              log_tail=lambda lines: [])
-    router = SimpleNamespace(url=URL, pids=lambda: [], config=config.router)
+    router = SimpleNamespace(url=URL, pids=lambda: [], config=config.router, completion_count=lambda: 0)
     return SimpleNamespace(config=config.stack_config(), server=server, router=router, topology={}, faults=None,
                            use_router=lambda router_config: None, load_url_for=lambda direct: URL,
                            close=lambda server_grace_s=None: [], start=lambda: None)
