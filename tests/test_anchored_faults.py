@@ -22,7 +22,7 @@ from faultload.model.anchors import ANCHOR_EVENTS, Anchor
 from faultload.model.faults import Fault, FaultSchedule, parse_fault
 from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S
 from faultload.record.faults import AppliedFault, FaultLog
-from faultload.router.completions import CompletionLog, count_completions
+from faultload.router.completions import CompletionLog, count_completions, repeated_completions
 from faultload.run.trial import _fault_events
 from faultload.strategies.faults import (
     RACE_DURATIONS_S, chain, delivery_races, fault_kinds, is_delivery_race, race_durations, start_points, swarm,
@@ -296,3 +296,11 @@ def test_the_delivery_race_is_drawn_on_nightly_only_and_is_what_its_predicate_na
         assert not any(is_delivery_race(f, SCALE) for f in ci.faults)
 
     check()
+
+
+def test_the_completion_log_names_the_prompts_completed_more_than_once(tmp_path: Path) -> None:
+    log = CompletionLog(str(tmp_path))
+    for nonce in (5, 6, 5, 7, 5, 6):
+        log.record(nonce)
+    assert repeated_completions(tmp_path) == {5: 3, 6: 2}
+    assert repeated_completions(tmp_path, since_epoch=time.time() + 60) == {}

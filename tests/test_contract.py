@@ -17,6 +17,7 @@ import pytest
 from faultload.checker.accepted import check_accepted_requests
 from faultload.checker.budgets import Budgets
 from faultload.checker.contract import RULES
+from faultload.checker.forwards import check_forwarded_once
 from faultload.checker.futures import check_futures_resolve, check_polls_held
 from faultload.checker.resources import check_bounded_cpu
 from faultload.checker.results import check_no_lost_results
@@ -137,6 +138,16 @@ def _cpu(fault: bool) -> bool | None:
     return check_bounded_cpu(make_inputs(history=make_history(1000), monitor=make_monitor(), faults=faults), tight).ok
 
 
+# -- forwards
+
+
+def _forwarded(completions: int, faults=None, **row) -> bool | None:
+    """Row 30 (submitted at 0.3 s, done at 0.4 s) whose prompt the router completed ``completions`` times."""
+    h = set_row(make_history(), 30, **row)
+    repeats = {int(h["nonce"][30]): completions} if completions > 1 else {}
+    return check_forwarded_once(make_inputs(history=h, faults=faults, router_repeats=repeats), BUDGETS).ok
+
+
 CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     # rule: (a history it does not allow -> violated, one it allows -> held)
     "dropped_poll_delivered": (lambda: _dropped(completed_at=1.5), lambda: _dropped(completed_at=1.0)),
@@ -161,6 +172,10 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
                     lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=0.4)),
     "fault_in_force": (lambda: _reset(fault=False), lambda: _reset(fault=True)),
     "no_fault_cost": (lambda: _cpu(fault=False), lambda: _cpu(fault=True)),
+    "forwarded_once": (lambda: _forwarded(2), lambda: _forwarded(1)),
+    # a router crash can lose the first answer; an edge reset (client to server) cannot
+    "retried_forward": (lambda: _forwarded(2, fault_log(applied(RESET, 0.2, 0.3))),
+                        lambda: _forwarded(2, fault_log(applied(CRASH, 0.2, 0.5)))),
 }
 
 
@@ -250,3 +265,11 @@ def test_a_request_already_past_its_bound_when_the_harness_stopped_the_load_is_l
                          interrupted=True)
     verdict = check_futures_resolve(inputs, BUDGETS)
     assert verdict.ok is True and "1 indeterminate (harness_stopped" in verdict.detail
+
+
+def test_a_resubmitted_asample_may_reach_the_router_twice_and_uncounted_completions_are_unknown() -> None:
+    assert _forwarded(2, submit_retries=1) is True
+    h = make_history()
+    verdict = check_forwarded_once(make_inputs(history=h, router_repeats={int(h["nonce"][7]): 3}), BUDGETS)
+    assert verdict.ok is False and verdict.figure == 1 and "nonce 1007 (id -56) completed 3x" in verdict.detail
+    assert check_forwarded_once(make_inputs(router_repeats=None), BUDGETS).ok is None

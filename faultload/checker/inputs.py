@@ -71,6 +71,9 @@ class CheckInputs:
     router_peak_in_flight: int | None = None  # the router's exact peak (its /stats), when known
     # nonce -> trial seconds the router completed it (its completion log), when known
     router_completed_s: Mapping[int, float] | None = None
+    # nonce -> how many times the router completed it, for the nonces completed more than once; None when
+    # unknown (a server someone else started, or a bundle written before the count was kept)
+    router_repeats: Mapping[int, int] | None = None
     # error class key (ErrorClass.key) -> the client's first message of that class, when kept
     error_examples: Mapping[str, str] | None = None
     # The longest the router takes to answer a request it holds (its generation time and queue, or its

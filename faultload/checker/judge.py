@@ -47,6 +47,9 @@ def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
     """
     started = time.monotonic()
     config = result.config
+    # our router answered every forward of a server we launched (an empty log: it completed none);
+    # a server someone else started forwards to its own backend, whose completions we do not see
+    ours = not config.target.startswith("url=")
     inputs = CheckInputs(
         history=result.history,
         monitor=result.monitor,
@@ -58,9 +61,8 @@ def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
         load_stopped_s=result.load_stopped_s,
         trial_start_epoch=result.start_epoch,
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
-        # our router answered every forward of a server we launched (an empty log: it completed none);
-        # a server someone else started forwards to its own backend, whose completions we do not see
-        router_completed_s=None if config.target.startswith("url=") else dict(result.router_completed_s),
+        router_completed_s=dict(result.router_completed_s) if ours else None,
+        router_repeats=dict(result.router_repeats) if ours and result.router_repeats is not None else None,
         router_answer_bound_s=config.router.answer_bound_s(config.shape.requests),
         error_examples=error_examples(result),
         training=result.training,

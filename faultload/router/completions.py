@@ -51,16 +51,29 @@ def count_completions(directory: str | Path) -> int:
     return total
 
 
-def read_completions(directory: str | Path, since_epoch: float = 0.0) -> dict[int, float]:
-    """nonce -> first completion time (epoch seconds) at or after ``since_epoch``, over all processes."""
-    first: dict[int, float] = {}
+def _records(directory: str | Path, since_epoch: float) -> np.ndarray:
+    """Every whole (nonce, epoch) record at or after ``since_epoch``, over all processes."""
+    parts = []
     for path in sorted(Path(directory).glob("completions-*.bin")):
         raw = path.read_bytes()
         records = np.frombuffer(raw[: len(raw) - len(raw) % COMPLETION_RECORD.itemsize], dtype=COMPLETION_RECORD)
-        records = records[records["epoch"] >= since_epoch]
-        for nonce, epoch in zip(records["nonce"].tolist(), records["epoch"].tolist()):
-            if epoch < first.get(nonce, math.inf):
-                first[nonce] = epoch
+        parts.append(records[records["epoch"] >= since_epoch])
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=COMPLETION_RECORD)
+
+
+def read_completions(directory: str | Path, since_epoch: float = 0.0) -> dict[int, float]:
+    """nonce -> first completion time (epoch seconds) at or after ``since_epoch``, over all processes."""
+    first: dict[int, float] = {}
+    records = _records(directory, since_epoch)
+    for nonce, epoch in zip(records["nonce"].tolist(), records["epoch"].tolist()):
+        if epoch < first.get(nonce, math.inf):
+            first[nonce] = epoch
     return first
 
 
+def repeated_completions(directory: str | Path, since_epoch: float = 0.0) -> dict[int, int]:
+    """nonce -> how many times the router completed it, for the nonces it completed more than once (a sample
+    forwarded twice: the contract's ``forwarded_once``)."""
+    nonces, counts = np.unique(_records(directory, since_epoch)["nonce"], return_counts=True)
+    repeated = counts > 1
+    return dict(zip(nonces[repeated].tolist(), counts[repeated].tolist()))

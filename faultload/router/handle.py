@@ -23,7 +23,7 @@ import psutil
 
 from faultload.pausing import Pauser
 from faultload.procutil import popen_tied
-from faultload.router.completions import count_completions, read_completions
+from faultload.router.completions import count_completions, read_completions, repeated_completions
 from faultload.model.router import CLOSE_IDLE_SIGNAL, SHUTDOWN_S, RouterConfig
 
 
@@ -229,6 +229,10 @@ class RouterHandle:
     def completions(self, since_epoch: float = 0.0) -> dict[int, float]:
         """nonce -> first completion (epoch seconds) since ``since_epoch``, over every incarnation."""
         return read_completions(self._log_dir, since_epoch)
+
+    def repeated_completions(self, since_epoch: float = 0.0) -> dict[int, int]:
+        """nonce -> completions, for the nonces completed more than once since ``since_epoch``."""
+        return repeated_completions(self._log_dir, since_epoch)
 
     def completion_count(self) -> int:
         """Completions answered so far over every incarnation (a count, not the nonces: cheap to poll)."""

@@ -70,6 +70,8 @@ class TrialResult:
     cleanup_errors: list[str] = field(default_factory=list)
     # nonce -> when the router completed it (trial seconds), for no_lost_results.
     router_completed_s: dict[int, float] = field(default_factory=dict)
+    # nonce -> the router's completions of it, for the nonces it completed more than once (forwarded_once)
+    router_repeats: dict[int, int] = field(default_factory=dict)
     # phase -> wall seconds (model.trial.TRIAL_PHASES, in order, adding up to wall_s; see run_trial);
     # "judge" is added after them by checker.judge.judge, outside wall_s
     phases_s: dict[str, float] = field(default_factory=dict)
@@ -324,6 +326,7 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
             nonce: epoch - result.start_epoch
             for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
         }
+        result.router_repeats = router.repeated_completions(result.start_epoch - 1.0)
     sampling = [w for w in result.workers if w.training is None]
     result.cpu = {
         "workers_s": sum(w.cpu_s for w in sampling),

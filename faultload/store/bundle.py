@@ -125,6 +125,7 @@ class StoredTrial:
     cleanup_errors: list[str] = field(default_factory=list)
     phases_s: dict[str, float] = field(default_factory=dict)  # {} from a bundle written before phases_s
     training: TrainingLog | None = None  # the training clients' calls (None: no training mix, or an older bundle)
+    router_repeats: dict[int, int] | None = None  # nonce -> completions, when > 1 (None: an older bundle)
 
 
 def versions_of(result: TrialResult | StoredTrial) -> dict[str, Any]:
@@ -154,6 +155,8 @@ def write_bundle(result: TrialResult | StoredTrial, budgets: Budgets, verdicts: 
         workers=[WorkerSummary.of(w).to_dict() for w in result.workers],
         verdict=_exact(result.verdict),
         router_completed_s={str(nonce): s for nonce, s in result.router_completed_s.items()},
+        router_repeats=None if result.router_repeats is None else {
+            str(nonce): n for nonce, n in result.router_repeats.items()},
         phases_s=result.phases_s,
     )
     files = {
@@ -207,6 +210,8 @@ def _stored_trial(path: Path, manifest: Mapping[str, Any]) -> StoredTrial:
         server_log=None if log is None else ServerLogSummary.from_dict(log),
         verdict=None if trial["verdict"] is None else CollapseVerdict.from_dict(trial["verdict"]),
         router_completed_s={int(nonce): float(s) for nonce, s in trial["router_completed_s"].items()},
+        router_repeats=None if trial.get("router_repeats") is None else {
+            int(nonce): int(n) for nonce, n in trial["router_repeats"].items()},  # None: written before it
         budgets=Budgets.from_mapping(_read_json(path, "budgets.json"), f"{path / 'budgets.json'}"),
         verdicts=[Verdict.from_dict(v) for v in _read_json(path, "verdicts.json")],
         versions=dict(manifest.get("versions") or {}),

@@ -89,8 +89,8 @@ INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity
 RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
                    ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample"))
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
-RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets", "polls_held"),
-                 ("retry_amplification", "unprovoked_resets", "polls_held"),
+RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
+                 ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
                  limits=(("storms", False), ("max_result_wait_s", 60.0)), known=("completion_burst",))
 SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("clean_server_log",))
 COMBINED = Family(

@@ -14,12 +14,14 @@ accepted request (``futures_resolve``).
   and what any fault's own link does while it is in force;
 - ``submits``: which asamples may be refused;
 - ``liveness``: an accepted future resolves within a bound of its release;
-- ``polls``: a poll is held until the result or the hold time.
+- ``polls``: a poll is held until the result or the hold time;
+- ``forwards``: an accepted sample reaches the router once.
 """
 
 from __future__ import annotations
 
 from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, NO_FAULT_COST
+from faultload.checker.contract.forwards import FORWARDED_ONCE, RETRIED_FORWARD
 from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN
 from faultload.checker.contract.polls import LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN
 from faultload.checker.contract.retention import DROPPED_POLL, EXPIRED_BY_DESIGN, RESTART_FORGETS, STALL_NOT_SCALED
@@ -32,6 +34,7 @@ RULES: tuple[Rule, ...] = (
     FATAL_REJECTION, EDGE_UNREACHABLE, HARNESS_CUT,
     RESOLVES, HARNESS_STOPPED, ROUTER_UNKNOWN,
     LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN,
+    FORWARDED_ONCE, RETRIED_FORWARD,
 )
 
 __all__ = ["RULES", "Allowance", "Rule"]
