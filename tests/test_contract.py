@@ -148,6 +148,24 @@ def _forwarded(completions: int, faults=None, **row) -> bool | None:
     return check_forwarded_once(make_inputs(history=h, faults=faults, router_repeats=repeats), BUDGETS).ok
 
 
+# -- heartbeats
+
+
+def _beats(last: tuple) -> bool | None:
+    """Trainer 0 heartbeats every 10 s from 10 s to 30 s, answered; then ``last`` (start, end, error)."""
+    from faultload.checker.training import check_heartbeats_answered
+    from faultload.record.training import TrainingOp, TrainingRecorder
+
+    recorder = TrainingRecorder()
+    for i in range(1, 4):
+        recorder.add(TrainingOp.HEARTBEAT, 0, i, 10.0 * i, 10.0 * i + 0.1, 10.0 * i + 0.1, 1, Outcome.OK)
+    start, end, error = last
+    ok = error == ErrorClass.NONE
+    recorder.add(TrainingOp.HEARTBEAT, 0, 4, start, end, end if ok else np.nan, 1, Outcome.OK if ok else Outcome.FAILED,
+                 error, 200 if ok else (500 if error == ErrorClass.HTTP_5XX else 0))
+    return check_heartbeats_answered(make_inputs(training=recorder.log()), BUDGETS).ok
+
+
 CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     # rule: (a history it does not allow -> violated, one it allows -> held)
     "dropped_poll_delivered": (lambda: _dropped(completed_at=1.5), lambda: _dropped(completed_at=1.0)),
@@ -176,6 +194,10 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     # a router crash can lose the first answer; an edge reset (client to server) cannot
     "retried_forward": (lambda: _forwarded(2, fault_log(applied(RESET, 0.2, 0.3))),
                         lambda: _forwarded(2, fault_log(applied(CRASH, 0.2, 0.5)))),
+    "heartbeats_answered": (lambda: _beats((40.0, 40.1, ErrorClass.HTTP_5XX)), lambda: _beats((40.0, 40.1, ErrorClass.NONE))),
+    # a timeout that ends 20 s after the last answered beat is invisible; one that leaves 160 s is not
+    "heartbeat_timeout_tolerated": (lambda: _beats((180.0, 190.0, ErrorClass.TIMEOUT)),
+                                    lambda: _beats((40.0, 50.0, ErrorClass.TIMEOUT))),
 }
 
 

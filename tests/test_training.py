@@ -146,12 +146,15 @@ def test_a_lost_or_corrupt_training_future_is_a_violation_and_an_unfinished_one_
     assert check_training_futures(_inputs(_log([(HB, 0, 0, 1.0, 1.1, 1.1, 1, OK)])), Budgets()).ok is None
 
 
-def test_heartbeats_fail_on_a_timeout_or_a_long_gap_and_are_unknown_when_none_was_due():
+def test_heartbeats_fail_on_a_refusal_or_a_long_gap_and_are_unknown_when_none_was_due():
     beats = [(HB, 0, i, 10.0 * i, 10.0 * i + 0.1, 10.0 * i + 0.1, 1, OK) for i in range(1, 4)]
     assert check_heartbeats_answered(_inputs(_log(beats)), Budgets()).ok is True
     timed_out = _log([*beats, (HB, 0, 4, 40.0, 50.0, math.nan, 1, Outcome.FAILED, ErrorClass.TIMEOUT, 0, "slow")])
     verdict = check_heartbeats_answered(_inputs(timed_out), Budgets())
-    assert verdict.ok is False and "1 timed out" in verdict.detail
+    assert verdict.ok is True and "1 timed out within a short gap (heartbeat_timeout_tolerated)" in verdict.detail
+    refused = _log([*beats, (HB, 0, 4, 40.0, 40.1, math.nan, 1, Outcome.FAILED, ErrorClass.HTTP_5XX, 500, "boom")])
+    verdict = check_heartbeats_answered(_inputs(refused), Budgets())
+    assert verdict.ok is False and verdict.figure == 1 and "1 of 4 heartbeats failed (0 timed out)" in verdict.detail
     gap = _log([(HB, 1, 0, 10.0, 10.1, 10.1, 1, OK), (HB, 1, 1, 200.0, 200.1, 200.1, 1, OK)])
     verdict = check_heartbeats_answered(_inputs(gap), Budgets(heartbeat_gap_s=120.0))
     assert verdict.ok is False and "longest gap between answered heartbeats 190.0s" in verdict.detail
@@ -161,7 +164,8 @@ def test_heartbeats_fail_on_a_timeout_or_a_long_gap_and_are_unknown_when_none_wa
 def test_a_starved_heartbeat_names_the_pool_exhaustion_the_server_log_shows():
     line = ("2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 37 checkouts waited >= 1 s "
             "for a connection in the last 1 s (longest 9.41 s, 0 timed out); QueuePool size 5, overflow 10, timeout 30 s")
-    timed_out = _log([(HB, 0, 0, 10.0, 20.0, math.nan, 1, Outcome.FAILED, ErrorClass.TIMEOUT, 0, "slow")])
+    timed_out = _log([(HB, 0, i, 10.0 + 20.0 * i, 20.0 + 20.0 * i, math.nan, 1, Outcome.FAILED, ErrorClass.TIMEOUT,
+                       0, "slow") for i in range(8)])  # 160 s without an answered heartbeat
     inputs = dataclasses.replace(_inputs(timed_out), server_log=classify_log(line + "\n"))
     verdict = check_heartbeats_answered(inputs, Budgets())
     assert verdict.ok is False
