@@ -326,7 +326,8 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
             nonce: epoch - result.start_epoch
             for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
         }
-        result.router_repeats = router.repeated_completions(result.start_epoch - 1.0)
+        # from the load's start exactly: a shared stack's previous trial may have drawn the same seed (nonces)
+        result.router_repeats = router.repeated_completions(result.start_epoch)
     sampling = [w for w in result.workers if w.training is None]
     result.cpu = {
         "workers_s": sum(w.cpu_s for w in sampling),
