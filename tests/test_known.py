@@ -103,10 +103,11 @@ def test_half_open_delivery_blackholes_both_ways() -> None:
     assert (fault.link, fault.kind, fault.stream, dict(fault.attributes)) == ("edge", "timeout", "both", {"timeout": 0})
 
 
-def test_the_nightly_lost_results_property_runs_half_open_delivery() -> None:
+def test_the_nightly_lost_results_property_runs_half_open_delivery_and_restart_reuse() -> None:
     nightly = known_configs(get_profile("nightly"), LOST, "skyrl==0.4.0", ())
-    assert [c.shape.requests for c in nightly] == [KNOWN_SHAPES["half_open_delivery"](0.05).requests]
+    assert [c.shape for c in nightly] == [KNOWN_SHAPES[name](0.05) for name in ("half_open_delivery", "restart_reuse")]
     assert nightly[0].faults == known.half_open_faults(nightly[0].shape) and nightly[0].proxies == "on"
+    assert nightly[1].faults == known.restart_faults(nightly[1].shape) and nightly[1].fatal_faults == ("server:restart",)
     assert known_configs(get_profile("ci"), LOST, "skyrl==0.4.0", ()) == []
 
 
@@ -123,3 +124,21 @@ def test_every_family_with_known_trials_runs_them_in_its_property() -> None:
     with_known = {name for name, value in inspect.getmembers(families)
                   if isinstance(value, families.Family) and value.known}
     assert with_known and with_known <= decorated
+
+
+@pytest.mark.parametrize("time_scale", [0.05, 1.0])
+def test_restart_reuse_polls_the_first_wave_after_the_second_is_accepted(time_scale: float) -> None:
+    """The restart comes after the first wave's submits and before the second wave; the first wave's late polls
+    come after the second wave's arrival plus a restart's real start-up, and the second wave's own polls before
+    its results' completed TTL (a correct server still has them: no loss on a good build)."""
+    config = known_trial_config("restart_reuse", "skyrl==0.4.0", time_scale, (), NIGHTLY)
+    shape, (fault,) = config.shape, config.faults.faults
+    assert (fault.link, fault.kind) == ("server", "restart") and config.fatal_faults == ("server:restart",)
+    restart = fault.start_s / time_scale
+    second_wave = shape.arrival_span_s / shape.arrival_waves
+    first_polls = shape.delay_polls.after_s
+    assert shape.arrival == "waves" and shape.arrival_waves == 2 and shape.delay_polls.fraction == 1.0
+    assert 0 < restart < second_wave < first_polls
+    assert max(second_wave, restart + known.RESTART_REAL_S / time_scale) < first_polls
+    assert first_polls < COMPLETED_TTL_S  # the second wave's results, complete on arrival, are still kept
+    assert config.direct_edge is False  # a trial with a fault goes through the proxies like the drawn ones

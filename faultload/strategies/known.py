@@ -18,7 +18,8 @@ from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.trial import TrialConfig
 from faultload.model.training import TrainingMix
-from faultload.model.sdk import SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
+from faultload.model.sdk import COMPLETED_TTL_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
+from faultload.strategies.faults import fatal_kinds
 from faultload.strategies.limits import Limits
 from faultload.strategies.routers import immediate_router, router_procs
 from faultload.strategies.shapes import held_at_once
@@ -147,11 +148,46 @@ def half_open_faults(shape: LoadShape) -> FaultSchedule:
                                 duration_s=round(HALF_OPEN_OUTAGE_S * scale, 6)),))
 
 
+# restart_reuse, in SDK seconds: the server restarts just after the first wave is accepted; the second wave
+# arrives when a server start-up (at most RESTART_REAL_S real seconds) has passed at time scale 0.05, or
+# retries its submits until the server is back; every first poll waits RESTART_POLL_DELAY_S, so the first
+# wave asks for its pre-restart ids after the second wave holds the new process's first ids, and the second
+# wave still polls before its results' completed TTL.
+RESTART_REAL_S = 15.0
+RESTART_AT_S = 2.0
+RESTART_WAVE_S = 300.0
+RESTART_POLL_DELAY_S = COMPLETED_TTL_S - 150.0
+assert RESTART_WAVE_S < RESTART_POLL_DELAY_S < COMPLETED_TTL_S
+
+
+def restart_reuse(time_scale: float) -> LoadShape:
+    """Two waves of 8 requests, a ``server:restart`` between them, every first poll late.
+
+    What a correct server may do with an id accepted before a restart is
+    answer 404 (``restart_forgets``); an id the next process hands out again
+    gives the first wave's late polls the second wave's results
+    (``--regress id-reuse-after-restart``: ``result_integrity``), and an
+    unknown id answered 500 keeps the first wave retrying (``--regress
+    500-for-unknown``). A restart is a process fault, drawn on nightly only
+    and rarely next to the second wave's arrival, so these two regressions
+    need this trial to be met at all.
+    """
+    return LoadShape(requests=16, max_outstanding=16, workers=1, time_scale=time_scale,
+                     arrival="waves", arrival_waves=2, arrival_span_s=2 * RESTART_WAVE_S,
+                     delay_polls=PollBehaviour(fraction=1.0, after_s=RESTART_POLL_DELAY_S))
+
+
+def restart_faults(shape: LoadShape) -> FaultSchedule:
+    """``server:restart`` ``RESTART_AT_S`` SDK s into the load (after the first wave's submits)."""
+    return FaultSchedule((Fault("server", "restart", start_s=round(RESTART_AT_S * shape.time_scale, 6)),))
+
+
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "completion_burst": completion_burst,
     "cpu_sample": cpu_sample,
     "training_waves": training_waves,
     "half_open_delivery": half_open_delivery,
+    "restart_reuse": restart_reuse,
 }
 # The router each known trial needs (default: the immediate router).
 KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
@@ -161,6 +197,7 @@ KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
 # The faults a known trial needs (default: none, and the load then bypasses the edge proxy).
 KNOWN_FAULTS: dict[str, Callable[[LoadShape], FaultSchedule]] = {
     "half_open_delivery": half_open_faults,
+    "restart_reuse": restart_faults,
 }
 
 
@@ -173,7 +210,7 @@ def known_trial_config(name: str, target: str, time_scale: float, regress: Itera
     faults = KNOWN_FAULTS[name](shape) if name in KNOWN_FAULTS else FaultSchedule()
     return TrialConfig(
         target=target, shape=shape, router=KNOWN_ROUTERS.get(name, immediate_router)(shape), regress=tuple(regress),
-        faults=faults, proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
+        faults=faults, fatal_faults=fatal_kinds(faults), proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
         drain_s=limits.drain_real_s, direct_edge=not faults.faults,
         engine="null" if shape.training.enabled else engine_for(limits),
     )

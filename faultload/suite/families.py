@@ -84,7 +84,7 @@ def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
 LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests", "futures_resolve"),
               ("no_lost_results", "accepted_requests", "futures_resolve"),
               weight=2.0,
-              limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))), known=("half_open_delivery",))
+              limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))), known=("half_open_delivery", "restart_reuse"))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
 RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
                    ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample"))

@@ -67,7 +67,7 @@ PROFILES: dict[str, Profile] = {
     "nightly": Profile(
         name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,
         property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0,
-        known_examples=("completion_burst", "training_waves", "half_open_delivery"), min_judged_trials=40,
+        known_examples=("completion_burst", "training_waves", "half_open_delivery", "restart_reuse"), min_judged_trials=40,
         compare_repeats=5,
     ),
     "confirm": Profile(
