@@ -9,10 +9,10 @@ from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from faultload.cli_commands import config_from_args
-from faultload.cli_parser import build_parser as _parser  # noqa: E402
+from faultload.cli.commands import config_from_args
+from faultload.cli.parser import build_parser as _parser  # noqa: E402
 from faultload.run.stack import Stack  # noqa: E402
-from faultload.workspace import Workspace  # noqa: E402
+from faultload.host.workspace import Workspace  # noqa: E402
 
 
 @contextmanager

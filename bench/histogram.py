@@ -1,4 +1,4 @@
-"""faultload.stats.Histogram vs hdrhistogram's HdrHistogram, on what faultload does with a histogram.
+"""faultload.record.histogram.Histogram vs hdrhistogram's HdrHistogram, on what faultload does with a histogram.
 
 A benchmark, not a test. The call pattern is faultload's: a worker records a
 numpy array of latencies at the end of its load (client/workers.py
@@ -9,11 +9,11 @@ WorkerResult, and the report (report.py) does ``from_state`` per worker,
 
 HdrHistogram (the ``hdrh`` package) records integers one at a time in Python
 (``record_value``; it has no array call), so it is driven here in
-microseconds, 1 µs .. 1e11 µs (the ~28 h that stats.py covers), two ways:
+microseconds, 1 µs .. 1e11 µs (the ~28 h that histogram.py covers), two ways:
 ``record_value`` per value, and (``hdr2u``) ``np.unique`` first, then
 ``record_value(v, count)`` per distinct value. It is measured at 2 significant figures (buckets
-<= 0.8% wide, the nearest to stats.py's 1%) and at 3 (its usual setting). Its
-max is the bucket's upper edge, not the exact max that stats.py keeps, and it
+<= 0.8% wide, the nearest to histogram.py's 1%) and at 3 (its usual setting). Its
+max is the bucket's upper edge, not the exact max that histogram.py keeps, and it
 does not skip NaN: a wrapper would keep both in numpy, as timed here.
 
 Measured, each over ``--repeat`` runs (the order of the contenders rotates
@@ -52,7 +52,7 @@ try:
 except ImportError:
     sys.exit("bench/histogram.py needs hdrhistogram: .faultload/venv/bin/pip install -e '.[bench]'")
 
-from faultload.stats import Histogram  # noqa: E402
+from faultload.record.histogram import Histogram  # noqa: E402
 
 _US = 1e6
 _HIGHEST_US = 10**11
@@ -62,9 +62,9 @@ _HIGHEST_US = 10**11
 
 
 class Faultload:
-    """faultload.stats.Histogram used exactly as workers.py and report.py use it."""
+    """faultload.record.histogram.Histogram used exactly as workers.py and report.py use it."""
 
-    name = "stats.py"
+    name = "histogram.py"
 
     def record_state(self, seconds: np.ndarray) -> dict:
         hist = Histogram()
@@ -203,7 +203,7 @@ print(took, rss_kib() - rss0)
 
 def import_costs(repeat: int) -> dict[str, tuple[float, float]]:
     """Median (import seconds, resident-set growth KiB) in a fresh interpreter that has numpy already."""
-    modules = {"stats.py": "faultload.stats", "hdrh": "hdrh.histogram"}
+    modules = {"histogram.py": "faultload.record.histogram", "hdrh": "hdrh.histogram"}
     seen: dict[str, list[tuple[float, int]]] = {k: [] for k in modules}
     for i in range(repeat):
         for name in (list(modules) if i % 2 == 0 else list(modules)[::-1]):

@@ -80,7 +80,7 @@ def one_run(how: str, run_args: list[str], after_s: float) -> dict:
         env = {**os.environ, TAG_VAR: tag, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
         json_out = tmp / "report.json"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "faultload.cli", "run", "--workdir", str(workdir), *run_args,
+            [sys.executable, "-m", "faultload.cli.main", "run", "--workdir", str(workdir), *run_args,
              "--json-out", str(json_out)],
             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             text=True, start_new_session=True, preexec_fn=default_signals,

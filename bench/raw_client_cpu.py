@@ -27,7 +27,7 @@ from _figures import abba, checkouts_parser, print_ab_medians  # bench/, beside 
 ONE_RUN = r'''
 import asyncio, multiprocessing as mp, resource, sys, time
 import uvloop
-from faultload import tokens
+from faultload.model import tokens
 from faultload.client import decode
 from faultload.client.counters import LiveCounters
 from faultload.client.job import COUNTER_SLOTS, WorkerJob

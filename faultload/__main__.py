@@ -2,7 +2,7 @@
 
 import sys
 
-from faultload.cli import main
+from faultload.cli.main import main
 
 # Guarded: a load worker spawned from `python -m faultload` imports this module again (as __mp_main__).
 if __name__ == "__main__":

@@ -11,3 +11,7 @@ def installed_version() -> str:
         return metadata.version("faultload")
     except metadata.PackageNotFoundError:
         return __version__
+
+
+# What faultload's own clients send as ``sdk_version`` when they open a session (the SDK sends its own).
+CLIENT_VERSION = f"faultload-{__version__}"

@@ -166,9 +166,9 @@ def cli_env(tag: str, tmpdir: Path | None = None) -> dict[str, str]:
 
 
 def run_cli(args: list[str], timeout_s: float = 240.0, tmpdir: Path | None = None, prefix: list[str] | None = None) -> CliRun:
-    """Run ``python -m faultload.cli ARGS`` (or ``python PREFIX... ARGS``) with a bound."""
+    """Run ``python -m faultload.cli.main ARGS`` (or ``python PREFIX... ARGS``) with a bound."""
     tag = uuid.uuid4().hex
-    cmd = [python_exe(), *(prefix or ["-m", "faultload.cli"]), *args]
+    cmd = [python_exe(), *(prefix or ["-m", "faultload.cli.main"]), *args]
     proc = subprocess.run(
         cmd, cwd=ROOT, env=cli_env(tag, tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,

@@ -1,6 +1,6 @@
 """Result bodies as the SkyRL server sends them, for tests of the client's decoding.
 
-Built from faultload.tokens, so each belongs to its nonce exactly as a real
+Built from faultload.model.tokens, so each belongs to its nonce exactly as a real
 forwarded result does.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from faultload import tokens
+from faultload.model import tokens
 from faultload.client import decode
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from faultload import cli
+from faultload.cli import main as cli
 from faultload.checker.budgets import Budgets
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import judge
@@ -186,13 +186,13 @@ def test_check_prints_the_stored_verdicts_and_exits_1_on_a_violation(full, tmp_p
     assert data["changed"] == [] and data["invariants"] == data["stored_invariants"]
 
 
-def test_check_exits_0_when_every_verdict_held(tmp_path) -> None:
+def test_check_finds_nothing_violated_when_every_verdict_held(tmp_path) -> None:
     trial = StoredTrial(**{**_minimal(), "verdicts": [Verdict("x", True, 1, 2, "held")]})
     write_bundle(trial, Budgets(), trial.verdicts, tmp_path / "b")
     out = tmp_path / "out.txt"
     with out.open("w") as fh:
-        code = check_bundle(tmp_path / "b", out=fh)
-    assert code == 0, out.read_text()
+        violated = check_bundle(tmp_path / "b", out=fh)
+    assert violated is False, out.read_text()
     assert "[VIOLATED]" not in out.read_text()
 
 
@@ -275,7 +275,7 @@ def test_the_suite_writes_a_bundle_beside_each_repro_and_names_it(full, tmp_path
     from faultload.suite.executor import TrialOutcome
     from faultload.suite.repros import write_property_repro
     from faultload.suite.state import PropertyState
-    from faultload.workspace import Workspace
+    from faultload.host.workspace import Workspace
 
     budgets = Budgets()
     verdicts = judge(full, budgets)

@@ -124,7 +124,7 @@ AUDITED = [
             elif event in ("subprocess.Popen", "os.posix_spawn", "os.fork"):
                 print(f"AUDIT spawn {event}", file=sys.stderr, flush=True)
         sys.addaudithook(hook)
-        from faultload.cli import main
+        from faultload.cli.main import main
         sys.exit(main())
         """
     ),

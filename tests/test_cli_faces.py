@@ -17,7 +17,9 @@ import pytest
 
 import faultload
 from conftest import run_cli
-from faultload import cli, cli_commands, cli_parser
+from faultload.cli import main as cli
+from faultload.cli import commands as cli_commands
+from faultload.cli import parser as cli_parser
 from faultload.suite import plugin
 from faultload.model.target import DEFAULT_TARGET
 
@@ -96,9 +98,15 @@ def test_version_falls_back_to_the_package_when_not_installed(monkeypatch):
     assert cli_parser.version() == faultload.__version__
 
 
-def test_package_version_is_the_projects():
-    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert faultload.__version__ == project["version"]
+def test_the_version_is_written_once_and_installed_as_written():
+    """``pyproject.toml`` reads the version from ``faultload.__version__`` (its one place); the installed
+    distribution says the same."""
+    from importlib import metadata
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in pyproject["project"] and "version" in pyproject["project"]["dynamic"]
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "faultload.__version__"}
+    assert metadata.version("faultload") == faultload.__version__
 
 
 class _RecordingGroup:

@@ -102,7 +102,7 @@ def test_ray_missing_is_one_line_with_the_install_command(tmp_path):
         port = listener.getsockname()[1]
         result = run_cli(["run", "--ray", f"127.0.0.3:{port}", "--requests", "4"], timeout_s=60.0,
                          prefix=["-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
-                                       "from faultload.cli import main; sys.exit(main())"])
+                                       "from faultload.cli.main import main; sys.exit(main())"])
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'faultload[ray]'" in lines[0], result.stderr

@@ -1,4 +1,4 @@
-"""The settings file's one rule (faultload.config_file.find_config), and the environment read only at the edges."""
+"""The settings file's one rule (faultload.host.settings.find_config), and the environment read only at the edges."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from faultload import cli, cli_commands
-from faultload.config_file import find_config
-from faultload.workspace import Workspace
+from faultload.cli import main as cli
+
+from faultload.cli import commands as cli_commands
+from faultload.host.settings import find_config
+from faultload.host.workspace import Workspace
 
 TABLE = "[tool.faultload.budgets]\nfds_slack = 3\n"
 

@@ -1,7 +1,7 @@
 """The JSON report comes first: without matplotlib, `confirm --json-out` and `run --plot` still write it.
 
 What is faked, and only that: the CLI runs under a ``-c`` wrapper that sets
-``sys.modules['matplotlib'] = None`` before calling ``faultload.cli.main``, so
+``sys.modules['matplotlib'] = None`` before calling ``faultload.cli.main.main``, so
 ``import matplotlib`` raises ImportError exactly as on a machine without it
 (the real server, router and load run as usual). Each run has a private
 workdir and TMPDIR and must leave nothing behind.
@@ -25,7 +25,7 @@ WITHOUT_MATPLOTLIB = [
         """
         import sys
         sys.modules["matplotlib"] = None  # `import matplotlib` now raises ImportError
-        from faultload.cli import main
+        from faultload.cli.main import main
         sys.exit(main())
         """
     ),

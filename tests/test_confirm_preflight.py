@@ -23,7 +23,7 @@ def run_with_nofile(limit: int, args: list[str], timeout_s: float = 600) -> tupl
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
     proc = subprocess.run(
-        [python_exe(), "-m", "faultload.cli", "confirm", *args], cwd=ROOT, env=cli_env(tag),
+        [python_exe(), "-m", "faultload.cli.main", "confirm", *args], cwd=ROOT, env=cli_env(tag),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout_s,
         stdin=subprocess.DEVNULL, preexec_fn=lower,
     )

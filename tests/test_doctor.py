@@ -30,7 +30,7 @@ def _env_without_go(tmp_path: Path) -> dict[str, str]:
 def _doctor(tmp_path: Path, workdir: Path) -> tuple[int, list[str]]:
     env = {**cli_env(uuid.uuid4().hex), **_env_without_go(tmp_path)}
     result = subprocess.run(
-        [python_exe(), "-m", "faultload.cli", "doctor", "--workdir", str(workdir), "--target", "url=http://127.0.0.1:1"],
+        [python_exe(), "-m", "faultload.cli.main", "doctor", "--workdir", str(workdir), "--target", "url=http://127.0.0.1:1"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
     )
     assert "Traceback" not in result.stderr, result.stderr

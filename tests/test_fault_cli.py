@@ -61,7 +61,7 @@ def _run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subproces
     tag = uuid.uuid4().hex
     env = cli_env(tag, cwd)
     proc = subprocess.run(
-        [python_exe(), "-m", "faultload.cli", "run", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+        [python_exe(), "-m", "faultload.cli.main", "run", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout_s,
     )
     return proc, tag
@@ -204,7 +204,7 @@ def killed_mid_fault(tmp_path_factory) -> Killed:
     (cwd / ".faultload" / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
     tag = uuid.uuid4().hex
     cmd = [
-        python_exe(), "-m", "faultload.cli", "run", "--requests", "2000", "--router-mode", "barrier",
+        python_exe(), "-m", "faultload.cli.main", "run", "--requests", "2000", "--router-mode", "barrier",
         "--barrier", "100000", "--barrier-timeout", "600", "--fault", "edge:latency:latency=100@1+600", "--quiet",
     ]
     proc = subprocess.Popen(cmd, cwd=cwd, env=cli_env(tag, cwd), stdin=subprocess.DEVNULL,
@@ -269,7 +269,7 @@ def test_both_streams_and_upstream_toxics_are_applied_and_healed(home: Path, tmp
     require_target("0.4.0")
     out = tmp_path / "report.json"
     tag = uuid.uuid4().hex
-    cmd = [python_exe(), "-m", "faultload.cli", "run", "--requests", "64", "--time-scale", "0.05",
+    cmd = [python_exe(), "-m", "faultload.cli.main", "run", "--requests", "64", "--time-scale", "0.05",
            "--router-mode", "latency", "--gen-seconds", "5", "--quiet", "--json-out", str(out),
            "--fault", "edge:latency:latency=200,stream=both@0.5+2", "--fault", "edge:latency:latency=100,stream=upstream@0.5+2"]
     proc = subprocess.Popen(cmd, cwd=home, env=cli_env(tag, home), stdin=subprocess.DEVNULL,

@@ -52,7 +52,7 @@ from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.run.stack import Stack
 from faultload.run.trial import TrialResult, run_trial
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 
 from conftest import TARGETS, WORKDIR, require_target
 

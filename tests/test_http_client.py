@@ -28,7 +28,7 @@ from faultload.client.http import (
     ProtocolError,
     ResetError,
 )
-from faultload.netutil import pick_free_port
+from faultload.host.network import pick_free_port
 
 BOUND_S = 10.0  # upper bound on any wait here (never reached when things work)
 LONG_S = 30.0  # a request timeout that must not fire
@@ -282,11 +282,13 @@ def test_keepalive_reuses_one_connection_for_sequential_requests(run):
 def test_idle_connections_older_than_the_expiry_are_closed_not_reused(run):
     # As httpx's keepalive_expiry (the Tinker SDK keeps its 5 s default).
     async def main():
-        async with StubHttp() as stub, stub.pool(keepalive_expiry_s=0.2) as pool:
+        # 1 s: the idle gap between two posts in a row is microseconds, so even a loaded machine reuses; the
+        # sleep is a lower bound, so the third post surely comes after the expiry
+        async with StubHttp() as stub, stub.pool(keepalive_expiry_s=1.0) as pool:
             await pool.post("/a", b"1", b"", LONG_S)
             await pool.post("/b", b"2", b"", LONG_S)  # reused within the expiry
             assert pool.connections_made == 1
-            await asyncio.sleep(0.4)
+            await asyncio.sleep(1.2)
             await pool.post("/c", b"3", b"", LONG_S)  # the idle one expired: a new connection
             assert pool.connections_made == 2 and pool.expired == 1
             assert len(stub.peers) == 2

@@ -103,7 +103,7 @@ def _load_running(run: Started) -> bool:
 def _start_run(tmp_path: Path, workdir: Path) -> tuple[Started, Path]:
     require_target("0.4.0")
     json_out = tmp_path / "report.json"
-    run = Started(["-m", "faultload.cli", "run", "--workdir", str(workdir), *RUN_ARGS, "--json-out", str(json_out)],
+    run = Started(["-m", "faultload.cli.main", "run", "--workdir", str(workdir), *RUN_ARGS, "--json-out", str(json_out)],
                   tmp_path)
     assert wait_until(lambda: _load_running(run), timeout_s=START_TIMEOUT_S, every_s=0.2), run.stderr()
     assert run.proc.poll() is None, f"the run ended before the signal: {run.stderr()}"

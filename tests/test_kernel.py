@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from faultload.netutil import pick_free_port
+from faultload.host.network import pick_free_port
 from faultload.run import kernel
 
 

@@ -142,3 +142,20 @@ def test_restart_reuse_polls_the_first_wave_after_the_second_is_accepted(time_sc
     assert max(second_wave, restart + known.RESTART_REAL_S / time_scale) < first_polls
     assert first_polls < COMPLETED_TTL_S  # the second wave's results, complete on arrival, are still kept
     assert config.direct_edge is False  # a trial with a fault goes through the proxies like the drawn ones
+
+
+def test_every_family_is_listed_and_has_its_property() -> None:
+    """``FAMILIES`` holds every Family of the module, and each drives exactly one property of
+    ``test_properties.py`` (``@given(config=_configs(FAMILY))``): a new family cannot be forgotten by either."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    from faultload.suite import families
+
+    defined = {name for name, value in inspect.getmembers(families) if isinstance(value, families.Family)}
+    listed = {name for name, value in inspect.getmembers(families) if any(value is f for f in families.FAMILIES)}
+    assert defined == listed
+    source = (Path(families.__file__).parent / "test_properties.py").read_text()
+    drawn = re.findall(r"^@given\(config=_configs\((\w+)\)", source, flags=re.M)
+    assert sorted(drawn) == sorted(listed)

@@ -4,6 +4,8 @@ a branch no test runs is still caught)."""
 from __future__ import annotations
 
 import ast
+import graphlib
+from collections import deque
 import subprocess
 import sys
 from pathlib import Path
@@ -34,8 +36,8 @@ def _imports(path: Path) -> list[str]:
     return out
 
 
-def _module(path: Path) -> str:
-    return ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+def _module(path: Path, root: Path = PACKAGE.parent) -> str:
+    return ".".join(path.relative_to(root).with_suffix("").parts)
 
 
 def _room(name: str) -> str:
@@ -43,6 +45,46 @@ def _room(name: str) -> str:
 
 
 SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def _package(module: str) -> str:
+    """``a.b.__init__`` -> ``a.b``: what an import names."""
+    return module.removesuffix(".__init__")
+
+
+MODULES = frozenset(_package(_module(p)) for p in SOURCES)
+
+
+def _resolve(name: str, modules: frozenset[str] = MODULES) -> str | None:
+    """The module an imported name lives in (``a.b.f`` -> ``a.b``), or None outside ``modules``."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph(sources: list[Path] = SOURCES, root: Path = PACKAGE.parent) -> dict[str, set[str]]:
+    """module -> the faultload modules importing it runs: what it names, and the packages above them (importing
+    ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``); type-only imports left out (they never run)."""
+    modules = frozenset(_package(_module(p, root)) for p in sources)
+    graph = {}
+    for path in sources:
+        module = _package(_module(path, root))
+        named = {r for n in _imports(path) if (r := _resolve(n, modules))}
+        parents = {".".join(n.split(".")[:k]) for n in named for k in range(2, n.count(".") + 1)} & modules
+        graph[module] = {n for n in named | parents if n != module and not module.startswith(n + ".")}
+    return graph
+
+
+def first_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` (``[a, b, ..., a]``), or None (graphlib's topological sort finds it)."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return None
+
+
+GRAPH = import_graph()
 # room -> the only rooms it may import (at run time): plain values and records import plain values,
 # and the checker judges records, so a stored trial is judged without running anything
 ONLY = {
@@ -50,17 +92,17 @@ ONLY = {
     "faultload.strategies": ("faultload.model", "faultload.strategies"),
     "faultload.record": ("faultload.model", "faultload.record"),
     "faultload.checker": ("faultload.model", "faultload.record", "faultload.checker"),
+    "faultload.host": ("faultload.host",),  # this machine: processes, signals, ports, limits, folders, settings
 }
 # module -> the only rooms it may import: a stored trial is loaded, shown and judged again without the
 # trial runner, the stack, the router, the client or Toxiproxy (faultload check)
-OFFLINE = ("faultload.checker", "faultload.model", "faultload.record", "faultload.store", "faultload.stats",
-           "faultload.version", "faultload.exits")
+OFFLINE = ("faultload.checker", "faultload.model", "faultload.record", "faultload.store", "faultload.version")
 # a comparison is judged from stored reports alone (its thresholds from the settings file)
-COMPARE_OFFLINE = OFFLINE + ("faultload.compare", "faultload.config_file")
+COMPARE_OFFLINE = OFFLINE + ("faultload.compare", "faultload.host.settings")
 MODULE_ONLY = {"faultload.store.bundle": OFFLINE, "faultload.store.check": OFFLINE, "faultload.store.report": OFFLINE,
                "faultload.compare.judge": COMPARE_OFFLINE, "faultload.compare.metrics": COMPARE_OFFLINE,
                "faultload.compare.stats": COMPARE_OFFLINE}
-_FACES = ("faultload.suite", "faultload.cli", "faultload.cli_commands", "faultload.matrix", "faultload.store")
+_FACES = ("faultload.suite", "faultload.cli", "faultload.matrix", "faultload.setup", "faultload.store")
 # room -> rooms it must never import (at run time)
 FORBIDDEN = {
     "faultload.router": ("faultload.client", "faultload.checker", "faultload.run") + _FACES,
@@ -68,15 +110,16 @@ FORBIDDEN = {
     "faultload.faults": ("faultload.checker", "faultload.run", "faultload.router", "faultload.client") + _FACES,
     "faultload.targets": ("faultload.checker", "faultload.run", "faultload.router", "faultload.client") + _FACES,
     "faultload.run": _FACES,
-    "faultload.cluster": ("faultload.checker", "faultload.run", "faultload.router") + _FACES,
-    "faultload.compare": ("faultload.suite", "faultload.cli", "faultload.cli_commands", "faultload.matrix"),
+    "faultload.cluster": ("faultload.checker", "faultload.run", "faultload.router", "faultload.faults") + _FACES,
+    "faultload.compare": ("faultload.suite", "faultload.cli", "faultload.matrix", "faultload.setup"),
 }
 # module -> what it must never import, beyond its room's rules
 MODULE_FORBIDDEN = {"faultload.run.stack": ("faultload.checker",)}
 INSIDE_THE_TARGET = ("faultload.targets.skyrl_patches", "faultload.targets.skyrl_forwarding",
                      "faultload.targets.skyrl_mutants", "faultload.targets.skyrl_dbpool", "faultload.targets.skyrl_launch",
                      "faultload.targets.skyrl_engine")
-USES_THE_SUITE = ("faultload.suite", "faultload.matrix")
+# the suite, the matrix that runs it, and the command line whose `matrix` command runs the matrix
+USES_THE_SUITE = ("faultload.suite", "faultload.matrix", "faultload.cli", "faultload.__main__")
 
 
 def _under(name: str, rooms: tuple[str, ...]) -> bool:
@@ -89,7 +132,8 @@ def broken_rule(module: str, imports: list[str]) -> str | None:
     for name in imports:
         if room in ONLY and _room(name) not in ONLY[room]:
             return f"{module} imports {name}: ARCHITECTURE.md lets {room} import only {', '.join(ONLY[room])}"
-        if module in MODULE_ONLY and not _under(name, MODULE_ONLY[module]):
+        if module in MODULE_ONLY and not _under(name, MODULE_ONLY[module]) \
+                and not any(allowed.startswith(name + ".") for allowed in MODULE_ONLY[module]):  # its package
             return f"{module} imports {name}: ARCHITECTURE.md keeps a stored trial's loading offline"
         forbidden = FORBIDDEN.get(room, ()) + MODULE_FORBIDDEN.get(module, ())
         if _under(name, forbidden):
@@ -101,9 +145,43 @@ def broken_rule(module: str, imports: list[str]) -> str | None:
     return None
 
 
+def reached(module: str, graph: dict[str, set[str]] = GRAPH) -> dict[str, list[str]]:
+    """Every module that importing ``module`` runs, transitively, each with the chain that pulls it in
+    (breadth first: the shortest)."""
+    chains = {module: [module]}
+    todo = deque([module])
+    while todo:
+        here = todo.popleft()
+        for name in sorted(graph.get(here, ())):
+            if name not in chains:
+                chains[name] = chains[here] + [name]
+                todo.append(name)
+    del chains[module]
+    return chains
+
+
+def broken_transitively(module: str, graph: dict[str, set[str]] = GRAPH) -> str | None:
+    """The first rule ``module`` breaks through what its imports pull in, with the chain, or None."""
+    for name, chain in reached(_package(module), graph).items():
+        broken = broken_rule(module, [name])
+        if broken is not None:
+            return f"{broken} (through {' -> '.join(chain)})"
+    return None
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: _module(p))
 def test_layering(path: Path) -> None:
-    assert broken_rule(_module(path), _imports(path)) is None
+    """What a module imports, and what those imports import in turn, keeps its room's rules."""
+    assert broken_transitively(_module(path)) is None
+
+
+def test_a_rule_broken_through_a_helper_is_seen() -> None:
+    """A Ray actor's module that imports a harmless-looking helper which imports Toxiproxy's client breaks the
+    cluster's rule as surely as a direct import."""
+    graph = {"faultload.cluster.nodes": {"faultload.host.helper"}, "faultload.host.helper": {"faultload.faults.toxiproxy"}}
+    broken = broken_transitively("faultload.cluster.nodes", graph)
+    assert broken is not None and "faultload.cluster.nodes -> faultload.host.helper -> faultload.faults.toxiproxy" in broken
+    assert broken_transitively("faultload.cluster.nodes", {"faultload.cluster.nodes": {"faultload.host.helper"}}) is None
 
 
 @pytest.mark.parametrize("module, name", [
@@ -112,7 +190,9 @@ def test_layering(path: Path) -> None:
     ("faultload.strategies.shapes", "faultload.client.raw"),
     ("faultload.record.history", "faultload.run.monitor"),
     ("faultload.checker.results", "faultload.run.trial"),
-    ("faultload.checker.results", "faultload.stats"),
+    ("faultload.checker.results", "faultload.host.processes"),
+    ("faultload.host.processes", "faultload.model.shape"),
+    ("faultload.cluster.nodes", "faultload.faults.toxiproxy"),
     ("faultload.store.bundle", "faultload.run.trial"),
     ("faultload.store.check", "faultload.faults.schedule"),
     ("faultload.router.app", "faultload.client.raw"),
@@ -121,12 +201,12 @@ def test_layering(path: Path) -> None:
     ("faultload.faults.schedule", "faultload.run.trial"),
     ("faultload.targets.server", "faultload.run.monitor"),
     ("faultload.run.trial", "faultload.suite.runner"),
-    ("faultload.run.trial", "faultload.cli_commands"),
+    ("faultload.run.trial", "faultload.cli.commands"),
     ("faultload.run.stack", "faultload.checker.judge"),
-    ("faultload.progress", "faultload.suite.families"),
+    ("faultload.run.progress", "faultload.suite.families"),
     ("faultload.store.repro", "faultload.targets.skyrl_patches"),
     ("faultload.compare.judge", "faultload.run.trial"),
-    ("faultload.compare.runner", "faultload.cli_commands"),
+    ("faultload.compare.runner", "faultload.cli.commands"),
 ])
 def test_each_rule_fails_when_broken(module: str, name: str) -> None:
     """Every rule above catches the import that breaks it (the rules are not vacuous after a move)."""
@@ -156,3 +236,27 @@ def test_plain_values_load_nothing_heavy() -> None:
             "print(' '.join(m for m in ('aiohttp', 'psutil', 'toxiproxy', 'requests', 'httpx', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == []
+
+
+def test_no_import_cycle() -> None:
+    """No module imports, through any chain of run-time imports, itself (type-only imports are not counted)."""
+    assert first_cycle(GRAPH) is None
+
+
+def test_a_cycle_is_seen() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    cycle = first_cycle(graph)
+    assert cycle is not None and cycle[0] == cycle[-1] and set(cycle) == {"a", "b", "c"}
+    assert first_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_graph_counts_the_packages_an_import_runs(tmp_path: Path) -> None:
+    pkg = tmp_path / "faultload"
+    (pkg / "x").mkdir(parents=True)
+    for name in ("__init__", "x/__init__", "x/y"):
+        (pkg / f"{name}.py").write_text("")
+    (pkg / "z.py").write_text("from faultload.x.y import f\nif TYPE_CHECKING:\n    import faultload.w\n")
+    (pkg / "w.py").write_text("import faultload\n")
+    graph = import_graph(sorted(pkg.rglob("*.py")), tmp_path)
+    assert graph["faultload.z"] == {"faultload.x.y", "faultload.x"}  # not faultload.w: type-only
+    assert graph["faultload.w"] == set()  # a module's own packages ran before it

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from faultload.matrix_rows import FINDING_5_INVARIANTS
-from faultload.matrix import (DEFAULT_ROWS, FINDING_1_INVARIANTS, MatrixRow, judge_compare_row, judge_row,
+from faultload.matrix.rows import FINDING_5_INVARIANTS
+from faultload.matrix.run import (DEFAULT_ROWS, FINDING_1_INVARIANTS, MatrixRow, judge_compare_row, judge_row,
                               row_command, run_row, select_rows)
 from faultload.store.matrix_table import markdown_table
 
@@ -283,7 +283,7 @@ def test_a_comparison_row_runs_faultload_compare_on_its_two_builds(tmp_path, mon
         def wait(self, timeout=None):
             return 1
 
-    monkeypatch.setattr("faultload.matrix.subprocess.Popen", Done)
+    monkeypatch.setattr("faultload.matrix.run.subprocess.Popen", Done)
     r = run_row(COST, "ci", tmp_path, tmp_path, all_properties=False, cwd=tmp_path, timeout_s=10.0,
                 log=lambda m: None)
     cmd = seen["cmd"]

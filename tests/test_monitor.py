@@ -19,9 +19,9 @@ import pytest
 
 from faultload.record.samples import SAMPLE_FIELDS
 
-from faultload.netutil import http_get_json
+from faultload.host.network import http_get_json
 from faultload.run.monitor import Monitor, snapshot
-from faultload.netutil import pick_free_port
+from faultload.host.network import pick_free_port
 
 from conftest import wait_until
 

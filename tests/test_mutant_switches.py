@@ -19,7 +19,7 @@ import types
 import pytest
 
 from faultload.model.target import parse_target
-from faultload.netutil import http_get_json, pick_free_port
+from faultload.host.network import http_get_json, pick_free_port
 from faultload.targets import install, skyrl_mutants, skyrl_patches
 from faultload.targets.server import ServerStartError, launch_skyrl
 

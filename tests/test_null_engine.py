@@ -22,7 +22,7 @@ import pytest
 
 from conftest import TARGETS, require_target, wait_until
 from faultload.model.target import parse_target
-from faultload.netutil import pick_free_port
+from faultload.host.network import pick_free_port
 from faultload.targets import install
 from faultload.targets.server import BASE_MODEL, ServerHandle, ServerStartError, launch_skyrl
 

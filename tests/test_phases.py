@@ -26,7 +26,7 @@ from faultload.store.bundle import load_bundle, write_bundle
 from faultload.suite.comparative import ComparingExecutor
 from faultload.suite.executor import TrialOutcome
 from faultload.suite.families import Family
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 from tests.quality.compare_fakes import CostlierSwitch
 from tests.quality.fakes import KnownFailure, make_runner, trial
 from tests.test_judge import _result as judged_result

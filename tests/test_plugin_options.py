@@ -232,4 +232,4 @@ def test_the_plugin_imports_no_machinery() -> None:
     code = ("import sys, faultload.suite.plugin; "
             "print(sorted(m for m in sys.modules if m.startswith(('hypothesis', 'faultload.'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "['faultload.suite', 'faultload.suite.plugin']"
+    assert out.strip() == "['faultload.suite', 'faultload.suite.defaults', 'faultload.suite.plugin']"  # defaults: stdlib only

@@ -23,13 +23,13 @@ import pytest
 from aiohttp import web
 
 from tests.results import json_result, proto_result
-from faultload import tokens
+from faultload.model import tokens
 from faultload.client import decode
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
 from faultload.client.counters import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.raw import RawClient, make_session
 from faultload.record.history import ErrorClass, History, Outcome
-from faultload.netutil import pick_free_port
+from faultload.host.network import pick_free_port
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 
 BOUND_S = 60.0  # upper bound on any one client run here (never reached when things work)

@@ -91,7 +91,7 @@ def test_a_trial_on_two_nodes_completes_and_holds_as_local_workers_do(cluster, i
 def test_ctrl_c_mid_trial_leaves_no_actor(cluster, isolated_workdir: Path, tmp_path: Path):
     require_target("0.4.0")
     json_out = tmp_path / "report.json"
-    run = Started(["-m", "faultload.cli", "run", "--workdir", str(isolated_workdir), *LONG_RUN, "--ray",
+    run = Started(["-m", "faultload.cli.main", "run", "--workdir", str(isolated_workdir), *LONG_RUN, "--ray",
                    cluster.address, "--json-out", str(json_out)], tmp_path)
     assert wait_until(lambda: len(_actors(cluster)) == 2 and run.saw("in-flight") or run.proc.poll() is not None,
                       timeout_s=240.0, every_s=0.2), run.stderr()
@@ -109,7 +109,7 @@ def test_ctrl_c_mid_trial_leaves_no_actor(cluster, isolated_workdir: Path, tmp_p
 def test_a_killed_actor_makes_its_requests_unfinished_and_is_named(cluster, isolated_workdir: Path, tmp_path: Path):
     require_target("0.4.0")
     json_out = tmp_path / "report.json"
-    run = Started(["-m", "faultload.cli", "run", "--workdir", str(isolated_workdir), *LONG_RUN, "--ray",
+    run = Started(["-m", "faultload.cli.main", "run", "--workdir", str(isolated_workdir), *LONG_RUN, "--ray",
                    cluster.address, "--json-out", str(json_out)], tmp_path)
     assert wait_until(lambda: run.saw("completed") or run.proc.poll() is not None, timeout_s=240.0,
                       every_s=0.2), run.stderr()
@@ -133,8 +133,8 @@ def test_matrix_rows_spread_one_per_node_at_once_in_row_order(cluster):
     # and when. The real rows' equivalence with the sequential matrix is measured by `faultload matrix --ray`.
     import types
 
-    from faultload.cli_cluster import join_rows_cluster
-    from faultload.matrix_spread import spread_rows
+    from faultload.cli.cluster import join_rows_cluster
+    from faultload.matrix.spread import spread_rows
 
     args = types.SimpleNamespace(ray=cluster.address, allow_remote=False, ray_environ={})
     joined = join_rows_cluster(args)

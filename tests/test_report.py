@@ -18,7 +18,7 @@ from faultload.record.faults import AppliedFault, FaultLog
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.model.shape import LoadShape
-from faultload.stats import Histogram
+from faultload.record.histogram import Histogram
 from faultload.model.trial import TrialConfig
 from faultload.run.trial import TrialResult
 

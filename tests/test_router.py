@@ -22,7 +22,7 @@ import psutil
 import pytest
 import simdjson
 
-from faultload import tokens
+from faultload.model import tokens
 from faultload.router.bodies import completion_body
 from faultload.model.router import RouterConfig
 from faultload.router.compiled import find_router, missing_advice
@@ -479,9 +479,11 @@ def test_a_fault_window_ends_at_its_deadline_however_late_its_call_arrives(
     assert 0.0 < h.stats()["faults"]["stall_s"] <= 30.0
     h.reset_faults()
     h.pause(30.0)
-    late = threading.Thread(target=h.truncate, args=(0.2,))
+    deadline = time.monotonic() + 0.2  # fixed here, so however late the thread runs its call ends by then
+    late = threading.Thread(target=h._control, args=("/control/truncate", {"seconds": 0.2, "until_monotonic": deadline}))
     late.start()  # waits in the paused router's socket
-    time.sleep(0.5)
+    while time.monotonic() <= deadline:  # resume only once the deadline has passed (bounded: 0.2 s)
+        time.sleep(0.01)
     h.resume()
     late.join(10.0)
     assert not late.is_alive() and h.stats()["faults"]["truncate_s"] == 0.0

@@ -15,6 +15,8 @@ import pytest
 from faultload.client.http import HttpPool, ResetError
 from faultload.router.http_server import Request, Response, Send, Server
 
+from test_http_client import BOUND_S, until
+
 LONG_S = 10.0
 
 
@@ -178,10 +180,11 @@ def test_a_large_body_is_written_whole(run):
 
 
 def test_close_idle_closes_only_connections_without_a_request(run):
-    release = asyncio.Event()
+    release, holding = asyncio.Event(), asyncio.Event()
 
     async def gated(request: Request, send: Send) -> None:
         if request.path == "/hold":
+            holding.set()
             await release.wait()
         await send(Response(200, b"ok"))
 
@@ -189,10 +192,9 @@ def test_close_idle_closes_only_connections_without_a_request(run):
         async with Served(gated) as s, s.pool() as idle_pool, s.pool() as busy_pool:
             assert (await idle_pool.post("/", b"", b"", LONG_S))[0] == 200
             held = asyncio.ensure_future(busy_pool.post("/hold", b"", b"", LONG_S))
-            await asyncio.sleep(0.1)
+            await asyncio.wait_for(holding.wait(), BOUND_S)  # the busy connection's request is in its handler
             s.server.close_idle()
-            await asyncio.sleep(0.1)
-            assert len(s.server.connections) == 1  # the idle one is gone, the busy one stays
+            assert await until(lambda: len(s.server.connections) == 1)  # the idle one is gone, the busy one stays
             release.set()
             assert (await held)[0] == 200
 
@@ -203,8 +205,7 @@ def test_an_idle_connection_is_closed_after_the_keepalive(run):
     async def main():
         async with Served(echo, keepalive_s=0.2) as s, s.pool() as pool:
             assert (await pool.post("/", b"", b"", LONG_S))[0] == 200
-            await asyncio.sleep(0.5)
-            assert not s.server.connections
+            assert await until(lambda: not s.server.connections)  # bounded: BOUND_S, far past the 0.2 s
 
     run(main())
 

@@ -22,7 +22,7 @@ import pytest
 import tinker
 from tinker._client import AsyncTinker
 
-from faultload import tokens
+from faultload.model import tokens
 from faultload.client.job import WorkerJob
 from faultload.client.sdk import final_outcome, socket_count
 from faultload.client import sdk_wire
@@ -459,3 +459,66 @@ def test_cli_refuses_what_the_sdk_cannot_do(tmp_path: Path, isolated_workdir: Pa
     assert run.returncode == 2, run.stderr[-2000:]
     assert needle in run.error_line() and "Traceback" not in run.stderr
     assert not (isolated_workdir / "runs").exists() or not list((isolated_workdir / "runs").iterdir())
+
+
+# --------------------------------------------------------------------------- whose error it is
+
+
+class _Sequence:
+    """Test double: one sample as the SDK hands it back."""
+
+    def __init__(self, tokens_np, logprobs_np) -> None:
+        self.tokens_np, self.logprobs_np = tokens_np, logprobs_np
+
+
+class _Sampling:
+    """Test double for the SDK's sampling client: answers every request with its own result, or with samples
+    that carry no arrays (``readable=False``, what a server that left the logprobs out would give)."""
+
+    def __init__(self, job: WorkerJob, readable: bool = True) -> None:
+        self.job, self.readable, self.rows = job, readable, 0
+
+    async def sample_async(self, prompt, num_samples, sampling_params):
+        nonce = self.job.nonce(self.job.first + self.rows)
+        self.rows += 1
+        length = self.job.shape.result_tokens
+        if not self.readable:
+            return type("Response", (), {"sequences": [_Sequence(None, None)]})()
+        return type("Response", (), {"sequences": [_Sequence(tokens.output_tokens(nonce, 0, length),
+                                                             tokens.output_logprobs(nonce, 0, length))]})()
+
+
+def _sdk_client(readable: bool = True):
+    from faultload.client.counters import LiveCounters
+    from faultload.client.sdk import SdkClient
+
+    job = dataclasses.replace(_job(count=3), t0=time.monotonic())
+    client = SdkClient(job, LiveCounters(None, 0, 0))
+    client.sampling = _Sampling(job, readable)
+    return client
+
+
+def test_a_bug_in_the_harness_judging_an_sdk_result_is_a_harness_error_not_the_servers_verdict(monkeypatch):
+    """An exception raised by faultload's own check of a result ends the run (the trial reports a harness
+    error), as the raw client's would; it is never recorded as the server's CORRUPT/DECODE."""
+    from faultload.client import decode
+
+    client = _sdk_client()
+    asyncio.run(client.run(lambda: False))
+    assert list(client.history["outcome"]) == [Outcome.OK] * 3  # the double answers correctly
+
+    def broken_check(*args, **kwargs):
+        raise KeyError("a checker bug")
+
+    monkeypatch.setattr(decode, "check", broken_check)
+    client = _sdk_client()
+    with pytest.raises(KeyError, match="a checker bug"):
+        asyncio.run(client.run(lambda: False))
+    assert Outcome.CORRUPT not in set(client.history["outcome"])
+
+
+def test_a_result_the_server_sent_without_arrays_is_the_servers_decode_error():
+    client = _sdk_client(readable=False)
+    asyncio.run(client.run(lambda: False))
+    assert list(client.history["outcome"]) == [Outcome.CORRUPT] * 3
+    assert list(client.history["error"]) == [ErrorClass.DECODE] * 3

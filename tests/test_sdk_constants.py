@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from faultload import tokens
+from faultload.model import tokens
 from faultload.client import raw, sdk_rules
 from faultload.client.counters import LiveCounters
 from faultload.client.job import COUNTER_SLOTS, WorkerJob

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from faultload import cli_commands, cli_parser
+from faultload.cli import commands as cli_commands
+
+from faultload.cli import parser as cli_parser
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour, parse_poll_behaviour
 from faultload.model.target import DEFAULT_TARGET, parse_target, require_loopback
 

@@ -9,10 +9,10 @@ import pytest
 import simdjson
 
 from tests.results import json_result, proto_result
-from faultload import tokens
+from faultload.model import tokens
 from faultload.client import decode
 from faultload.record.history import COLUMNS, MAX_COUNT, ErrorClass, History, Outcome, bump_count
-from faultload.stats import Histogram
+from faultload.record.histogram import Histogram
 
 BUCKET = 1.01  # the histogram's bucket growth factor: one bucket is ~1% wide
 

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from faultload.compare.judge import CompareSettings
-from faultload.exits import EXIT_FAILED, EXIT_OK
+from faultload.store.outcomes import ReplayStatus
 from faultload.model.build import parse_build
 from faultload.store import repro as repro_mod
 from faultload.compare import replay as replay_mod
@@ -26,7 +26,7 @@ from faultload.suite.families import Family
 from faultload.suite.profiles import get_profile
 from faultload.suite.reducer import with_requests
 from faultload.suite.session import SuiteOptions
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 from tests.quality.compare_fakes import CostlierSwitch, fake_report
 from tests.quality.fakes import make_runner, trial
 
@@ -174,7 +174,8 @@ def _fake_comparison(factor: float, calls: list):
     return run
 
 
-@pytest.mark.parametrize("factor, code, status", [(1.5, EXIT_FAILED, "reproduced"), (1.0, EXIT_OK, "flaky")])
+@pytest.mark.parametrize("factor, code, status", [(1.5, ReplayStatus.REPRODUCED, "reproduced"),
+                                                  (1.0, ReplayStatus.FLAKY, "flaky")])
 def test_replay_runs_both_builds_again_and_exits_by_the_comparison(tmp_path, monkeypatch, factor, code,
                                                                    status) -> None:
     path, _ = _failing_repro(tmp_path)

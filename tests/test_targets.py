@@ -22,8 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from faultload.netutil import http_get_json
-from faultload.netutil import pick_free_port
+from faultload.host.network import http_get_json
+from faultload.host.network import pick_free_port
 from faultload.targets import install, skyrl_patches
 from faultload.targets.server import ServerHandle, ServerStartError, launch_skyrl, wait_healthy
 from faultload.model.target import parse_target

@@ -25,7 +25,7 @@ from faultload.record.history import Outcome
 from faultload.model.shape import LoadShape
 from faultload.model.trial import TrialConfig
 from faultload.run.trial import run_trial
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 
 from conftest import ROOT, cli_env, default_signals, leftover_dirs, python_exe, require_target, tagged_processes, wait_until
 
@@ -111,7 +111,7 @@ def _interrupt_run(workdir: Path, tmp_path: Path, sig: int) -> tuple[int, str, s
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     cmd = [
-        python_exe(), "-m", "faultload.cli", "run", "--workdir", str(workdir), "--requests", "20000",
+        python_exe(), "-m", "faultload.cli.main", "run", "--workdir", str(workdir), "--requests", "20000",
         "--router-mode", "barrier", "--barrier", "100000", "--barrier-timeout", "600", "--json-out", str(json_out),
     ]
     proc = subprocess.Popen(
@@ -170,7 +170,7 @@ def test_interrupt_during_server_start_stops_everything(isolated_workdir: Path, 
     tag = uuid.uuid4().hex
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    cmd = [python_exe(), "-m", "faultload.cli", "run", "--workdir", str(isolated_workdir), "--requests", "100", "--quiet"]
+    cmd = [python_exe(), "-m", "faultload.cli.main", "run", "--workdir", str(isolated_workdir), "--requests", "100", "--quiet"]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=cli_env(tag, tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         stdin=subprocess.DEVNULL, preexec_fn=default_signals,  # as at a terminal, even under a background job

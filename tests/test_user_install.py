@@ -117,4 +117,4 @@ def test_wheel_ships_what_runs_inside_the_target_and_the_suite(tmp_path: Path) -
         assert needed in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
-    assert "faultload = faultload.cli:main" in text and "faultload = faultload.suite.plugin" in text
+    assert "faultload = faultload.cli.main:main" in text and "faultload = faultload.suite.plugin" in text

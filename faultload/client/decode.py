@@ -17,7 +17,7 @@ from types import ModuleType
 import numpy as np
 import simdjson
 
-from faultload import tokens
+from faultload.model import tokens
 
 PROTO_CONTENT_TYPE = "application/x-protobuf"
 

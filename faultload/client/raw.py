@@ -38,7 +38,8 @@ from urllib.parse import urlsplit
 import numpy as np
 import simdjson
 
-from faultload import tokens
+from faultload.model import tokens
+from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
 from faultload.client import decode
 from faultload.client.counters import (
     ACCEPTED, ATTEMPTS, COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, POLL_TIMEOUTS, SUBMITTED, LiveCounters,
@@ -223,7 +224,7 @@ class RawClient:
         """The server's request id, or REJECTED (the SDK raised), or PENDING (the deadline came first)."""
         h = self._h
         body = self._sample_body(row, nonce)
-        timeout_s = 60.0 * self.shape.time_scale  # connects are bounded by the pool's connect_timeout_s
+        timeout_s = self.shape.scaled(SDK_REQUEST_TIMEOUT_S)  # connects are bounded by the pool's connect_timeout_s
         window_s = self.shape.scaled(self.policy.submit_retry_window_s)
         window_start, failures = self.now(), 0
         while self.now() < self.job.deadline_s:

@@ -31,10 +31,11 @@ import os
 import time
 from typing import Any, Callable
 
+import numpy as np
 import tinker
 from tinker import types
 
-from faultload import tokens
+from faultload.model import tokens
 from faultload.client import decode
 from faultload.client.job import WorkerJob
 from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
@@ -132,6 +133,7 @@ class SdkClient:
         gate = asyncio.Semaphore(cap)
         params = types.SamplingParams(max_tokens=shape.result_tokens, temperature=1.0)
         tasks: set[asyncio.Task] = set()
+        harness_errors: list[BaseException] = []  # raised while recording or judging: ours, not the server's
         settled = asyncio.Event()  # every request fed and finished
         fed = False
         sockets0 = socket_count()
@@ -140,6 +142,9 @@ class SdkClient:
         def finished(task: asyncio.Task) -> None:
             tasks.discard(task)
             gate.release()
+            if not task.cancelled() and task.exception() is not None:  # the harness's own bug: end the run
+                harness_errors.append(task.exception())
+                settled.set()
             if fed and not tasks:
                 settled.set()
 
@@ -171,6 +176,8 @@ class SdkClient:
                 task.cancel()
             await asyncio.gather(*leftovers, return_exceptions=True)
             self.close()
+        if harness_errors:  # surfaces as the trial's harness error, as the raw client's would
+            raise harness_errors[0]
 
     async def _one(self, row: int, params: Any) -> None:
         h = self.history
@@ -186,30 +193,28 @@ class SdkClient:
                                                         sampling_params=params)
             h["done"][row] = self.now()
         except Exception as exc:  # what the SDK gave up with
-            self._ended(row, nonce, lambda exc=exc: self._gave_up(row, exc), Outcome.FAILED, ErrorClass.OTHER)
+            self._gave_up(row, exc)
         else:
-            self._ended(row, nonce, lambda: self._judge(row, nonce, response), Outcome.CORRUPT, ErrorClass.DECODE)
+            self._judge(row, nonce, response)
         finally:
             self.counters.add(IN_FLIGHT, -1)
 
-    def _ended(self, row: int, nonce: int, record: Callable[[], None], outcome: Outcome, error: ErrorClass) -> None:
-        """Record how a request ended; if recording raises (a response we cannot read), the request
-        ends as ``outcome``/``error`` instead of the exception ending the worker."""
-        try:
-            record()
-        except Exception as exc:
-            self.history["outcome"][row] = outcome
-            self.history["error"][row] = error
-            self.examples.setdefault(error.key, f"sdk request of nonce {nonce}: {type(exc).__name__}: {exc}"[:300])
-            self.counters.add(FAILED)
-
     def _judge(self, row: int, nonce: int, response: Any) -> None:
+        """The result against its nonce. What the server sent may not read as arrays (no logprobs, say): that
+        is the server's DECODE; anything raised past that point is the harness's own, and ends the run."""
         h = self.history
         shape = self.job.shape
-        sequences = [
-            decode.Sequence(seq.tokens_np.astype("int32"), seq.logprobs_np.astype("float32"))
-            for seq in response.sequences
-        ]
+        try:
+            sequences = [
+                decode.Sequence(np.asarray(seq.tokens_np, dtype="int32"), np.asarray(seq.logprobs_np, dtype="float32"))
+                for seq in response.sequences
+            ]
+        except (AttributeError, TypeError, ValueError) as exc:
+            h["outcome"][row] = Outcome.CORRUPT
+            h["error"][row] = ErrorClass.DECODE
+            self.examples.setdefault(ErrorClass.DECODE.key, f"sdk result of nonce {nonce}: {type(exc).__name__}: {exc}"[:300])
+            self.counters.add(FAILED)
+            return
         problem = decode.check(sequences, nonce, shape.num_samples, shape.result_tokens)
         if problem is None:
             h["outcome"][row] = Outcome.OK

@@ -29,7 +29,7 @@ a retryable error (a new asample) until its stuck detection (no progress for
 
 from __future__ import annotations
 
-from faultload import tokens
+from faultload.model import tokens
 from faultload.model.sdk import (
     SDK_BYTES_PER_TOKEN, SDK_LARGE_PROMPT_BYTES, SDK_LARGE_RATE_LIMIT_PAUSE_S, SDK_RATE_LIMIT_PAUSE_S,
 )

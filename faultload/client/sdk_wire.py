@@ -5,7 +5,7 @@ The SDK hides its request ids, retries and polls inside its own event loop
 picks itself (pyqwest's, as the server's client config asks, or httpx's own),
 so :class:`RecordingTransport` wraps *that* transport and sees every attempt
 on the wire: an ``asample`` body carries the request's nonce in its prompt
-tokens (:mod:`faultload.tokens`), its answer the server's request id, and a
+tokens (:mod:`faultload.model.tokens`), its answer the server's request id, and a
 ``retrieve_future`` body that id again. :class:`SdkWire` turns those into the
 same History columns and attempt rows the raw client writes (attempts, submit
 retries, re-polls, transport errors, server id, last error class).
@@ -33,10 +33,11 @@ import pyqwest
 import tinker
 from tinker import _base_client, _constants
 
-from faultload import tokens
+from faultload.model import tokens
 from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
 from faultload.client.raw import ACCEPTED as _ACCEPTED, ATTEMPTS as _ATTEMPTS, POLL_TIMEOUTS as _POLL_TIMEOUTS
 from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, bump_count
+from faultload.model.timescale import trial_s
 
 _SAMPLE_PATH = "/api/v1/asample"
 _POLL_PATH = "/api/v1/retrieve_future"
@@ -321,7 +322,7 @@ def scaled_limits(limits: httpx.Limits, time_scale: float) -> httpx.Limits:
     expiry = limits.keepalive_expiry
     return httpx.Limits(max_connections=limits.max_connections,
                         max_keepalive_connections=limits.max_keepalive_connections,
-                        keepalive_expiry=None if expiry is None else expiry * time_scale)
+                        keepalive_expiry=None if expiry is None else trial_s(expiry, time_scale))
 
 
 # pyqwest's pool idle timeout when the SDK builds its transport (it passes none: the default, 90 s)
@@ -339,7 +340,7 @@ def scaled_pyqwest_transport(build: Callable[[], httpx.AsyncBaseTransport], time
     past the server's close — resets that full time does not have (the
     nightly profile saw 5 in 15,005 attempts with no fault).
     """
-    idle_s = PYQWEST_IDLE_TIMEOUT_S * time_scale
+    idle_s = trial_s(PYQWEST_IDLE_TIMEOUT_S, time_scale)
 
     def scaled() -> httpx.AsyncBaseTransport:
         real = pyqwest.HTTPTransport

@@ -6,7 +6,7 @@ import json
 import urllib.error
 import urllib.request
 
-from faultload import __version__
+from faultload.version import CLIENT_VERSION
 
 
 class SessionError(RuntimeError):
@@ -28,7 +28,7 @@ def open_sampling_session(base_url: str, base_model: str, timeout_s: float = 30.
     """Create a session and a base-model sampling session; return the sampling session id."""
     session = _post(
         f"{base_url}/api/v1/create_session",
-        {"tags": ["faultload"], "user_metadata": {}, "sdk_version": f"faultload-{__version__}"},
+        {"tags": ["faultload"], "user_metadata": {}, "sdk_version": CLIENT_VERSION},
         timeout_s,
     )
     sampling = _post(

@@ -22,7 +22,7 @@ import json
 import time
 from typing import Callable
 
-from faultload import __version__
+from faultload.version import CLIENT_VERSION
 from faultload.client.http import HttpPool
 from faultload.client.job import WorkerJob
 from faultload.client.raw import classify_error, make_session, split_base_url
@@ -115,7 +115,7 @@ class TrainingClient:
 
     async def _create_session(self, trainer: int) -> str | None:
         body = json.dumps({"tags": ["faultload-trainer"], "user_metadata": {}, "type": "create_session",
-                           "sdk_version": f"faultload-{__version__}"}).encode()
+                           "sdk_version": CLIENT_VERSION}).encode()
         call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)  # a trainer's set-up, as its first call
         answer = await self._submit(call, "create_session", body, _JSON)
         session_id = self._field(call, answer, "session_id")

@@ -24,14 +24,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from faultload import aio
-from faultload.procutil import die_with_parent, ignore_terminal_signals, terminal_signals_blocked
+from faultload.host import eventloop
+from faultload.host.processes import die_with_parent, ignore_terminal_signals, terminal_signals_blocked
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
 from faultload.client.raw import run_raw
 from faultload.client.training import run_training
 from faultload.client.training_bodies import TrainingCodec
 from faultload.record.history import History
-from faultload.stats import Histogram
+from faultload.record.histogram import Histogram
 
 _READY_TIMEOUT_S = 60.0
 
@@ -117,7 +117,7 @@ def run_job(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared
     try:
         if profiler is not None:
             profiler.enable()
-        client = aio.run(_run(job, counters, stopped, prepared, clients.append))
+        client = eventloop.run(_run(job, counters, stopped, prepared, clients.append))
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))

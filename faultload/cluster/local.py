@@ -21,7 +21,8 @@ from pathlib import Path
 
 import psutil
 
-from faultload.netutil import pick_free_port
+from faultload.host.network import pick_free_port
+from faultload.host.processes import child_environment
 
 START_TIMEOUT_S = 90.0
 
@@ -39,7 +40,7 @@ class LocalCluster:
 
     def _ray(self, *args: str) -> None:
         ray_cli = Path(sys.executable).with_name("ray")
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        env = child_environment({"RAY_USAGE_STATS_ENABLED": "0"})
         proc = subprocess.run([str(ray_cli), "start", *args, f"--num-cpus={self.cpus}"], env=env,
                               capture_output=True, text=True, timeout=START_TIMEOUT_S)
         if proc.returncode != 0:

@@ -1,7 +1,7 @@
 """What each node of the cluster can hold, and which node runs which worker job.
 
 Every alive node is asked, by a task pinned to it, for the same limits the
-local preflight reads (``faultload.doctor.machine_limits``: open files per
+local preflight reads (``faultload.host.limits.machine_limits``: open files per
 process, ephemeral ports) and for the faultload version it imports, so a node
 with another faultload (or none) is refused before a trial starts. The
 cluster's limits for ``faultload.run.preflight.plan`` are the smallest of
@@ -17,7 +17,7 @@ from typing import Any
 
 from faultload.client.job import WorkerJob
 from faultload.cluster.connect import ClusterError
-from faultload.doctor import machine_limits
+from faultload.host.limits import machine_limits
 from faultload.model.target import is_loopback_host
 from faultload.version import installed_version
 

@@ -63,6 +63,7 @@ class RayWorkerPool:
         self._run_refs: dict[Any, int] = {}
         self._pids: list[int] = []
         self._live = np.zeros((len(placed), len(COUNTER_SLOTS)), dtype=np.int64)
+        self.live_errors: dict[int, str] = {}  # actor index -> the first error reading its live counters
         self._live_stop = threading.Event()
         self._live_thread: threading.Thread | None = None
 
@@ -110,8 +111,8 @@ class RayWorkerPool:
                 if ref in ready:
                     try:
                         self._live[i] = self._ray.get(ref)
-                    except Exception:  # a dead actor keeps its last counters
-                        pass
+                    except Exception as exc:  # a dead actor keeps its last counters; its run's result says why
+                        self.live_errors.setdefault(i, _first_line(exc))
 
     def live(self) -> dict[str, int]:
         """Totals of the actors' last reported counters."""
@@ -139,7 +140,8 @@ class RayWorkerPool:
         try:
             result = self._ray.get(ref)
         except Exception as exc:  # RayActorError / ActorDiedError / a lost node
-            result = unfinished_result(job, f"on node {node.address}: the actor died: {_first_line(exc)}")
+            seen = f" (its live counters first failed: {self.live_errors[i]})" if i in self.live_errors else ""
+            result = unfinished_result(job, f"on node {node.address}: the actor died: {_first_line(exc)}{seen}")
         result.node = node.address
         result.clock_offset_s, result.clock_error_s = self.clock_offsets_s[i], self.clock_errors_s[i]
         self.results.append(result)

@@ -23,7 +23,7 @@ from typing import Any
 
 from faultload.compare.metrics import METRIC_NAMES, METRICS, Metric, read_metrics
 from faultload.compare.stats import ratio_of_medians
-from faultload.config_file import read_faultload_table
+from faultload.host.settings import read_faultload_table
 
 SCHEMA = "faultload.compare/1"
 # candidate / baseline past which a metric is worse: above for costs, below for throughput

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from faultload.compare.judge import CompareSettings, comparison_json
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import abba, judge_trials, run_comparison
-from faultload.exits import EXIT_FAILED, EXIT_OK
+from faultload.store.outcomes import ReplayStatus
 from faultload.model.build import Build, parse_build
 
 
@@ -43,8 +43,9 @@ def compare_spec(path: Path | str, data: Mapping[str, Any]) -> tuple[Build, int,
 
 
 def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets, workspace,
-                      json_out: str | None = None, out: TextIO | None = None) -> int:
-    """Run a comparative repro's trial on both builds again; 1 if the candidate is still worse, 0 if not."""
+                      json_out: str | None = None, out: TextIO | None = None) -> ReplayStatus:
+    """Run a comparative repro's trial on both builds again: REPRODUCED while the candidate is still worse
+    (or a metric went unmeasured: unknown is not a pass), FLAKY once it is not."""
     baseline, repeats, settings = compare_spec(path, data)
     builds = {"baseline": baseline, "candidate": Build(config.target, tuple(config.regress), tuple(config.fixes))}
     was = (data["compare"].get("result") or {}).get("worse") or []
@@ -70,4 +71,4 @@ def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets
     if json_out:
         replayed = {**result, "replay": {"repro": str(path), "status": status, "originally_worse": list(was)}}
         Path(json_out).write_text(comparison_json(replayed))
-    return EXIT_OK if status == "flaky" else EXIT_FAILED
+    return ReplayStatus.FLAKY if status == "flaky" else ReplayStatus.REPRODUCED

@@ -25,7 +25,7 @@ from faultload.model.trial import TrialConfig
 from faultload.run.trial import run_trial
 from faultload.store.plot import completions_per_s
 from faultload.store.report import build_report
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 
 SIDES = ("baseline", "candidate")
 

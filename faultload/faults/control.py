@@ -213,15 +213,8 @@ class ToxiproxyControl:
         self._with_lib("destroy all", lambda: self._lib.destroy_all())
 
     # -- async twins (off the event loop, bounded) --------------------------
-    async def aversion(self) -> str:
-        return await self._async(self.version)
-
     async def aproxies(self) -> dict[str, dict[str, Any]]:
         return await self._async(self.proxies)
-
-    async def acreate_proxy(self, name: str, listen_port: int, upstream: str,
-                            listen_host: str = "127.0.0.1") -> ProxyInfo:
-        return await self._async(self.create_proxy, name, listen_port, upstream, listen_host)
 
     async def aenable(self, name: str) -> None:
         await self._async(self.enable, name)
@@ -233,10 +226,6 @@ class ToxiproxyControl:
                          stream: str = "downstream", toxicity: float = 1.0) -> None:
         await self._async(self.add_toxic, proxy, name, kind, attributes, stream, toxicity)
 
-    async def aupdate_toxic(self, proxy: str, name: str, attributes: Mapping[str, int] | None = None,
-                            toxicity: float | None = None) -> dict[str, Any]:
-        return await self._async(self.update_toxic, proxy, name, attributes, toxicity)
-
     async def aremove_toxic(self, proxy: str, name: str) -> None:
         await self._async(self.remove_toxic, proxy, name)
 
@@ -245,9 +234,3 @@ class ToxiproxyControl:
 
     async def areset(self) -> None:
         await self._async(self.reset)
-
-    async def adestroy(self, name: str) -> None:
-        await self._async(self.destroy, name)
-
-    async def adestroy_all(self) -> None:
-        await self._async(self.destroy_all)

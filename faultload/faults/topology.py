@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from faultload.faults.control import FaultControlError, ProxyInfo, ToxiproxyControl
-from faultload.netutil import pick_free_port
+from faultload.host.network import pick_free_port
 from faultload.faults.toxiproxy import ToxiproxyServer
 
 EDGE = "edge"

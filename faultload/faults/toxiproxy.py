@@ -22,10 +22,11 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from faultload.procutil import popen_tied
+from faultload.host.processes import popen_tied
 
 from faultload.faults.control import FaultControlError, ToxiproxyControl  # noqa: F401  (re-exported)
-from faultload.netutil import pick_free_port
+from faultload.host.network import pick_free_port
+from faultload.host.processes import child_environment
 
 PINNED_VERSION = "2.12.0"
 BINARY_NAME = "toxiproxy-server"
@@ -169,7 +170,7 @@ class ToxiproxyServer:
         tie = self.die_with_parent and threading.current_thread() is threading.main_thread()
         self.process = popen_tied(
             cmd, tie=tie, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True, env={**os.environ, "LOG_LEVEL": self.log_level},
+            start_new_session=True, env=child_environment({"LOG_LEVEL": self.log_level}),
         )
         self.pid_path = self.log_dir / f"toxiproxy-{self.port}.pid"
         self.pid_path.write_text(json.dumps({"pid": self.process.pid, "port": self.port,

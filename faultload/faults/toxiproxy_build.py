@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from faultload.gobuild import GoBuildError, build_into, run_go
+from faultload.host.gobuild import GoBuildError, build_into, run_go
 from faultload.faults.toxiproxy import BINARY_NAME, CONTAINER_IMAGE, PINNED_VERSION, binary_version
 
 MODULE = "github.com/Shopify/toxiproxy/v2"

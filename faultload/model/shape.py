@@ -17,6 +17,7 @@ from faultload.model.training import TrainingMix
 from faultload.model.sdk import (
     SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, SDK_SUBMIT_CONCURRENCY, SDK_SUBMIT_RETRY_WINDOW_S,
 )
+from faultload.model.timescale import trial_s
 
 CLIENTS = ("raw", "sdk")
 ACCEPTS = ("proto", "json")
@@ -152,7 +153,7 @@ class LoadShape:
 
     def scaled(self, seconds: float) -> float:
         """SDK seconds -> trial seconds."""
-        return seconds * self.time_scale
+        return trial_s(seconds, self.time_scale)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -9,8 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-VERDICT_KINDS = ("fd_exhaustion", "accept_queue_overflow", "event_loop_stall", "no_progress", "server_exit")
-
+# The collapses the watchdog names (a Signal's and a CollapseVerdict's kind).
+FD_EXHAUSTION = "fd_exhaustion"
+ACCEPT_QUEUE_OVERFLOW = "accept_queue_overflow"
+EVENT_LOOP_STALL = "event_loop_stall"
+NO_PROGRESS = "no_progress"
+SERVER_EXIT = "server_exit"
+VERDICT_KINDS = (FD_EXHAUSTION, ACCEPT_QUEUE_OVERFLOW, EVENT_LOOP_STALL, NO_PROGRESS, SERVER_EXIT)
 
 
 @dataclass(frozen=True)

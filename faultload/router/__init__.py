@@ -1,7 +1,7 @@
 """The fake vLLM router: answers ``POST /v1/completions`` from the prompt's nonce.
 
 The server under test forwards each sample request here. Output tokens and
-logprobs come from :mod:`faultload.tokens`, so the client can check that every
+logprobs come from :mod:`faultload.model.tokens`, so the client can check that every
 result belongs to its request without any state shared with the router.
 
 Bodies

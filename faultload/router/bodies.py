@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from faultload import tokens
+from faultload.model import tokens
 from faultload.model.router import is_int
 
 MAX_TOKENS = 2_000_000  # per choice

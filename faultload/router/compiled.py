@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
-from faultload.gobuild import GoBuildError, build_into, run_go
+from faultload.host.gobuild import GoBuildError, build_into, run_go
 
 SOURCE_DIR = Path(__file__).resolve().parent / "go"
 # A cold build (the standard library's net/http included) took ~30 s on 2 cores; the bound is for a loaded machine.

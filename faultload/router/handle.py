@@ -21,10 +21,11 @@ from typing import Any
 
 import psutil
 
-from faultload.pausing import Pauser
-from faultload.procutil import popen_tied
+from faultload.host.pausing import Pauser
+from faultload.host.processes import popen_tied
 from faultload.router.completions import count_completions, read_completions, repeated_completions
 from faultload.model.router import CLOSE_IDLE_SIGNAL, SHUTDOWN_S, RouterConfig
+from faultload.host.processes import child_environment
 
 
 def _process_gone(pid: int) -> bool:
@@ -84,7 +85,7 @@ class RouterHandle:
         # the folder holding this faultload package (a checkout, or site-packages when installed), so the
         # router runs the same faultload as its parent whatever the working directory
         root = str(Path(__file__).resolve().parents[2])
-        env = dict(os.environ)
+        env = child_environment()
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         program = [str(self.compiled)] if self.impl == "compiled" else [sys.executable, "-m", "faultload.router"]
         cmd = [*program, "--host", self.host, "--port", str(port), "--completions-dir", str(self._log_dir)]

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from faultload import aio
+from faultload.host import eventloop
 from faultload.router.app import serve
 from faultload.router.bodies import completion_body
 from faultload.model.router import CLOSE_IDLE_SIGNAL, MODES, SHUTDOWN_S, RouterConfig
@@ -64,7 +64,7 @@ def _worker_main(config: RouterConfig, shared: SharedState, host: str, port: int
     reservation.close()
     raise_nofile_limit()
     sock = _bind_socket(host, port, reuse_port=True)
-    aio.run(serve(config, shared, sock, lambda: shared.add("procs_ready", 1), completions_dir))
+    eventloop.run(serve(config, shared, sock, lambda: shared.add("procs_ready", 1), completions_dir))
 
 
 def _announce(port: int) -> None:
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             shared.add("procs_ready", 1)
             _announce(port)
 
-        aio.run(serve(config, shared, sock, on_ready, args.completions_dir))
+        eventloop.run(serve(config, shared, sock, on_ready, args.completions_dir))
         return 0
     except OSError as e:
         sys.stderr.write(f"faultload.router: error: cannot serve on {args.host}:{args.port}: {e}\n")

@@ -21,7 +21,7 @@ from typing import Callable, Union
 import numpy as np
 import psutil
 
-from faultload.netutil import http_get_json
+from faultload.host.network import http_get_json
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.run import kernel
 

@@ -17,7 +17,7 @@ import math
 import resource
 from dataclasses import dataclass, field
 
-from faultload.doctor import machine_limits
+from faultload.host.limits import machine_limits
 from faultload.model.router import ROUTER_CONNECTIONS_PER_PROC, procs_for
 
 SERVER_FDS_PER_IN_FLIGHT = 2.5  # measured ~2 on SkyRL 0.4.0, plus headroom

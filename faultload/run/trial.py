@@ -40,7 +40,7 @@ from faultload.model.sdk import SDK_BACKOFF_CAP_S, SDK_REQUEST_TIMEOUT_S
 from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.run.watchdog import Watchdog
 from faultload.run.watching import FaultWindows, LogFollower, Progress, wait_load
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 
 
 

@@ -38,9 +38,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from faultload.config_file import read_faultload_table
+from faultload.host.settings import read_faultload_table
 from faultload.model.watchdog import FaultWindow, WatchdogLimits
-from faultload.record.collapse import CollapseVerdict, Signal
+from faultload.record.collapse import ACCEPT_QUEUE_OVERFLOW, CollapseVerdict, EVENT_LOOP_STALL, FD_EXHAUSTION, NO_PROGRESS, SERVER_EXIT, Signal
 
 # Faults outside the server process, on the path of the work: each can stop
 # progress while the server itself is well (its health is judged apart).
@@ -108,13 +108,13 @@ class Watchdog:
         lim = self.limits
         self._now = max(self._now, t)
         if not server_alive:
-            self._raise("server_exit", t, f"server process gone at t={t:.1f}s")
+            self._raise(SERVER_EXIT, t, f"server process gone at t={t:.1f}s")
             return
         if fds >= 0:
             self._peak_fds = max(self._peak_fds, fds)
             if self.fd_soft and fds >= lim.fd_fraction * self.fd_soft:
                 self._raise(
-                    "fd_exhaustion", t, f"server fds {fds} >= {lim.fd_fraction:.0%} of its limit {self.fd_soft} at t={t:.1f}s"
+                    FD_EXHAUSTION, t, f"server fds {fds} >= {lim.fd_fraction:.0%} of its limit {self.fd_soft} at t={t:.1f}s"
                 )
         if overflows >= 0 and self._overflow_start is None:
             self._overflow_start = overflows
@@ -124,7 +124,7 @@ class Watchdog:
         since = self._accept.update(t, pinned and rising)
         if since is not None and t - since >= lim.accept_window_s:
             self._raise(
-                "accept_queue_overflow", since,
+                ACCEPT_QUEUE_OVERFLOW, since,
                 f"accept queue {accept_queue}/{backlog} pinned since t={since:.1f}s, ListenOverflows +{overflows - (self._overflow_start or 0)}",
             )
         self._check_progress(t, client_in_flight, progress)
@@ -147,7 +147,7 @@ class Watchdog:
         if t - self._last_progress_t >= self._idle_needs_s:
             since = self._last_progress_t
             self._raise(
-                "no_progress", since,
+                NO_PROGRESS, since,
                 f"{client_in_flight} requests outstanding, nothing completed or received from "
                 f"t={since:.1f}s{self._idle_note} to t={t:.1f}s",
             )
@@ -181,7 +181,7 @@ class Watchdog:
         since = self._stall.update(t, bad)
         if since is not None and t - since >= lim.stall_window_s:
             self._raise(
-                "event_loop_stall", since,
+                EVENT_LOOP_STALL, since,
                 f"/healthz failing or slower than {lim.stall_latency_s:g}s from t={since:.1f}s to t={t:.1f}s",
             )
         if self._process_fault_at(t):
@@ -206,7 +206,7 @@ class Watchdog:
 
     def should_stop(self, now_s: float) -> bool:
         """True once a signal has fired and ``confirm_s`` has passed since (or the server is gone)."""
-        if "server_exit" in self.signals:
+        if SERVER_EXIT in self.signals:
             return True
         if not self._fired_at:
             return False
@@ -219,7 +219,7 @@ class Watchdog:
             return None
         cause = ordered[0]
         evidence = [cause.evidence]
-        if cause.kind == "fd_exhaustion" and self.fd_soft:
+        if cause.kind == FD_EXHAUSTION and self.fd_soft:
             evidence.append(f"server fd peak {self._peak_fds} against its soft limit {self.fd_soft}")
         evidence += extra_evidence or []
         return CollapseVerdict(cause.kind, cause.at_s, evidence, ordered[1:])

@@ -13,6 +13,7 @@ from faultload.record.samples import SAMPLE_FIELDS
 from faultload.run.monitor import Monitor
 from faultload.targets.server import ServerHandle
 from faultload.run.watchdog import Watchdog
+from faultload.record.collapse import FD_EXHAUSTION
 
 # progress(trial seconds, live counters, latest monitor sample)
 Progress = Callable[[float, dict[str, int], tuple], None]
@@ -23,7 +24,7 @@ FaultWindows = Callable[[], tuple[FaultWindow, ...]]
 class LogFollower:
     """Reads the server log as it grows and turns fatal lines into watchdog signals."""
 
-    FD_EXHAUSTION = "Too many open files"
+    FD_EXHAUSTION_LINE = "Too many open files"
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -47,9 +48,9 @@ class LogFollower:
             fh.seek(self.offset)
             chunk = fh.read(8 << 20)
         self.offset += len(chunk)
-        count = chunk.count(self.FD_EXHAUSTION.encode())
+        count = chunk.count(self.FD_EXHAUSTION_LINE.encode())
         if count and not self.fd_lines:
-            watchdog.observe_log("fd_exhaustion", t, f"server log: {self.FD_EXHAUSTION!r} first seen by t={t:.1f}s")
+            watchdog.observe_log(FD_EXHAUSTION, t, f"server log: {self.FD_EXHAUSTION_LINE!r} first seen by t={t:.1f}s")
         self.fd_lines += count
 
 

@@ -19,7 +19,6 @@ from faultload.checker.compose import to_report
 from faultload.checker.judge import judge
 from faultload.model.switches import switches_text
 from faultload.store.bundle import StoredTrial, load_bundle
-from faultload.exits import EXIT_FAILED, EXIT_OK
 from faultload.store.report import verdict_lines
 
 MARKS = {True: "ok", False: "VIOLATED", None: "unknown"}
@@ -27,7 +26,7 @@ MARKS = {True: "ok", False: "VIOLATED", None: "unknown"}
 
 def check_bundle(directory: str | Path, overrides: Sequence[str] = (), json_out: str | None = None,
                  out: TextIO | None = None) -> int:
-    """Re-judge the bundle in ``directory``; 1 when a verdict is violated, else 0.
+    """Re-judge the bundle in ``directory``; True when a verdict is violated.
 
     ValueError (one line) for a directory that is not a bundle or a bad override.
     """
@@ -45,7 +44,7 @@ def check_bundle(directory: str | Path, overrides: Sequence[str] = (), json_out:
                 "invariants": now, "stored_invariants": before, "changed": [c["name"] for c in changed],
                 "verdict": stored.verdict.to_dict() if stored.verdict else None, "versions": stored.versions}
         Path(json_out).write_text(json.dumps(data, indent=2, default=str) + "\n")
-    return EXIT_FAILED if any(v["ok"] is False for v in now) else EXIT_OK
+    return any(v["ok"] is False for v in now)
 
 
 def _header(directory: str | Path, stored: StoredTrial, overrides: Sequence[str]) -> str:

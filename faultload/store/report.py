@@ -18,7 +18,7 @@ from faultload.checker.inputs import Verdict
 from faultload.checker.judge import error_examples
 from faultload.record.history import ErrorClass, Outcome
 from faultload.record.training import summarize
-from faultload.stats import Histogram
+from faultload.record.histogram import Histogram
 from faultload.model.switches import switches_text
 from faultload.model.trial import TRIAL_PHASES
 

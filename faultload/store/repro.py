@@ -33,7 +33,7 @@ from typing import Any, Mapping
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
 from faultload.compare.replay import replay_comparison
-from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from faultload.store.outcomes import ReplayStatus
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.switches import switches_text
 from faultload.store import report as report_mod
@@ -154,14 +154,14 @@ def _figure_line(name: str, old: Mapping[str, Any] | None, new: Mapping[str, Any
 
 
 def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.stdout, *,
-           target: str | None = None, fixes: tuple[str, ...] = ()) -> int:
-    """Run a repro file's trial on a fresh stack; 1 if its failure reproduces, 0 if not (flaky).
+           target: str | None = None, fixes: tuple[str, ...] = ()) -> ReplayStatus:
+    """Run a repro file's trial on a fresh stack: REPRODUCED if its failure comes back, FLAKY if not.
 
     ``target`` and ``fixes`` run it against another build (a checkout with a
-    fix: ``skyrl@PATH``) or with candidate fixes applied, to prove a fix: 0
+    fix: ``skyrl@PATH``) or with candidate fixes applied, to prove a fix: FLAKY
     then means the failure is gone there. ValueError when they do not apply.
     A comparative repro runs on both builds (``target``/``fixes`` change its
-    candidate): 1 if the candidate is still worse (or a metric went unmeasured).
+    candidate): REPRODUCED if the candidate is still worse (or a metric went unmeasured).
     """
     data, config, budgets = load_repro(path)
     if target is not None or fixes:
@@ -178,7 +178,7 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
           file=out, flush=True)
     result = run_trial(config, workspace)
     if result.interrupted:
-        return EXIT_INTERRUPTED
+        return ReplayStatus.INTERRUPTED
     verdicts = judge(result, budgets)
     report = report_mod.build_report(result, verdicts)
     print(report_mod.render_text(report), file=out)
@@ -187,7 +187,7 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     failing_now = [v.name for v in verdicts if v.ok is False and v.name in relevant]
     reproduced = bool(failing_now) or bool(result.error)
     names = sorted(set(original_failing) | set(failing_now))
-    status = "reproduced" if reproduced else "flaky"
+    status = (ReplayStatus.REPRODUCED if reproduced else ReplayStatus.FLAKY).value
     print(f"{status}: " + (f"failing now: {', '.join(failing_now)}" if failing_now else
                             "the failure did not reproduce on a fresh stack")
           + (f"; harness error: {result.error}" if result.error else ""), file=out)
@@ -200,4 +200,4 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
             "original_figures": old_figures, "replay_figures": figures,
         }
         report_mod.write_json(report, json_out)
-    return EXIT_FAILED if reproduced else EXIT_OK
+    return ReplayStatus.REPRODUCED if reproduced else ReplayStatus.FLAKY

@@ -58,6 +58,7 @@ from hypothesis import strategies as st
 from faultload.model.anchors import Anchor
 from faultload.model.faults import OUTAGE_KINDS, PROXY_LINKS, Fault, FaultSchedule
 from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_POLL_TIMEOUT_S
+from faultload.model.timescale import trial_s
 from faultload.strategies.limits import CI, Limits
 
 T = TypeVar("T")
@@ -95,10 +96,6 @@ RACE_MAX_RESULT = 4  # the race starts after one of the first results delivered
 RACE_MAX_OFFSET_S = 2  # SDK seconds after it: "just after"
 
 
-def _scaled(seconds: float, time_scale: float) -> float:
-    return round(seconds * time_scale, 6)
-
-
 @lru_cache(maxsize=64)
 def _start_at(point: str, time_scale: float, limits: Limits) -> st.SearchStrategy[tuple[Anchor | None, float]]:
     """(anchor, start or offset): a clock start within the horizon, or the 1st..16th ``point`` event and
@@ -107,8 +104,8 @@ def _start_at(point: str, time_scale: float, limits: Limits) -> st.SearchStrateg
     another shifts no later choice. Shrinks toward the first event, 0."""
     draws = st.tuples(st.integers(1, MAX_ANCHOR_COUNT), st.integers(0, max(0, int(limits.fault_horizon_s))))
     if point == CLOCK:
-        return draws.map(lambda d: (None, _scaled(d[1], time_scale)))
-    return draws.map(lambda d: (Anchor(point, d[0]), _scaled(d[1] % (ANCHOR_OFFSET_MAX_S + 1), time_scale)))
+        return draws.map(lambda d: (None, trial_s(d[1], time_scale)))
+    return draws.map(lambda d: (Anchor(point, d[0]), trial_s(d[1] % (ANCHOR_OFFSET_MAX_S + 1), time_scale)))
 
 
 def _start_points(time_scale: float, limits: Limits,
@@ -126,11 +123,11 @@ def _durations(kind: str, time_scale: float, limits: Limits) -> st.SearchStrateg
     """Shortest first, so a window shrinks toward 5 SDK s."""
     choices, bound = (OUTAGE_DURATIONS_S, limits.max_outage_s) if kind in OUTAGE_KINDS else (DURATIONS_S, limits.max_fault_s)
     durations = [d for d in choices if d <= bound] or [DURATIONS_S[0]]
-    return st.sampled_from(durations).map(lambda d: _scaled(d, time_scale))
+    return st.sampled_from(durations).map(lambda d: trial_s(d, time_scale))
 
 
 def _ms(sdk_ms: int, time_scale: float) -> int:
-    return max(1, int(round(sdk_ms * time_scale)))
+    return max(1, int(round(trial_s(sdk_ms, time_scale))))
 
 
 def _toxic_attributes(kind: str, time_scale: float) -> st.SearchStrategy[dict[str, int]]:
@@ -174,7 +171,7 @@ def _process_fault(link: str, kind: str, time_scale: float, limits: Limits,
     if kind == "restart":
         return start.map(lambda s: Fault(link, kind, start_s=s[1], anchor=s[0]))
     longest = max(1, min(PAUSE_MAX_S, int(limits.max_fault_s)))
-    duration = st.integers(1, longest).map(lambda d: _scaled(d, time_scale))
+    duration = st.integers(1, longest).map(lambda d: trial_s(d, time_scale))
     return st.builds(lambda s, d: Fault(link, kind, start_s=s[1], duration_s=d, anchor=s[0]), start, duration)
 
 
@@ -245,7 +242,7 @@ def delivery_races(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStr
         return st.nothing()
     return st.builds(
         lambda k, offset, hold: Fault("edge", "timeout", {"timeout": 0}, stream="both",
-                                      start_s=_scaled(offset, time_scale), duration_s=_scaled(hold, time_scale),
+                                      start_s=trial_s(offset, time_scale), duration_s=trial_s(hold, time_scale),
                                       anchor=Anchor("result", k)),
         st.integers(1, RACE_MAX_RESULT), st.integers(0, RACE_MAX_OFFSET_S), st.sampled_from(durations))
 

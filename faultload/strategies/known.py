@@ -24,6 +24,7 @@ from faultload.strategies.limits import Limits
 from faultload.strategies.routers import immediate_router, router_procs
 from faultload.strategies.shapes import held_at_once
 from faultload.strategies.trials import engine_for, proxies_for
+from faultload.model.timescale import trial_s
 
 
 def completion_burst(time_scale: float) -> LoadShape:
@@ -70,7 +71,7 @@ def completion_burst_router(shape: LoadShape) -> RouterConfig:
     Results complete in bursts of 256, the load the keep-alive race needs
     (an immediate router spreads completions evenly and resets nothing).
     """
-    return RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=round(20.0 * shape.time_scale, 6),
+    return RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=shape.scaled(20.0),
                         procs=router_procs(held_at_once(shape)))
 
 
@@ -136,7 +137,7 @@ def half_open_delivery(time_scale: float) -> LoadShape:
 def half_open_router(shape: LoadShape) -> RouterConfig:
     """Every generation ``HALF_OPEN_GEN_S`` long, all at once: the results are written at a known time."""
     return RouterConfig(mode="latency", max_num_seqs=max(shape.requests, 1),
-                        gen_seconds=round(HALF_OPEN_GEN_S * shape.time_scale, 6),
+                        gen_seconds=shape.scaled(HALF_OPEN_GEN_S),
                         procs=router_procs(held_at_once(shape)))
 
 
@@ -144,8 +145,8 @@ def half_open_faults(shape: LoadShape) -> FaultSchedule:
     """The edge half-open (``timeout=0`` both ways: nothing passes, nothing closes) over the results' writes."""
     scale = shape.time_scale
     return FaultSchedule((Fault("edge", "timeout", {"timeout": 0}, stream="both",
-                                start_s=round(HALF_OPEN_START_S * scale, 6),
-                                duration_s=round(HALF_OPEN_OUTAGE_S * scale, 6)),))
+                                start_s=trial_s(HALF_OPEN_START_S, scale),
+                                duration_s=trial_s(HALF_OPEN_OUTAGE_S, scale)),))
 
 
 # restart_reuse, in SDK seconds: the server restarts just after the first wave is accepted; the second wave
@@ -179,7 +180,7 @@ def restart_reuse(time_scale: float) -> LoadShape:
 
 def restart_faults(shape: LoadShape) -> FaultSchedule:
     """``server:restart`` ``RESTART_AT_S`` SDK s into the load (after the first wave's submits)."""
-    return FaultSchedule((Fault("server", "restart", start_s=round(RESTART_AT_S * shape.time_scale, 6)),))
+    return FaultSchedule((Fault("server", "restart", start_s=shape.scaled(RESTART_AT_S)),))
 
 
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {

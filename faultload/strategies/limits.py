@@ -16,6 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from faultload.model.anchors import ANCHOR_EVENTS
+from faultload.model.timescale import trial_s
 
 HTTP_REQUESTS_PER_REQUEST = 2  # one asample POST and one retrieve_future poll, when all goes well
 
@@ -125,7 +126,7 @@ class Limits:
         At full time the same work is queued against 45 s, and none of that
         happens; holding thousands at once is the confirmation run's job.
         """
-        budget_s = self.max_backlog_share * poll_timeout_s * time_scale
+        budget_s = trial_s(self.max_backlog_share * poll_timeout_s, time_scale)
         per_request_s = HTTP_REQUESTS_PER_REQUEST * self.server_s_per_request + result_kib * self.server_s_per_result_kib
         return max(1, int(budget_s // per_request_s))
 

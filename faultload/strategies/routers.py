@@ -16,6 +16,7 @@ from faultload.model.router import procs_for
 from faultload.model.shape import LoadShape
 from faultload.strategies.limits import CI, Limits
 from faultload.strategies.shapes import held_at_once, rounds_fitting
+from faultload.model.timescale import trial_s
 
 # Generation time of one request (SDK seconds), fastest first.
 GEN_SECONDS_SDK = (1.0, 5.0, 20.0, 40.0, 80.0)
@@ -46,15 +47,15 @@ def latency_routers(draw, shape: LoadShape, limits: Limits = CI) -> RouterConfig
     """
     scale = shape.time_scale
     held = held_at_once(shape)
-    wait_budget = limits.max_result_wait_s * scale
+    wait_budget = trial_s(limits.max_result_wait_s, scale)
     feasible = []
     for gen_sdk in GEN_SECONDS_SDK:
-        gen = round(gen_sdk * scale, 6)
+        gen = trial_s(gen_sdk, scale)
         seqs = [s for s in MAX_NUM_SEQS if _latency_fits(shape.requests, held, s, gen, wait_budget, limits)]
         if seqs:
             feasible.append((gen, seqs))
     if not feasible:  # nothing fits: the fastest generation with every request in its own slot
-        gen = round(GEN_SECONDS_SDK[0] * scale, 6)
+        gen = trial_s(GEN_SECONDS_SDK[0], scale)
         return RouterConfig(mode="latency", max_num_seqs=max(held, 1), gen_seconds=gen, procs=router_procs(held))
     gen, seqs = draw(st.sampled_from(feasible))
     max_num_seqs = draw(st.sampled_from(seqs))
@@ -78,7 +79,7 @@ def barrier_routers(draw, shape: LoadShape, limits: Limits = CI) -> RouterConfig
     held = held_at_once(shape)
     timeouts = [t for t in BARRIER_TIMEOUTS_SDK if t <= limits.max_result_wait_s] or [BARRIER_TIMEOUTS_SDK[0]]
     smaller = draw(st.integers(0, held - 1))
-    timeout = round(draw(st.sampled_from(timeouts)) * scale, 6)
+    timeout = trial_s(draw(st.sampled_from(timeouts)), scale)
     return RouterConfig(mode="barrier", barrier=held - smaller, barrier_timeout_s=timeout, procs=router_procs(held))
 
 

@@ -10,7 +10,6 @@ as the lower bound, and ``sampled_from`` lists start with the simplest value.
 from __future__ import annotations
 
 import dataclasses
-import math
 
 from hypothesis import strategies as st
 
@@ -102,7 +101,7 @@ def wall_fitting_requests(requests: int, max_outstanding: int, late: tuple[PollB
     Never below one round (the requests held at once).
     """
     held = held_count(requests, max_outstanding)
-    slot_s = (1.0 + sum(p.fraction * p.after_s for p in late)) * time_scale  # > 0: time_scale > 0
+    slot_s = (1.0 + sum(p.fraction * p.after_s for p in late)) * time_scale  # > 0: time_scale > 0 (not rounded: a divisor)
     return rounds_fitting(requests, held, held, slot_s, limits)
 
 
@@ -295,6 +294,3 @@ def held_at_once(shape: LoadShape) -> int:
     """Requests the server may hold at once under ``shape`` (its cap, or all of them)."""
     return held_count(shape.requests, shape.max_outstanding)
 
-
-def ceil_div(a: float, b: float) -> int:
-    return int(math.ceil(a / b)) if b > 0 else 0

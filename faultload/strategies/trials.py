@@ -16,6 +16,7 @@ from faultload.model.sdk import RETRIEVED_TTL_S
 from faultload.strategies.limits import CI, Limits
 from faultload.strategies.routers import barrier_fitting_requests, immediate_router, router_configs
 from faultload.strategies.shapes import load_shapes, minimal_shape, with_requests
+from faultload.model.timescale import trial_s
 
 
 def _config(target: str, time_scale: float, regress: Iterable[str], limits: Limits, shape, router, faults,
@@ -57,7 +58,7 @@ def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float) -> bool:
     ends = [math.inf if f.duration_s is None or f.anchor is not None else f.start_s + f.duration_s
             for f in faults.faults]
     end = max(ends, default=0.0)
-    return 2.0 * end + 1.0 <= SDK_BACKOFF_SHARE * RETRIEVED_TTL_S * time_scale
+    return 2.0 * end + 1.0 <= trial_s(SDK_BACKOFF_SHARE * RETRIEVED_TTL_S, time_scale)
 
 
 def proxies_for(limits: Limits) -> str:

@@ -50,11 +50,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from faultload.suite.defaults import DEFAULT_PROFILE, PROFILE_VARIABLE
+
 if TYPE_CHECKING:
     from faultload.suite.session import SuiteSession
 
-DEFAULT_PROFILE = "ci"
-ENVIRONMENT = ("FAULTLOAD_PROFILE", "FAULTLOAD_HOME", "RAY_ADDRESS", "PYTHONPATH")  # the last two: --faultload-ray
+ENVIRONMENT = (PROFILE_VARIABLE, "FAULTLOAD_HOME", "RAY_ADDRESS", "PYTHONPATH")  # the last two: --faultload-ray
 MARKER = "faultload: a faultload property (runs trials on the session's shared stack; uses faultload_suite)"
 
 _ENVIRON = pytest.StashKey[Mapping[str, str]]()

@@ -10,7 +10,7 @@ sessions in one process (pytester) share nothing.
 Settings arrive as values: the environment (``FAULTLOAD_PROFILE``,
 ``FAULTLOAD_HOME``) is read by the plugin's ``pytest_configure`` and handed
 here as a mapping; the settings file is found by
-:func:`faultload.config_file.find_config` from pytest's rootdir.
+:func:`faultload.host.settings.find_config` from pytest's rootdir.
 
 **Hypothesis profiles.** Each suite profile (:mod:`faultload.suite.profiles`)
 is registered as the Hypothesis profile ``faultload-<name>``
@@ -44,19 +44,19 @@ from faultload.checker.budgets import load_budgets
 from faultload.cluster.connect import ClusterError, check_reachable, resolve_address
 from faultload.cluster.session import RayCluster, join
 from faultload.compare.judge import CompareSettings, load_compare_settings
-from faultload.config_file import find_config
+from faultload.host.settings import find_config
 from faultload.model.build import Build, parse_build
 from faultload.model.target import DEFAULT_TARGET
-from faultload.procutil import Interrupts
+from faultload.host.processes import Interrupts
 from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
 from faultload.suite.families import Family, family_examples
-from faultload.suite.plugin import DEFAULT_PROFILE
+from faultload.suite.defaults import profile_name
 from faultload.suite.baseline import NO_BASELINE, default_baseline
 from faultload.suite.profiles import PROFILES, Profile, get_profile
 from faultload.suite.runner import SuiteRunner
 from faultload.suite.state import tally_text
 from faultload.run.watchdog import load_watchdog_limits
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 
 FULL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 NO_SHRINK_PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
@@ -71,7 +71,7 @@ class SuiteOptions:
     def __init__(self, config: pytest.Config | None = None, environ: Mapping[str, str] | None = None) -> None:
         get = (lambda name: config.getoption(name)) if config is not None else (lambda name: None)
         environ = environ or {}
-        profile = get_profile(get("faultload_profile") or environ.get("FAULTLOAD_PROFILE") or DEFAULT_PROFILE)
+        profile = get_profile(profile_name(get("faultload_profile"), environ))
         examples = get("faultload_examples")
         if examples:
             profile = dataclasses.replace(profile, max_examples=max(1, examples))

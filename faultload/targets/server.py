@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from faultload.netutil import http_get_json
-from faultload.netutil import port_is_free
-from faultload.pausing import Pauser
-from faultload.procutil import popen_tied
+from faultload.host.network import http_get_json
+from faultload.host.network import port_is_free
+from faultload.host.pausing import Pauser
+from faultload.host.processes import popen_tied
 from faultload.model.target import TargetSpec
+from faultload.host.processes import child_environment
 
 _HERE = Path(__file__).resolve().parent
 LAUNCHER = _HERE / "skyrl_launch.py"
@@ -175,8 +176,7 @@ def launch_skyrl(
     spec_path = run_dir / "launch.json"
     spec_path.write_text(json.dumps(launch_spec, indent=1))
     log_path = run_dir / "server.log"
-    child_env = {**os.environ, **(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}
-    child_env.pop("PYTHONPATH", None)
+    child_env = child_environment({**(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}, drop=("PYTHONPATH",))
     cmd = [str(python), str(LAUNCHER), str(spec_path)]
     proc = _spawn_launcher(cmd, run_dir, child_env, log_path, append=False)
     handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc,

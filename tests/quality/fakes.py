@@ -27,7 +27,7 @@ from faultload.suite.executor import TrialOutcome, SuiteError
 from faultload.suite.profiles import Profile, get_profile
 from faultload.suite.families import ALL
 from faultload.suite.runner import SuiteRunner
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 from faultload.model.shape import PollBehaviour
 from faultload.suite.reducer import with_requests
 from faultload.strategies import CI, Limits, fatal_kinds, minimal_trial_config, trial_configs

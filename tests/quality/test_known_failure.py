@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 
 from faultload.model.faults import Fault
-from faultload.matrix import judge_row, select_rows
+from faultload.matrix.run import judge_row, select_rows
 from faultload.model.codec import config_from_dict
 from faultload.store.repro import config_key
 from faultload.suite.families import ALL, Family

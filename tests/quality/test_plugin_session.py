@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from faultload.matrix import judge_row, select_rows
+from faultload.matrix.run import judge_row, select_rows
 
 pytest_plugins = ["pytester"]
 

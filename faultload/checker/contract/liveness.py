@@ -61,7 +61,7 @@ class Resolution:
 def resolve_bound_s(inputs: CheckInputs, budgets: Budgets) -> float:
     """Seconds a correct pair needs from a request's release to its end, before stalls."""
     policy = inputs.shape.policy
-    return (policy.poll_timeout_s + policy.backoff_cap_s) * inputs.shape.time_scale + budgets.resolve_slack_s
+    return inputs.shape.scaled(policy.poll_timeout_s + policy.backoff_cap_s) + budgets.resolve_slack_s
 
 
 def resolution(inputs: CheckInputs, budgets: Budgets) -> Resolution:
@@ -116,7 +116,7 @@ def _client_ready(inputs: CheckInputs, accepted_at: np.ndarray) -> np.ndarray:
     shape = inputs.shape
     ready = accepted_at.copy()
     if shape.delay_polls.fraction > 0 or shape.abandon_polls.fraction > 0:
-        planned = max(shape.delay_polls.after_s, shape.abandon_polls.after_s) * shape.time_scale
+        planned = shape.scaled(max(shape.delay_polls.after_s, shape.abandon_polls.after_s))
         ready = accepted_at + planned  # the plan's own delay, until a poll says otherwise
     attempts = history.attempts
     if attempts["row"].size == 0:

@@ -52,7 +52,7 @@ def poll_attempts(history: History) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 def hold_s(inputs: CheckInputs) -> float:
     """The least a correct server holds a poll before a 408, in trial seconds."""
-    return SERVER_POLL_HOLD_S * inputs.shape.time_scale - HOLD_TOLERANCE_S
+    return inputs.shape.scaled(SERVER_POLL_HOLD_S) - HOLD_TOLERANCE_S
 
 
 def early_408s(inputs: CheckInputs) -> Allowance:

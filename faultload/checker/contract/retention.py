@@ -144,7 +144,7 @@ def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) 
     neither has no known age and is not allowed.
     """
     out = np.zeros(len(inputs.history), dtype=bool)
-    window = budgets.expiry_window_s * inputs.shape.time_scale
+    window = inputs.shape.scaled(budgets.expiry_window_s)
     completed_s = inputs.router_completed_s or {}
     failed_s = _logged_failures_s(inputs) if among.any() else {}  # it reads every error line
     history = inputs.history

@@ -65,7 +65,7 @@ def edge_unreachable(inputs: CheckInputs, among: np.ndarray) -> tuple[Allowance,
     if not rows.any() or not outages:
         return Allowance.none(EDGE_UNREACHABLE, len(history)), []
     end = history["submit_end"].astype(np.float64)
-    start = end - inputs.shape.policy.backoff_cap_s * inputs.shape.time_scale
+    start = end - inputs.shape.scaled(inputs.shape.policy.backoff_cap_s)
     attempts = history.attempts
     if attempts["row"].size:
         submits = attempts["kind"] == AttemptKind.SUBMIT

@@ -1,6 +1,6 @@
 """The detection matrix's rows: each a build and the result the suite must give it (``faultload matrix``).
 
-Data only, beside the code that runs them (``faultload.matrix``), which re-exports them.
+Data only, beside the code that runs them (``faultload.matrix.run``), which re-exports them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Exit codes: 0 all good, 1 a trial failed (requests lost/failed, or an
 invariant violated), 2 bad usage or setup, 130 interrupted.
 
 This module is the console script's: parse, then hand the command to
-:mod:`faultload.cli_commands`. It stays light because every load worker is
+:mod:`faultload.cli.commands`. It stays light because every load worker is
 a spawned process that re-runs the ``faultload`` script, and so imports this
 module again (as ``__mp_main__``); what it imports at the top, every worker
 pays for.
@@ -16,9 +16,9 @@ import os
 import sys
 from typing import Sequence
 
-from faultload.cli_parser import UsageError, build_parser
-from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from faultload.procutil import Interrupts
+from faultload.cli.parser import UsageError, build_parser
+from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from faultload.host.processes import Interrupts
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "UsageError", "main"]
 
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         args.ray_environ = {key: environ[key] for key in ("RAY_ADDRESS", "PYTHONPATH") if key in environ}
         # The commands and the trial machinery they run (~150 ms, ~400 modules) load here, not at the
         # top: spawned load workers re-import this module, and --help, --version and a usage error stay quick.
-        from faultload.cli_commands import COMMANDS  # local import: spawned load workers re-import this module
+        from faultload.cli.commands import COMMANDS  # local import: spawned load workers re-import this module
 
         return COMMANDS[args.command](args)
     except UsageError as exc:

@@ -1,6 +1,6 @@
 """What each ``faultload`` command does: run | confirm | check | replay | matrix | setup | doctor.
 
-:mod:`faultload.cli` parses the command line and imports this module only
+:mod:`faultload.cli.main` parses the command line and imports this module only
 once a command has been parsed: every spawned load worker re-imports the
 CLI's module, and what the commands need (the trial machinery, the matrix,
 the doctor) is theirs alone.
@@ -16,18 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from faultload import doctor as doctor_mod
-from faultload import matrix as matrix_mod
+from faultload.setup import doctor as doctor_mod
+from faultload.matrix import run as matrix_mod
 from faultload.checker.budgets import load_budgets
 from faultload.checker.judge import judge
 from faultload.compare import report as compare_report
 from faultload.compare.judge import comparison_json, load_compare_settings
 from faultload.compare.runner import abba, judge_trials, run_comparison
-from faultload.cli_cluster import join_for, join_rows_cluster
-from faultload.matrix_spread import spread_rows
-from faultload.cli_parser import UsageError
-from faultload.config_file import find_config
-from faultload.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from faultload.cli.cluster import join_for, join_rows_cluster
+from faultload.matrix.spread import spread_rows
+from faultload.cli.parser import UsageError
+from faultload.host.settings import find_config
+from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, REPLAY_EXITS
 from faultload.model.build import parse_build
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig, procs_for
@@ -35,8 +35,8 @@ from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.run.preflight import DoesNotFit, current_limits, plan
-from faultload.progress import ProgressLine
-from faultload.provision import provision
+from faultload.run.progress import ProgressLine
+from faultload.setup.provision import provision
 from faultload.store import report as report_mod
 from faultload.store import matrix_table
 from faultload.store.bundle import write_bundle
@@ -48,7 +48,7 @@ from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
 from faultload.run.trial import run_trial
 from faultload.run.watchdog import load_watchdog_limits
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:
@@ -106,7 +106,7 @@ def _training_from_args(args: argparse.Namespace) -> TrainingMix:
 
 
 def _config_path(args: argparse.Namespace) -> Path | None:
-    """The pyproject.toml holding [tool.faultload.*] settings (:func:`faultload.config_file.find_config`
+    """The pyproject.toml holding [tool.faultload.*] settings (:func:`faultload.host.settings.find_config`
     from the current directory: --config, or the nearest with a [tool.faultload] table)."""
     return find_config(Path.cwd(), args.config or None)
 
@@ -243,9 +243,9 @@ def _confirm(args: argparse.Namespace, cluster) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run a repro file again: 1 if its failure reproduces, 0 if not (reported as flaky)."""
 
-    code, stopped = _guarded(lambda: replay(args.file, _workspace(args), args.json_out, target=args.target,
-                                            fixes=tuple(args.fix)), "interrupted; everything stopped")
-    return code if stopped is None else stopped
+    status, stopped = _guarded(lambda: replay(args.file, _workspace(args), args.json_out, target=args.target,
+                                              fixes=tuple(args.fix)), "interrupted; everything stopped")
+    return REPLAY_EXITS[status] if stopped is None else stopped
 
 
 def _guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None]:
@@ -268,7 +268,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     """Judge a stored trial bundle again: 0 when every verdict held, 1 when one is violated."""
 
     try:
-        return check_bundle(args.bundle, args.budget, args.json_out)
+        return EXIT_FAILED if check_bundle(args.bundle, args.budget, args.json_out) else EXIT_OK
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 

@@ -1,8 +1,8 @@
 """The ``faultload`` command line's parser: every subcommand, option, help line and value type.
 
-Kept apart from :mod:`faultload.cli_commands` (what each command does) so that
+Kept apart from :mod:`faultload.cli.commands` (what each command does) so that
 the parser — the CLI's face, its help and its one-line errors — reads on its
-own. Light imports only: :mod:`faultload.cli` imports it, and load workers
+own. Light imports only: :mod:`faultload.cli.main` imports it, and load workers
 re-import that module in each process.
 """
 
@@ -12,7 +12,7 @@ import argparse
 
 from faultload.version import installed_version as version
 from faultload.model.switches import FIXES, REGRESSIONS
-from faultload.matrix_rows import DEFAULT_ROWS
+from faultload.matrix.rows import DEFAULT_ROWS
 from faultload.model.target import DEFAULT_TARGET
 from faultload.model.trial import ENGINES
 
@@ -248,7 +248,7 @@ def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
     matrix.add_argument("--session-s", default=None, type=_seconds, metavar="S",
                         help="each row's session starts no trial after S seconds (default: the profile's); "
                              "a row left with too few judged trials is 'error: not judged'")
-    matrix.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.matrix/1 (default: not written)")
+    matrix.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.matrix.run/1 (default: not written)")
     matrix.add_argument("--markdown-out", default=None, metavar="PATH",
                         help="write the table as Markdown, the README's (default: not written)")
     matrix.add_argument("--ray", default=None, metavar="HOST:PORT",

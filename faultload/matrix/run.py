@@ -27,7 +27,7 @@ A row stops at its first failing property (pytest ``-x``) unless
 would only add wall time. The same rule applies to every row; a clean row
 runs every property either way.
 
-The JSON written by ``--json-out`` is a contract (``faultload.matrix/1``)::
+The JSON written by ``--json-out`` is a contract (``faultload.matrix.run/1``)::
 
     {"rows": [{"row", "target", "regress": [...], "fixes": [...], "expected": "clean"|"caught",
                "expected_caught_by": [...], "result": "clean"|"caught"|"error", "caught_by": [...],
@@ -51,14 +51,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from faultload.compare.rows import COMPARE_REPEATS, compare_command, compare_outcome
-from faultload.matrix_rows import DEFAULT_ROWS, FINDING_1_INVARIANTS, Expectation, MatrixRow
+from faultload.matrix.rows import DEFAULT_ROWS, FINDING_1_INVARIANTS, Expectation, MatrixRow
 from faultload.model.switches import switches_text
 from faultload.store.matrix_table import shown_result
 from faultload.suite.profiles import get_profile
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 
-SCHEMA = "faultload.matrix/1"
-# The rows are data in faultload.matrix_rows; re-exported here, where their users have always found them.
+SCHEMA = "faultload.matrix.run/1"
+# The rows are data in faultload.matrix.rows; re-exported here, where their users have always found them.
 __all__ = ["DEFAULT_ROWS", "FINDING_1_INVARIANTS", "Expectation", "MatrixRow", "SCHEMA", "RowResult",
            "judge_row", "judge_compare_row", "run_matrix", "select_rows"]
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import resource
 from dataclasses import dataclass
-from pathlib import Path
 
 from faultload.faults.toxiproxy import check_toxiproxy, find_go
 from faultload.router.compiled import binary_name, find_router
-from faultload.netutil import ephemeral_range
+from faultload.host.limits import machine_limits
 from faultload.targets import install
 from faultload.model.target import TargetSpec
-from faultload.workspace import Workspace
+from faultload.host.workspace import Workspace
 
 # Below these a full-size run has to shrink (see the 131k design notes in the README).
 WANT_NOFILE = 20_000
@@ -26,21 +24,6 @@ class Check:
     advice: str = ""
     # A short check that is not required is a warning: shown, but doctor still exits 0.
     required: bool = True
-
-
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
-def machine_limits() -> dict[str, int]:
-    """The limits that size a trial: open files per process, somaxconn, ephemeral ports."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    somaxconn = int(_read("/proc/sys/net/core/somaxconn") or 0)
-    low, high = ephemeral_range()
-    return {"nofile_soft": soft, "nofile_hard": hard, "somaxconn": somaxconn, "ephemeral_ports": high - low + 1}
 
 
 def run_checks(workspace: Workspace, targets: list[TargetSpec], go_named: str | None = None) -> list[Check]:

@@ -17,6 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from faultload.host.processes import child_environment
+
 
 class GoBuildError(RuntimeError):
     """A Go build failed or could not start; the message is one line saying what happened."""
@@ -54,8 +56,9 @@ def run_go(go: str, args: list[str], scratch: Path, what: str, timeout_s: float,
            cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
     """``go args`` with go's scratch files in ``scratch/tmp``; the whole process group dies on timeout or Ctrl-C."""
     (scratch / "tmp").mkdir(exist_ok=True)
-    full_env = {**os.environ, "GOTMPDIR": str(scratch / "tmp"),
-                "GOFLAGS": f"{os.environ.get('GOFLAGS', '')} -buildvcs=false".strip(), **(env or {})}
+    inherited = child_environment()
+    full_env = {**inherited, "GOTMPDIR": str(scratch / "tmp"),
+                "GOFLAGS": f"{inherited.get('GOFLAGS', '')} -buildvcs=false".strip(), **(env or {})}
     try:
         proc = subprocess.Popen([go, *args], env=full_env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 text=True, stdin=subprocess.DEVNULL, start_new_session=True)

@@ -12,7 +12,7 @@ import argparse
 import sys
 from urllib.parse import urlsplit
 
-from faultload.cli_parser import UsageError
+from faultload.cli.parser import UsageError
 from faultload.cluster.connect import ClusterError, check_reachable, resolve_address
 from faultload.cluster.session import RayCluster, join
 from faultload.model.target import is_loopback_host, parse_target

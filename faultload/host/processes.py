@@ -19,6 +19,17 @@ INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _RESOURCE_TRACKER = "multiprocessing.resource_tracker"
 
 
+def child_environment(set_: dict[str, str] | None = None, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment a child process starts with: this process's, with ``set_`` added and ``drop`` removed.
+
+    The one place below the edges that reads ``os.environ``: a child inherits the machine's environment
+    (PATH, HOME, locale) as any program's would; faultload's own settings never travel through it.
+    """
+    env = {key: value for key, value in os.environ.items() if key not in drop}
+    env.update(set_ or {})
+    return env
+
+
 def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> None:
     """preexec: have the kernel send ``sig`` to this child when the parent dies (Linux),
     or exit at once if the parent is already gone.
