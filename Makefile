@@ -44,15 +44,15 @@ test: $(DEPS_STAMP)
 	trap 'kill -TERM -$$setup 2>/dev/null; exit 130' INT TERM; \
 	echo "faultload setup runs beside the unit tier (its output: $(SETUP_LOG))"; \
 	while [ ! -x $(TOXIPROXY) ] && kill -0 $$setup 2>/dev/null; do sleep 1; done; \
-	$(BIN)/python -m pytest -q tests -m "not integration and not slow" -n 2 --durations=15; unit=$$?; \
+	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests -m "not integration and not slow" -n 2 --durations=15; unit=$$?; \
 	wait $$setup; installed=$$?; cat $(SETUP_LOG); \
 	if [ $$installed -ne 0 ]; then echo "make test: faultload setup failed (exit $$installed), see above"; exit $$installed; fi; \
 	exit $$unit
-	$(BIN)/python -m pytest -q tests -m "integration and not slow" --durations=15
+	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests -m "integration and not slow" --durations=15
 
 # All tests, the slow ones too (nightly).
 test-all: setup
-	$(BIN)/python -m pytest -q tests
+	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests
 
 unit: $(DEPS_STAMP)
 	$(BIN)/python -m pytest -q tests -m "not integration"

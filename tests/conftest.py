@@ -44,9 +44,57 @@ def target_installed(version: str) -> bool:
     return (venv / "faultload-installed.json").exists() and (venv / "bin" / "python").exists()
 
 
+# `make test` builds the compiled router, Toxiproxy and the targets before the tiers that need them run (it
+# sets this), so there a missing one is an error of the build, never a skip; a plain `pytest` on a checkout
+# not set up skips what needs them, each skip naming the command that builds it (one policy for every tool).
+REQUIRE_BUILT = os.environ.get("FAULTLOAD_TESTS_REQUIRE_BUILT") == "1"
+
+
+def require_built(what: str, present: bool, how: str) -> None:
+    """Skip (plain pytest) or fail (make test) a test that needs ``what`` when it is not there."""
+    if present:
+        return
+    message = f"{what} is not built: run `{how}`"
+    if REQUIRE_BUILT:
+        pytest.fail(f"{message} (make test builds it before this tier, so its absence is an error)", pytrace=False)
+    pytest.skip(message)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """What is built, said before any test runs: a plain `pytest` on a checkout not set up skips what needs
+    a missing part (the summary's skip lines, -rs, name the command), `make test` fails on it."""
+    from faultload.faults.toxiproxy import find_toxiproxy
+    from faultload.router.compiled import find_router
+
+    parts = {"compiled router": find_router(WORKDIR / "tools") is not None,
+             "toxiproxy": find_toxiproxy(WORKDIR / "tools") is not None,
+             **{f"skyrl=={v}": target_installed(v) for v in ("0.4.0", "0.3.0")}}
+    missing = [name for name, there in parts.items() if not there]
+    policy = "a missing part fails the tests that need it" if REQUIRE_BUILT else \
+        "tests that need a missing part are skipped (`make setup`, `make targets`)"
+    return f"faultload parts: {'all built' if not missing else 'missing ' + ', '.join(missing)}; {policy}"
+
+
 def require_target(version: str) -> None:
-    if not target_installed(version):
-        pytest.skip(f"skyrl=={version} is not installed under {TARGETS} (run `make targets`)")
+    require_built(f"skyrl=={version} (under {TARGETS})", target_installed(version), "make targets")
+
+
+def require_toxiproxy() -> Path:
+    """Toxiproxy's binary as setup built it (or one on PATH)."""
+    from faultload.faults.toxiproxy import find_toxiproxy
+
+    binary = find_toxiproxy(WORKDIR / "tools")
+    require_built("toxiproxy-server", binary is not None, "make setup")
+    return binary
+
+
+def require_compiled_router() -> Path:
+    """The compiled router setup built for this source."""
+    from faultload.router.compiled import find_router
+
+    found = find_router(WORKDIR / "tools")
+    require_built("the compiled router (faultload/router/go)", found is not None, "make setup")
+    return found
 
 
 @pytest.fixture(params=["asyncio", "uvloop"])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, WORKDIR, cli_env, python_exe
+from conftest import ROOT, WORKDIR, cli_env, python_exe, require_built
 
 
 def _env_without_go(tmp_path: Path) -> dict[str, str]:
@@ -44,8 +44,8 @@ def _line(lines: list[str], name: str) -> str:
 
 
 def test_go_missing_is_a_warning_when_toxiproxy_is_built(tmp_path: Path) -> None:
-    if not (WORKDIR / "tools" / "toxiproxy-server").exists():
-        pytest.skip("toxiproxy is not built in .faultload/tools (run `make setup`)")
+    require_built("toxiproxy-server (in .faultload/tools)", (WORKDIR / "tools" / "toxiproxy-server").exists(),
+                  "make setup")
     workdir = tmp_path / "fl"
     workdir.mkdir()
     (workdir / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)

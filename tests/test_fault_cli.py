@@ -27,9 +27,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import (TARGETS, WORKDIR, cli_env, end_tagged_run, python_exe, require_target, tagged_processes,
-                      wait_until)
-from faultload.faults.toxiproxy import find_toxiproxy, process_gone
+from conftest import (TARGETS, WORKDIR, cli_env, end_tagged_run, python_exe, require_target, require_toxiproxy,
+                      tagged_processes, wait_until)
+from faultload.faults.toxiproxy import process_gone
 
 NEEDLES = ("toxiproxy-server", "faultload.router", "skyrl_launch.py")
 
@@ -196,8 +196,7 @@ def killed_mid_fault(tmp_path_factory) -> Killed:
     process, and record (within bounded waits) what is left. Leftovers are killed afterwards,
     by pid, so the machine stays clean whatever the tests conclude."""
     require_target("0.4.0")
-    if find_toxiproxy(WORKDIR / "tools") is None:
-        pytest.skip("toxiproxy-server is not installed (run `make setup`)")
+    require_toxiproxy()
     cwd = tmp_path_factory.mktemp("killed")
     (cwd / ".faultload").mkdir()
     (cwd / ".faultload" / "targets").symlink_to(TARGETS, target_is_directory=True)

@@ -45,7 +45,6 @@ from faultload.store import report
 from faultload.checker.budgets import load_budgets
 from faultload.checker.judge import judge
 from faultload.model.faults import FaultSchedule
-from faultload.faults.toxiproxy import find_toxiproxy
 from faultload.record.history import Outcome
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape, PollBehaviour
@@ -54,7 +53,7 @@ from faultload.run.stack import Stack
 from faultload.run.trial import TrialResult, run_trial
 from faultload.host.workspace import Workspace
 
-from conftest import TARGETS, WORKDIR, require_target
+from conftest import TARGETS, WORKDIR, require_target, require_toxiproxy
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -141,8 +140,7 @@ class Trial:
 def shared(tmp_path_factory):
     """One stack (router, Toxiproxy edge/backend, SkyRL 0.4.0) for every trial in this module."""
     require_target("0.4.0")
-    if find_toxiproxy(WORKDIR / "tools") is None:
-        pytest.skip("toxiproxy-server is not installed (run `make setup`)")
+    require_toxiproxy()
     root = tmp_path_factory.mktemp("fl")
     (root / "targets").symlink_to(TARGETS, target_is_directory=True)
     (root / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)

@@ -29,15 +29,16 @@ from faultload.faults.control import FaultControlError, ToxiproxyControl
 from faultload.record.faults import AppliedFault, FaultLog
 from faultload.faults.schedule import FaultRunner
 from faultload.faults.topology import create_proxy_on_free_port, create_topology, teardown
-from faultload.faults.toxiproxy import ToxiproxyServer, check_toxiproxy, find_toxiproxy, reap_stale
+from faultload.faults.toxiproxy import ToxiproxyServer, check_toxiproxy, reap_stale
 from faultload.model.faults import Fault, FaultSchedule, parse_fault
 from faultload.model.watchdog import FaultWindow
 from faultload.host.network import ephemeral_range, pick_free_port
 from faultload.host.network import port_is_free
 from faultload.faults.toxiproxy import process_gone
 
+from conftest import require_toxiproxy
+
 REPO = Path(__file__).resolve().parents[1]
-TOOL_DIR = REPO / ".faultload" / "tools"
 
 # A latency toxic the tests can tell from none. Measured with these fixtures while a nightly matrix row and the
 # unit tier kept both cores busy: 200 loopback GETs through the proxy, p99 2.2 ms, max 3.1 ms; so 1 s separates
@@ -210,10 +211,7 @@ def test_doctor_messages(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 
 def _binary() -> Path:
-    binary = find_toxiproxy(TOOL_DIR)
-    if binary is None:
-        pytest.skip(f"toxiproxy-server not installed in {TOOL_DIR} or PATH: run `faultload setup`")
-    return binary
+    return require_toxiproxy()
 
 
 class EchoServer:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -80,10 +81,14 @@ def doubles(monkeypatch):
     return box
 
 
-def _assert_phases_split_the_wall(result) -> None:
+def _assert_phases_split_the_wall(result, outside_s: float) -> None:
+    """The phases in order, none negative, adding up to the wall; and the wall itself no longer than the run
+    measured from outside (``outside_s``: a clock the trial does not keep, so the sum is not checked
+    against itself alone)."""
     assert list(result.phases_s) == list(TRIAL_PHASES)
     assert all(seconds >= 0 for seconds in result.phases_s.values())
     assert sum(result.phases_s.values()) == pytest.approx(result.wall_s, abs=1e-9)
+    assert 0 < result.wall_s <= outside_s
     assert result.phases_s["load"] == pytest.approx(result.load_stopped_s, abs=1e-9)
 
 
@@ -93,8 +98,9 @@ def test_the_phases_add_up_to_the_wall_in_the_order_they_run(doubles, monkeypatc
     stack = _fake_stack(config)
     if own_stack:
         monkeypatch.setattr(trial_mod, "Stack", lambda *args: SimpleNamespace(start=lambda: stack))
+    before = time.monotonic()
     result = trial_mod.run_trial(config, Workspace(tmp_path), stack=None if own_stack else stack, pools=_FakePool)
-    _assert_phases_split_the_wall(result)
+    _assert_phases_split_the_wall(result, time.monotonic() - before)
 
 
 @pytest.mark.parametrize("own_stack", [True, False])
@@ -135,9 +141,10 @@ def test_an_interrupted_load_still_splits_its_wall(doubles, tmp_path) -> None:
 
     doubles.wait = interrupted
     config = trial(8)
+    before = time.monotonic()
     result = trial_mod.run_trial(config, Workspace(tmp_path), stack=_fake_stack(config), pools=_FakePool)
     assert result.interrupted
-    _assert_phases_split_the_wall(result)
+    _assert_phases_split_the_wall(result, time.monotonic() - before)
 
 
 def _phased() -> trial_mod.TrialResult:

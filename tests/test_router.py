@@ -25,9 +25,8 @@ import simdjson
 from faultload.model import tokens
 from faultload.router.bodies import completion_body
 from faultload.model.router import RouterConfig
-from faultload.router.compiled import find_router, missing_advice
 from faultload.router.handle import RouterHandle, start_router
-from conftest import WORKDIR
+from conftest import WORKDIR, require_compiled_router
 
 WAIT_S = 10.0  # upper bound for any wait in these tests
 
@@ -91,10 +90,8 @@ def check_body(body: bytes, nonce: int, n: int, max_tokens: int) -> None:
 
 
 def compiled_router() -> Path:
-    """The compiled router setup built for this source (a test of it fails, not skips, without it)."""
-    found = find_router(WORKDIR / "tools")
-    assert found is not None, missing_advice(WORKDIR / "tools")
-    return found
+    """The compiled router setup built for this source (conftest's one policy: make test fails without it)."""
+    return require_compiled_router()
 
 
 @pytest.fixture(params=["compiled", "python"])
