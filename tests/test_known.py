@@ -112,7 +112,8 @@ def test_the_nightly_lost_results_property_runs_half_open_delivery_and_restart_r
 
 
 def test_every_family_with_known_trials_runs_them_in_its_property() -> None:
-    """A family's known trials run only through its property's ``@_known(FAMILY)``: one left off is never run."""
+    """A family's known trials run through its property's ``@_property(FAMILY)``, which applies them as explicit
+    examples; one whose property is built otherwise would never run them."""
     import inspect
     import re
 
@@ -120,10 +121,11 @@ def test_every_family_with_known_trials_runs_them_in_its_property() -> None:
     from pathlib import Path
 
     source = (Path(families.__file__).parent / "test_properties.py").read_text()
-    decorated = set(re.findall(r"^@_known\((\w+)\)$", source, flags=re.M))
+    built = set(re.findall(r"^@_property\((\w+)", source, flags=re.M))
     with_known = {name for name, value in inspect.getmembers(families)
                   if isinstance(value, families.Family) and value.known}
-    assert with_known and with_known <= decorated
+    assert with_known and with_known <= built
+    assert "known_configs(" in source.split("def _property")[0]  # _known, which _property applies
 
 
 @pytest.mark.parametrize("time_scale", [0.05, 1.0])
@@ -146,7 +148,7 @@ def test_restart_reuse_polls_the_first_wave_after_the_second_is_accepted(time_sc
 
 def test_every_family_is_listed_and_has_its_property() -> None:
     """``FAMILIES`` holds every Family of the module, and each drives exactly one property of
-    ``test_properties.py`` (``@given(config=_configs(FAMILY))``): a new family cannot be forgotten by either."""
+    ``test_properties.py`` (``@_property(FAMILY)``): a new family cannot be forgotten by either."""
     import inspect
     import re
     from pathlib import Path
@@ -157,5 +159,5 @@ def test_every_family_is_listed_and_has_its_property() -> None:
     listed = {name for name, value in inspect.getmembers(families) if any(value is f for f in families.FAMILIES)}
     assert defined == listed
     source = (Path(families.__file__).parent / "test_properties.py").read_text()
-    drawn = re.findall(r"^@given\(config=_configs\((\w+)\)", source, flags=re.M)
+    drawn = re.findall(r"^@_property\((\w+)", source, flags=re.M)
     assert sorted(drawn) == sorted(listed)

@@ -95,10 +95,19 @@ def _known(family: Family):
     return apply
 
 
+def _property(family: Family, configs: st.SearchStrategy | None = None):
+    """A family's property: the session's settings for it, its known trials first (when the profile runs
+    them), then its draws (``configs``, else the family's own)."""
+
+    def apply(test):
+        test = given(config=_configs(family) if configs is None else configs)(test)
+        return settings(_settings(family))(_known(family)(test))
+
+    return apply
+
+
 @only_combined
-@settings(_settings(LOST))
-@_known(LOST)
-@given(config=_configs(LOST))
+@_property(LOST)
 def test_no_lost_results(faultload_suite, config):
     """Every asample is accepted, and every accepted request ends with its result (no 404s, no give-ups
     outside fatal faults)."""
@@ -106,34 +115,28 @@ def test_no_lost_results(faultload_suite, config):
 
 
 @only_combined
-@settings(_settings(INTEGRITY))
-@given(config=_configs(INTEGRITY))
+@_property(INTEGRITY)
 def test_result_integrity(faultload_suite, config):
     """Every result that arrives is its own request's, whole."""
     faultload_suite.check(INTEGRITY, config)
 
 
 @only_combined
-@settings(_settings(RESOURCES))
-@_known(RESOURCES)
-@given(config=_configs(RESOURCES))
+@_property(RESOURCES)
 def test_bounded_resources(faultload_suite, config):
     """Server fds, RSS and CPU per request stay within budget, and fds and RSS come back after the load."""
     faultload_suite.check(RESOURCES, config)
 
 
 @only_combined
-@settings(_settings(HEALTH))
-@given(config=_configs(HEALTH))
+@_property(HEALTH)
 def test_health(faultload_suite, config):
     """/healthz stays fast and answering under load; the server never collapses."""
     faultload_suite.check(HEALTH, config)
 
 
 @only_combined
-@settings(_settings(RETRIES))
-@_known(RETRIES)
-@given(config=_configs(RETRIES))
+@_property(RETRIES)
 def test_bounded_retries(faultload_suite, config):
     """HTTP attempts per request stay within budget under the SDK's own policy; no connection is reset
     outside a fault."""
@@ -141,8 +144,7 @@ def test_bounded_retries(faultload_suite, config):
 
 
 @only_combined
-@settings(_settings(SERVER_LOG))
-@given(config=_configs(SERVER_LOG))
+@_property(SERVER_LOG)
 def test_clean_server_log(faultload_suite, config):
     """No error lines in the server log unless a fault was active."""
     faultload_suite.check(SERVER_LOG, config)
@@ -150,17 +152,14 @@ def test_clean_server_log(faultload_suite, config):
 
 @with_training
 @only_combined
-@settings(_settings(TRAINING))
-@_known(TRAINING)
-@given(config=_configs(TRAINING))
+@_property(TRAINING)
 def test_training(faultload_suite, config):
     """Trainers beside the samples get every training future's own result, every session's heartbeat
     is answered in time, and the server's log shows no error (its DB pool exhausted, a DB lock) doing it."""
     faultload_suite.check(TRAINING, config)
 
 
-@settings(_settings(COMBINED))
-@given(config=_configs(COMBINED))
+@_property(COMBINED)
 def test_all_invariants(faultload_suite, config):
     """Every invariant at once."""
     faultload_suite.check(COMBINED, config)
@@ -168,8 +167,7 @@ def test_all_invariants(faultload_suite, config):
 
 @with_baseline
 @only_combined
-@settings(_settings(COMPARATIVE))
-@given(config=_configs(COMPARATIVE).map(comparative.at_least))
+@_property(COMPARATIVE, _configs(COMPARATIVE).map(comparative.at_least))
 def test_comparative_no_worse_than_baseline(faultload_suite, config):
     """The target (with its switches) is no worse than ``--faultload-baseline``'s build on a load without
     faults: no metric's ratio past its [tool.faultload.compare] threshold with its whole interval past 1,
