@@ -57,6 +57,9 @@ from faultload.store.matrix_table import shown_result
 from faultload.suite.profiles import get_profile
 from faultload.host.workspace import Workspace
 
+# The faultload package's folder: what each row's `pytest` is pointed at (the properties are in suite/).
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
 SCHEMA = "faultload.matrix.run/1"
 # The rows are data in faultload.matrix.rows; re-exported here, where their users have always found them.
 __all__ = ["DEFAULT_ROWS", "FINDING_1_INVARIANTS", "Expectation", "MatrixRow", "SCHEMA", "RowResult",
@@ -282,9 +285,9 @@ def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = Fa
                ) -> dict[str, Any]:
     """Run every row; the matrix as the JSON contract describes (``session_s``: each row's session time;
     ``home``: the workspace the logs go under when ``workdir`` is None, the caller's $FAULTLOAD_HOME;
-    ``spread``: runs the rows, e.g. over a Ray cluster's nodes (``matrix_spread``); default one after another)."""
+    ``spread``: runs the rows, e.g. over a Ray cluster's nodes (``matrix.spread``); default one after another)."""
     cwd = cwd or Path.cwd()
-    suite_dir = Path(__file__).resolve().parent
+    suite_dir = PACKAGE_DIR
     if workdir is None:  # kept: the JSON points at each row's log; under the workspace, not /tmp
         workdir = Workspace.default(home).root / "matrix" / time.strftime("%Y%m%dT%H%M%S")
     workdir.mkdir(parents=True, exist_ok=True)
