@@ -189,6 +189,10 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "harness_cut": (lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=1.0),
                     lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=0.4)),
     "fault_in_force": (lambda: _reset(fault=False), lambda: _reset(fault=True)),
+    # a request never answered after an edge fault healed at 3 s is late; one whose removal failed still holds it
+    "fault_not_healed": (lambda: _ended_at(np.nan, faults=fault_log(applied(RESET, 2.0, 3.0))),
+                         lambda: _ended_at(np.nan, faults=fault_log(
+                             dataclasses.replace(applied(RESET, 2.0, 3.0), remove_error="did not finish within 5.0 s")))),
     "no_fault_cost": (lambda: _cpu(fault=False), lambda: _cpu(fault=True)),
     "forwarded_once": (lambda: _forwarded(2), lambda: _forwarded(1)),
     # a router crash can lose the first answer; an edge reset (client to server) cannot
@@ -295,3 +299,29 @@ def test_a_resubmitted_asample_may_reach_the_router_twice_and_uncounted_completi
     verdict = check_forwarded_once(make_inputs(history=h, router_repeats={int(h["nonce"][7]): 3}), BUDGETS)
     assert verdict.ok is False and verdict.figure == 1 and "nonce 1007 (id -56) completed 3x" in verdict.detail
     assert check_forwarded_once(make_inputs(router_repeats=None), BUDGETS).ok is None
+
+
+def test_a_fault_the_injector_could_not_heal_stays_in_force_and_ends_the_load_as_a_harness_error() -> None:
+    """fault_not_healed, end to end of the record: the window never closes (the watchdog and the checkers see
+    it in force), the load's wait ends at once, and the trial's error names the fault and why."""
+    import math
+
+    from faultload.run.trial import unhealed_error
+    from faultload.run.watching import wait_load
+
+    stuck = dataclasses.replace(applied(RESET, 2.0, 3.0), remove_error="toxiproxy remove_toxic did not finish within 5.0 s")
+    log = fault_log(applied(CRASH, 0.2, 0.5, index=1), stuck)
+    assert log.unhealed() == (stuck,) and fault_log(applied(RESET, 2.0, 3.0)).unhealed() == ()
+    assert [w.end_s for w in log.windows()] == [0.5, math.inf]
+    assert not stuck.active_at(1.0) and stuck.active_at(60.0)
+    message = unhealed_error(log.unhealed())
+    assert "could not heal edge:reset_peer" in message and "did not finish within 5.0 s" in message
+    assert "Shopify/toxiproxy#558" in message
+
+    class NeverDone:  # test double: a pool whose load never ends
+        def finished(self) -> bool:
+            return False
+
+    # the wait checks the injector before anything else: no watchdog, monitor or log is touched
+    assert wait_load(NeverDone(), float("inf"), None, None, 1.0, None, None, None, True,
+                     harness_failed=lambda: True) is False

@@ -68,7 +68,7 @@ def fault_windows(faults: FaultLog | None, keep: Callable[[Fault], bool] = lambd
     for record in faults.records:
         if not record.applied or not keep(record.fault):
             continue
-        end = math.inf if record.removed_at_s is None else record.removed_at_s + grace_s
+        end = math.inf if record.healed_at_s is None else record.healed_at_s + grace_s  # contract: fault_not_healed
         out.append((float(record.applied_at_s), end, record.fault))  # type: ignore[arg-type]
     return out
 

@@ -51,11 +51,18 @@ class AppliedFault:
         """What a process fault did, in words; None for a toxic, a proxy down or a router fault."""
         return PROCESS_EFFECTS.get(f"{self.fault.link}:{self.fault.kind}")
 
+    @property
+    def healed_at_s(self) -> float | None:
+        """When the fault was known gone: its removal's end; None while it is in force, and when its removal
+        failed (the injector may hold it still: Toxiproxy's control port can hang removing a toxic under
+        traffic, Shopify/toxiproxy#558, and the toxic then stays)."""
+        return self.removed_at_s if self.remove_error is None else None
+
     def active_at(self, t: float) -> bool:
         """Was this fault (possibly) in force at ``t`` seconds after trial start?"""
         if not self.applied:
             return False
-        end = math.inf if self.removed_at_s is None else self.removed_at_s
+        end = math.inf if self.healed_at_s is None else self.healed_at_s
         return self.applied_at_s <= t <= end  # type: ignore[operator]
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,10 +93,15 @@ class FaultLog:
     def windows(self) -> tuple[FaultWindow, ...]:
         """Each fault that took effect, from its apply to its removal (``inf``: not removed yet), for the watchdog."""
         return tuple(
-            FaultWindow(float(r.applied_at_s), math.inf if r.removed_at_s is None else float(r.removed_at_s),
+            FaultWindow(float(r.applied_at_s), math.inf if r.healed_at_s is None else float(r.healed_at_s),
                         r.fault.link, r.fault.kind)
             for r in self.records if r.applied and r.applied_at_s is not None
         )
+
+    def unhealed(self) -> tuple[AppliedFault, ...]:
+        """The faults whose removal failed: the injector may still hold them, so the trial is not the test it
+        was asked to be (a harness error, not a verdict on the server)."""
+        return tuple(r for r in self.records if r.applied and r.remove_error is not None)
 
     def to_dict(self) -> dict[str, Any]:
         return {"trial_start_epoch": self.trial_start_epoch, "records": [r.to_dict() for r in self.records]}

@@ -140,6 +140,20 @@ def _fault_windows(stack: Stack) -> FaultWindows:
     return windows
 
 
+def _unhealed(stack: Stack) -> tuple:
+    """The faults the injector failed to remove so far (contract: fault_not_healed)."""
+    runner = stack.faults.runner if stack.faults is not None else None
+    return runner.log().unhealed() if runner is not None else ()
+
+
+def unhealed_error(unhealed: tuple) -> str:
+    """The harness error of a trial with a fault the injector could not heal."""
+    first = unhealed[0]
+    return (f"the fault injector could not heal {first.fault.to_spec()}: {first.remove_error}; it may hold it "
+            f"still (Toxiproxy's control port can hang removing a toxic under traffic, Shopify/toxiproxy#558), "
+            f"so the rest of this trial is no test of the server (the load was stopped)")
+
+
 def _fault_events(router: Any, pool: WorkerPool) -> dict[str, Callable[[], int]]:
     """Each anchor event's count from now, the load's start (``model.anchors.ANCHOR_EVENTS``): what an anchored
     fault waits for. The router's completion log outlives a trial on a shared stack: counted from here."""
@@ -248,7 +262,7 @@ def run_trial(
         try:
             collapsed = wait_load(
                 pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s,
-                watchdog, server, log, config.early_stop, _fault_windows(stack),
+                watchdog, server, log, config.early_stop, _fault_windows(stack), lambda: bool(_unhealed(stack)),
             )
         except KeyboardInterrupt:
             result.interrupted, collapsed = True, False
@@ -340,6 +354,8 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
     crashed = [w for w in result.workers if w.crashed]
     if crashed:
         result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"
+    elif result.fault_log is not None and result.fault_log.unhealed():
+        result.error = unhealed_error(result.fault_log.unhealed())
 
 
 def _gather_what_can_be(result: TrialResult, config: TrialConfig, stack: Stack, pool: WorkerPool,

@@ -75,16 +75,18 @@ def feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: b
 def wait_load(
     pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float,
     watchdog: Watchdog, server: ServerHandle, log: LogFollower, early_stop: bool,
-    faults: FaultWindows = tuple,
+    faults: FaultWindows = tuple, harness_failed: Callable[[], bool] = lambda: False,
 ) -> bool:
     """Wait for the load to finish; True if the watchdog stopped it early.
 
     ``faults()``: the faults injected so far, fed to the watchdog each turn (a
-    partition and a paused server are silent by design, not collapsed)."""
+    partition and a paused server are silent by design, not collapsed).
+    ``harness_failed()`` true (a fault the injector could not heal) ends the
+    wait at once: what follows would be no test of the server."""
     next_report = time.monotonic() + every_s
     next_log = time.monotonic()
     fed = [0, 0]
-    while not pool.finished() and time.monotonic() < deadline:
+    while not pool.finished() and time.monotonic() < deadline and not harness_failed():
         pool.poll(0.1)
         now = time.monotonic()
         feed_watchdog(watchdog, monitor, fed, server.alive(), faults())

@@ -150,6 +150,8 @@ class StackExecutor:
             self._log(f"    collapse: {result.verdict.line()[:240]}")
         if result.verdict is not None or (stack.server is not None and not stack.server.alive()):
             self._close_stack("the server collapsed or exited")
+        elif result.fault_log is not None and result.fault_log.unhealed():
+            self._close_stack("the fault injector could not heal a fault")  # its Toxiproxy may hold it still
         return outcome
 
     def describe(self) -> str:

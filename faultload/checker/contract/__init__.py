@@ -21,7 +21,7 @@ accepted request (``futures_resolve``).
 
 from __future__ import annotations
 
-from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, NO_FAULT_COST
+from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, FAULT_NOT_HEALED, NO_FAULT_COST
 from faultload.checker.contract.forwards import FORWARDED_ONCE, RETRIED_FORWARD
 from faultload.checker.contract.heartbeats import HEARTBEAT_TIMEOUT_TOLERATED, HEARTBEATS_ANSWERED
 from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN
@@ -32,7 +32,7 @@ from faultload.checker.contract.submits import EDGE_UNREACHABLE, FATAL_REJECTION
 
 RULES: tuple[Rule, ...] = (
     DROPPED_POLL, STALL_NOT_SCALED, EXPIRED_BY_DESIGN, RESTART_FORGETS,
-    FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, NO_FAULT_COST,
+    FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, FAULT_NOT_HEALED, NO_FAULT_COST,
     FATAL_REJECTION, EDGE_UNREACHABLE, HARNESS_CUT,
     RESOLVES, HARNESS_STOPPED, ROUTER_UNKNOWN,
     LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN,

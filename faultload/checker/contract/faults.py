@@ -34,6 +34,12 @@ FAULT_IN_FORCE = Rule(
     "a heartbeat failed), is the fault's; a result lost, corrupted or never answered never is",
     "a fault breaks connections and makes the server log and retry; a correct server recovers within the "
     "grace (log_fault_grace_s for log lines and resets, healthz_fault_recovery_s for /healthz)")
+FAULT_NOT_HEALED = Rule(
+    "fault_not_healed",
+    "a fault whose removal failed is in force until the load ended (its window never closes), and the trial "
+    "is a harness error: no verdict on the server",
+    "the injector may still hold it (Toxiproxy's control port can hang removing a toxic under traffic, "
+    "Shopify/toxiproxy#558): what it held after its planned end is the injector's doing, not the server's")
 NO_FAULT_COST = Rule(
     "no_fault_cost",
     "CPU per request is not judged for a trial in which a fault took effect",
