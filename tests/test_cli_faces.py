@@ -134,3 +134,11 @@ def test_every_plugin_option_has_a_help_line_that_shows_its_default():
         assert "default" in text, f"{name}: no default shown in {text!r}"
     assert f"default {DEFAULT_TARGET}" in helps["--faultload-target"]
     assert f"default {plugin.DEFAULT_PROFILE}" in helps["--faultload-profile"]
+
+
+def test_every_replay_outcome_has_its_exit_code_and_a_harness_error_is_never_a_pass():
+    from faultload.cli.exits import EXIT_OK, REPLAY_EXITS
+    from faultload.store.outcomes import ReplayStatus
+
+    assert set(REPLAY_EXITS) == set(ReplayStatus)
+    assert [s for s, code in REPLAY_EXITS.items() if code == EXIT_OK] == [ReplayStatus.FLAKY]

@@ -10,4 +10,5 @@ class ReplayStatus(str, enum.Enum):
 
     REPRODUCED = "reproduced"  # failing again (a comparison: still worse, or a metric unmeasured)
     FLAKY = "flaky"  # the failure did not come back on a fresh stack (with a fix: the fix holds)
+    HARNESS_ERROR = "harness error"  # the trial could not be run as asked: no verdict on the server either way
     INTERRUPTED = "interrupted"

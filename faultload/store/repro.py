@@ -185,12 +185,14 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     figures = figures_of(verdicts)
     relevant = set(checked) if checked else {v.name for v in verdicts}
     failing_now = [v.name for v in verdicts if v.ok is False and v.name in relevant]
-    reproduced = bool(failing_now) or bool(result.error)
+    outcome = (ReplayStatus.REPRODUCED if failing_now else ReplayStatus.HARNESS_ERROR if result.error
+               else ReplayStatus.FLAKY)
     names = sorted(set(original_failing) | set(failing_now))
-    status = (ReplayStatus.REPRODUCED if reproduced else ReplayStatus.FLAKY).value
+    status = outcome.value
     print(f"{status}: " + (f"failing now: {', '.join(failing_now)}" if failing_now else
+                            f"{result.error} (no verdict on the server)" if result.error else
                             "the failure did not reproduce on a fresh stack")
-          + (f"; harness error: {result.error}" if result.error else ""), file=out)
+          + (f"; harness error: {result.error}" if result.error and failing_now else ""), file=out)
     old_figures = data.get("figures") or {}
     for name in names or sorted(relevant):
         print(_figure_line(name, old_figures.get(name), figures.get(name)), file=out)
@@ -200,4 +202,4 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
             "original_figures": old_figures, "replay_figures": figures,
         }
         report_mod.write_json(report, json_out)
-    return ReplayStatus.REPRODUCED if reproduced else ReplayStatus.FLAKY
+    return outcome
