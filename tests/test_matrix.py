@@ -50,7 +50,7 @@ def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
     assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0",
                      "skyrl-0.3.0-training", *COMPARISON_ROWS, *MUTANT_ROWS, "lost-wakeup"]
-    assert [r.expected for r in DEFAULT_ROWS][:13] == ["clean", "clean", "caught", "caught", "caught", "caught",
+    assert [r.expected for r in DEFAULT_ROWS][:13] == ["caught", "clean", "caught", "caught", "caught", "caught",
                                                        "caught", "clean", "caught", "clean", "caught", "caught", "caught"]
     assert [r.name for r in DEFAULT_ROWS if r.baseline] == COMPARISON_ROWS
     assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks", "keepalive-past-sdk",
@@ -159,9 +159,11 @@ def test_a_row_caught_by_other_invariants_is_unexpected() -> None:
     assert also.as_expected and not also.unexpected
 
 
-def test_the_clean_rows_expectation_on_nightly_is_findings_1_and_5() -> None:
+def test_the_clean_rows_expectation_is_finding_1_on_ci_and_findings_1_and_5_on_nightly() -> None:
     clean = select_rows(["clean"])[0]
-    assert clean.expectation("ci").expected == "clean"
+    ci = clean.expectation("ci")
+    assert ci.expected == "caught" and ci.caught_by == FINDING_1_INVARIANTS
+    assert select_rows(["fixed"])[0].expectation("ci").expected == "clean"  # the no-false-alarm row
     nightly = clean.expectation("nightly")
     assert nightly.expected == "caught" and nightly.caught_by == FINDING_1_INVARIANTS + FINDING_5_INVARIANTS
     stall = summary(prop("test_bounded_retries", "failed", ["retry_amplification"], 3360), profile="nightly")
@@ -190,15 +192,16 @@ def test_infrastructure_failures_are_errors_not_catches() -> None:
 
 def test_markdown_table() -> None:
     rows = [judge_row(ROW, summary(prop("a", "failed", ["no_lost_results"], 1)), 1, 120.0).__dict__,
-            judge_row(DEFAULT_ROWS[0], summary(prop("a", "failed", ["healthz_latency"], 9)), 1, 60.0).__dict__]
+            judge_row(DEFAULT_ROWS[1], summary(prop("a", "failed", ["healthz_latency"], 9)), 1, 60.0).__dict__]
     text = markdown_table({"profile": "ci", "wall_s": 180.0, "ok": False, "rows": rows})
     assert "NOT every row as expected" in text
     assert ("| retention | `skyrl==0.4.0` | retention | — | caught by no_lost_results | caught | no_lost_results "
             "| 1 (min 7) | 1 | 2.0 min |") in text
-    assert "| clean | `skyrl==0.4.0` | — | — | clean | **caught** | healthz_latency | 1 (min 7) | 9 | 1.0 min |" in text
+    assert ("| fixed | `skyrl==0.4.0` | — | plain-tracebacks, keepalive-past-sdk, retain-until-expiry | clean "
+            "| **caught** | healthz_latency | 1 (min 7) | 9 | 1.0 min |") in text
     assert "| row | no_lost_results | bounded_cpu |" in text
     assert "| retention | 1 / 0 / 0 | **0** / 1 / 1 |" in text
-    assert "Not judged: retention: bounded_cpu; clean: bounded_cpu." in text
+    assert "Not judged: retention: bounded_cpu; fixed: bounded_cpu." in text
 
 
 def test_cli_rejects_bad_rows_with_exit_2() -> None:
