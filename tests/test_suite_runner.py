@@ -205,6 +205,23 @@ def test_a_violation_of_an_invariant_the_property_does_not_assert_fails_it(tmp_p
     assert summary_dict(runner)["properties"][0]["violated"] == ["futures_resolve"]  # what the matrix reads
 
 
+def test_a_trial_that_was_no_test_of_the_target_is_rejected_and_reported_not_failed(tmp_path, clock) -> None:
+    """A fault the injector could not heal (fault_not_healed): the example is rejected (so it neither passes,
+    nor fails the property, nor stays in Hypothesis's database to be replayed every night), the property goes
+    on, and the summary says which trial was not judged and why."""
+    from hypothesis.errors import UnsatisfiedAssumption
+
+    why = "not judged: the fault injector could not heal edge:latency@1+1: toxiproxy remove_toxic timed out"
+    fake = KnownFailure(min_requests=40, clock=clock, unjudged=why)
+    runner, fake, state = setup(tmp_path, clock, fake=fake)
+    with pytest.raises(UnsatisfiedAssumption):
+        runner.check(LOST, trial(50, FAULT))
+    assert state.broken is None and state.failures == 0 and state.unjudged == [why]
+    assert state.judged_trials == 0
+    assert summary_dict(runner)["properties"][0]["unjudged"] == [why]
+    assert "1 trial(s) not judged: " + why in "\n".join(runner.summary_lines())
+
+
 # --------------------------------------------------------------------------- repros
 
 

@@ -37,6 +37,9 @@ class TrialOutcome:
     wall_s: float
     result: Any = None  # the TrialResult, kept only when something failed (for the report and PNG)
     error: str | None = None  # the harness failed (not a verdict on the target)
+    # the trial ran but is no test of the target (a fault the injector could not heal): not judged, and the
+    # example is rejected, so it neither fails the property nor stays in Hypothesis's database
+    unjudged: str | None = None
     report: dict[str, Any] | None = None  # the trial's JSON report, when the executor keeps reports (comparisons)
     comparison: dict[str, Any] | None = None  # a comparative example's faultload.compare/1 JSON (suite.comparative)
     # phase -> wall seconds: stack_ready (the executor readying its shared stack), the trial's
@@ -139,7 +142,10 @@ class StackExecutor:
         outcome = TrialOutcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None,
                                report=build_report(result, verdicts) if self.keep_reports else None,
                                phases_s={"stack_ready": started - ready_from, **result.phases_s})
-        if result.error:
+        if result.fault_log is not None and result.fault_log.unhealed():  # contract: fault_not_healed
+            outcome = TrialOutcome([], {}, config.shape.requests, result.wall_s,
+                                   unjudged=f"not judged: {result.error}", phases_s=outcome.phases_s)
+        elif result.error:
             outcome.error = f"harness error: {result.error}"
         bad = ", ".join(v.name for v in verdicts if v.ok is False) or "none"
         self._log(f"trial {self.trials}: {describe_config(config)} -> {result.wall_s:.1f}s, violated: {bad}")

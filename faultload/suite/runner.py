@@ -120,6 +120,10 @@ class SuiteRunner:
         outcome = self._outcome(config, state, family)
         if outcome is None:  # a time bound is spent: not run, counted, reported
             return
+        if outcome.unjudged:  # no test of the target: reported, and the example rejected (never a pass or a fail)
+            if outcome.unjudged not in state.unjudged:
+                state.unjudged.append(outcome.unjudged)
+            hypothesis.reject()
         for invariant in family.targets:
             value = target_figure(outcome.figures, invariant)
             if value is not None:

@@ -52,6 +52,7 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
             "bundle_path": str(state.bundle_path) if state.bundle_path else None,
             "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
             "error": state.broken or runner.not_judged(state.nodeid),
+            "unjudged": list(state.unjudged),
         })
     return {
         "profile": runner.profile.name, "target": runner.target, "regress": list(runner.regress),
@@ -101,6 +102,8 @@ def summary_lines(runner) -> list[str]:
             text += f"\n    repro: {state.repro_path}\n    replay: faultload replay {state.repro_path}"
         if state.bundle_path:
             text += f"\n    bundle: {state.bundle_path}\n    check: faultload check {state.bundle_path}"
+        if state.unjudged:
+            text += f"; {len(state.unjudged)} trial(s) not judged: {state.unjudged[0]}"
         if state.broken:
             text += f"; ERROR {state.broken}"
         elif runner.not_judged(state.nodeid):

@@ -81,6 +81,7 @@ class KnownFailure:
     unknown_for: tuple[str, ...] = ()
     suite_error: str | None = None
     harness_error: str | None = None
+    unjudged: str | None = None  # ``run`` returns an outcome that is no test of the target (a fault never healed)
     clock: FakeClock | None = None
     trial_s: float = 0.0
     record_to: Path | None = None
@@ -121,6 +122,8 @@ class KnownFailure:
         figures = {v.name: {"ok": v.ok, "figure": v.figure, "budget": v.budget} for v in verdicts}
         if self.harness_error is not None:
             return TrialOutcome([], {}, config.shape.requests, self.trial_s, error=self.harness_error)
+        if self.unjudged is not None:
+            return TrialOutcome([], {}, config.shape.requests, self.trial_s, unjudged=self.unjudged)
         return TrialOutcome(verdicts, figures, config.shape.requests, self.trial_s)
 
     def close(self) -> None:

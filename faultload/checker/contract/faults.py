@@ -37,7 +37,8 @@ FAULT_IN_FORCE = Rule(
 FAULT_NOT_HEALED = Rule(
     "fault_not_healed",
     "a fault whose removal failed is in force until the load ended (its window never closes), and the trial "
-    "is a harness error: no verdict on the server",
+    "is no test of the server: faultload run reports a harness error, the suite leaves the trial unjudged "
+    "(its example rejected, reported)",
     "the injector may still hold it (Toxiproxy's control port can hang removing a toxic under traffic, "
     "Shopify/toxiproxy#558): what it held after its planned end is the injector's doing, not the server's")
 NO_FAULT_COST = Rule(
