@@ -209,13 +209,20 @@ def test_a_trial_that_was_no_test_of_the_target_is_rejected_and_reported_not_fai
     """A fault the injector could not heal (fault_not_healed): the example is rejected (so it neither passes,
     nor fails the property, nor stays in Hypothesis's database to be replayed every night), the property goes
     on, and the summary says which trial was not judged and why."""
-    from hypothesis.errors import UnsatisfiedAssumption
+    from hypothesis import HealthCheck, given, settings, strategies as st
+    from hypothesis.errors import Unsatisfiable
 
     why = "not judged: the fault injector could not heal edge:latency@1+1: toxiproxy remove_toxic timed out"
     fake = KnownFailure(min_requests=40, clock=clock, unjudged=why)
     runner, fake, state = setup(tmp_path, clock, fake=fake)
-    with pytest.raises(UnsatisfiedAssumption):
-        runner.check(LOST, trial(50, FAULT))
+
+    @settings(max_examples=1, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.just(trial(50, FAULT)))
+    def prop(config) -> None:  # as the suite's properties call it: inside a Hypothesis test
+        runner.check(LOST, config)
+
+    with pytest.raises(Unsatisfiable):  # every example rejected: none passed, none failed
+        prop()
     assert state.broken is None and state.failures == 0 and state.unjudged == [why]
     assert state.judged_trials == 0
     assert summary_dict(runner)["properties"][0]["unjudged"] == [why]
