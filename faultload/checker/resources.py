@@ -12,7 +12,6 @@ from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import History, Outcome
 from faultload.model.shape import LoadShape
-from faultload.model.timescale import trial_s
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.record.samples import MonitorSamples
@@ -179,7 +178,7 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     # Results the server keeps by design after delivery (its retrieved TTL): at
     # each sample, those completed within the retention window before it.
     done = np.sort(inputs.history["done"][np.isfinite(inputs.history["done"])])
-    window = trial_s(budgets.retention_window_s, inputs.shape.time_scale)
+    window = inputs.shape.scaled(budgets.retention_window_s)
     retained = np.searchsorted(done, t, side="right") - np.searchsorted(done, t - window, side="left")
     per_retained = budgets.retained_result_overhead_bytes + mult * per_request
     in_flight_budget = mult * in_flight_bytes + in_flight * budgets.in_flight_request_overhead_bytes

@@ -248,7 +248,7 @@ def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
     matrix.add_argument("--session-s", default=None, type=_seconds, metavar="S",
                         help="each row's session starts no trial after S seconds (default: the profile's); "
                              "a row left with too few judged trials is 'error: not judged'")
-    matrix.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.matrix.run/1 (default: not written)")
+    matrix.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.matrix/1 (default: not written)")
     matrix.add_argument("--markdown-out", default=None, metavar="PATH",
                         help="write the table as Markdown, the README's (default: not written)")
     matrix.add_argument("--ray", default=None, metavar="HOST:PORT",

@@ -55,7 +55,7 @@ class MatrixRow:
 # Finding 1 (README): a failed forward makes SkyRL 0.4.0 write a Rich traceback on its
 # event loop; ~200 at once stall it for tens of seconds. /healthz then fails
 # (healthz_latency), the watchdog calls event_loop_stall (no_collapse), and clients
-# re-poll the frozen server (retry_amplification: 3.77 attempts per request, nightly session 3).
+# re-poll the frozen server (retry_amplification: 3.77 attempts per request on a nightly run).
 FINDING_1_INVARIANTS = ("healthz_latency", "no_collapse", "retry_amplification")
 # Finding 5: a result written into a half-open edge is swept after the retrieved TTL, and the client's re-poll
 # after the edge heals gets 404. The nightly profile's known trial half_open_delivery makes it every run.

@@ -27,7 +27,7 @@ A row stops at its first failing property (pytest ``-x``) unless
 would only add wall time. The same rule applies to every row; a clean row
 runs every property either way.
 
-The JSON written by ``--json-out`` is a contract (``faultload.matrix.run/1``)::
+The JSON written by ``--json-out`` is a contract (``faultload.matrix/1``)::
 
     {"rows": [{"row", "target", "regress": [...], "fixes": [...], "expected": "clean"|"caught",
                "expected_caught_by": [...], "result": "clean"|"caught"|"error", "caught_by": [...],
@@ -60,7 +60,7 @@ from faultload.host.workspace import Workspace
 # The faultload package's folder: what each row's `pytest` is pointed at (the properties are in suite/).
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
-SCHEMA = "faultload.matrix.run/1"
+SCHEMA = "faultload.matrix/1"
 # The rows are data in faultload.matrix.rows; re-exported here, where their users have always found them.
 __all__ = ["DEFAULT_ROWS", "FINDING_1_INVARIANTS", "Expectation", "MatrixRow", "SCHEMA", "RowResult",
            "judge_row", "judge_compare_row", "run_matrix", "select_rows"]

@@ -24,7 +24,6 @@ from faultload.strategies.limits import Limits
 from faultload.strategies.routers import immediate_router, router_procs
 from faultload.strategies.shapes import held_at_once
 from faultload.strategies.trials import engine_for, proxies_for
-from faultload.model.timescale import trial_s
 
 
 def completion_burst(time_scale: float) -> LoadShape:
@@ -143,10 +142,9 @@ def half_open_router(shape: LoadShape) -> RouterConfig:
 
 def half_open_faults(shape: LoadShape) -> FaultSchedule:
     """The edge half-open (``timeout=0`` both ways: nothing passes, nothing closes) over the results' writes."""
-    scale = shape.time_scale
     return FaultSchedule((Fault("edge", "timeout", {"timeout": 0}, stream="both",
-                                start_s=trial_s(HALF_OPEN_START_S, scale),
-                                duration_s=trial_s(HALF_OPEN_OUTAGE_S, scale)),))
+                                start_s=shape.scaled(HALF_OPEN_START_S),
+                                duration_s=shape.scaled(HALF_OPEN_OUTAGE_S)),))
 
 
 # restart_reuse, in SDK seconds: the server restarts just after the first wave is accepted; the second wave
