@@ -23,7 +23,9 @@ import pytest
 
 from conftest import (TARGETS, WORKDIR, cli_env, end_tagged_run, python_exe, require_target, tagged_processes,
                       wait_until)
+from faultload.faults.control import NotRestored
 from faultload.faults.schedule import FaultRunner
+from faultload.record.faults import FaultLog
 from faultload.model.faults import Fault, FaultSchedule, parse_fault
 from faultload.host.pausing import Pauser
 
@@ -154,10 +156,13 @@ class RecordingController:
     """Test double for the server/router controller: records calls (and, given a ``probe``, what it says at
     each resume and during each restart); ``restart`` takes a moment."""
 
-    def __init__(self) -> None:
+    def __init__(self, restart_error: Exception | None = None) -> None:
         self.calls: list[str] = []
         self.probe: Callable[[], object] | None = None
         self.seen: list[tuple[str, object]] = []
+        self.restart_error = restart_error
+        self.restarting = 0
+        self.most_restarting = 0
 
     def pause(self, seconds: float) -> None:
         self.calls.append(f"pause {seconds:g}")
@@ -169,7 +174,14 @@ class RecordingController:
 
     async def restart(self) -> None:
         self.calls.append("restart")
-        await asyncio.sleep(0.1)
+        self.restarting += 1
+        self.most_restarting = max(self.most_restarting, self.restarting)
+        try:
+            await asyncio.sleep(0.1)
+        finally:
+            self.restarting -= 1
+        if self.restart_error is not None:
+            raise self.restart_error
         if self.probe is not None:
             self.seen.append(("restart", self.probe()))
         self.calls.append("restarted")
@@ -202,6 +214,39 @@ def test_runner_pauses_resumes_and_restarts_on_schedule() -> None:
     assert pause.removed_by == "schedule" and pause.error is None
     # a restart is in force from its start until the server is back
     assert restart.removed_by == "schedule" and restart.removed_at_s - restart.applied_at_s >= 0.1
+
+
+def _run_restarts(specs: list[str], server: RecordingController) -> FaultRunner:
+    async def run():
+        runner = FaultRunner(FaultSchedule.parse(specs), None, {}, router=RecordingController(), server=server)
+        runner.start()
+        assert await runner.wait(5.0)
+        return runner
+
+    return asyncio.run(run())
+
+
+def test_a_restart_drawn_while_another_runs_waits_for_it() -> None:
+    """Two restarts 0.02 s apart: the second would stop the process the first is waiting on (so the first
+    would fail as "never applied" while the server was down). They run one after the other, both applied,
+    the second's window starting where the first's ended."""
+    server = RecordingController()
+    first, second = _run_restarts(["server:restart@0", "server:restart@0.02"], server).records()
+    assert server.most_restarting == 1
+    assert server.calls == ["restart", "restarted", "restart", "restarted"]
+    assert first.applied and second.applied and first.error is None and second.error is None
+    assert second.applied_at_s >= first.removed_at_s
+
+
+def test_a_restart_that_stopped_the_server_for_good_is_in_force_to_the_end() -> None:
+    """A restart whose server never answered again took effect: it is applied and never healed (the
+    trial is then unjudged, not blamed on the server), not recorded as a fault that never happened."""
+    server = RecordingController(restart_error=NotRestored("server did not come back"))
+    (restart,) = _run_restarts(["server:restart@0"], server).records()
+    assert restart.applied and restart.error is None
+    assert restart.healed_at_s is None and restart.remove_error == "server did not come back"
+    assert restart.active_at(1e9)
+    assert FaultLog((restart,)).unhealed() == (restart,)
 
 
 def test_heal_resumes_a_pause_still_in_force_and_needs_a_server_controller() -> None:

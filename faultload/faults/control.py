@@ -38,6 +38,11 @@ class FaultControlError(RuntimeError):
     """A Toxiproxy control call failed or did not finish within its time limit."""
 
 
+class NotRestored(FaultControlError):
+    """A process fault took effect (the process was stopped) but its end did not come: the process did not
+    answer again. The fault is in force from then on, not "never applied"."""
+
+
 def _describe(exc: Exception) -> str:
     """One line; the library's exceptions carry the raw response body as bytes."""
     detail = exc.args[0] if exc.args else ""

@@ -27,7 +27,7 @@ from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
 from faultload.model.anchors import Anchor
 
-from faultload.faults.control import FaultControlError, ToxiproxyControl
+from faultload.faults.control import FaultControlError, NotRestored, ToxiproxyControl
 from faultload.record.faults import AppliedFault, FaultLog
 from faultload.model.faults import PROXY_LINKS, Fault, FaultSchedule
 
@@ -105,6 +105,7 @@ class FaultRunner:
         self._tasks: list[asyncio.Task[None]] = []
         self._down: dict[str, int] = {}
         self._crashed = 0
+        self._restarting = asyncio.Lock()  # one restart of the server at a time (a second would stop the first's)
         self.trial_start: float | None = None
         self.trial_start_epoch: float | None = None
 
@@ -199,11 +200,20 @@ class FaultRunner:
 
     async def _apply(self, index: int) -> bool:
         fault = self._records[index].fault
+        if fault.link == "server" and fault.kind == "restart":
+            async with self._restarting:  # a restart drawn while another runs starts once that one is done
+                return await self._apply_now(index, fault)
+        return await self._apply_now(index, fault)
+
+    async def _apply_now(self, index: int, fault: Fault) -> bool:
         self._update(index, applied_at_s=self._now())
         try:
             await self._do_apply(index, fault)
         except asyncio.CancelledError:
             raise
+        except NotRestored as exc:  # it took effect and never ended: in force to the end of the trial
+            self._update(index, removed_at_s=self._now(), remove_error=_one_line(exc), removed_by="schedule")
+            return False
         except Exception as exc:  # recorded, never fatal to the trial
             self._update(index, error=_one_line(exc))
             return False

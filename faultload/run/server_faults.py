@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 
+from faultload.faults.control import NotRestored
 from faultload.targets.server import STARTUP_TIMEOUT_S, ServerHandle, wait_healthy
 
 RESTART_GRACE_S = 3.0  # SIGTERM to SIGKILL: a restart, not a drain
@@ -38,7 +39,8 @@ class ServerFaults:
         self.server.pauser().resume()
 
     async def restart(self) -> None:
-        """Stop the server and start it again on its port; return once it answers ``/healthz``."""
+        """Stop the server and start it again on its port; return once it answers ``/healthz``.
+        Raise ``NotRestored`` if it was stopped and did not answer again."""
         server = self.server
         server.restarting = True
         try:
@@ -49,4 +51,4 @@ class ServerFaults:
             server.restarting = False
         if not healthy:
             tail = server.log_tail(3).replace("\n", " | ")
-            raise RuntimeError(f"server did not come back on {server.url} within {self.startup_timeout_s:.0f} s: {tail}")
+            raise NotRestored(f"server did not come back on {server.url} within {self.startup_timeout_s:.0f} s: {tail}")
