@@ -260,3 +260,46 @@ def test_the_graph_counts_the_packages_an_import_runs(tmp_path: Path) -> None:
     graph = import_graph(sorted(pkg.rglob("*.py")), tmp_path)
     assert graph["faultload.z"] == {"faultload.x.y", "faultload.x"}  # not faultload.w: type-only
     assert graph["faultload.w"] == set()  # a module's own packages ran before it
+
+
+# The edges that may read the process environment (ARCHITECTURE.md): module -> the functions in it that do
+# ("*": the whole module is one: the target launcher and its engine stub run in the server's own process,
+# handed their settings by the launching parent through its child's environment).
+ENVIRONMENT_EDGES = {
+    "faultload.cli.main": {"main"},
+    "faultload.suite.plugin": {"pytest_configure"},
+    "faultload.client.workers": {"_worker_main"},
+    "faultload.host.processes": {"child_environment"},  # what a child inherits, minus what it must not
+    "faultload.targets.skyrl_launch": {"*"},
+    "faultload.targets.skyrl_engine": {"*"},
+}
+
+
+def environment_reads(path: Path) -> list[str]:
+    """``function`` (or ``<module>``) for each read or write of ``os.environ`` / ``os.getenv`` in ``path``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[str] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            where = node.name
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv", "unsetenv") \
+                and isinstance(node.value, ast.Name) and node.value.id == "os":
+            found.append(where)
+        for child in ast.iter_child_nodes(node):
+            visit(child, where)
+
+    visit(tree, "<module>")
+    return found
+
+
+def test_the_environment_is_read_only_at_the_edges() -> None:
+    outside = [f"{_module(p)}:{where}" for p in SOURCES for where in environment_reads(p)
+               if not ENVIRONMENT_EDGES.get(_package(_module(p)), set()) & {where, "*"}]
+    assert outside == []
+
+
+def test_an_environment_read_below_the_edges_is_seen(tmp_path: Path) -> None:
+    path = tmp_path / "helper.py"
+    path.write_text("import os\n\ndef where():\n    return os.environ.get('HOME')\n\nX = os.getenv('Y')\n")
+    assert environment_reads(path) == ["where", "<module>"]

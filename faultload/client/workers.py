@@ -108,9 +108,10 @@ def prepare_job(job: WorkerJob, counters: Any) -> tuple[Any, str | None]:
         return None, f"setting up the {job.shape.client} client: {exc!r}\n{traceback.format_exc()}"
 
 
-def run_job(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any) -> WorkerResult:
-    """Run a prepared job (``job.t0`` on this process's monotonic clock) to its result; never raises."""
-    profile_dir = os.environ.get("FAULTLOAD_PROFILE_WORKERS")  # bench/ uses this to find hot spots
+def run_job(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any,
+            profile_dir: str | None = None) -> WorkerResult:
+    """Run a prepared job (``job.t0`` on this process's monotonic clock) to its result; never raises.
+    Given ``profile_dir``, the run's CPU profile is written there as ``worker-<n>.prof``."""
     # CPU time, not wall: a worker waits on its sockets most of a trial, and a wall-clock profile shows that wait.
     profiler = cProfile.Profile(time.process_time) if profile_dir else None
     clients: list = []
@@ -146,10 +147,14 @@ def _await_job(jobs_in: Any) -> WorkerJob | None:
         jobs_in.close()
 
 
+PROFILE_ENV = "FAULTLOAD_PROFILE_WORKERS"  # a folder: profile each local worker there (finding hot spots)
+
+
 def _worker_main(
     job: WorkerJob | None, jobs_in: Any, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any,
     parent_pid: int,
 ) -> None:
+    """A local worker process's entry point: an edge, so it reads its one setting (``PROFILE_ENV``) here."""
     # A worker never outlives the trial that started it, even one killed with SIGKILL.
     die_with_parent(parent_pid)
     # Ctrl-C and a closed terminal's SIGHUP reach the whole foreground group: the
@@ -169,7 +174,8 @@ def _worker_main(
     if setup_error is not None:
         out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed=setup_error))
         return
-    result = run_job(dataclasses.replace(job, t0=t0.value), counters, stop.is_set, prepared)
+    result = run_job(dataclasses.replace(job, t0=t0.value), counters, stop.is_set, prepared,
+                     profile_dir=os.environ.get(PROFILE_ENV))
     result.cpu_s, result.startup_cpu_s = process_cpu_s(), startup_cpu_s
     out.put(result)
 
