@@ -6,11 +6,10 @@ from faultload.checker.budgets import Budgets
 from faultload.checker.compose import overall
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import error_examples, judge
-from faultload.client.job import WorkerResult
 from faultload.record.history import Outcome
 from faultload.store.repro import FIGURE_ALIASES, figures_of
 from faultload.model.trial import TrialConfig
-from faultload.run.trial import TrialResult
+from faultload.record.trial import TrialResult, WorkerSummary
 from tests.test_invariants import NOT_LOADED, make_history, make_monitor, rejected, set_row, submit_log
 
 
@@ -37,8 +36,8 @@ def test_a_request_left_pending_by_the_wall_bound_is_lost_and_one_cut_off_by_the
 def _rejected_result() -> TrialResult:
     """Every asample answered 400, as a server without its base model does; two workers kept examples."""
     history = submit_log(rejected(make_history(16), slice(None)), {i: [400] for i in range(16)})
-    workers = [WorkerResult(0, history, {}, {}, {"http_4xx": NOT_LOADED}),
-               WorkerResult(1, history, {}, {}, {"http_4xx": "asample: HTTP 400: b'other'", "reset": "x"})]
+    workers = [WorkerSummary(0, {}, {}, {"http_4xx": NOT_LOADED}),
+               WorkerSummary(1, {}, {}, {"http_4xx": "asample: HTTP 400: b'other'", "reset": "x"})]
     return TrialResult(TrialConfig(target="url=http://127.0.0.1:9"), history, workers, make_monitor(), {}, {},
                        5.0, 5.0, {})
 

@@ -20,7 +20,7 @@ from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnaps
 from faultload.model.shape import LoadShape
 from faultload.record.histogram import Histogram
 from faultload.model.trial import TrialConfig
-from faultload.run.trial import TrialResult
+from faultload.record.trial import TrialResult, WorkerSummary
 
 REQUESTED = 12  # two more than the workers' rows: a slice of the load never reported
 
@@ -65,7 +65,7 @@ def result() -> TrialResult:
     )
     h1["repolls"][0] = 2
     h1["attempts"][0] = 4
-    workers = [
+    ran = [
         _worker(0, h0, {"reset": "asample: ServerDisconnectedError: Server disconnected"}),
         _worker(1, h1, {"http_404": "retrieve_future 4: HTTP 404: b'Future not found'",
                         "integrity": "result of nonce 104: sample 0: tokens do not match nonce 104"}),
@@ -86,8 +86,8 @@ def result() -> TrialResult:
     config = TrialConfig(target="skyrl==0.4.0", shape=LoadShape(requests=REQUESTED, workers=2))
     return TrialResult(
         config=config,
-        history=History.merge(w.history for w in workers),
-        workers=workers,
+        history=History.merge(w.history for w in ran),
+        workers=[WorkerSummary.of(w) for w in ran],  # as the trial keeps them once it merged their histories
         monitor=monitor,
         router_stats={"received": 10, "completed": 9, "peak_in_flight": 6},
         server={"spec": "skyrl==0.4.0", "version": "0.4.0", "pid": 4242, "url": "http://127.0.0.1:9", "log_tail": "x"},
@@ -224,7 +224,7 @@ def test_report_of_a_trial_that_never_loaded():
 
 
 def test_crashed_worker_counts_as_not_finished(result):
-    crashed = WorkerResult(2, History.empty(0), {}, {}, crashed="RuntimeError('boom')")
+    crashed = WorkerSummary(2, {}, {}, crashed="RuntimeError('boom')")
     result.workers.append(crashed)
     rep = report.build_report(result)
     assert rep["completed"] == 7

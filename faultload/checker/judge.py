@@ -2,33 +2,28 @@
 
 Kept apart from ``faultload/run/trial.py`` (which only runs and records) and from
 the checkers (pure functions): this is the one place that knows how a
-``TrialResult`` maps onto ``CheckInputs``, so a stored trial can be re-judged.
-``TrialResult`` is imported for type checking only: the checker package reads
-plain data and never imports the trial runner.
+``TrialResult`` (``faultload.record.trial``: a live trial and a stored one alike)
+maps onto ``CheckInputs``, so a stored trial can be re-judged. The checker package
+reads recorded data and never imports the trial runner.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
-
 from faultload.checker.budgets import Budgets
 from faultload.checker.compose import check_all, checkers_for
 from faultload.checker.inputs import CheckInputs, Verdict
-
-if TYPE_CHECKING:  # type-only: the checker must not import the trial runner (layering)
-    from faultload.store.bundle import StoredTrial
-    from faultload.run.trial import TrialResult
+from faultload.record.trial import TrialResult
 
 
-def collapse_verdict(result: TrialResult | StoredTrial) -> Verdict:
+def collapse_verdict(result: TrialResult) -> Verdict:
     """``no_collapse``: the watchdog recognised no collapse (fd exhaustion, stall, ...)."""
     if result.verdict is None:
         return Verdict("no_collapse", True, 0, 0, "the watchdog saw no collapse")
     return Verdict("no_collapse", False, 1, 0, result.verdict.line())
 
 
-def error_examples(result: TrialResult | StoredTrial) -> dict[str, str]:
+def error_examples(result: TrialResult) -> dict[str, str]:
     """Error class key -> the first message of that class any load worker kept (workers in order)."""
     examples: dict[str, str] = {}
     for worker in result.workers:
@@ -37,7 +32,7 @@ def error_examples(result: TrialResult | StoredTrial) -> dict[str, str]:
     return examples
 
 
-def judge(result: TrialResult | StoredTrial, budgets: Budgets) -> list[Verdict]:
+def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
     """Every invariant's verdict on ``result``, the collapse last.
 
     The one place every caller judges through (``faultload run``, the suite,

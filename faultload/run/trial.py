@@ -14,13 +14,13 @@ import dataclasses
 import random
 import resource
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
 import psutil
 
-from faultload.client.job import WorkerJob, WorkerResult
+from faultload.client.job import WorkerJob
+from faultload.record.trial import TrialResult, WorkerSummary
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool
 from faultload.run.jobs import build_jobs, spawn_early_workers, start_workers
@@ -42,41 +42,6 @@ from faultload.run.watchdog import Watchdog
 from faultload.run.watching import FaultWindows, LogFollower, Progress, wait_load
 from faultload.host.workspace import Workspace
 
-
-
-@dataclass
-class TrialResult:
-    config: TrialConfig
-    history: History
-    workers: list[WorkerResult]
-    monitor: MonitorSamples | None
-    router_stats: dict[str, Any]
-    server: dict[str, Any]
-    wall_s: float
-    load_s: float
-    cpu: dict[str, float]
-    interrupted: bool = False
-    error: str | None = None
-    fault_log: FaultLog | None = None
-    verdict: CollapseVerdict | None = None
-    stopped_early: bool = False  # the watchdog ended the load (requests left are unfinished, not lost)
-    cut_off: bool = False  # the load reached max_wall_s with requests pending (unfinished, not lost)
-    # trial seconds when the harness stopped the load (collapse, Ctrl-C or wall bound); what
-    # the client meets after it (resets of the requests cut off) is the harness's doing
-    load_stopped_s: float | None = None
-    server_log: ServerLogSummary | None = None
-    start_epoch: float | None = None  # wall-clock time of the trial's t0, to place log lines
-    topology: dict[str, str] = field(default_factory=dict)
-    cleanup_errors: list[str] = field(default_factory=list)
-    # nonce -> when the router completed it (trial seconds), for no_lost_results.
-    router_completed_s: dict[int, float] = field(default_factory=dict)
-    # nonce -> the router's completions of it, for the nonces it completed more than once (forwarded_once)
-    router_repeats: dict[int, int] = field(default_factory=dict)
-    # phase -> wall seconds (model.trial.TRIAL_PHASES, in order, adding up to wall_s; see run_trial);
-    # "judge" is added after them by checker.judge.judge, outside wall_s
-    phases_s: dict[str, float] = field(default_factory=dict)
-    # The training clients' calls (None: the shape has no training mix).
-    training: TrainingLog | None = None
 
 
 # An interrupted trial ends within seconds (the user is waiting): its server gets
@@ -232,7 +197,7 @@ def run_trial(
     started, cpu_start = time.monotonic(), _self_cpu()
     own_stack = stack is None
     pool = monitor = None
-    result = TrialResult(config, History.empty(0), [], None, {}, {"spec": spec.text}, 0.0, 0.0, {})
+    result = TrialResult(config, History.empty(0), server={"spec": spec.text})
     switch = _phase_clock(result.phases_s, started)
     try:
         switch("stack_start")
@@ -310,10 +275,11 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         server.stop(grace_s=3.0)  # a collapsed server may not honour SIGTERM: kill it, keep the history
     log.poll(watchdog, time.monotonic() - t0)
     result.verdict = watchdog.verdict(_collapse_evidence(log, watchdog, stack, config))
-    result.workers = pool.collect(timeout_s=30.0)
+    workers = pool.collect(timeout_s=30.0)
     result.load_s = time.monotonic() - t0
-    result.history = History.merge(w.history for w in result.workers)
-    logs = [w.training for w in result.workers if w.training is not None]
+    result.history = History.merge(w.history for w in workers)
+    result.workers = [WorkerSummary.of(w) for w in workers]
+    logs = [w.training for w in workers if w.training is not None]
     result.training = TrainingLog.merge(logs) if config.shape.training.enabled else None
     result.cut_off = result.load_s >= config.max_wall_s and bool(
         (result.history["outcome"] == Outcome.PENDING).any())
@@ -342,7 +308,7 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         }
         # from the load's start exactly: a shared stack's previous trial may have drawn the same seed (nonces)
         result.router_repeats = router.repeated_completions(result.start_epoch)
-    sampling = [w for w in result.workers if w.training is None]
+    sampling = [w for w in workers if w.training is None]
     result.cpu = {
         "workers_s": sum(w.cpu_s for w in sampling),
         "workers_startup_s": sum(w.startup_cpu_s for w in sampling),  # of workers_s: before the load
@@ -350,7 +316,7 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         "server_s": _server_cpu(result.monitor),
     }
     if config.shape.training.enabled:
-        result.cpu["training_client_s"] = sum(w.cpu_s for w in result.workers if w.training is not None)
+        result.cpu["training_client_s"] = sum(w.cpu_s for w in workers if w.training is not None)
     crashed = [w for w in result.workers if w.crashed]
     if crashed:
         result.error = f"load worker {crashed[0].worker} crashed: {crashed[0].crashed.splitlines()[0]}"

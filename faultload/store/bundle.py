@@ -11,7 +11,7 @@ A bundle's files::
     bundle.json    format version, versions (faultload, target, Python, numpy), the file list
     config.json    the TrialConfig (faultload.model.codec's JSON)
     budgets.json   the budgets it was judged with
-    trial.json     the rest of the TrialResult: router stats and completion times, the load's
+    trial.json     the rest of the TrialResult (every other field as it is): router stats and completion times, the load's
                    stop time and flags (stopped early, cut off, interrupted), the watchdog's
                    verdict, per-worker error examples and latency histograms, CPU, server, errors,
                    the wall's phases (``phases_s``; absent from older bundles)
@@ -23,9 +23,8 @@ A bundle's files::
     verdicts.json  the verdicts as judged (``to_report`` form)
     verdicts.txt   the verdict lines as the run printed them
 
-:func:`load_bundle` gives a :class:`StoredTrial`: it has every attribute
-``faultload.checker.judge.judge`` and ``faultload.store.report.build_report``
-read of a ``TrialResult``, plus the budgets, verdicts and versions stored.
+:func:`load_bundle` gives a :class:`StoredTrial`: the ``TrialResult`` (one record type,
+``faultload.record.trial``) plus the budgets, verdicts and versions stored.
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ import platform
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -49,86 +48,31 @@ from faultload.record.faults import FaultLog
 from faultload.record.history import History
 from faultload.record.training import TrainingLog
 from faultload.model.codec import config_from_dict, config_to_dict
-from faultload.model.trial import TrialConfig
 from faultload.record.samples import MonitorSamples
 from faultload.record.serverlog import ServerLogSummary
 from faultload.store.report import verdict_lines
 from faultload.record.collapse import CollapseVerdict
-
-if TYPE_CHECKING:  # type-only: a bundle is read without the trial runner (layering)
-    from faultload.run.trial import TrialResult
+from faultload.record.trial import TrialResult, WorkerSummary
 
 BUNDLE_VERSION = 1
 MANIFEST = "bundle.json"
-# TrialResult fields stored as they are (JSON values already)
-PLAIN_FIELDS = ("router_stats", "server", "wall_s", "load_s", "cpu", "interrupted", "error", "stopped_early",
-                "cut_off", "load_stopped_s", "start_epoch", "topology", "cleanup_errors")
-
-
-@dataclass(frozen=True)
-class WorkerSummary:
-    """What a trial keeps of one load worker besides its history (merged into the trial's)."""
-
-    worker: int
-    submit_hist: dict[str, Any]  # Histogram.to_state()
-    e2e_hist: dict[str, Any]
-    error_examples: dict[str, str] = field(default_factory=dict)  # error class -> first message
-    cpu_s: float = 0.0
-    crashed: str | None = None
-    address: str | None = None  # absent from a bundle written before they were kept
-    node: str | None = None
-    clock_offset_s: float | None = None
-    clock_error_s: float | None = None
-
-    @classmethod
-    def of(cls, worker: Any) -> "WorkerSummary":
-        """From a ``WorkerResult`` (read by attribute: the client is not imported here)."""
-        return cls(worker.worker, worker.submit_hist, worker.e2e_hist, dict(worker.error_examples),
-                   worker.cpu_s, worker.crashed, worker.address, worker.node, worker.clock_offset_s,
-                   worker.clock_error_s)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "WorkerSummary":
-        return cls(**data)
+# The fields trial.json keeps in a form of their own (or another file does); every other field of a
+# TrialResult is stored as it is (a JSON value already), so a field added to the record is kept too.
+ENCODED_FIELDS = frozenset({"config", "history", "workers", "monitor", "fault_log", "server_log", "verdict",
+                            "router_completed_s", "router_repeats", "training"})
+PLAIN_FIELDS = tuple(f.name for f in dataclasses.fields(TrialResult) if f.name not in ENCODED_FIELDS)
 
 
 @dataclass
-class StoredTrial:
-    """A trial as its bundle holds it: a ``TrialResult``'s attributes, and what it was judged with."""
+class StoredTrial(TrialResult):
+    """A trial as its bundle holds it: the ``TrialResult``, and what it was judged with."""
 
-    config: TrialConfig
-    history: History
-    workers: list[WorkerSummary]
-    monitor: MonitorSamples | None
-    fault_log: FaultLog | None
-    server_log: ServerLogSummary | None
-    verdict: CollapseVerdict | None  # the watchdog's
-    router_completed_s: dict[int, float]
-    budgets: Budgets
-    verdicts: list[Verdict]  # as judged when the bundle was written
-    versions: dict[str, Any]
-    router_stats: dict[str, Any] = field(default_factory=dict)
-    server: dict[str, Any] = field(default_factory=dict)
-    wall_s: float = 0.0
-    load_s: float = 0.0
-    cpu: dict[str, float] = field(default_factory=dict)
-    interrupted: bool = False
-    error: str | None = None
-    stopped_early: bool = False
-    cut_off: bool = False
-    load_stopped_s: float | None = None
-    start_epoch: float | None = None
-    topology: dict[str, str] = field(default_factory=dict)
-    cleanup_errors: list[str] = field(default_factory=list)
-    phases_s: dict[str, float] = field(default_factory=dict)  # {} from a bundle written before phases_s
-    training: TrainingLog | None = None  # the training clients' calls (None: no training mix, or an older bundle)
-    router_repeats: dict[int, int] | None = None  # nonce -> completions, when > 1 (None: an older bundle)
+    budgets: Budgets = field(default_factory=Budgets)
+    verdicts: list[Verdict] = field(default_factory=list)  # as judged when the bundle was written
+    versions: dict[str, Any] = field(default_factory=dict)
 
 
-def versions_of(result: TrialResult | StoredTrial) -> dict[str, Any]:
+def versions_of(result: TrialResult) -> dict[str, Any]:
     """What judged and what was judged: faultload, the target (spec and version), Python, numpy."""
     return {"faultload": installed_version(), "target": result.config.target,
             "target_version": result.server.get("version"), "python": platform.python_version(),
@@ -143,7 +87,7 @@ def _exact(value: Any) -> Any:
     return None if value is None else value.to_dict(exact=True)
 
 
-def write_bundle(result: TrialResult | StoredTrial, budgets: Budgets, verdicts: Sequence[Verdict],
+def write_bundle(result: TrialResult, budgets: Budgets, verdicts: Sequence[Verdict],
                  directory: str | Path) -> Path:
     """Write ``result``'s bundle into ``directory`` (created; files of an older bundle replaced)."""
     path = Path(directory)
@@ -152,12 +96,11 @@ def write_bundle(result: TrialResult | StoredTrial, budgets: Budgets, verdicts: 
     collapse = result.verdict.to_dict() if result.verdict else None
     trial = {name: getattr(result, name) for name in PLAIN_FIELDS}
     trial.update(
-        workers=[WorkerSummary.of(w).to_dict() for w in result.workers],
+        workers=[w.to_dict() for w in result.workers],
         verdict=_exact(result.verdict),
         router_completed_s={str(nonce): s for nonce, s in result.router_completed_s.items()},
         router_repeats=None if result.router_repeats is None else {
             str(nonce): n for nonce, n in result.router_repeats.items()},
-        phases_s=result.phases_s,
     )
     files = {
         "config.json": config_to_dict(result.config), "budgets.json": budgets.to_dict(), "trial.json": trial,
@@ -215,9 +158,9 @@ def _stored_trial(path: Path, manifest: Mapping[str, Any]) -> StoredTrial:
         budgets=Budgets.from_mapping(_read_json(path, "budgets.json"), f"{path / 'budgets.json'}"),
         verdicts=[Verdict.from_dict(v) for v in _read_json(path, "verdicts.json")],
         versions=dict(manifest.get("versions") or {}),
-        phases_s=dict(trial.get("phases_s") or {}),  # a bundle written before phases_s has none
         training=_training(path),
-        **{name: trial[name] for name in PLAIN_FIELDS},
+        # a field written after a bundle was: its default ({} phases_s from a bundle older than it)
+        **{name: trial[name] for name in PLAIN_FIELDS if name in trial},
     )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from faultload.record.history import Outcome
-from faultload.run.trial import TrialResult
+from faultload.record.trial import TrialResult
 
 _FAULT_COLOURS = {"edge": "tab:red", "backend": "tab:orange", "router": "tab:purple"}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -21,10 +21,7 @@ from faultload.record.training import summarize
 from faultload.record.histogram import Histogram
 from faultload.model.switches import switches_text
 from faultload.model.trial import TRIAL_PHASES
-
-if TYPE_CHECKING:  # type-only: a stored trial is shown and re-judged without the trial runner
-    from faultload.store.bundle import StoredTrial
-    from faultload.run.trial import TrialResult
+from faultload.record.trial import TrialResult
 
 REPORT_VERSION = 1
 CONTRACT_KEYS = (
@@ -41,7 +38,7 @@ def _percentiles(values: np.ndarray) -> dict[str, float | None]:
     return {"p50": float(p50), "p90": float(p90), "p99": float(p99), "max": float(values.max())}
 
 
-def _errors(result: TrialResult | StoredTrial) -> dict[str, dict[str, Any]]:
+def _errors(result: TrialResult) -> dict[str, dict[str, Any]]:
     """Error class -> {count, example}: requests whose last error was of that class."""
     codes = result.history["error"]
     examples = error_examples(result)
@@ -61,7 +58,7 @@ def _peak(values: np.ndarray) -> int | None:
     return int(valid.max()) if valid.size else None
 
 
-def _server_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
+def _server_block(result: TrialResult) -> dict[str, Any]:
     mon = result.monitor
     block: dict[str, Any] = {k: v for k, v in result.server.items() if k != "log_tail"}
     if mon is None:
@@ -90,7 +87,7 @@ def _server_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
     return block
 
 
-def _workers_block(result: TrialResult | StoredTrial) -> list[dict[str, Any]]:
+def _workers_block(result: TrialResult) -> list[dict[str, Any]]:
     """One entry per load worker: where it ran (``node`` "local" or the Ray node's address), from which
     source address, its requests (history rows; a training worker's calls), CPU, and why it crashed."""
     rows = result.history["worker"]
@@ -108,7 +105,7 @@ def _workers_block(result: TrialResult | StoredTrial) -> list[dict[str, Any]]:
     return out
 
 
-def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | None = None) -> dict[str, Any]:
+def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> dict[str, Any]:
     """The JSON report of one trial (``verdicts``: the invariants, when judged)."""
     h = result.history
     config = result.config
@@ -157,7 +154,7 @@ def build_report(result: TrialResult | StoredTrial, verdicts: list[Verdict] | No
     }
 
 
-def _training_block(result: TrialResult | StoredTrial) -> dict[str, Any] | None:
+def _training_block(result: TrialResult) -> dict[str, Any] | None:
     """The training mix's calls (per op: requested, completed, failed, lost, corrupt, unfinished, latency),
     the training client's CPU and the engine process's CPU and fds; None for a trial without one."""
     log = result.training
@@ -178,7 +175,7 @@ def _training_block(result: TrialResult | StoredTrial) -> dict[str, Any] | None:
     return block
 
 
-def _faults_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
+def _faults_block(result: TrialResult) -> dict[str, Any]:
     """Each fault as applied and removed, with the requests it touched.
 
     A request is attributed to a fault when its life (submit to done, or to
@@ -212,7 +209,7 @@ def _faults_block(result: TrialResult | StoredTrial) -> dict[str, Any]:
     return block
 
 
-def _config_dict(result: TrialResult | StoredTrial) -> dict[str, Any]:
+def _config_dict(result: TrialResult) -> dict[str, Any]:
     return json.loads(json.dumps(dataclasses.asdict(result.config), default=str))
 
 
