@@ -302,3 +302,18 @@ def test_config_from_args_url_with_allow_remote_is_accepted():
 def test_parser_rejects_bad_flag_values(argv):
     with pytest.raises(cli_parser.UsageError):
         _args(*argv)
+
+
+def test_a_trial_parses_its_target_once(monkeypatch) -> None:
+    """validate(), the stack's settings and a pickled copy all hold the one parse of the config's target."""
+    import pickle
+
+    from faultload.model import trial as trial_model
+
+    calls: list[str] = []
+    monkeypatch.setattr(trial_model, "parse_target", lambda text: calls.append(text) or parse_target(text))
+    config = trial_model.TrialConfig(target="skyrl==0.4.0")
+    spec = config.validate()
+    assert config.stack_config().spec is spec and config.stack_config().target == "skyrl==0.4.0"
+    assert pickle.loads(pickle.dumps(config)).spec == spec
+    assert calls == ["skyrl==0.4.0"]

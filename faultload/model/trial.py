@@ -7,6 +7,7 @@ A repro file and a trial bundle store a ``TrialConfig`` (``faultload.model.codec
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -36,7 +37,7 @@ class ServerKnobs:
 class StackConfig:
     """What is fixed for a stack's whole life."""
 
-    target: str
+    spec: TargetSpec  # the target, as its TrialConfig parsed it
     regress: tuple[str, ...] = ()
     fixes: tuple[str, ...] = ()
     knobs: ServerKnobs = dataclasses.field(default_factory=ServerKnobs)
@@ -48,6 +49,10 @@ class StackConfig:
     keep_run_dir: bool = False
     engine: str = "sleeper"
     engine_s_per_token: float = 0.0
+
+    @property
+    def target(self) -> str:
+        return self.spec.text
 
 
 # What runs as the server's engine subprocess (targets/skyrl_launch.py): nothing that completes a
@@ -90,8 +95,13 @@ class TrialConfig:
     engine: str = "sleeper"
     engine_s_per_token: float = 0.0
 
+    @functools.cached_property
+    def spec(self) -> TargetSpec:
+        """The target, parsed once (ValueError, one line, when it is not a target)."""
+        return parse_target(self.target)
+
     def validate(self) -> TargetSpec:
-        spec = parse_target(self.target)
+        spec = self.spec
         self.shape.validate()
         self.router.validate()
         if spec.kind == "url":
@@ -143,7 +153,7 @@ class TrialConfig:
     def stack_config(self) -> StackConfig:
         """The part of this config a reusable stack is made of."""
         return StackConfig(
-            target=self.target, regress=self.regress, fixes=self.fixes, knobs=self.knobs, time_scale=self.shape.time_scale,
+            spec=self.spec, regress=self.regress, fixes=self.fixes, knobs=self.knobs, time_scale=self.shape.time_scale,
             proxies=self.uses_proxies, server_pid=self.server_pid, server_port=self.server_port,
             profile_server=self.profile_server, keep_run_dir=self.keep_run_dir,
             engine=self.engine, engine_s_per_token=self.engine_s_per_token,

@@ -28,7 +28,7 @@ from faultload.router.handle import RouterHandle, start_router
 from faultload.targets import install
 from faultload.model.training import DB_POOL_FDS
 from faultload.targets.server import STOP_GRACE_S, ServerHandle, attach_url, launch_skyrl
-from faultload.model.target import TargetSpec, parse_target
+from faultload.model.target import TargetSpec
 from faultload.host.workspace import Workspace
 
 # Fds a server has not given back for this long (none released) are kept, not draining: the stack is
@@ -71,7 +71,7 @@ class Stack:
 
     def __init__(self, config: StackConfig, router_config: RouterConfig, workspace: Workspace) -> None:
         self.config = config
-        self.spec: TargetSpec = parse_target(config.target)
+        self.spec: TargetSpec = config.spec
         self.workspace = workspace
         self.router_config = router_config
         self.router: RouterHandle | None = None
