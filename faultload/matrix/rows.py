@@ -127,11 +127,15 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "retrieved-TTL clock started by dropped polls, TTL 120 s: lost results after a dropped poll",
               caught_by=("no_lost_results",)),
     MatrixRow("keepalive", "skyrl==0.4.0", ("keepalive",), "caught",
-              "uvicorn's 5 s keep-alive and 2048 backlog: reconnect storms under completion bursts",
-              caught_by=("unprovoked_resets",)),
-    MatrixRow("rich-access-log", "skyrl==0.4.0", ("rich-access-log",), "caught",
-              "access log through RichHandler: server CPU per request, throughput collapse",
-              caught_by=("bounded_cpu", "healthz_latency")),
+              "uvicorn's 5 s keep-alive and 2048 backlog: reconnect storms under completion bursts (nightly's "
+              "known trial completion_burst)", caught_by=("unprovoked_resets",),
+              on=(("ci", Expectation(
+                  "clean", (), "a known blind spot of ci: the reset race needs a completion burst of thousands "
+                  "of requests, and ci's trials make at most 256")),)),
+    MatrixRow("rich-access-log", "skyrl==0.4.0", ("rich-access-log",), "clean",
+              "a known blind spot of the absolute budgets: the access log through RichHandler costs the event "
+              "loop ~0.6 ms per request, which stays under bounded_cpu's budget and which no other invariant "
+              "sees; the rich-access-log-cost row (a comparison with the release) is the one that catches it"),
     MatrixRow("skyrl-0.3.0", "skyrl==0.3.0", (), "caught",
               "futures in SQLite, httpx forwarding: pool exhaustion and slow forwarding under bursts",
               caught_by=("no_lost_results", "bounded_fds", "clean_server_log", "healthz_latency", "no_collapse")),
