@@ -31,9 +31,14 @@ def test_defaults_are_valid_and_documented() -> None:
     assert budgets.rss_slack_bytes == 256 * MIB and budgets.drain_rss_epsilon_bytes == 64 * MIB
     assert budgets.healthz_max_failures == 0 and budgets.attempts_per_request_max == 50
     assert budgets.clean_log_allow == ()
-    doc = Budgets.__doc__ or ""
-    for name in Budgets.names():
-        assert f"``{name}``" in doc, f"{name} is not documented in the Budgets docstring"
+    from faultload.checker.budget_docs import BUDGET_DOCS
+    from faultload.checker.compose import CHECKERS
+    from faultload.checker.training import TRAINING_CHECKERS
+
+    assert list(BUDGET_DOCS) == list(Budgets.names()), "every budget, and only a budget, has its BUDGET_DOCS entry"
+    invariants = {name for name, _ in CHECKERS + TRAINING_CHECKERS}
+    for name, doc in BUDGET_DOCS.items():
+        assert doc.unit and doc.why and set(doc.invariants) <= invariants, name
 
 
 def test_to_dict_is_json_and_round_trips() -> None:

@@ -17,7 +17,10 @@ from faultload.record.trial import TrialResult
 
 
 def collapse_verdict(result: TrialResult) -> Verdict:
-    """``no_collapse``: the watchdog recognised no collapse (fd exhaustion, stall, ...)."""
+    """The watchdog recognised no collapse (fd exhaustion, stall, ...): the ``no_collapse`` verdict.
+
+    Figure: 1 when a collapse was called, else 0; budget 0.
+    """
     if result.verdict is None:
         return Verdict("no_collapse", True, 0, 0, "the watchdog saw no collapse")
     return Verdict("no_collapse", False, 1, 0, result.verdict.line())

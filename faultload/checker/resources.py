@@ -226,6 +226,8 @@ def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     per training HTTP attempt taken off the server's CPU first. Unknown below ``cpu_min_requests`` requests (the fixed cost
     of an idle loop and the drain dominates) and when a fault took effect (a
     failed forward costs the server a traceback, by design of its logging).
+
+    Figure: ms of server CPU per HTTP request; budget: the bound above at the trial's result size.
     """
     name = "bounded_cpu"
     monitor = inputs.monitor

@@ -34,6 +34,8 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ``result_integrity``; a request never accepted, to ``accepted_requests``
     (with nothing accepted there is no loss to judge: unknown here, and
     ``accepted_requests`` carries the verdict).
+
+    Figure: lost requests; budget 0.
     """
     name = "no_lost_results"
     history = inputs.history
@@ -91,7 +93,10 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 # -- integrity -----------------------------------------------------------------------
 
 def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
-    """No result arrived that did not match its request (wrong tokens, truncated, undecodable)."""
+    """No result arrived that did not match its request (wrong tokens, truncated, undecodable).
+
+    Figure: corrupt results; budget 0. Unknown when no result arrived.
+    """
     name = "result_integrity"
     history = inputs.history
     outcome = history["outcome"]

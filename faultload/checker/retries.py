@@ -37,9 +37,10 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     is taken over the others. Requests with 0 attempts recorded (never
     submitted) are left out; if none has a count: unknown. Both clients count
     attempts (the SDK client on its own wire, ``faultload.client.sdk_wire``).
-    Figure: that mean (attempts per request over the requests that overlapped
-    no fault; None when every request overlapped one, and only the max is
-    judged); a request over the max is named in the detail. Polls the
+    Figure: the mean attempts per request over the requests that overlapped
+    no fault (None when every request overlapped one, and only the max is
+    judged); budget: ``attempts_per_request`` + the abandoned-poll fraction;
+    a request over the max is named in the detail. Polls the
     contract calls the long-poll cycle (``contract/polls.py``: the client's
     own timeout, or a 408 after a full hold, before the router completed the
     request) are not counted; a 408 before the hold counts (and fails
@@ -102,7 +103,7 @@ def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     (an accept backlog overflowing). Attempts that ended after the harness
     stopped the load (``load_stopped_s``: a collapse called, Ctrl-C) are not
     counted: the harness cut them off. Unknown without an attempt log (both
-    clients keep one). Figure: that count.
+    clients keep one). Figure: such attempts; budget ``unprovoked_resets_max``.
     """
     name = "unprovoked_resets"
     history = inputs.history

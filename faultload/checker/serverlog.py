@@ -34,6 +34,8 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     unknown; so it is for a log of no lines (nothing was read, as for a
     ``url=`` target: an empty log is not a clean one). Classes matching
     ``clean_log_allow`` are ignored.
+
+    Figure: error lines outside fault windows (every error line when no fault took effect); budget 0.
     """
     name = "clean_server_log"
     log = inputs.server_log

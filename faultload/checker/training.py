@@ -62,6 +62,15 @@ def _first_examples(log: TrainingLog, ops: tuple[TrainingOp, ...]) -> str:
 
 
 def check_training_futures(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """Every training call (create_model, forward_backward, optim_step) ends with its own result, or as a fault allows.
+
+    A call lost (404), failed, corrupt or never answered counts, unless the
+    load was stopped first, it ended in a definite error while a fault declared
+    fatal was in force (never answering is no such end), or a fatal
+    ``server:restart`` took its model; a call refused while a fault was in force
+    is the fault's. Figure: training calls without their own result; budget 0.
+    Unknown without a training call.
+    """
     name = "training_futures"
     log = inputs.training
     if log is None:
@@ -96,7 +105,11 @@ def check_training_futures(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 
 def check_heartbeats_answered(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     """The contract's heartbeat rules (``contract/heartbeats.py``): no heartbeat failed but a timeout within a
-    short gap or what a fault in force did, and no session's gap over ``heartbeat_gap_s``."""
+    short gap or what a fault in force did, and no session's gap over ``heartbeat_gap_s``.
+
+    Figure: heartbeats failed outside faults and not tolerated (a gap over the budget is named in the detail);
+    budget 0.
+    """
     name = "heartbeats_answered"
     log = inputs.training
     if log is None:

@@ -16,7 +16,8 @@ from faultload.strategies.known import known_trial_config
 from faultload.suite import comparative
 from faultload.suite.profiles import Profile
 
-# Every invariant a trial is judged by: the checkers' and the watchdog's (judge.collapse_verdict).
+# Every invariant every trial is judged by: the checkers' and the watchdog's (judge.collapse_verdict). A trial
+# that trained is judged by the training checkers too (TRAINING); a violation of one fails any property.
 ALL = tuple(name for name, _ in CHECKERS) + ("no_collapse",)
 
 
