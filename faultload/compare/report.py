@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 from faultload.compare.judge import interval_of, ratio_of
 from faultload.compare.runner import SideTrial
+from faultload.store.junit import Case, Suite
 from faultload.store.plot import pyplot
 
 _COLOURS = {"baseline": "tab:blue", "candidate": "tab:orange"}
@@ -33,6 +34,16 @@ def _verdict(row: dict[str, Any]) -> str:
     return "**worse**" if row["worse"] else "ok"
 
 
+def _interval(row: dict[str, Any]) -> str:
+    ci = interval_of(row)
+    return "—" if ci is None else f"{_number(ci[0])} – {_number(ci[1])}"
+
+
+def _bound(row: dict[str, Any]) -> str:
+    """The threshold with the side a worse ratio is on: ``≤ 1.15`` for a cost, ``≥ 0.87`` for throughput."""
+    return ("≤ " if row["higher_is_worse"] else "≥ ") + f"{row['threshold']:g}"
+
+
 def markdown_table(result: dict[str, Any]) -> str:
     """One row per metric: both medians, the ratio with its interval, the threshold and the verdict."""
     level = round(100 * result.get("confidence", 0.95))
@@ -40,15 +51,41 @@ def markdown_table(result: dict[str, Any]) -> str:
              f"| metric | baseline | candidate | ratio | {level}% interval | threshold | verdict |",
              "| --- | ---: | ---: | ---: | :---: | ---: | --- |"]
     for row in result["metrics"]:
-        ratio, ci = _number(ratio_of(row)), interval_of(row)
-        ci = "—" if ci is None else f"{_number(ci[0])} – {_number(ci[1])}"
-        bound = ("≤ " if row["higher_is_worse"] else "≥ ") + f"{row['threshold']:g}"
         lines.append(f"| {row['name']} | {_fmt(row['baseline_median'], row['unit'])} | "
-                     f"{_fmt(row['candidate_median'], row['unit'])} | {ratio} | {ci} | {bound} | {_verdict(row)} |")
+                     f"{_fmt(row['candidate_median'], row['unit'])} | {_number(ratio_of(row))} | {_interval(row)} | "
+                     f"{_bound(row)} | {_verdict(row)} |")
     verdict = "ok" if result["ok"] else ("worse: " + ", ".join(result["worse"]) if result["worse"] else "")
     if result["unknown"]:
         verdict = (verdict + "; " if verdict else "") + "unknown: " + ", ".join(result["unknown"])
     return "\n".join(lines + ["", f"Verdict: {verdict}", ""])
+
+
+def junit_suite(result: dict[str, Any]) -> Suite:
+    """``--junit-xml``'s suite: one case per metric (worse: a failure with its ratio, interval and threshold;
+    unknown: skipped with why), then one per trial (an error when it failed to run)."""
+    level = round(100 * result.get("confidence", 0.95))
+    cases = [_metric_case(row, level) for row in result["metrics"]]
+    trials = result.get("trials") or []
+    for trial in trials:
+        error, name = trial.get("error"), f"{trial['order']:02d}-{trial['side']}"
+        cases.append(Case("faultload.compare.trials", name, "error" if error else "passed",
+                          f"harness error: {error}" if error else "", trial.get("wall_s")))
+    properties = {"baseline": result["baseline"], "candidate": result["candidate"], "repeats": result["repeats"],
+                  "confidence": result.get("confidence", 0.95)}
+    wall_s = sum(t.get("wall_s") or 0.0 for t in trials) if trials else None
+    return Suite("faultload.compare", cases, properties, wall_s)
+
+
+def _metric_case(row: dict[str, Any], level: int) -> Case:
+    if row["unknown"]:  # a side's trial measured None (no server pid, no /healthz probe), or no trial ran
+        measured = " and ".join(f"{sum(v is not None for v in row[f'{side}_values'])} of {len(row[f'{side}_values'])} "
+                                f"{side} trials" for side in ("baseline", "candidate"))
+        return Case("faultload.compare", row["name"], "skipped", f"not judged: measured in {measured}")
+    if row["worse"]:
+        return Case("faultload.compare", row["name"], "failure",
+                    f"worse: ratio {_number(ratio_of(row))}, {level}% interval {_interval(row)}, "
+                    f"threshold {_bound(row)} (candidate / baseline)")
+    return Case("faultload.compare", row["name"])
 
 
 def write_plot(result: dict[str, Any], trials: Sequence[SideTrial], path: str | Path) -> Path:

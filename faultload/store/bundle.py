@@ -109,16 +109,17 @@ def write_bundle(result: TrialResult, budgets: Budgets, verdicts: Sequence[Verdi
         "training.json": _optional(result.training),
     }
     for name, data in files.items():
-        _write(path / name, json.dumps(data, indent=1, default=str) + "\n")
+        write_text_atomic(path / name, json.dumps(data, indent=1, default=str) + "\n")
     result.history.save(str(path / "history.npz"))
-    _write(path / "verdicts.txt", "\n".join(verdict_lines(report, collapse)) + "\n")
+    write_text_atomic(path / "verdicts.txt", "\n".join(verdict_lines(report, collapse)) + "\n")
     manifest = {"bundle_version": BUNDLE_VERSION, "versions": versions_of(result),
                 "files": sorted([*files, "history.npz", "verdicts.txt"])}
-    _write(path / MANIFEST, json.dumps(manifest, indent=1) + "\n")  # last: a bundle with a manifest is whole
+    write_text_atomic(path / MANIFEST, json.dumps(manifest, indent=1) + "\n")  # last: a bundle with a manifest is whole
     return path
 
 
-def _write(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: a temporary file beside it, then ``os.replace``."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     os.replace(tmp, path)

@@ -17,7 +17,7 @@ def markdown_table(matrix: dict[str, Any]) -> str:
     for r in matrix["rows"]:
         shown = shown_result(r)
         result = shown if r.get("as_expected") else f"**{shown}**"
-        expected = r["expected"] + (f" by {' / '.join(r['expected_caught_by'])}" if r.get("expected_caught_by") else "")
+        expected = shown_expectation(r)
         lines.append(
             f"| {r['row']} | `{r['target']}` | {', '.join(r['regress']) or '—'} | "
             f"{', '.join(r.get('fixes', [])) or '—'} | {expected} | {result} | "
@@ -52,3 +52,8 @@ def shown_result(row: dict[str, Any]) -> str:
     if row["result"] == "error" and (row.get("error") or "").startswith("not judged"):
         return "error: not judged"
     return row["result"]
+
+
+def shown_expectation(row: dict[str, Any]) -> str:
+    """``caught by a / b`` or ``clean``: what the row must come out as."""
+    return row["expected"] + (f" by {' / '.join(row['expected_caught_by'])}" if row.get("expected_caught_by") else "")
