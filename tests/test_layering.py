@@ -100,6 +100,8 @@ OFFLINE = ("faultload.checker", "faultload.model", "faultload.record", "faultloa
 # a comparison is judged from stored reports alone (its thresholds from the settings file)
 COMPARE_OFFLINE = OFFLINE + ("faultload.compare", "faultload.host.settings")
 MODULE_ONLY = {"faultload.store.bundle": OFFLINE, "faultload.store.check": OFFLINE, "faultload.store.report": OFFLINE,
+               "faultload.store.html": OFFLINE, "faultload.store.html_timeline": OFFLINE,
+               "faultload.store.html_trial": OFFLINE,
                "faultload.compare.judge": COMPARE_OFFLINE, "faultload.compare.metrics": COMPARE_OFFLINE,
                "faultload.compare.stats": COMPARE_OFFLINE}
 _FACES = ("faultload.suite", "faultload.cli", "faultload.matrix", "faultload.setup", "faultload.store")
