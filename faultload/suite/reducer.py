@@ -1,13 +1,16 @@
 """The suite's own domain-aware reduction steps, and the order that says which failing trial is simpler.
 
-:meth:`faultload.suite.runner.SuiteRunner._reduce` tries these on a first
-failure, before Hypothesis's generic shrinker: fewer requests first, then
-what makes a trial long, then each fault, then the client, router and result.
+:func:`greedy_reduce` tries these on a failure: the suite's runner on a first
+failure, before Hypothesis's generic shrinker, and ``faultload shrink`` on a
+failed ``faultload run``. Fewer requests first, then what makes a trial long,
+then each fault, then the client, router and result.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
+from typing import Callable
 
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import procs_for
@@ -113,3 +116,49 @@ def reductions(config):
         yield shape("raw client", client="raw")
     if s.accept != "proto":
         yield shape("proto results", accept="proto")
+
+
+def greedy_reduce(
+    config,
+    still_fails: Callable[[object], bool | None],
+    out_of_time: Callable[[], bool],
+    steps: list[dict],
+    allowed: Callable[[str, object], bool] = lambda label, candidate: True,
+    log: Callable[[str], None] = lambda message: None,
+    clock: Callable[[], float] = time.monotonic,
+):
+    """The simplest config found from ``config`` by taking, pass after pass, the first reduction that
+    ``still_fails``; each step tried is appended to ``steps`` (step, requests, still_fails, seconds).
+
+    ``still_fails`` runs the candidate: True keeps it, False marks the step essential (not retried on a later
+    pass, but for "N requests", which differs every pass), None stops (no trial could be run). A candidate that
+    does not validate is skipped and logged; ``allowed`` may skip others.
+    """
+    current = config
+    essential: set[str] = set()
+    progress = True
+    while progress and not out_of_time():
+        progress = False
+        for label, candidate in reductions(current):
+            if out_of_time():
+                break
+            if label in essential or not allowed(label, candidate):
+                continue
+            try:
+                candidate.validate()
+            except ValueError as exc:
+                log(f"reduction {label!r} skipped: {exc}")
+                continue
+            started = clock()
+            fails = still_fails(candidate)
+            if fails is None:
+                return current
+            steps.append({"step": label, "requests": candidate.shape.requests, "still_fails": fails,
+                          "seconds": round(clock() - started, 1)})
+            if fails:
+                current = candidate
+                progress = True
+                break
+            if "requests" not in label:
+                essential.add(label)
+    return current

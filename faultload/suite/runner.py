@@ -46,7 +46,7 @@ from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, compari
 from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome, add_phases
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
-from faultload.suite.reducer import complexity, reductions
+from faultload.suite.reducer import complexity, greedy_reduce
 from faultload.suite.repros import write_property_repro
 from faultload.suite import summary
 from faultload.suite.state import PropertyState, Tally
@@ -263,37 +263,20 @@ class SuiteRunner:
         """
         start = state.first_failure_at or time.monotonic()
         deadline = start + ((state.shrink_until or start) - start) * self.profile.reduce_share
-        current = config
-        essential: set[str] = set()  # steps that made the failure go away: not retried on later passes
-        progress = True
-        while progress and time.monotonic() < deadline:
-            progress = False
-            for label, candidate in reductions(current):
-                if time.monotonic() >= deadline:
-                    break
-                if label in essential or family.comparative and candidate.shape.requests < MIN_REQUESTS:
-                    continue
-                try:
-                    candidate.validate()
-                except ValueError as exc:
-                    self._log(f"reduction {label!r} skipped: {exc}")
-                    continue
-                started = time.monotonic()
-                outcome = self._outcome(candidate, state, family, deadline)
-                if outcome is None:
-                    break
-                fails = bool(self._failing(family, outcome))
-                state.reduce_log.append({
-                    "step": label, "requests": candidate.shape.requests, "still_fails": fails,
-                    "seconds": round(time.monotonic() - started, 1),
-                })
-                if fails:
-                    self._record_failure(state, candidate, outcome)
-                    current = candidate
-                    progress = True
-                    break
-                if "requests" not in label:  # "N requests" differs every pass; the others do not
-                    essential.add(label)
+
+        def still_fails(candidate) -> bool | None:
+            outcome = self._outcome(candidate, state, family, deadline)
+            if outcome is None:
+                return None
+            fails = bool(self._failing(family, outcome))
+            if fails:
+                self._record_failure(state, candidate, outcome)
+            return fails
+
+        current = greedy_reduce(
+            config, still_fails, lambda: time.monotonic() >= deadline, state.reduce_log,
+            allowed=lambda label, candidate: not (family.comparative and candidate.shape.requests < MIN_REQUESTS),
+            log=self._log, clock=time.monotonic)
         self._log(f"reduced {config.shape.requests} -> {current.shape.requests} requests "
                   f"({sum(1 for r in state.reduce_log if r['still_fails'])} of {len(state.reduce_log)} steps kept)")
 
