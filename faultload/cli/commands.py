@@ -11,14 +11,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from faultload.setup import doctor as doctor_mod
 from faultload.matrix import run as matrix_mod
-from faultload.checker.budgets import load_budgets
+from faultload.checker.budgets import apply_overrides, load_budgets
 from faultload.checker.judge import judge
 from faultload.compare import report as compare_report
 from faultload.compare.judge import comparison_json, load_compare_settings
@@ -42,8 +44,11 @@ from faultload.store import matrix_table
 from faultload.store.bundle import write_bundle
 from faultload.model.training import TrainingMix, parse_training
 from faultload.store.check import check_bundle
+from faultload.store.junit import matrix_suite, trial_suite, write_junit
 from faultload.store.plot import PlotUnavailable, write_timeline
-from faultload.store.repro import replay
+from faultload.store.html_trial import write_trial_html
+from faultload.store.repro import replay, replay_command, write_repro
+from faultload.suite.shrink import load_failure, shrink, shrunk_repro
 from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
 from faultload.run.trial import run_trial
@@ -113,16 +118,26 @@ def _config_path(args: argparse.Namespace) -> Path | None:
 
 def _output_dirs_exist(args: argparse.Namespace, options: tuple[str, ...]) -> None:
     """UsageError naming the first output option whose folder does not exist: said before the work, not after a
-    trial of minutes (a confirm run with --json-out in a missing folder ran 70 s, then ended in a traceback)."""
+    trial of minutes (a confirm run with --json-out in a missing folder ran 70 s, then ended in a traceback);
+    or one this process may not write in."""
     for option in options:
         path = getattr(args, option, None)
-        if path and not Path(path).resolve().parent.is_dir():
+        if not path:
+            continue
+        folder = Path(path).resolve().parent
+        if not folder.is_dir():
             raise UsageError(f"--{option.replace('_', '-')}: no such directory: {Path(path).parent}")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise UsageError(f"--{option.replace('_', '-')}: directory not writable: {Path(path).parent}")
+
+
+# every output a trial writes (run, confirm): each folder is checked before the work starts
+_TRIAL_OUTPUTS = ("json_out", "plot", "history", "bundle", "junit_xml", "html")
 
 
 def _build(args: argparse.Namespace):
     """(config, budgets) from args; UsageError on bad input."""
-    _output_dirs_exist(args, ("json_out", "plot", "history", "bundle"))
+    _output_dirs_exist(args, _TRIAL_OUTPUTS)
     try:
         return config_from_args(args), load_budgets(_config_path(args), args.budget)
     except ValueError as exc:
@@ -152,6 +167,8 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
     # interrupted; written again if those add to it.
     if args.json_out:  # before printing too: a closed stdout (`| head`) must not lose the report
         report_mod.write_json(report, args.json_out)
+    if args.junit_xml:
+        write_junit([trial_suite(report, args.command)], args.junit_xml)
     if _write_extras(args, result, report, budgets, verdicts) and args.json_out:
         report_mod.write_json(report, args.json_out)
     print(report_mod.render_text(report))
@@ -163,7 +180,7 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
 
 
 def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdicts) -> bool:
-    """The history, bundle and plot asked for, their paths into ``report``; True if it changed.
+    """The history, bundle, HTML report and plot asked for, their paths into ``report``; True if it changed.
 
     Without matplotlib the plot is skipped with one line saying why (and
     ``plot_skipped`` in the report); the run's exit code does not change.
@@ -176,6 +193,9 @@ def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdi
     if args.bundle:
 
         report["bundle_path"] = str(write_bundle(result, budgets, verdicts, args.bundle))
+        changed = True
+    if args.html:
+        report["html_path"] = str(write_trial_html(result, verdicts, args.html))
         changed = True
     if args.plot:
 
@@ -203,7 +223,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     """The full-size run: fit it to the machine (or --ray's nodes) first, say what changed, then run and
     judge it."""
 
-    _output_dirs_exist(args, ("json_out", "plot", "history", "bundle"))  # before joining a cluster or the preflight
+    _output_dirs_exist(args, _TRIAL_OUTPUTS)  # before joining a cluster or the preflight
     cluster = join_for(args)
     try:
         return _confirm(args, cluster)
@@ -264,6 +284,42 @@ def _guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None
         return None, EXIT_INTERRUPTED
 
 
+def cmd_shrink(args: argparse.Namespace) -> int:
+    """Reduce a failed trial (a bundle, a JSON report or a repro) and write the repro of the smallest one that
+    still fails: 1 (the failure stands, its repro written), 0 when the source violated nothing."""
+
+    if args.out and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out}: no such folder")
+    try:
+        failure = load_failure(args.source)
+        stored = failure.budgets if failure.budgets is not None else load_budgets(_config_path(args))
+        budgets = apply_overrides(stored, args.budget)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if not failure.failing:
+        print(f"faultload shrink: {args.source}: no invariant was violated; nothing to shrink")
+        return EXIT_OK
+    log = (lambda message: None) if args.quiet else (
+        lambda message: print(f"faultload shrink: {message}", file=sys.stderr, flush=True))
+    workspace = _workspace(args)
+    log(f"{failure.config.shape.requests} requests, {len(failure.config.faults.faults)} faults; failed "
+        f"{', '.join(failure.failing)}; at most {args.max_trials} trials, {args.time_limit:g} s")
+    started = time.monotonic()
+    shrunk, stopped = _guarded(lambda: shrink(failure, budgets, lambda config: run_trial(config, workspace),
+                                              max_trials=args.max_trials, time_limit_s=args.time_limit, log=log),
+                               "interrupted; everything stopped, no repro written")
+    if stopped is not None:
+        return stopped
+    stem, repro = shrunk_repro(failure, shrunk, budgets, args.source, time.monotonic() - started)
+    path = write_repro(repro, Path(args.out) if args.out else workspace.root / "repros", stem)
+    print(f"shrunk {failure.config.shape.requests} -> {shrunk.config.shape.requests} requests, "
+          f"{len(failure.config.faults.faults)} -> {len(shrunk.config.faults.faults)} faults in {shrunk.trials} "
+          f"trials ({time.monotonic() - started:.0f} s" + (f"; {shrunk.stopped}" if shrunk.stopped else "") + ")")
+    print(f"repro: {path}")
+    print(f"replay: {replay_command(path)}")
+    return EXIT_FAILED
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Judge a stored trial bundle again: 0 when every verdict held, 1 when one is violated."""
 
@@ -280,7 +336,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         rows = matrix_mod.select_rows([n.strip() for n in args.rows.split(",") if n.strip()] if args.rows else None)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    _output_dirs_exist(args, ("json_out", "markdown_out"))
+    _output_dirs_exist(args, ("json_out", "markdown_out", "junit_xml"))
     logs = Path(args.logs).resolve() if args.logs else None
 
     def log(message: str) -> None:
@@ -303,6 +359,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
     if args.markdown_out:
         Path(args.markdown_out).write_text(table)
+    if args.junit_xml:
+        write_junit([matrix_suite(result)], args.junit_xml)
     return EXIT_OK if result["ok"] else EXIT_FAILED
 
 
@@ -315,7 +373,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         settings = load_compare_settings(_config_path(args))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    _output_dirs_exist(args, ("json_out", "markdown_out", "plot", "trials_out"))
+    _output_dirs_exist(args, ("json_out", "markdown_out", "plot", "trials_out", "junit_xml"))
     args.target, args.regress, args.fix = builds["baseline"].target, [], []
     config, budgets = _build(args)
     workspace = _workspace(args)
@@ -351,6 +409,8 @@ def _write_comparison(args: argparse.Namespace, result: dict, trials) -> None:
         Path(args.json_out).write_text(comparison_json(result))
     if args.markdown_out:
         Path(args.markdown_out).write_text(table)
+    if args.junit_xml:
+        write_junit([compare_report.junit_suite(result)], args.junit_xml)
     print(table)
 
 
@@ -380,4 +440,4 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "check": cmd_check, "setup": cmd_setup, "doctor": cmd_doctor,
-            "replay": cmd_replay, "matrix": cmd_matrix, "compare": cmd_compare}
+            "replay": cmd_replay, "matrix": cmd_matrix, "compare": cmd_compare, "shrink": cmd_shrink}

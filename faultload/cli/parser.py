@@ -17,6 +17,20 @@ from faultload.model.target import DEFAULT_TARGET
 from faultload.model.trial import ENGINES
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
+# `faultload run --help` ends with these: each command works as typed (tests/test_reference_docs.py parses them)
+RUN_EXAMPLES = """\
+examples:
+  # a first trial, against the default target (faultload setup installs it)
+  faultload setup
+  faultload run --requests 2000 --json-out trial.json
+
+  # a SkyRL checkout in ../SkyRL: its backend down for 0.5 s, one second into the load; the JSON report
+  faultload setup --target skyrl@../SkyRL/skyrl
+  faultload run --target skyrl@../SkyRL/skyrl --fault backend:down@1+0.5 --fatal-fault backend:down --json-out fault.json
+
+  # the checkout against its release: the same trial 3 times on each, interleaved; the table as Markdown
+  faultload compare --baseline skyrl==0.4.0 --candidate skyrl@../SkyRL/skyrl --repeats 3 --markdown-out compare.md
+"""
 
 
 class UsageError(Exception):
@@ -37,6 +51,12 @@ class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if "default" in text or default is None or default is argparse.SUPPRESS or isinstance(default, bool) or default == []:
             return text
         return super()._get_help_string(action)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        """A text of several lines (an epilog's examples) keeps its lines; one line is wrapped as usual."""
+        if "\n" in text:
+            return "\n".join(indent + line for line in text.splitlines())
+        return super()._fill_text(text, width, indent)
 
 
 def _value_type(convert, expectation: str, ok=lambda value: True):
@@ -144,7 +164,13 @@ def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
 
 def _add_output_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json-out", default=None, metavar="PATH", help="write the JSON report (default: not written)")
+    p.add_argument("--junit-xml", default=None, metavar="PATH",
+                   help="write a JUnit XML report for CI: a test case for the trial (harness error: error) and one per "
+                        "invariant (violated: failure; unknown: skipped) (default: not written)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw the trial's timeline (default: none; confirm: beside the JSON)")
+    p.add_argument("--html", default=None, metavar="PATH",
+                   help="write the trial's report as one self-contained HTML file that opens offline: timeline "
+                        "with fault windows, verdict table (default: not written)")
     p.add_argument("--history", default=None, metavar="NPZ",
                    help="write the per-request history, compressed numpy (default: none; confirm: beside the JSON)")
     p.add_argument("--bundle", default=None, metavar="DIR",
@@ -174,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         return sub_parser(name, allow_abbrev=False, formatter_class=_HelpFormatter, **kw)
 
     sub.add_parser = add_parser
-    _add_trial_args(sub.add_parser("run", help="run one load trial and report it"))
+    _add_trial_args(sub.add_parser("run", help="run one load trial and report it", epilog=RUN_EXAMPLES))
     confirm = sub.add_parser("confirm", help="the full-size run (131,072 requests), fitted to this machine",
                              description="the full-size run (131,072 requests), fitted to this machine: "
                                          "--max-outstanding 0 and --workers 0 (its defaults) are chosen by the preflight")
@@ -184,6 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_replay_args(sub.add_parser("replay", help="run a repro file's trial again on a fresh stack"))
     _add_check_args(sub.add_parser("check", help="judge a stored trial bundle again, offline (run --bundle DIR)"))
+    _add_shrink_args(sub.add_parser("shrink", help="reduce a failed trial to a smaller one that still fails, "
+                                                   "and write its repro for `faultload replay`"))
     _add_compare_args(sub.add_parser("compare", help="the same trial on two builds, interleaved: ratios with intervals"))
     _add_matrix_args(sub.add_parser("matrix", help="run the suite over (target, regression) rows: caught or clean as expected?"))
     for name, help_, verb in (("setup", "build Toxiproxy and install target venvs, each when missing (idempotent)", "install"),
@@ -206,6 +234,25 @@ def _add_replay_args(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
 
 
+def _add_shrink_args(shrink: argparse.ArgumentParser) -> None:
+    shrink.add_argument("source", metavar="SOURCE",
+                        help="the failed trial: a bundle (run --bundle DIR), a JSON report (run --json-out) or a repro")
+    shrink.add_argument("--max-trials", type=_whole_number, metavar="N", default=20,
+                        help="run at most N reduction trials, each on a fresh stack")
+    shrink.add_argument("--time-limit", type=_seconds, metavar="S", default=1800.0,
+                        help="start no reduction trial after S seconds")
+    shrink.add_argument("--out", default=None, metavar="DIR",
+                        help="where the repro goes (default: the workspace's repros folder)")
+    shrink.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
+                        help="override one budget the trials are judged by (repeatable; default: the source's, "
+                             "else the nearest pyproject.toml's)")
+    shrink.add_argument("--config", default=None, metavar="PYPROJECT",
+                        help="read [tool.faultload.budgets] from this file when the source keeps no budgets "
+                             "(a JSON report; default: the nearest pyproject.toml with a [tool.faultload] table)")
+    shrink.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
+    shrink.add_argument("--quiet", action="store_true", help="no progress lines")
+
+
 def _add_check_args(check: argparse.ArgumentParser) -> None:
     check.add_argument("bundle", metavar="BUNDLE", help="a trial bundle: `faultload run --bundle DIR`, or beside a suite repro")
     check.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
@@ -225,6 +272,9 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
     _add_router_args(p)
     _add_server_args(p, build=False)
     p.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.compare/1 (default: not written)")
+    p.add_argument("--junit-xml", default=None, metavar="PATH",
+                   help="write a JUnit XML report for CI: a test case per metric (worse: failure; unknown: skipped) "
+                        "and per trial (failed to run: error) (default: not written)")
     p.add_argument("--markdown-out", default=None, metavar="PATH", help="write the table as Markdown (default: not written)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw both sides' timelines and the ratios (default: none)")
     p.add_argument("--trials-out", default=None, metavar="DIR", help="write each trial's JSON report here (default: not written)")
@@ -249,6 +299,10 @@ def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
                         help="each row's session starts no trial after S seconds (default: the profile's); "
                              "a row left with too few judged trials is 'error: not judged'")
     matrix.add_argument("--json-out", default=None, metavar="PATH", help="write the result, faultload.matrix/1 (default: not written)")
+    matrix.add_argument("--junit-xml", default=None, metavar="PATH",
+                        help="write a JUnit XML report for CI: a test case per row (not as expected: failure; error, "
+                             "not judged included: error) and per invariant of a row (not judged: skipped) "
+                             "(default: not written)")
     matrix.add_argument("--markdown-out", default=None, metavar="PATH",
                         help="write the table as Markdown, the README's (default: not written)")
     matrix.add_argument("--ray", default=None, metavar="HOST:PORT",

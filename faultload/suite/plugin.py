@@ -50,12 +50,21 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from faultload.model.switches import FIXES, REGRESSIONS
+from faultload.model.target import DEFAULT_TARGET
 from faultload.suite.defaults import DEFAULT_PROFILE, PROFILE_VARIABLE
 
 if TYPE_CHECKING:
     from faultload.suite.session import SuiteSession
 
-ENVIRONMENT = (PROFILE_VARIABLE, "FAULTLOAD_HOME", "RAY_ADDRESS", "PYTHONPATH")  # the last two: --faultload-ray
+# The variables the plugin reads (only in pytest_configure), and what for.
+ENVIRONMENT = {
+    PROFILE_VARIABLE: "the profile when --faultload-profile is not given",
+    "FAULTLOAD_HOME": "faultload's folder when --faultload-workdir is not given (else .faultload)",
+    "RAY_ADDRESS": "the cluster of --faultload-ray auto",
+    "PYTHONPATH": "--faultload-ray: passed on to the load worker actors on a loopback cluster, after this faultload's "
+                  "own folder",
+}
 MARKER = "faultload: a faultload property (runs trials on the session's shared stack; uses faultload_suite)"
 
 _ENVIRON = pytest.StashKey[Mapping[str, str]]()
@@ -68,18 +77,12 @@ _COLLECTING: ContextVar[pytest.Config | None] = ContextVar("faultload_collecting
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("faultload", "faultload: property-based fault-injection and load suite")
     group.addoption("--faultload-target", default=None, metavar="SPEC",
-                    help="server under test: skyrl==X.Y.Z | skyrl@PATH | url=... (default skyrl==0.4.0)")
+                    help=f"server under test: skyrl==X.Y.Z | skyrl@PATH | url=... (default {DEFAULT_TARGET})")
     group.addoption("--faultload-regress", action="append", default=[], metavar="NAME",
-                    help="undo a known fix, or add a catalogued bug, in the launched server: retention, keepalive, "
-                         "rich-access-log, httpx-forwarding, json-decode, proto-per-poll, never-resolve-on-failure, "
-                         "early-408, lost-wakeup, id-reuse-after-restart, 500-for-unknown, blocking-call, "
-                         "mixed-results, pending-ttl-short, swapped-ttls, truncated-result, empty-200-on-failure, "
-                         "double-forward, session-per-request "
-                         "(repeatable; default none)")
+                    help="undo a known fix, or add a catalogued bug, in the launched server: "
+                         f"{', '.join(REGRESSIONS)} (repeatable; default none)")
     group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
-                    help="apply a candidate fix in the launched server: plain-tracebacks, keepalive-past-sdk, "
-                         "retain-until-expiry "
-                         "(repeatable; default none)")
+                    help=f"apply a candidate fix in the launched server: {', '.join(FIXES)} (repeatable; default none)")
     group.addoption("--faultload-profile", default=None, choices=("ci", "nightly", "confirm"),
                     help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
                          "example database kept; confirm: the 131,072-request shape once "
