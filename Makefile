@@ -7,15 +7,23 @@ DEPS_STAMP := $(VENV)/.faultload-deps
 SETUP_LOG := .faultload/setup.log
 TOXIPROXY := .faultload/tools/toxiproxy-server
 TARGETS ?= skyrl==0.4.0 skyrl==0.3.0
+# The HTML report's browser test opens a report in Debian's headless chromium (installed once, when missing).
+BROWSER_STAMP := .faultload/.chromium
 
-.PHONY: setup targets run test test-all unit clean
+.PHONY: setup targets run test test-all unit docs clean
 
 setup: $(DEPS_STAMP) targets
 
 $(DEPS_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[plot,ray,test]' 'setuptools>=68'  # setuptools: tests build a wheel offline with it
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[plot,ray,test,docs]' 'setuptools>=68'  # setuptools: tests build a wheel offline with it
 	touch $(DEPS_STAMP)
+
+$(BROWSER_STAMP):
+	@mkdir -p .faultload
+	command -v chromium >/dev/null || apt-get install -y -q chromium >/dev/null || \
+		(apt-get update -q >/dev/null && apt-get install -y -q chromium >/dev/null)
+	touch $@
 
 # `faultload setup` builds the compiled router (faultload/router/go) and then
 # Toxiproxy (from its Go module) into .faultload/tools (each when missing),
@@ -38,7 +46,7 @@ run: setup
 # `kill -TERM -PGID`, not `kill -- -PGID`). The integration tier runs real
 # servers and trials whose timing the other core's load would change, so it
 # runs alone, after both. Each tier names its 15 slowest tests (what CI's time goes to).
-test: $(DEPS_STAMP)
+test: $(DEPS_STAMP) $(BROWSER_STAMP)
 	@mkdir -p .faultload; \
 	setsid $(BIN)/faultload setup $(addprefix --target ,$(TARGETS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
 	trap 'kill -TERM -$$setup 2>/dev/null; exit 130' INT TERM; \
@@ -51,11 +59,16 @@ test: $(DEPS_STAMP)
 	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests -m "integration and not slow" --durations=15
 
 # All tests, the slow ones too (nightly).
-test-all: setup
+test-all: setup $(BROWSER_STAMP)
 	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests
+
+# The docs site (MkDocs + mkdocs-material) into site/; strict: a broken link, a bad anchor or a page
+# missing from the nav fails it (the unit tier builds it too: tests/test_docs_site.py).
+docs: $(DEPS_STAMP)
+	$(BIN)/mkdocs build --strict --quiet
 
 unit: $(DEPS_STAMP)
 	$(BIN)/python -m pytest -q tests -m "not integration"
 
 clean:
-	rm -rf .faultload reports
+	rm -rf .faultload reports site

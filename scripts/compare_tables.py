@@ -1,7 +1,8 @@
-"""Make the README's before/after tables with `faultload compare`, not by hand.
+"""Make the comparisons page's before/after tables with `faultload compare`, not by hand.
 
 Each comparison below runs `faultload compare` (its JSON and Markdown go to
---out), and the Markdown replaces what is between its markers in README.md:
+--out), and the Markdown replaces what is between its markers in
+docs/results/comparisons.md:
 
     <!-- compare:NAME -->
     ...generated...
@@ -54,7 +55,7 @@ def splice(readme: str, name: str, table: str) -> str:
     begin, end = f"<!-- compare:{name} -->", f"<!-- /compare:{name} -->"
     pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
     if not pattern.search(readme):
-        raise ValueError(f"README.md has no {begin} ... {end} markers")
+        raise ValueError(f"the comparisons page has no {begin} ... {end} markers")
     return pattern.sub(lambda _: f"{begin}\n{table.strip()}\n{end}", readme, count=1)
 
 
@@ -73,7 +74,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     codes = {} if args.splice_only else {name: run(name, args.repeats, out) for name in names}
-    readme_path = ROOT / "README.md"
+    readme_path = ROOT / "docs" / "results" / "comparisons.md"
     readme = readme_path.read_text()
     for name in names:
         table = out / f"{name}.md"
