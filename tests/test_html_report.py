@@ -167,18 +167,25 @@ def test_the_run_writes_the_page_and_names_it_in_the_report(full: TrialResult, t
     assert not list(tmp_path.glob("*.tmp"))  # written whole, through a temporary file
 
 
-def test_chromium_draws_the_page_without_a_console_message(full: TrialResult, tmp_path: Path) -> None:  # noqa: F811
+def chromium_dom(path: Path, tmp_path: Path) -> str:
+    """The page at ``path`` as headless Chromium rendered it (its DOM after the scripts ran), failing on any
+    console message: an error, a refused fetch (the CSP), or anything the page logged. Skipped without
+    Chromium, failed under ``make test`` (conftest's ``require_built``)."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     require_built("chromium (headless, for the HTML report)", browser is not None, "apt-get install -y chromium")
-    verdicts = judge(full, Budgets())
-    path = write_trial_html(full, verdicts, tmp_path / "trial.html")
     out = subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0",
                           f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,2000", "--dump-dom",
                           path.as_uri()], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     console = [line for line in out.stderr.splitlines() if ":CONSOLE" in line]
-    assert not console, console  # an error, a refused fetch (the CSP), or anything the page logged
-    dom = out.stdout
+    assert not console, console
+    return out.stdout
+
+
+def test_chromium_draws_the_page_without_a_console_message(full: TrialResult, tmp_path: Path) -> None:  # noqa: F811
+    verdicts = judge(full, Budgets())
+    path = write_trial_html(full, verdicts, tmp_path / "trial.html")
+    dom = chromium_dom(path, tmp_path)
     panels = len(_spec(path.read_text())["panels"])
     assert f'data-charts="{panels}"' in dom and '<p class="chart-error">chart ' not in dom
     assert dom.count('class="uplot') == panels and dom.count("<canvas") >= panels

@@ -12,7 +12,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 
 from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
-from faultload.cli import commands
+from faultload.host import workspace
 from faultload.cli.main import main
 from faultload.compare.judge import SCHEMA as COMPARE_SCHEMA, CompareSettings, judge_metric
 from faultload.compare.metrics import METRICS
@@ -196,6 +196,6 @@ def test_a_junit_path_in_a_folder_it_cannot_write_is_exit_2(monkeypatch, capsys,
     folder = tmp_path / "read-only"
     folder.mkdir()
     access = os.access  # root may write anywhere: the folder is made unwritable to the check itself
-    monkeypatch.setattr(commands.os, "access", lambda path, mode: Path(path) != folder and access(path, mode))
+    monkeypatch.setattr(workspace.os, "access", lambda path, mode: Path(path) != folder and access(path, mode))
     assert main(["run", "--junit-xml", str(folder / "r.xml")], environ={"FAULTLOAD_HOME": str(tmp_path / "home")}) == 2
     assert capsys.readouterr().err.strip() == f"faultload: error: --junit-xml: directory not writable: {folder}"

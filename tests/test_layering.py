@@ -101,9 +101,11 @@ OFFLINE = ("faultload.checker", "faultload.model", "faultload.record", "faultloa
 COMPARE_OFFLINE = OFFLINE + ("faultload.compare", "faultload.host.settings")
 MODULE_ONLY = {"faultload.store.bundle": OFFLINE, "faultload.store.check": OFFLINE, "faultload.store.report": OFFLINE,
                "faultload.store.html": OFFLINE, "faultload.store.html_timeline": OFFLINE,
-               "faultload.store.html_trial": OFFLINE,
+               "faultload.store.html_trial": OFFLINE, "faultload.store.html_matrix": OFFLINE,
+               "faultload.store.html_suite": OFFLINE,
                "faultload.compare.judge": COMPARE_OFFLINE, "faultload.compare.metrics": COMPARE_OFFLINE,
-               "faultload.compare.stats": COMPARE_OFFLINE}
+               "faultload.compare.stats": COMPARE_OFFLINE, "faultload.compare.report": COMPARE_OFFLINE,
+               "faultload.compare.html": COMPARE_OFFLINE}
 _FACES = ("faultload.suite", "faultload.cli", "faultload.matrix", "faultload.setup", "faultload.store")
 # room -> rooms it must never import (at run time)
 FORBIDDEN = {

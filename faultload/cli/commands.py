@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from faultload.matrix import run as matrix_mod
 from faultload.checker.budgets import apply_overrides, load_budgets
 from faultload.checker.judge import judge
 from faultload.compare import report as compare_report
+from faultload.compare.html import write_compare_html
 from faultload.compare.judge import comparison_json, load_compare_settings
 from faultload.compare.runner import abba, judge_trials, run_comparison
 from faultload.cli.cluster import join_for, join_rows_cluster
@@ -46,6 +46,7 @@ from faultload.model.training import TrainingMix, parse_training
 from faultload.store.check import check_bundle
 from faultload.store.junit import matrix_suite, trial_suite, write_junit
 from faultload.store.plot import PlotUnavailable, write_timeline
+from faultload.store.html_matrix import write_matrix_html
 from faultload.store.html_trial import write_trial_html
 from faultload.store.repro import replay, replay_command, write_repro
 from faultload.suite.shrink import load_failure, shrink, shrunk_repro
@@ -53,7 +54,7 @@ from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
 from faultload.run.trial import run_trial
 from faultload.run.watchdog import load_watchdog_limits
-from faultload.host.workspace import Workspace
+from faultload.host.workspace import Workspace, output_folder_problem
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:
@@ -122,13 +123,9 @@ def _output_dirs_exist(args: argparse.Namespace, options: tuple[str, ...]) -> No
     or one this process may not write in."""
     for option in options:
         path = getattr(args, option, None)
-        if not path:
-            continue
-        folder = Path(path).resolve().parent
-        if not folder.is_dir():
-            raise UsageError(f"--{option.replace('_', '-')}: no such directory: {Path(path).parent}")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"--{option.replace('_', '-')}: directory not writable: {Path(path).parent}")
+        problem = output_folder_problem(path) if path else None
+        if problem:
+            raise UsageError(f"--{option.replace('_', '-')}: {problem}")
 
 
 # every output a trial writes (run, confirm): each folder is checked before the work starts
@@ -336,7 +333,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         rows = matrix_mod.select_rows([n.strip() for n in args.rows.split(",") if n.strip()] if args.rows else None)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    _output_dirs_exist(args, ("json_out", "markdown_out", "junit_xml"))
+    _output_dirs_exist(args, ("json_out", "markdown_out", "junit_xml", "html"))
     logs = Path(args.logs).resolve() if args.logs else None
 
     def log(message: str) -> None:
@@ -361,6 +358,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         Path(args.markdown_out).write_text(table)
     if args.junit_xml:
         write_junit([matrix_suite(result)], args.junit_xml)
+    if args.html:
+        write_matrix_html(result, args.html)
     return EXIT_OK if result["ok"] else EXIT_FAILED
 
 
@@ -373,7 +372,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         settings = load_compare_settings(_config_path(args))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    _output_dirs_exist(args, ("json_out", "markdown_out", "plot", "trials_out", "junit_xml"))
+    _output_dirs_exist(args, ("json_out", "markdown_out", "plot", "trials_out", "junit_xml", "html"))
     args.target, args.regress, args.fix = builds["baseline"].target, [], []
     config, budgets = _build(args)
     workspace = _workspace(args)
@@ -411,6 +410,8 @@ def _write_comparison(args: argparse.Namespace, result: dict, trials) -> None:
         Path(args.markdown_out).write_text(table)
     if args.junit_xml:
         write_junit([compare_report.junit_suite(result)], args.junit_xml)
+    if args.html:
+        write_compare_html(result, trials, args.html)
     print(table)
 
 

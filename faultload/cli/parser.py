@@ -276,6 +276,9 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
                    help="write a JUnit XML report for CI: a test case per metric (worse: failure; unknown: skipped) "
                         "and per trial (failed to run: error) (default: not written)")
     p.add_argument("--markdown-out", default=None, metavar="PATH", help="write the table as Markdown (default: not written)")
+    p.add_argument("--html", default=None, metavar="PATH",
+                   help="write the comparison as one self-contained HTML file that opens offline: the ratios with "
+                        "their intervals against the thresholds, the table, each side's trials (default: not written)")
     p.add_argument("--plot", default=None, metavar="PNG", help="draw both sides' timelines and the ratios (default: none)")
     p.add_argument("--trials-out", default=None, metavar="DIR", help="write each trial's JSON report here (default: not written)")
     p.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
@@ -305,6 +308,10 @@ def _add_matrix_args(matrix: argparse.ArgumentParser) -> None:
                              "(default: not written)")
     matrix.add_argument("--markdown-out", default=None, metavar="PATH",
                         help="write the table as Markdown, the README's (default: not written)")
+    matrix.add_argument("--html", default=None, metavar="PATH",
+                        help="write the matrix as one self-contained HTML file that opens offline: each row's "
+                             "expected and actual result, repro and wall time, the rows x invariants grid "
+                             "(default: not written)")
     matrix.add_argument("--ray", default=None, metavar="HOST:PORT",
                         help="spread the rows over this Ray cluster's nodes, one row per node at a time (auto: "
                              "RAY_ADDRESS); every node must have this faultload and its workspace (default: one "

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from faultload.compare.judge import interval_of, ratio_of
-from faultload.compare.runner import SideTrial
 from faultload.store.junit import Case, Suite
 from faultload.store.plot import pyplot
+
+if TYPE_CHECKING:  # the runner runs trials; what shows a comparison only reads them
+    from faultload.compare.runner import SideTrial
 
 _COLOURS = {"baseline": "tab:blue", "candidate": "tab:orange"}
 
@@ -31,7 +33,7 @@ def _number(value: float | None) -> str:
 def _verdict(row: dict[str, Any]) -> str:
     if row["unknown"]:
         return "unknown"
-    return "**worse**" if row["worse"] else "ok"
+    return "worse" if row["worse"] else "ok"
 
 
 def _interval(row: dict[str, Any]) -> str:
@@ -44,20 +46,34 @@ def _bound(row: dict[str, Any]) -> str:
     return ("≤ " if row["higher_is_worse"] else "≥ ") + f"{row['threshold']:g}"
 
 
-def markdown_table(result: dict[str, Any]) -> str:
-    """One row per metric: both medians, the ratio with its interval, the threshold and the verdict."""
+def table_rows(result: dict[str, Any]) -> tuple[list[str], list[tuple[dict[str, Any], list[str]]]]:
+    """The table's head and, per metric, (its row of the JSON, its cells): both medians, the ratio with its
+    interval, the threshold and the verdict (``ok``, ``worse`` or ``unknown``): ``--markdown-out``'s and
+    ``--html``'s."""
     level = round(100 * result.get("confidence", 0.95))
-    lines = [f"`{result['baseline']}` → `{result['candidate']}`, {result['repeats']} trials each (ABBA order)", "",
-             f"| metric | baseline | candidate | ratio | {level}% interval | threshold | verdict |",
-             "| --- | ---: | ---: | ---: | :---: | ---: | --- |"]
-    for row in result["metrics"]:
-        lines.append(f"| {row['name']} | {_fmt(row['baseline_median'], row['unit'])} | "
-                     f"{_fmt(row['candidate_median'], row['unit'])} | {_number(ratio_of(row))} | {_interval(row)} | "
-                     f"{_bound(row)} | {_verdict(row)} |")
+    head = ["metric", "baseline", "candidate", "ratio", f"{level}% interval", "threshold", "verdict"]
+    return head, [(row, [row["name"], _fmt(row["baseline_median"], row["unit"]),
+                         _fmt(row["candidate_median"], row["unit"]), _number(ratio_of(row)), _interval(row),
+                         _bound(row), _verdict(row)]) for row in result["metrics"]]
+
+
+def verdict_text(result: dict[str, Any]) -> str:
+    """``ok``, or ``worse: a, b`` and ``unknown: c``: the comparison in sum."""
     verdict = "ok" if result["ok"] else ("worse: " + ", ".join(result["worse"]) if result["worse"] else "")
     if result["unknown"]:
         verdict = (verdict + "; " if verdict else "") + "unknown: " + ", ".join(result["unknown"])
-    return "\n".join(lines + ["", f"Verdict: {verdict}", ""])
+    return verdict
+
+
+def markdown_table(result: dict[str, Any]) -> str:
+    """One row per metric: both medians, the ratio with its interval, the threshold and the verdict."""
+    head, rows = table_rows(result)
+    lines = [f"`{result['baseline']}` → `{result['candidate']}`, {result['repeats']} trials each (ABBA order)", "",
+             "| " + " | ".join(head) + " |", "| --- | ---: | ---: | ---: | :---: | ---: | --- |"]
+    for row, cells in rows:
+        cells[-1] = "**worse**" if cells[-1] == "worse" else cells[-1]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines + ["", f"Verdict: {verdict_text(result)}", ""])
 
 
 def junit_suite(result: dict[str, Any]) -> Suite:

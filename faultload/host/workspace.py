@@ -5,11 +5,13 @@ creates it in the checkout, ``faultload setup`` in whatever folder it runs
 in) and can be moved with ``--workdir`` or the
 ``FAULTLOAD_HOME`` environment variable, which only the edges read (the CLI's
 ``main``, the plugin's ``pytest_configure``) and hand to :meth:`Workspace.default`.
-Passed around as a value.
+Passed around as a value. :func:`output_folder_problem` is the one check of an output
+option's folder (the CLI's and the plugin's), said before the work starts.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,3 +36,14 @@ class Workspace:
     @property
     def runs(self) -> Path:
         return self.root / "runs"
+
+
+def output_folder_problem(path: str | Path) -> str | None:
+    """Why a file cannot be written at ``path`` — ``no such directory: D`` or ``directory not writable: D`` (D
+    as given) — or None: what an output option is checked with before the work, not after it."""
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        return f"no such directory: {Path(path).parent}"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"directory not writable: {Path(path).parent}"
+    return None

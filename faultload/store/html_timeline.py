@@ -20,7 +20,7 @@ import numpy as np
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.record.samples import MonitorSamples
 from faultload.record.trial import TrialResult
-from faultload.store.html import binned_quantiles, peaks, per_second, time_edges, values
+from faultload.store.html import binned_quantiles, panel, peaks, per_second, series, time_edges, values
 
 # Fault windows by link (the PNG timeline's hues).
 FAULT_COLOURS = {"edge": "#d62728", "backend": "#ff7f0e", "router": "#9467bd", "server": "#8c564b"}
@@ -106,48 +106,40 @@ def _end_s(result: TrialResult, more: list[float]) -> float:
     return max([t for t in times if math.isfinite(t)] + [1e-3])
 
 
-def _panel(pid: str, title: str, unit: str, x: list, series: list[dict[str, Any]], log: bool = False) -> dict[str, Any]:
-    return {"id": pid, "title": title, "unit": unit, "log": log, "x": x, "series": series}
-
-
-def _series(label: str, y: np.ndarray, color: str, kind: str = "line", decimals: int = 2, dash: bool = False) -> dict[str, Any]:
-    return {"label": label, "y": values(y, decimals), "color": color, "kind": kind, "dash": dash}
-
-
 def _latency(h: History, edges: np.ndarray, x: list) -> dict[str, Any]:
     ok = (h["outcome"] == Outcome.OK) & np.isfinite(h["done"])
     done = h["done"][ok]
     q = binned_quantiles(done, done - h["submit_start"][ok], edges, (0.5, 0.99)) * 1000
-    return _panel("latency", "e2e latency of OK requests, by completion time", "ms (log)", x,
-                  [_series("p50", q[0], "#1f77b4"), _series("p99", q[1], "#d62728")], log=True)
+    return panel("latency", "e2e latency of OK requests, by completion time", "ms (log)", x,
+                 [series("p50", q[0], "#1f77b4"), series("p99", q[1], "#d62728")], log=True)
 
 
 def _completions(h: History, edges: np.ndarray, x: list) -> dict[str, Any]:
     outcome = h["outcome"]
     failed = (outcome != Outcome.OK) & (outcome != Outcome.PENDING)
     when = np.where(np.isfinite(h["done"]), h["done"], h["submit_end"])  # a rejected submit has no done
-    return _panel("completions", "requests completed per second", "per s", x, [
-        _series("OK", per_second(h["done"][outcome == Outcome.OK], edges), "#2ca02c", "step", 1),
-        _series("ended not OK", per_second(when[failed], edges), "#d62728", "step", 1)])
+    return panel("completions", "requests completed per second", "per s", x, [
+        series("OK", per_second(h["done"][outcome == Outcome.OK], edges), "#2ca02c", "step", 1),
+        series("ended not OK", per_second(when[failed], edges), "#d62728", "step", 1)])
 
 
 def _errors(h: History, edges: np.ndarray, x: list) -> dict[str, Any]:
     found = error_times(h)
-    series = [_series(cls.key, per_second(t, edges), ERROR_COLOURS[cls], "step", 1) for cls, t in found.items()]
+    shown = [series(cls.key, per_second(t, edges), ERROR_COLOURS[cls], "step", 1) for cls, t in found.items()]
     source = "failed attempts and error results" if h.attempts["row"].size else "requests' last error (no attempt log)"
-    return _panel("errors", f"errors per second by class ({source})", "per s", x,
-                  series or [_series("none", np.zeros(len(x)), "#2ca02c", "step", 0)])
+    return panel("errors", f"errors per second by class ({source})", "per s", x,
+                 shown or [series("none", np.zeros(len(x)), "#2ca02c", "step", 0)])
 
 
 def _retries(h: History, edges: np.ndarray, x: list) -> dict[str, Any]:
     if h.attempts["row"].size == 0:
         nothing = np.full(len(x), np.nan)
-        return _panel("retries", "retries per second (no attempt log: not known)", "per s", x,
-                      [_series("submits again", nothing, "#ff7f0e")])
+        return panel("retries", "retries per second (no attempt log: not known)", "per s", x,
+                     [series("submits again", nothing, "#ff7f0e")])
     again = retry_times(h)
-    return _panel("retries", "retries per second: submits sent again, polls after a request's first", "per s", x, [
-        _series("submits again", per_second(again["submit"], edges), "#ff7f0e", "step", 1),
-        _series("polls again", per_second(again["poll"], edges), "#7f7f7f", "step", 1)])
+    return panel("retries", "retries per second: submits sent again, polls after a request's first", "per s", x, [
+        series("submits again", per_second(again["submit"], edges), "#ff7f0e", "step", 1),
+        series("polls again", per_second(again["poll"], edges), "#7f7f7f", "step", 1)])
 
 
 def _measured(column: np.ndarray) -> np.ndarray:
@@ -162,20 +154,20 @@ def _monitor_panels(mon: MonitorSamples, edges: np.ndarray) -> list[dict[str, An
     t, cols = peaks(s["t"], {name: _measured(s[name]) for name in names}, edges)
     x = values(t, 3)
     limit = f" (soft limit {mon.fd_limit[0]})" if mon.fd_limit else ""
-    fds = [_series("server", cols["fds"], "#8c564b", decimals=0)]
+    fds = [series("server", cols["fds"], "#8c564b", decimals=0)]
     if "engine_fds" in cols and np.isfinite(cols["engine_fds"]).any():
-        fds.append(_series("engine", cols["engine_fds"], "#9467bd", decimals=0))
+        fds.append(series("engine", cols["engine_fds"], "#9467bd", decimals=0))
     ok = mon.healthz_ok.astype(bool)
     latency_ms = mon.healthz_latency_s * 1000
     ht, probes = peaks(mon.healthz_t, {"ok": np.where(ok, latency_ms, np.nan),
                                        "failed": np.where(~ok, latency_ms, np.nan)}, edges)
     return [
-        _panel("in_flight", "requests in flight", "requests", x, [
-            _series("router", cols["router_in_flight"], "#1f77b4", decimals=0),
-            _series("client outstanding", cols["client_in_flight"], "#7f7f7f", decimals=0, dash=True)]),
-        _panel("fds", f"server open fds{limit}", "fds", x, fds),
-        _panel("rss", "server RSS", "MiB", x, [_series("server", cols["rss"] / 2**20, "#17becf", decimals=1)]),
-        _panel("healthz", f"/healthz latency ({mon.healthz_failures} of {mon.healthz_t.size} probes failed)", "ms",
-               values(ht, 3), [_series("ok", probes["ok"], "#bcbd22", "points"),
-                               _series("failed", probes["failed"], "#d62728", "points")]),
+        panel("in_flight", "requests in flight", "requests", x, [
+            series("router", cols["router_in_flight"], "#1f77b4", decimals=0),
+            series("client outstanding", cols["client_in_flight"], "#7f7f7f", decimals=0, dash=True)]),
+        panel("fds", f"server open fds{limit}", "fds", x, fds),
+        panel("rss", "server RSS", "MiB", x, [series("server", cols["rss"] / 2**20, "#17becf", decimals=1)]),
+        panel("healthz", f"/healthz latency ({mon.healthz_failures} of {mon.healthz_t.size} probes failed)", "ms",
+              values(ht, 3), [series("ok", probes["ok"], "#bcbd22", "points"),
+                              series("failed", probes["failed"], "#d62728", "points")]),
     ]

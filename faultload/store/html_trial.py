@@ -22,7 +22,7 @@ from faultload.checker.training import TRAINING_CHECKERS
 from faultload.model.switches import switches_text
 from faultload.model.trial import TrialConfig
 from faultload.record.trial import TrialResult
-from faultload.store.html import charts, esc, facts, page, table, write_page
+from faultload.store.html import charts, counted, esc, facts, page, table, write_page
 from faultload.store.html_timeline import FAULT_COLOURS, timeline
 from faultload.store.report import build_report
 from faultload.version import installed_version
@@ -96,7 +96,7 @@ def _summary(config: TrialConfig, rows: list[Row], judged: bool) -> tuple[str, s
     overall = ("not judged" if not judged else "VIOLATED" if counts["violated"]
                else "unknown" if counts["unknown"] else "held")
     title = f"faultload trial: {config.target}: {overall}"
-    spans = "".join(f'<span class="{s}">{n} {esc(WORDS[s])}</span>' for s, n in counts.items() if n)
+    spans = counted(counts, WORDS)
     violated = [f'<a href="#inv-{esc(r.name)}">{esc(r.name)}</a>' for r in rows if r.state == "violated"]
     tail = f" — violated: {', '.join(violated)}" if violated else ""
     return title, f'<p class="summary">{spans or "no invariant judged"}{tail}</p>'

@@ -14,6 +14,7 @@ collected. Options::
     --faultload-examples N       override the profile's examples per property
     --faultload-session-s S      override the profile's session time (no trial starts after S seconds)
     --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
+    --faultload-html F           write the session's results as one self-contained HTML page
     --faultload-ray HOST:PORT    each trial's load workers as actors on that Ray cluster (auto: $RAY_ADDRESS)
     --faultload-baseline BUILD   add the comparative property: each example on BUILD too, the session's
                                  target (with its switches) must be no worse (faultload.suite.comparative)
@@ -50,6 +51,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from faultload.host.workspace import output_folder_problem
 from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.model.target import DEFAULT_TARGET
 from faultload.suite.defaults import DEFAULT_PROFILE, PROFILE_VARIABLE
@@ -68,6 +70,7 @@ ENVIRONMENT = {
 MARKER = "faultload: a faultload property (runs trials on the session's shared stack; uses faultload_suite)"
 
 _ENVIRON = pytest.StashKey[Mapping[str, str]]()
+_HTML = pytest.StashKey[Path]()  # --faultload-html, once its folder was found writable
 _SESSION = pytest.StashKey["SuiteSession"]()
 # The pytest config collecting a module now: a property's decorators run at its import and read
 # their session's settings through it (collecting()); set only while one module is collected.
@@ -98,6 +101,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "properties left without a judged trial then fail as not judged")
     group.addoption("--faultload-summary-json", default=None, metavar="FILE",
                     help="write each property's outcome, violated invariants and repro as JSON (default: not written)")
+    group.addoption("--faultload-html", default=None, metavar="FILE",
+                    help="write the session as one self-contained HTML file that opens offline: each property's "
+                         "trials against their verdicts, a failed one's shrink path and repro (default: not written)")
     group.addoption("--faultload-ray", default=None, metavar="HOST:PORT",
                     help="run each trial's load workers as actors on the Ray cluster there (auto: $RAY_ADDRESS; "
                          "needs faultload[ray]); the stack stays here (default: local worker processes)")
@@ -143,6 +149,12 @@ def _made(config: pytest.Config) -> SuiteSession | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     config.stash[_ENVIRON] = environment(os.environ)
+    html = config.getoption("faultload_html", None)
+    problem = output_folder_problem(html) if html else None
+    if problem:  # said now, not after a session of minutes
+        raise pytest.UsageError(f"--faultload-html: {problem}")
+    if html:
+        config.stash[_HTML] = Path(html)
     # a bad build spec or cluster address is a usage error now, not at collection
     if config.getoption("faultload_baseline", None) or config.getoption("faultload_ray", None):
         session(config)
@@ -154,9 +166,9 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    path = config.getoption("faultload_summary_json", None)
-    if path:
-        session(config).write_summary(Path(path))
+    summary_json, html = config.getoption("faultload_summary_json", None), config.stash.get(_HTML, None)
+    if summary_json or html:
+        session(config).write_reports(Path(summary_json) if summary_json else None, html)
     found = _made(config)
     if found is not None:
         found.close()

@@ -1,4 +1,4 @@
-"""A failing property's repro: the smallest failing trial as JSON, with its report, bundle and PNG beside it."""
+"""A failing property's repro: the smallest failing trial as JSON, with its report, bundle, page and PNG beside it."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from faultload.compare.report import markdown_table
 from faultload.store import report as report_mod
 from faultload.store.bundle import write_bundle
+from faultload.store.html_trial import write_trial_html
 from faultload.store.plot import write_timeline
 from faultload.store.repro import COMPARE_REPRO_VERSION, build_repro, config_key, replay_command, write_repro
 from faultload.suite.state import PropertyState
@@ -17,11 +18,12 @@ from faultload.suite.state import PropertyState
 
 def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
                          hypothesis_seed: Any = None, comparison: Mapping[str, Any] | None = None) -> Path | None:
-    """Write the property's smallest failing trial (its last failure) as a repro, with report, bundle and PNG.
+    """Write the property's smallest failing trial (its last failure) as a repro, with report, bundle, page and PNG.
 
     The bundle (``STEM.bundle/``, ``faultload check`` judges it again offline)
     is named in the repro's ``bundle`` and ``check`` keys and in the session's
-    summary lines, under the repro. ``comparison``: a comparative example's
+    summary lines, under the repro; the trial's HTML report (``STEM.html``)
+    in its ``html`` key. ``comparison``: a comparative example's
     repro keys (both builds, repeats, thresholds, the comparison as found:
     ``ComparingExecutor.repro_fields``), with its Markdown table beside it.
     """
@@ -64,6 +66,8 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
         state.bundle_path = write_bundle(outcome.result, budgets, outcome.verdicts, directory / f"{stem}.bundle")
         repro["bundle"] = str(state.bundle_path)
         repro["check"] = f"faultload check {state.bundle_path}"
+        state.html_path = write_trial_html(outcome.result, outcome.verdicts, directory / f"{stem}.html")
+        repro["html"] = str(state.html_path)
         try:
             repro["plot"] = str(write_timeline(outcome.result, directory / f"{stem}.png",
                                                title=f"{state.nodeid}: {config.shape.requests} requests"))

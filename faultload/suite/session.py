@@ -53,6 +53,7 @@ from faultload.suite.families import Family, family_examples
 from faultload.suite.defaults import profile_name
 from faultload.suite.baseline import NO_BASELINE, default_baseline
 from faultload.suite.profiles import PROFILES, Profile, get_profile
+from faultload.store.html_suite import write_suite_html
 from faultload.suite.runner import SuiteRunner
 from faultload.suite.state import tally_text
 from faultload.run.watchdog import load_watchdog_limits
@@ -263,8 +264,18 @@ class SuiteSession:
             lines.append(tally_text(state.tally))
         return "\n".join(lines)
 
-    def write_summary(self, path: Path) -> None:
-        """The session's results as JSON, written even when no property ran (an empty list says so)."""
+    def write_reports(self, summary_json: Path | None, html: Path | None) -> None:
+        """The session's results as JSON (``--faultload-summary-json``) and as a page (``--faultload-html``),
+        from the same summary."""
+        data = self.summary()
+        if summary_json is not None:
+            summary_json.parent.mkdir(parents=True, exist_ok=True)
+            summary_json.write_text(json.dumps(data, indent=2) + "\n")
+        if html is not None:
+            write_suite_html(data, html)
+
+    def summary(self) -> dict[str, Any]:
+        """The session's results as data, even when no property ran (an empty list says so)."""
         if self.suite is not None:
             data = self.suite.summary_dict(self.outcomes)
         else:
@@ -274,8 +285,7 @@ class SuiteSession:
                     "baseline": opts.baseline.text if opts.baseline is not None else None, "trials": 0, "wall_s": 0.0, "stack_starts": 0,
                     "phases_s": {}, "trial_wall_s": 0.0, "load_share": None,
                     "judged_trials": 0, "invariants": {}, "properties": []}
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(data, indent=2) + "\n")
+        return data
 
     def close(self) -> None:
         """Close the runner (and its stack), uninstall the signal handlers, load the previous Hypothesis profile."""

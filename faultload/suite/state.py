@@ -47,6 +47,7 @@ class PropertyState:
     unjudged: list[str] = field(default_factory=list)  # trials that were no test of the target, and why
     repro_path: Path | None = None
     bundle_path: Path | None = None  # the repro's trial bundle (faultload check), when its result was kept
+    html_path: Path | None = None  # the repro's trial page (the HTML report), when its result was kept
     ended_at: float | None = None
     remaining_after: int = 0  # properties after this one in the session
     tally: dict[str, Tally] = field(default_factory=dict)  # per invariant the family asserts

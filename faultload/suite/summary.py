@@ -20,6 +20,10 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
     ``phases_s``: every trial run's phases summed (``stack_ready``, the
     trial's own, ``judge``); ``trial_wall_s`` the trials' walls summed and
     ``load_share`` the load's share of them (None before a trial ran).
+    Per property, its shrink as its repro's ``found_by.shrink`` keeps it
+    (``failing_examples``, ``shrink_cut``, ``reduce_steps``) and its repro's
+    files (``repro_path``, ``bundle_path``, ``html_path``: the trial's page):
+    what ``--faultload-html`` shows. Keys are only ever added.
     """
     outcomes = outcomes or {}
     properties = []
@@ -51,6 +55,12 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
             "repro_path": str(state.repro_path) if state.repro_path else None,
             "bundle_path": str(state.bundle_path) if state.bundle_path else None,
             "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
+            # the shrink: failing examples met, whether its budget cut it, each reduction tried (as the repro's
+            # found_by.shrink keeps them); the repro's trial page
+            "failing_examples": state.failures,
+            "shrink_cut": state.shrink_cut,
+            "reduce_steps": list(state.reduce_log),
+            "html_path": str(state.html_path) if state.html_path else None,
             "error": state.broken or runner.not_judged(state.nodeid),
             "unjudged": list(state.unjudged),
         })
