@@ -33,6 +33,7 @@ from reference_text import HEADER, cell, code, codes, table
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ROOT / "faultload" / "cli" / "commands.py"
+MANY_TRIALS = ROOT / "faultload" / "cli" / "many_trials.py"
 # the bundle docstring's file list: "    name   what it holds", continued on deeper-indented lines
 _BUNDLE_ENTRY = re.compile(r"^    (\S+)\s+(.*)$")
 
@@ -81,7 +82,7 @@ def _report_section(report: dict) -> list[str]:
 
 def _compare_section(report: dict) -> list[str]:
     result = judge_comparison(DEFAULT_TARGET, DEFAULT_TARGET, [report], [report], CompareSettings())
-    extras = assigned_keys(COMMANDS, "_write_comparison", "result")
+    extras = assigned_keys(MANY_TRIALS, "write_comparison", "result")
     return [f"## `{COMPARE_SCHEMA}`: `faultload compare --json-out`", "",
             f"Keys: {codes(result)}; with `--plot`: {codes(extras)}.", "",
             f"Each of `metrics`: {codes(result['metrics'][0])}.", "",

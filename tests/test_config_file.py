@@ -9,6 +9,7 @@ import pytest
 from faultload.cli import main as cli
 
 from faultload.cli import commands as cli_commands
+from faultload.cli import from_args
 from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
 
@@ -55,7 +56,7 @@ def test_workspace_default_reads_no_environment(tmp_path: Path, monkeypatch: pyt
 
 def test_the_cli_reads_faultload_home_in_main_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seen = []
-    monkeypatch.setitem(cli_commands.COMMANDS, "doctor", lambda args: seen.append(cli_commands._workspace(args)) or 0)
+    monkeypatch.setitem(cli_commands.COMMANDS, "doctor", lambda args: seen.append(from_args.workspace_of(args)) or 0)
     monkeypatch.delenv("FAULTLOAD_HOME", raising=False)
     assert cli.main(["doctor"], environ={"FAULTLOAD_HOME": str(tmp_path / "home")}) == 0
     assert cli.main(["doctor", "--workdir", str(tmp_path / "w")], environ={"FAULTLOAD_HOME": str(tmp_path)}) == 0

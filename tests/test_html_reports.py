@@ -23,7 +23,7 @@ import pytest
 import faultload.suite.session  # noqa: F401  loaded in this process first: pytester's runs drop what they import
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
-from faultload.cli import commands
+from faultload.cli import commands, many_trials
 from faultload.cli.main import main as cli_main
 from faultload.compare.html import compare_page
 from faultload.compare.judge import comparison_json
@@ -139,7 +139,7 @@ def test_the_comparison_is_written_after_its_json(tmp_path: Path) -> None:
     result, trials = comparison()
     args = argparse.Namespace(trials_out=None, plot=None, json_out=str(tmp_path / "c.json"), markdown_out=None,
                               junit_xml=None, html=str(tmp_path / "c.html"))
-    commands._write_comparison(args, result, trials)
+    many_trials.write_comparison(args, result, trials)
     assert json.loads((tmp_path / "c.json").read_text())["worse"] == ["server_cpu_ms_per_request"]
     assert 'data-label="server_cpu_ms_per_request"' in (tmp_path / "c.html").read_text()
     assert not list(tmp_path.glob("*.tmp"))  # written whole, through a temporary file
@@ -198,7 +198,7 @@ def test_a_cell_is_clean_only_when_a_trial_judged_it() -> None:
 
 def test_the_matrix_command_writes_its_page(tmp_path: Path, monkeypatch) -> None:
     data = matrix(tmp_path)
-    monkeypatch.setattr(commands.matrix_mod, "run_matrix", lambda *args, **kwargs: data)  # no row runs
+    monkeypatch.setattr(many_trials.matrix_mod, "run_matrix", lambda *args, **kwargs: data)  # no row runs
     code = cli_main(["matrix", "--rows", "retention", "--json-out", str(tmp_path / "m.json"),
                      "--html", str(tmp_path / "m.html")], environ={})
     assert code == 1  # not every row as expected

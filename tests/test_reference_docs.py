@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from faultload.checker.contract.rules import Rule
-from faultload.cli.commands import config_from_args
+from faultload.cli.from_args import config_from_args
 from faultload.cli.parser import RUN_EXAMPLES, build_parser
 from faultload.model.build import parse_build
 from faultload.model.target import parse_target

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from faultload.cli import commands as cli_commands
+from faultload.cli import from_args
 
 from faultload.cli import parser as cli_parser
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour, parse_poll_behaviour
@@ -232,7 +232,7 @@ def test_non_loopback_allowed_with_allow_remote(url):
     require_loopback(url, allow_remote=True)  # must not raise (and resolves nothing)
 
 
-# --------------------------------------------------------------------------- cli_commands.config_from_args
+# --------------------------------------------------------------------------- from_args.config_from_args
 
 
 def _args(*argv: str):
@@ -240,7 +240,7 @@ def _args(*argv: str):
 
 
 def test_config_from_args_builds_the_shape_and_router():
-    config = cli_commands.config_from_args(
+    config = from_args.config_from_args(
         _args(
             "--requests", "300", "--result-tokens", "16", "--num-samples", "2", "--workers", "3",
             "--max-outstanding", "100", "--client", "raw", "--accept", "json", "--time-scale", "0.1",
@@ -264,12 +264,12 @@ def test_config_from_args_builds_the_shape_and_router():
 
 
 def test_config_from_args_defaults_match_load_shape_defaults():
-    shape = cli_commands.config_from_args(_args()).shape
+    shape = from_args.config_from_args(_args()).shape
     assert shape == LoadShape()
 
 
 def test_config_from_args_barrier_without_cap_uses_requests():
-    config = cli_commands.config_from_args(_args("--requests", "50", "--max-outstanding", "0", "--router-mode", "barrier"))
+    config = from_args.config_from_args(_args("--requests", "50", "--max-outstanding", "0", "--router-mode", "barrier"))
     assert config.router.barrier == 50
 
 
@@ -290,11 +290,11 @@ def test_config_from_args_barrier_without_cap_uses_requests():
 )
 def test_config_from_args_rejects_bad_values(argv, needle):
     with pytest.raises(ValueError, match=needle.replace("-", r"\-")):
-        cli_commands.config_from_args(_args(*argv))
+        from_args.config_from_args(_args(*argv))
 
 
 def test_config_from_args_url_with_allow_remote_is_accepted():
-    config = cli_commands.config_from_args(_args("--target", "url=http://10.1.2.3:8000", "--allow-remote"))
+    config = from_args.config_from_args(_args("--target", "url=http://10.1.2.3:8000", "--allow-remote"))
     assert config.allow_remote is True
 
 
