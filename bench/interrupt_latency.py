@@ -1,7 +1,7 @@
 """How long `faultload run` takes to end after a signal, per signal: signal -> exit seconds.
 
 Starts ``faultload run`` (default: the 20,000-request, 2-worker latency-router
-trial of issue 16, ~80 s uninterrupted) in a session of its own, waits until
+trial, ~80 s uninterrupted) in a session of its own, waits until
 the load is running (its first progress line, then ``--after`` seconds more so
 the outstanding cap is full), sends the signal as its usual sender would —
 SIGINT and SIGHUP to the whole process group (a terminal's Ctrl-C and hang-up),

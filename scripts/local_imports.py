@@ -1,4 +1,4 @@
-"""Function-local imports of the harness: what issue 17's "function-local imports <= 10 in all, each with a
+"""Function-local imports of the harness: the rule "function-local imports <= 10 in all, each with a
 reason" is measured with, so anyone can rerun it.
 
     python scripts/local_imports.py [--limit 10] [ROOT ...]

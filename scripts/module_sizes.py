@@ -1,4 +1,4 @@
-"""Module and function sizes of the harness: what issue 17's "no module over 400 lines, no function over
+"""Module and function sizes of the harness: the rule "no module over 400 lines, no function over
 60 lines" is measured with, so anyone can rerun it.
 
     python scripts/module_sizes.py [--modules 400] [--functions 60] [--markdown] [ROOT ...]

@@ -6,7 +6,7 @@ It opens sessions as SkyRL's API does (``/api/v1/healthz``, ``create_session``,
 and the real ``tinker`` SDK get a sampling session, and then answers **every
 asample with HTTP 400** ``{"detail": "base model not loaded"}``: a server that
 accepts nothing with no fault in force, which every invariant but
-``accepted_requests`` passed or left unknown (issue 16). ``retrieve_future``
+``accepted_requests`` passed or left unknown. ``retrieve_future``
 answers 404 (it never accepted a request). ``GET /standin/stats`` counts the
 requests per path, so a test can check the load reached it.
 

@@ -84,7 +84,7 @@ def test_malformed_target(cli, target, needle):
         (["--accept", "xml"], "--accept"),
         (["--delay-polls", "half@10"], "--delay-polls"),
         (["--requests", "many"], "--requests"),
-        # Training options (issue 20).
+        # Training options.
         (["--trainers", "lots"], "--trainers expects T"),
         (["--trainers", "0x3"], "--trainers 0x3: at least 1 trainer"),
         (["--trainers", "2x0"], "training.steps must be in [1, 100000]"),

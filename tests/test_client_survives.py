@@ -5,7 +5,7 @@ TEST DOUBLES throughout, labelled where used: a stand-in for ``tinker.ServiceCli
 sampling client whose ``sample_async`` raises), and a raw client whose result
 check raises (a bug in our own code) against the stub server of
 ``tests/test_raw_client.py``. The real SDK's set-up window is 300 real seconds,
-too long for a unit test; the shortened trial is in the report of issue 18.
+too long for a unit test; it runs a shortened trial.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""scripts/local_imports.py measures issue 17's rule, "function-local imports <= 10 in all, each with a reason",
+"""scripts/local_imports.py measures the rule "function-local imports <= 10 in all, each with a reason",
 and the rule holds on faultload/."""
 
 from __future__ import annotations

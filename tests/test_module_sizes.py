@@ -1,4 +1,4 @@
-"""scripts/module_sizes.py measures what issue 17's size rule is stated in: module lines, function lines
+"""scripts/module_sizes.py measures what the size rule (CONTRIBUTING.md) is stated in: module lines, function lines
 without docstrings."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A trial's wall split into phases (issue 22): on the TrialResult, in the report, and summed in the suite summary.
+"""A trial's wall split into phases: on the TrialResult, in the report, and summed in the suite summary.
 
 ``run_trial`` runs here against TEST DOUBLES of the stack, the sampling
 session, the load workers, the monitor, the load wait and the gather

@@ -102,7 +102,7 @@ class Limits:
         At time scale 0.05 with the SDK's 45 s poll timeout and small
         results: 100 (a storm's 15 s: 33; 360 KiB results: 61). Measured on
         0.4.0 at 0.05 (immediate router, 2,813 requests, 2 cores shared with
-        the load; session 13, `faultload run --max-outstanding N`):
+        the load; `faultload run --max-outstanding N`):
 
         * 200 held: 77-125 poll timeouts at 2.25 s and /healthz p99 3.4-5.4 s
           in every run (plain, and with either fix); at time scale 1 the
@@ -111,7 +111,7 @@ class Limits:
           0.35 s; 70 held: none, p99 0.25-0.38 s; the load took 9-12 s at
           every cap, so holding fewer costs this shape nothing.
 
-        The earlier calibration (session 3, 1.4 ms per HTTP request, 200 held):
+        The earlier calibration (1.4 ms per HTTP request, 200 held):
 
         * 2,000 held: 3.7-4.0 HTTP attempts per request (thousands of poll
           timeouts at 2.25 s while the server worked through its queue);
