@@ -65,7 +65,7 @@ test-all: setup $(BROWSER_STAMP)
 # The docs site (MkDocs + mkdocs-material) into site/; strict: a broken link, a bad anchor or a page
 # missing from the nav fails it (the unit tier builds it too: tests/test_docs_site.py).
 docs: $(DEPS_STAMP)
-	$(BIN)/mkdocs build --strict --quiet
+	$(BIN)/mkdocs build --strict
 
 unit: $(DEPS_STAMP)
 	$(BIN)/python -m pytest -q tests -m "not integration"

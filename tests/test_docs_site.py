@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-f", str(config),
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
                            "-d", str(site)], capture_output=True, text=True, timeout=300)
 
 
