@@ -179,6 +179,9 @@ def _budget_value(value, unit: str) -> str:
 def switches_page() -> str:
     rows = []
     for name in (*REGRESSIONS, *FIXES):
+        if name not in {**patches.FIXES, **patches.REGRESSIONS, **mutants.MUTANTS}:
+            raise SystemExit(f"reference: switch {name!r} (faultload/model/switches.py) has no patch in "
+                             "faultload/targets/skyrl_patches.py or skyrl_mutants.py to describe it")
         if name in FIXES:
             kind, switch = "fix: a candidate fix", patches.FIXES[name]
         elif name in mutants.MUTANTS:
