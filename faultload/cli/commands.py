@@ -36,6 +36,7 @@ from faultload.store.plot import PlotUnavailable, write_timeline
 from faultload.store.html_trial import write_trial_html
 from faultload.store.repro import replay, replay_command, write_repro
 from faultload.suite.shrink import load_failure, shrink, shrunk_repro
+from faultload.host.workspace import output_folder_problem
 from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
 from faultload.run.trial import run_trial
@@ -169,8 +170,9 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     """Reduce a failed trial (a bundle, a JSON report or a repro) and write the repro of the smallest one that
     still fails: 1 (the failure stands, its repro written), 0 when the source violated nothing."""
 
-    if args.out and not Path(args.out).is_dir():
-        raise UsageError(f"--out {args.out}: no such folder")
+    problem = output_folder_problem(Path(args.out) / "repro.json") if args.out else None
+    if problem:
+        raise UsageError(f"--out: {problem}")
     try:
         failure = load_failure(args.source)
         stored = failure.budgets if failure.budgets is not None else load_budgets(config_path(args))
@@ -192,7 +194,7 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     if stopped is not None:
         return stopped
     stem, repro = shrunk_repro(failure, shrunk, budgets, args.source, time.monotonic() - started)
-    path = write_repro(repro, Path(args.out) if args.out else workspace.root / "repros", stem)
+    path = write_repro(repro, Path(args.out) if args.out else workspace.repros, stem)
     print(f"shrunk {failure.config.shape.requests} -> {shrunk.config.shape.requests} requests, "
           f"{len(failure.config.faults.faults)} -> {len(shrunk.config.faults.faults)} faults in {shrunk.trials} "
           f"trials ({time.monotonic() - started:.0f} s" + (f"; {shrunk.stopped}" if shrunk.stopped else "") + ")")

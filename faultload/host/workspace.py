@@ -34,6 +34,11 @@ class Workspace:
         return self.root / "tools"
 
     @property
+    def repros(self) -> Path:
+        """Where failing trials' repros (and their reports, bundles, pages) are written."""
+        return self.root / "repros"
+
+    @property
     def runs(self) -> Path:
         return self.root / "runs"
 

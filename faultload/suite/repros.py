@@ -48,7 +48,7 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
         "trials_run": state.trials,
     }
     stem = f"{_slug(state.nodeid)}-{time.strftime('%Y%m%dT%H%M%S')}-{config_key(config)}"
-    directory = workspace.root / "repros"
+    directory = workspace.repros
     # judged on every invariant, as the session was: a violation of any of them fails the replay too
     repro = build_repro(config, outcome.verdicts, outcome.figures, budgets, found_by=found_by)
     if comparison is not None:
