@@ -24,18 +24,16 @@ from faultload.record.trial import TrialResult, WorkerSummary
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool
 from faultload.run.jobs import build_jobs, spawn_early_workers, start_workers
-from faultload.record.faults import FaultLog
 from faultload.record.history import History, Outcome
 from faultload.record.training import TrainingLog
 from faultload.record.samples import MonitorSamples
 from faultload.run.monitor import Monitor, drain_fds
-from faultload.record.serverlog import ServerLogSummary, classify_log
+from faultload.record.serverlog import classify_log
 from faultload.model.trial import TRIAL_PHASES, TrialConfig
 from faultload.model.training import DB_POOL_FDS
 from faultload.run.server_faults import ServerFaults
 from faultload.run.stack import Stack
 from faultload.targets.server import BASE_MODEL
-from faultload.record.collapse import CollapseVerdict
 from faultload.model.sdk import SDK_BACKOFF_CAP_S, SDK_REQUEST_TIMEOUT_S
 from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.run.watchdog import Watchdog

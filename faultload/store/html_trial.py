@@ -103,7 +103,7 @@ def _summary(config: TrialConfig, rows: list[Row], judged: bool) -> tuple[str, s
 
 
 def _facts(result: TrialResult, report: dict[str, Any]) -> list[tuple[str, str]]:
-    config, shape, router = result.config, result.config.shape, result.config.router
+    config, router = result.config, result.config.router
     switches = switches_text(config.regress, config.fixes).lstrip(", ") or "none (as released)"
     lat = report["latency_s"]["e2e"]
     items = [
