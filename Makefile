@@ -7,6 +7,8 @@ DEPS_STAMP := $(VENV)/.faultload-deps
 SETUP_LOG := .faultload/setup.log
 TOXIPROXY := .faultload/tools/toxiproxy-server
 TARGETS ?= skyrl==0.4.0 skyrl==0.3.0
+# SDK releases besides the one installed with faultload, each in a folder of its own (--sdk, --faultload-sdk).
+SDKS ?= tinker==0.38.0
 # The HTML report's browser test opens a report in Debian's headless chromium (installed once, when missing).
 BROWSER_STAMP := .faultload/.chromium
 
@@ -29,7 +31,7 @@ $(BROWSER_STAMP):
 # Toxiproxy (from its Go module) into .faultload/tools (each when missing),
 # beside installing the targets (when missing).
 targets: $(DEPS_STAMP)
-	$(BIN)/faultload setup $(addprefix --target ,$(TARGETS))
+	$(BIN)/faultload setup $(addprefix --target ,$(TARGETS)) $(addprefix --sdk ,$(SDKS))
 
 run: setup
 	mkdir -p reports
@@ -48,7 +50,7 @@ run: setup
 # runs alone, after both. Each tier names its 15 slowest tests (what CI's time goes to).
 test: $(DEPS_STAMP) $(BROWSER_STAMP)
 	@mkdir -p .faultload; \
-	setsid $(BIN)/faultload setup $(addprefix --target ,$(TARGETS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
+	setsid $(BIN)/faultload setup $(addprefix --target ,$(TARGETS)) $(addprefix --sdk ,$(SDKS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
 	trap 'kill -TERM -$$setup 2>/dev/null; exit 130' INT TERM; \
 	echo "faultload setup runs beside the unit tier (its output: $(SETUP_LOG))"; \
 	while [ ! -x $(TOXIPROXY) ] && kill -0 $$setup 2>/dev/null; do sleep 1; done; \

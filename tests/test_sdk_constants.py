@@ -11,7 +11,10 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import os
 import re
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -23,7 +26,9 @@ from faultload.model import tokens
 from faultload.client import raw, sdk_rules
 from faultload.client.counters import LiveCounters
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
-from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
+from faultload.model.sdk import SDK_RELEASES, SDK_REQUEST_TIMEOUT_S
+from faultload.targets.install import sdk_folder, sdk_installed
+from tests.conftest import WORKDIR, require_built
 from faultload.model.shape import ClientPolicy, LoadShape
 from faultload.record.history import Outcome
 
@@ -43,9 +48,27 @@ def _one(pattern: str, text: str, what: str) -> str:
     return found[0]
 
 
-def test_sdk_is_the_version_the_policy_describes():
+def test_sdk_is_a_release_the_policy_describes():
     version = importlib.import_module("tinker").__version__
-    assert version.startswith("0.25."), version
+    assert version in SDK_RELEASES, version
+
+
+@pytest.mark.parametrize("release", SDK_RELEASES[1:])
+def test_every_other_sdk_release_keeps_the_same_constants(release: str):
+    """This file again, in a process whose ``tinker`` is ``release`` from its own folder (as an sdk-client
+    worker runs it, first on ``sys.path``): every check above must hold there too."""
+    sdks = WORKDIR / "sdks"
+    require_built(f"tinker=={release} (under {sdks})", sdk_installed(sdks, release),
+                  f"faultload setup --sdk tinker=={release}")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sdk_folder(sdks, release)), str(WORKDIR.parent)])}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", __file__,
+         "-k", "not every_other_sdk_release", "-W", "ignore::FutureWarning"],
+        capture_output=True, text=True, timeout=300, env=env, cwd=WORKDIR.parent)
+    assert proc.returncode == 0, f"tinker=={release}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+    probe = subprocess.run([sys.executable, "-c", "import tinker; print(tinker.__version__)"],
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert probe.stdout.strip() == release  # the process above ran that release, not the one beside faultload
 
 
 def _function(module_name: str, qualname: str) -> ast.FunctionDef | ast.AsyncFunctionDef:

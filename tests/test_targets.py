@@ -53,16 +53,43 @@ def test_url_targets_are_not_installed(tmp_path: Path):
 
 def test_a_release_the_index_lacks_is_one_line_before_anything_is_built(tmp_path: Path):
     """``versions`` is a test double of the index (the real one is asked by ``faultload setup``)."""
-    index = lambda: ["0.4.0", "0.10.0", "0.3.0"]  # noqa: E731
+    index = lambda package: {"skyrl": ["0.4.0", "0.10.0", "0.3.0"]}[package]  # noqa: E731
     with pytest.raises(install.InstallError) as info:
         install.check_release_exists(tmp_path, parse_target("skyrl==9.9.9"), versions=index)
     assert str(info.value) == ("skyrl==9.9.9: no such release on the package index "
                                "(skyrl releases there: 0.3.0, 0.4.0, 0.10.0)")
     install.check_release_exists(tmp_path, parse_target("skyrl==0.4.0"), versions=index)
-    install.check_release_exists(tmp_path, parse_target("skyrl==9.9.9"), versions=lambda: None)  # index silent
+    install.check_release_exists(tmp_path, parse_target("skyrl==9.9.9"), versions=lambda package: None)  # index silent
     checkout = install.TargetSpec("checkout", f"skyrl@{tmp_path}", path=str(tmp_path))
-    install.check_release_exists(tmp_path, checkout, versions=lambda: [])  # a checkout needs no index
+    install.check_release_exists(tmp_path, checkout, versions=lambda package: [])  # a checkout needs no index
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_sdk_release_the_index_lacks_is_one_line_and_leaves_nothing(tmp_path: Path, monkeypatch):
+    """``versions`` is a test double of the index; pip must never run for a release it lacks."""
+    monkeypatch.setattr(install, "_run", lambda *a, **k: pytest.fail("pip ran for a release the index lacks"))
+    index = lambda package: {"tinker": ["0.25.0", "0.38.0"]}[package]  # noqa: E731
+    with pytest.raises(install.InstallError) as info:
+        install.ensure_sdk(tmp_path / "sdks", "9.9.9", log=lambda m: None, versions=index)
+    assert str(info.value) == ("tinker==9.9.9: no such release on the package index "
+                               "(tinker releases there: 0.25.0, 0.38.0)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_sdk_install_removes_its_folder_and_an_installed_one_is_not_asked_again(tmp_path: Path, monkeypatch):
+    """pip is replaced by a test double: first failing, then never to be called."""
+    def failing_pip(cmd, log, what):
+        assert (tmp_path / "tinker-0.38.0").is_dir()  # pip installs into the folder made for it
+        raise install.InstallError(f"{what} failed (exit 1)")
+    monkeypatch.setattr(install, "_run", failing_pip)
+    with pytest.raises(install.InstallError):
+        install.ensure_sdk(tmp_path, "0.38.0", log=lambda m: None, versions=lambda package: ["0.38.0"])
+    assert not install.sdk_folder(tmp_path, "0.38.0").exists()
+    install.sdk_folder(tmp_path, "0.38.0").mkdir()
+    (install.sdk_folder(tmp_path, "0.38.0") / install.STAMP).write_text("{}")
+    monkeypatch.setattr(install, "_run", lambda *a, **k: pytest.fail("pip ran for an installed release"))
+    assert install.ensure_sdk(tmp_path, "0.38.0", log=lambda m: None,
+                              versions=lambda package: pytest.fail("index asked")) == tmp_path / "tinker-0.38.0"
 
 
 def test_a_failed_install_removes_the_venv_it_created(tmp_path: Path, monkeypatch):

@@ -18,7 +18,7 @@ from faultload.setup import doctor as doctor_mod
 from faultload.checker.budgets import apply_overrides, load_budgets
 from faultload.checker.judge import judge
 from faultload.cli.cluster import join_for
-from faultload.cli.from_args import (TRIAL_OUTPUTS, build_trial, check_output_dirs, config_path, guarded,
+from faultload.cli.from_args import (TRIAL_OUTPUTS, build_trial, check_output_dirs, config_path, guarded, install_sdks,
                                      workspace_of)
 from faultload.cli.many_trials import cmd_compare, cmd_matrix
 from faultload.cli.parser import UsageError
@@ -213,10 +213,12 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
-    """Toxiproxy, then each target, installed when missing; exit 2 with one line naming what is short."""
+    """Each SDK release, then Toxiproxy, then each target, installed when missing; exit 2 with one line naming
+    what is short."""
     try:
         specs = [parse_target(text) for text in args.target or [DEFAULT_TARGET]]
-    except ValueError as exc:
+        install_sdks(workspace_of(args), args.sdk)  # quick, and a release the index lacks is said before the builds
+    except (ValueError, InstallError) as exc:
         raise UsageError(str(exc)) from None
     short = provision(workspace_of(args), specs, args.go, log=lambda m: print(m, file=sys.stderr, flush=True))
     if short is not None:

@@ -21,7 +21,8 @@ from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.model.training import TrainingMix, parse_training
 from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.run.watchdog import load_watchdog_limits
-from faultload.targets.install import InstallError
+from faultload.model.sdk import sdk_version
+from faultload.targets.install import InstallError, ensure_sdk
 from faultload.targets.server import ServerStartError
 
 
@@ -35,8 +36,8 @@ def config_from_args(args: argparse.Namespace):
 
     shape = LoadShape(
         requests=args.requests, result_tokens=args.result_tokens, num_samples=args.num_samples,
-        max_outstanding=args.max_outstanding, workers=args.workers, client=args.client, accept=args.accept,
-        time_scale=args.time_scale, seed=args.seed, policy=ClientPolicy(),
+        max_outstanding=args.max_outstanding, workers=args.workers, client=args.client, sdk=args.sdk,
+        accept=args.accept, time_scale=args.time_scale, seed=args.seed, policy=ClientPolicy(),
         delay_polls=parse_poll_behaviour(args.delay_polls, "--delay-polls") if args.delay_polls else LoadShape().delay_polls,
         abandon_polls=parse_poll_behaviour(args.abandon_polls, "--abandon-polls") if args.abandon_polls else LoadShape().abandon_polls,
         training=training_from_args(args),
@@ -104,9 +105,20 @@ def build_trial(args: argparse.Namespace):
     """(config, budgets) from args; UsageError on bad input."""
     check_output_dirs(args, TRIAL_OUTPUTS)
     try:
-        return config_from_args(args), load_budgets(config_path(args), args.budget)
-    except ValueError as exc:
+        config, budgets = config_from_args(args), load_budgets(config_path(args), args.budget)
+        if config.shape.sdk:
+            install_sdks(workspace_of(args), [config.shape.sdk])
+    except (ValueError, InstallError) as exc:
         raise UsageError(str(exc)) from None
+    return config, budgets
+
+
+def install_sdks(workspace: Workspace, releases: list[str]) -> None:
+    """Each SDK release (``tinker==X.Y.Z``) installed when missing, saying so on stderr; ValueError or
+    InstallError in one line (a malformed name, a release the index lacks, a failed install: nothing left)."""
+    for release in releases:
+        ensure_sdk(workspace.sdks, sdk_version(release), log=lambda m: print(f"faultload: {m}", file=sys.stderr,
+                                                                               flush=True))
 
 
 def guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None]:

@@ -98,6 +98,9 @@ def _add_load_args(p: argparse.ArgumentParser, build: bool = True) -> None:
     p.add_argument("--workers", type=_whole_number, metavar="N", default=1, help="load worker processes, each on its own 127.0.1.x")
     p.add_argument("--client", choices=("raw", "sdk"), default="raw",
                    help="raw: faultload's SDK-shaped client; sdk: the tinker SDK's own sample_async")
+    p.add_argument("--sdk", default="", metavar="tinker==X.Y.Z",
+                   help="with --client sdk: run this SDK release, installed into a folder of its own when missing "
+                        "(default: the tinker installed beside faultload, the release the target pins)")
     p.add_argument("--accept", choices=("proto", "json"), default="proto", help="what retrieve_future is asked for")
     p.add_argument("--time-scale", type=_number, metavar="X", default=1.0, help="multiply every client and server timer by this")
     p.add_argument("--delay-polls", default=None, metavar="P@D",
@@ -219,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_)
         p.add_argument("--target", action="append", default=[], metavar="SPEC",
                        help=f"a target to {verb} (repeatable; default {DEFAULT_TARGET})")
+        if name == "setup":
+            p.add_argument("--sdk", action="append", default=[], metavar="tinker==X.Y.Z",
+                           help="an SDK release for --client sdk --sdk, installed into a folder of its own (repeatable)")
         p.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
     return parser
 

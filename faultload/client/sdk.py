@@ -1,4 +1,4 @@
-"""Load through the real tinker SDK: ServiceClient -> sampling client -> sample_async.
+"""Load through the real tinker SDK: ServiceClient -> sampling client -> sample_async (or sample, where deprecated).
 
 Used to check that what the raw client shows also holds for the SDK users
 run. Per request it records what the raw client records: the SDK's HTTP
@@ -36,6 +36,7 @@ import tinker
 from tinker import types
 
 from faultload.model import tokens
+from faultload.model.sdk import sdk_version
 from faultload.client import decode
 from faultload.client.job import WorkerJob
 from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
@@ -92,6 +93,7 @@ class SdkClient:
         self._installed = installed(self.wire, job.shape.time_scale)
         self.service: Any = None
         self.sampling: Any = None
+        self._sample: Callable[..., Any] | None = None  # how this release samples (sample_call), set by run
         self.setup_error: Exception | None = None  # what the SDK raised while setting up
 
     def now(self) -> float:
@@ -105,7 +107,10 @@ class SdkClient:
         self._installed.__enter__()
         try:
             self.service = tinker.ServiceClient(base_url=self.job.base_url, api_key=API_KEY)
-            self.sampling = self.service.create_sampling_client(base_model=self.job.base_model)
+            sampling = self.service.create_sampling_client(base_model=self.job.base_model)
+            # tinker >= 0.38 answers a future of the client (its session opens in the background): waited for
+            # here, so what opening it raised is the set-up's error, as on 0.25
+            self.sampling = sampling.result() if callable(getattr(sampling, "result", None)) else sampling
         except Exception as exc:  # the SDK gave up setting up: every request's outcome (see run)
             self.setup_error = exc
 
@@ -129,6 +134,7 @@ class SdkClient:
             self.close()
             return
         shape = self.job.shape
+        self._sample = sample_call(self.sampling)
         cap = max(1, shape.max_outstanding // shape.workers) if shape.max_outstanding else self.job.count
         gate = asyncio.Semaphore(cap)
         params = types.SamplingParams(max_tokens=shape.result_tokens, temperature=1.0)
@@ -189,8 +195,7 @@ class SdkClient:
         h["submit_start"][row] = self.now()
         try:
             prompt = types.ModelInput.from_ints(tokens.prompt_tokens(nonce, shape.prompt_extra_tokens))
-            response = await self.sampling.sample_async(prompt=prompt, num_samples=shape.num_samples,
-                                                        sampling_params=params)
+            response = await self._sample(prompt=prompt, num_samples=shape.num_samples, sampling_params=params)
             h["done"][row] = self.now()
         except Exception as exc:  # what the SDK gave up with
             self._gave_up(row, exc)
@@ -260,8 +265,25 @@ class SdkClient:
         self._installed.__exit__(None, None, None)
 
 
+def sample_call(sampling: Any) -> Callable[..., Any]:
+    """How a user of this SDK release samples asynchronously: ``sample_async`` (0.25), or ``await sample(...)``
+    where ``sample_async`` is marked deprecated (0.38: it warns on every call, and points there)."""
+    if getattr(type(sampling).sample_async, "__deprecated__", None):
+        return sampling.sample
+    return sampling.sample_async
+
+
+def check_sdk_release(job: WorkerJob) -> None:
+    """RuntimeError (the harness's error, never the server's) when this process did not import the SDK release
+    the job names: its folder was not first on the worker's ``sys.path``."""
+    if job.shape.sdk and tinker.__version__ != sdk_version(job.shape.sdk):
+        raise RuntimeError(f"the sdk client imported tinker {tinker.__version__} from "
+                           f"{os.path.dirname(tinker.__file__)}, not {job.shape.sdk}")
+
+
 def prepare_sdk(job: WorkerJob, counter_array: Any, slots: int) -> SdkClient:
     """An SDK client with its session open (or what the SDK raised), ready for ``start`` (blocking)."""
+    check_sdk_release(job)
     client = SdkClient(job, LiveCounters(counter_array, job.worker, slots))
     try:
         client.prepare()

@@ -19,8 +19,8 @@ import resource
 import signal
 import time
 import traceback
-from multiprocessing import resource_tracker
-from typing import Any, Callable
+from multiprocessing import resource_tracker, spawn as mp_spawn
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -196,12 +196,43 @@ def _start_resource_tracker() -> None:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGHUP})
 
 
-class WorkerPool:
-    """Start, watch, stop and collect a trial's load workers."""
+@contextlib.contextmanager
+def sys_path_first(folder: str | None) -> Iterator[None]:
+    """Processes spawned inside start with ``folder`` first on their ``sys.path`` (None: as this one).
 
-    def __init__(self, jobs: list[WorkerJob], count: int | None = None) -> None:
+    A spawned child takes its parent's ``sys.path`` from the preparation data multiprocessing sends it
+    before it unpickles its target (``spawn.get_preparation_data``), so the folder must be in that data for the
+    child's first import of faultload's client (and of the SDK release the folder holds) to find it; this
+    process's own ``sys.path`` is left alone, so nothing it imports meanwhile comes from there.
+    """
+    if folder is None:
+        yield
+        return
+    original = mp_spawn.get_preparation_data
+
+    def prepared(name: str) -> dict:
+        data = original(name)
+        data["sys_path"] = [folder] + [entry for entry in data["sys_path"] if entry != folder]
+        return data
+
+    mp_spawn.get_preparation_data = prepared
+    try:
+        yield
+    finally:
+        mp_spawn.get_preparation_data = original
+
+
+class WorkerPool:
+    """Start, watch, stop and collect a trial's load workers.
+
+    ``sdk_folder``: an SDK release installed on its own (``targets.install.ensure_sdk``), first on the workers'
+    ``sys.path`` so that their sdk client runs it; None: the SDK installed beside faultload.
+    """
+
+    def __init__(self, jobs: list[WorkerJob], count: int | None = None, sdk_folder: str | None = None) -> None:
         self.jobs = jobs
         self._count = len(jobs) if count is None else count
+        self._sdk_folder = sdk_folder
         _start_resource_tracker()
         ctx = mp.get_context("spawn")
         self._ctx = ctx
@@ -216,11 +247,11 @@ class WorkerPool:
         self._jobs_out: list[Any] = []  # an early-spawned worker's pipe for its job (see spawn_early)
 
     @classmethod
-    def spawn_early(cls, count: int) -> "WorkerPool":
+    def spawn_early(cls, count: int, sdk_folder: str | None = None) -> "WorkerPool":
         """``count`` workers started before their jobs exist (a trial's own stack still starting): each
         interpreter starts and imports the load client meanwhile (~0.3 s of each worker's start, ~0.9 s
         for a training worker's), then waits for the job :meth:`assign` sends it once the server is up."""
-        pool = cls([], count)
+        pool = cls([], count, sdk_folder)
         try:
             for index in range(count):
                 jobs_in, jobs_out = pool._ctx.Pipe(duplex=False)
@@ -251,7 +282,8 @@ class WorkerPool:
             name=f"faultload-worker-{index}",
             daemon=True,
         )
-        with terminal_signals_blocked():  # until the worker ignores them: a Ctrl-C during its imports
+        # terminal signals blocked until the worker ignores them: a Ctrl-C during its imports
+        with terminal_signals_blocked(), sys_path_first(self._sdk_folder):
             proc.start()
         self.processes.append(proc)
 

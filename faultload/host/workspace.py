@@ -30,6 +30,11 @@ class Workspace:
         return self.root / "targets"
 
     @property
+    def sdks(self) -> Path:
+        """The SDK releases the sdk client runs besides the installed one, each in a venv of its own."""
+        return self.root / "sdks"
+
+    @property
     def tools(self) -> Path:
         return self.root / "tools"
 

@@ -1,9 +1,18 @@
-"""The tinker SDK's and SkyRL's own timers (SDK seconds, before a trial's time scale), stated once.
+"""The tinker SDK's and SkyRL's own timers (SDK seconds, before a trial's time scale), stated once, and how an
+SDK release is named.
 
 Retention and keep-alive bugs live on these landmarks; ``ClientPolicy``'s
 defaults, the strategies' limits and the suite's trial labels all read them
 from here. ``tests/test_sdk_constants.py`` reads the installed SDK so a drift is caught.
 """
+
+from faultload.model.target import RELEASE_VERSION
+
+SDK_PACKAGE = "tinker"
+# The SDK releases whose sampling path these constants describe, each checked against them by
+# tests/test_sdk_constants.py: the first is the one installed beside faultload (the release SkyRL 0.3.0 and
+# 0.4.0 pin), the others run from folders of their own (--sdk, --faultload-sdk).
+SDK_RELEASES = ("0.25.0", "0.38.0")
 
 SDK_SUBMIT_CONCURRENCY = 400  # asample POSTs in flight per client holder
 SDK_POLL_TIMEOUT_S = 45.0  # retrieve_future client timeout
@@ -30,3 +39,13 @@ SDK_HEARTBEAT_TIMEOUT_S = 10.0
 SDK_HEARTBEAT_WARNING_S = 120.0
 # SkyRL's engine expires a session not heartbeated for this long (EngineConfig.session_timeout_sec).
 SESSION_TIMEOUT_S = 300.0
+
+
+def sdk_version(text: str) -> str:
+    """The version of an SDK release named ``tinker==X.Y.Z``; ValueError in one line naming what is wrong."""
+    name, sep, version = text.strip().partition("==")
+    if name != SDK_PACKAGE or not sep:
+        raise ValueError(f"sdk {text!r}: expected {SDK_PACKAGE}==X.Y.Z")
+    if not RELEASE_VERSION.match(version):
+        raise ValueError(f"sdk {text!r}: version {version!r} is not X.Y.Z")
+    return version

@@ -15,6 +15,7 @@ from typing import Any
 
 from faultload.model.training import TrainingMix
 from faultload.model.sdk import (
+    sdk_version,
     SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, SDK_SUBMIT_CONCURRENCY, SDK_SUBMIT_RETRY_WINDOW_S,
 )
 from faultload.model.timescale import trial_s
@@ -95,6 +96,8 @@ class LoadShape:
     max_outstanding: int = 2000
     workers: int = 1
     client: str = "raw"
+    # The SDK release the sdk client runs (``tinker==X.Y.Z``, from its own venv); "": the one installed beside faultload.
+    sdk: str = ""
     accept: str = "proto"
     # Multiplies every client and server timer (SDK seconds -> trial seconds).
     time_scale: float = 1.0
@@ -124,6 +127,7 @@ class LoadShape:
             (self.max_outstanding >= 0, "max_outstanding must be >= 0 (0 = no cap)"),
             (1 <= self.workers <= 64, "workers must be in [1, 64]"),
             (self.client in CLIENTS, f"client must be one of {', '.join(CLIENTS)}"),
+            (not self.sdk or self.client == "sdk", "an sdk release needs client sdk"),
             (self.accept in ACCEPTS, f"accept must be one of {', '.join(ACCEPTS)}"),
             (0 < self.time_scale <= 10, "time_scale must be in (0, 10]"),
             (self.arrival in ARRIVALS, f"arrival must be one of {', '.join(ARRIVALS)}"),
@@ -150,6 +154,8 @@ class LoadShape:
         for ok, message in checks:
             if not ok:
                 raise ValueError(message)
+        if self.sdk:
+            sdk_version(self.sdk)
 
     def scaled(self, seconds: float) -> float:
         """SDK seconds -> trial seconds."""
@@ -190,7 +196,7 @@ def _reject_unknown(cls: type, data: dict[str, Any], what: str) -> None:
 _NUMBER = (int, float)
 _TYPES: dict[str, tuple[type, ...]] = {
     "requests": (int,), "result_tokens": (int,), "num_samples": (int,), "prompt_extra_tokens": (int,),
-    "max_outstanding": (int,), "workers": (int,), "client": (str,), "accept": (str,), "time_scale": _NUMBER,
+    "max_outstanding": (int,), "workers": (int,), "client": (str,), "sdk": (str,), "accept": (str,), "time_scale": _NUMBER,
     "seed": (int,), "arrival": (str,), "arrival_span_s": _NUMBER, "arrival_waves": (int,), "delay_polls": (PollBehaviour,), "abandon_polls": (PollBehaviour,), "policy": (ClientPolicy,),
     "policy.submit_concurrency": (int,), "policy.poll_timeout_s": _NUMBER, "policy.backoff_cap_s": _NUMBER,
     "policy.submit_retry_window_s": _NUMBER, "policy.connect_timeout_s": _NUMBER,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 DEFAULT_TARGET = "skyrl==0.4.0"
-_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|dev|rc|a|b)\d+)?$")
+RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|dev|rc|a|b)\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ def parse_target(text: str) -> TargetSpec:
     text = text.strip()
     if text.startswith("skyrl=="):
         version = text[len("skyrl=="):]
-        if not _VERSION.match(version):
+        if not RELEASE_VERSION.match(version):
             raise ValueError(f"target {text!r}: version {version!r} is not X.Y.Z")
         return TargetSpec("release", text, version=version)
     if text.startswith("skyrl@"):

@@ -8,7 +8,11 @@ from typing import Callable
 from faultload.client.job import WorkerJob
 from faultload.client.training_bodies import encoding_for
 from faultload.client.workers import WorkerPool, source_ip
+from faultload.host.workspace import Workspace
+from faultload.model.sdk import sdk_version
+from faultload.model.shape import LoadShape
 from faultload.model.trial import TrialConfig
+from faultload.targets.install import sdk_folder, sdk_installed
 from faultload.targets.server import BASE_MODEL
 
 
@@ -78,3 +82,30 @@ def start_workers(early: WorkerPool | None, pools: Callable[[list[WorkerJob]], W
         pool.terminate()
         raise
     return pool
+
+
+class _SdkPools:
+    """A local ``WorkerPool`` factory whose workers run the SDK release installed in ``folder``."""
+
+    def __init__(self, pools: type[WorkerPool], folder: str) -> None:
+        self._pools, self._folder = pools, folder
+
+    def __call__(self, jobs: list[WorkerJob]) -> WorkerPool:
+        return self._pools(jobs, sdk_folder=self._folder)
+
+    def spawn_early(self, count: int) -> WorkerPool:
+        return self._pools.spawn_early(count, sdk_folder=self._folder)
+
+
+def pools_for_sdk(pools: Callable[[list[WorkerJob]], WorkerPool], shape: LoadShape,
+                  workspace: Workspace) -> Callable[[list[WorkerJob]], WorkerPool]:
+    """``pools``, with its workers running the shape's SDK release when it names one; ValueError in one line for
+    a release not installed, or workers that are not this machine's processes (Ray's)."""
+    if not shape.sdk:
+        return pools
+    version = sdk_version(shape.sdk)
+    if not sdk_installed(workspace.sdks, version):
+        raise ValueError(f"{shape.sdk} is not installed in {workspace.sdks} (faultload setup --sdk {shape.sdk})")
+    if not isinstance(pools, type) or not issubclass(pools, WorkerPool):
+        raise ValueError(f"{shape.sdk}: an SDK release of its own runs on this machine's workers only, not --ray's")
+    return _SdkPools(pools, str(sdk_folder(workspace.sdks, version)))

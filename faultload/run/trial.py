@@ -23,7 +23,7 @@ from faultload.client.job import WorkerJob
 from faultload.record.trial import TrialResult, WorkerSummary
 from faultload.client.session import open_sampling_session
 from faultload.client.workers import WorkerPool
-from faultload.run.jobs import build_jobs, spawn_early_workers, start_workers
+from faultload.run.jobs import build_jobs, pools_for_sdk, spawn_early_workers, start_workers
 from faultload.record.history import History, Outcome
 from faultload.record.training import TrainingLog
 from faultload.record.samples import MonitorSamples
@@ -192,6 +192,7 @@ def run_trial(
     spec = config.validate()
     if stack is not None and stack.config != config.stack_config():
         raise ValueError("this trial's target/regressions/knobs/time scale/proxies differ from the running stack's")
+    pools = pools_for_sdk(pools, config.shape, workspace)
     started, cpu_start = time.monotonic(), _self_cpu()
     own_stack = stack is None
     pool = monitor = None

@@ -139,6 +139,8 @@ def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> 
         "server": _server_block(result),
         "cpu_s": {**result.cpu, "harness_s": harness_cpu, "harness_share": harness_cpu / trial_cpu if trial_cpu else None},
         "target": {"spec": config.target, "version": result.server.get("version")},
+        # the sdk client's release: "" is the one installed beside faultload (the release the target pins)
+        "client": {"kind": config.shape.client, "sdk": config.shape.sdk if config.shape.client == "sdk" else None},
         "config": _config_dict(result),
         "faults": _faults_block(result),
         "training": _training_block(result),
@@ -276,6 +278,13 @@ def _collapse_lines(v: dict[str, Any]) -> list[str]:
             + [f"  then: {c['evidence']}" for c in v["consequences"]])
 
 
+def _sdk_text(client: dict | None) -> str:
+    """", through the tinker SDK (tinker==X.Y.Z)" for an sdk-client trial ("" for the raw client or an old report)."""
+    if not client or client.get("kind") != "sdk":
+        return ""
+    return f", through the tinker SDK ({client['sdk'] or 'the release installed beside faultload'})"
+
+
 def render_text(report: dict[str, Any]) -> str:
     """A short terminal summary of a report."""
     lat = report["latency_s"]
@@ -285,7 +294,7 @@ def render_text(report: dict[str, Any]) -> str:
         f"target {report['target']['spec']} (version {report['target']['version']})"
         + switches_text(report["config"].get("regress", []), report["config"].get("fixes", [])),
         f"requests {report['requested']}: completed {report['completed']}, failed {report['failed']}, "
-        f"not finished {report['not_finished']}",
+        f"not finished {report['not_finished']}" + _sdk_text(report.get("client")),
         f"throughput {report['throughput_per_s']:.0f}/s over {report['load_s']:.1f}s of load ({report['wall_s']:.1f}s wall)",
         "latency    p50      p90      p99      max",
     ]

@@ -8,6 +8,7 @@ collected. Options::
     --faultload-target SPEC      the server under test (default skyrl==0.4.0)
     --faultload-regress NAME     undo a known fix in it (repeatable)
     --faultload-fix NAME         apply a candidate fix in it (repeatable)
+    --faultload-sdk tinker==X.Y.Z  the SDK release the real-SDK trials run (its own folder, installed when missing)
     --faultload-profile NAME     ci (default, or $FAULTLOAD_PROFILE) | nightly | confirm
     --faultload-workdir DIR      faultload's folder (default .faultload or $FAULTLOAD_HOME)
     --faultload-shrink-s S       override the profile's shrink budget (seconds)
@@ -22,7 +23,8 @@ collected. Options::
 Each session's state (options, runner, outcomes) is a
 :class:`~faultload.suite.session.SuiteSession` on its own ``config.stash``
 (:func:`session`), made on first use (at ``pytest_configure`` when
-``--faultload-baseline`` or ``--faultload-ray`` is given, so a bad build or cluster is a usage error); the
+``--faultload-baseline``, ``--faultload-sdk`` or ``--faultload-ray`` is given, so a bad build, SDK release or
+cluster is a usage error); the
 environment (``FAULTLOAD_PROFILE``, ``FAULTLOAD_HOME``, and for ``--faultload-ray`` ``RAY_ADDRESS`` and
 ``PYTHONPATH``) is read here, in ``pytest_configure``, and handed to it as
 values. Properties carry the ``faultload`` marker (``-m faultload`` selects
@@ -86,6 +88,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"{', '.join(REGRESSIONS)} (repeatable; default none)")
     group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
                     help=f"apply a candidate fix in the launched server: {', '.join(FIXES)} (repeatable; default none)")
+    group.addoption("--faultload-sdk", default=None, metavar="tinker==X.Y.Z",
+                    help="the SDK release the session's real-SDK trials run, installed into a folder of its own "
+                         "when missing (default: the tinker installed beside faultload)")
     group.addoption("--faultload-profile", default=None, choices=("ci", "nightly", "confirm"),
                     help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
                          "example database kept; confirm: the 131,072-request shape once "
@@ -155,8 +160,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--faultload-html: {problem}")
     if html:
         config.stash[_HTML] = Path(html)
-    # a bad build spec or cluster address is a usage error now, not at collection
-    if config.getoption("faultload_baseline", None) or config.getoption("faultload_ray", None):
+    # a bad build spec, SDK release or cluster address is a usage error now, not at collection
+    if any(config.getoption(name, None) for name in ("faultload_baseline", "faultload_ray", "faultload_sdk")):
         session(config)
 
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,9 @@ from faultload.cluster.session import RayCluster, join
 from faultload.compare.judge import CompareSettings, load_compare_settings
 from faultload.host.settings import find_config
 from faultload.model.build import Build, parse_build
+from faultload.model.sdk import sdk_version
 from faultload.model.target import DEFAULT_TARGET
+from faultload.targets.install import InstallError, ensure_sdk
 from faultload.host.processes import Interrupts
 from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
 from faultload.suite.families import Family, family_examples
@@ -83,11 +86,18 @@ class SuiteOptions:
         self.target: str = get("faultload_target") or DEFAULT_TARGET
         self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
         self.fixes: tuple[str, ...] = tuple(get("faultload_fix") or ())
+        self.sdk: str = get("faultload_sdk") or ""  # the SDK release of the session's sdk-client trials
         self.workdir: str | None = get("faultload_workdir")
         self.home: str | None = environ.get("FAULTLOAD_HOME")
         self.baseline: Build | None = None
         self.baseline_note = ""  # why the session compares with a build, or why not, when that is not obvious
         self.compare_settings: CompareSettings | None = None
+        try:
+            if self.sdk:  # installed now: a release the index lacks is a usage error before any trial
+                ensure_sdk(self.workspace().sdks, sdk_version(self.sdk),
+                           log=lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
+        except (ValueError, InstallError) as exc:
+            raise pytest.UsageError(f"--faultload-sdk: {exc}") from None
         try:
             self.baseline, self.baseline_note = self._baseline(get("faultload_baseline"), profile.name)
             if self.baseline is not None:

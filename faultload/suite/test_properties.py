@@ -67,20 +67,25 @@ def _settings(family: Family) -> settings:
     return plugin.collecting().settings_for(family)
 
 
-def _with_fixes(session: SuiteSession, config):
-    """The session's candidate fixes (``--faultload-fix``) on a config: they change no draw, only the server."""
-    fixes = session.options.fixes
-    return dataclasses.replace(config, fixes=fixes) if fixes else config
+def _with_session_builds(session: SuiteSession, config):
+    """The session's candidate fixes (``--faultload-fix``) and SDK release (``--faultload-sdk``, on a shape the
+    real SDK runs) on a config: they change no draw, only the server and the SDK that load it."""
+    opts = session.options
+    if opts.fixes:
+        config = dataclasses.replace(config, fixes=opts.fixes)
+    if opts.sdk and config.shape.client == "sdk":
+        config = dataclasses.replace(config, shape=dataclasses.replace(config.shape, sdk=opts.sdk))
+    return config
 
 
 def _configs(family: Family) -> st.SearchStrategy:
     session = plugin.collecting()
     opts = session.options
     if session.profile.confirm:
-        return st.just(_with_fixes(session, confirm_config(opts.target, opts.regress)))
+        return st.just(_with_session_builds(session, confirm_config(opts.target, opts.regress)))
     configs = trial_configs(opts.target, session.profile.time_scale, opts.regress,
                             family_limits(session.profile, family, opts.target))
-    return configs.map(lambda config: _with_fixes(session, config)) if opts.fixes else configs
+    return configs.map(lambda config: _with_session_builds(session, config)) if opts.fixes or opts.sdk else configs
 
 
 def _known(family: Family):
@@ -89,7 +94,7 @@ def _known(family: Family):
 
     def apply(test):
         for config in known_configs(session.profile, family, session.options.target, session.options.regress):
-            test = example(config=_with_fixes(session, config))(test)
+            test = example(config=_with_session_builds(session, config))(test)
         return test
 
     return apply

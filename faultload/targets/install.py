@@ -1,4 +1,4 @@
-"""Install target servers into their own venvs, once, idempotently.
+"""Install target servers into their own venvs, and SDK releases into folders of their own, once, idempotently.
 
 Torch (imported at module level on SkyRL's sampling path) is the CUDA build
 on PyPI, ~4.5 GB with its nvidia wheels: it is installed once into a shared
@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from faultload.model.sdk import SDK_PACKAGE
 from faultload.model.target import TargetSpec
 
 TORCH_REQUIREMENT = "torch==2.13.0"
@@ -123,10 +124,14 @@ def check_release_exists(targets_dir: Path, spec: TargetSpec, versions=index_ver
     """
     if spec.kind != "release" or is_installed(targets_dir, spec):
         return
-    known = versions()
-    if known is not None and spec.version not in known:
-        listed = ", ".join(sorted(known, key=_version_key)) or "none"
-        raise InstallError(f"{spec.text}: no such release on the package index (skyrl releases there: {listed})")
+    _check_on_index("skyrl", spec.version or "", spec.text, versions)
+
+
+def _check_on_index(package: str, version: str, text: str, versions: Callable[[str], list[str] | None]) -> None:
+    known = versions(package)
+    if known is not None and version not in known:
+        listed = ", ".join(sorted(known, key=_version_key)[-8:]) or "none"
+        raise InstallError(f"{text}: no such release on the package index ({package} releases there: {listed})")
 
 
 def _version_key(version: str) -> tuple:
@@ -174,3 +179,39 @@ def _install_target(venv: Path, spec: TargetSpec, torch_site: Path, log: Log) ->
         (venv / STAMP).write_text(json.dumps(wanted))
         log(f"target {spec.text} ready in {time.monotonic() - started:.0f}s")
     return venv / "bin" / "python"
+
+
+def sdk_folder(sdks_dir: Path, version: str) -> Path:
+    """Where SDK release ``version`` and its dependencies are installed (``pip install --target``), put first on a
+    sdk-client worker's ``sys.path``."""
+    return sdks_dir / f"{SDK_PACKAGE}-{version}"
+
+
+def sdk_installed(sdks_dir: Path, version: str) -> bool:
+    return (sdk_folder(sdks_dir, version) / STAMP).exists()
+
+
+def ensure_sdk(sdks_dir: Path, version: str, log: Log, versions=index_versions) -> Path:
+    """SDK release ``version`` installed (with its own dependencies) into its folder if needed; the folder.
+
+    A release the index does not have is an InstallError in one line before anything is written, and a folder
+    this call created is removed again when the install fails: nothing is left behind.
+    """
+    folder = sdk_folder(sdks_dir, version)
+    if sdk_installed(sdks_dir, version):
+        return folder
+    _check_on_index(SDK_PACKAGE, version, f"{SDK_PACKAGE}=={version}", versions)
+    created = not folder.exists()
+    try:
+        started = time.monotonic()
+        log(f"installing {SDK_PACKAGE}=={version} into {folder}")
+        folder.mkdir(parents=True, exist_ok=True)
+        _run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--upgrade",
+              "--target", str(folder), f"{SDK_PACKAGE}=={version}"], log, f"installing {SDK_PACKAGE}=={version}")
+        (folder / STAMP).write_text(json.dumps({"sdk": f"{SDK_PACKAGE}=={version}"}))
+        log(f"{SDK_PACKAGE}=={version} ready in {time.monotonic() - started:.0f}s")
+    except BaseException:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
