@@ -213,3 +213,14 @@ def test_replay_refuses_a_fix_or_target_that_does_not_apply(tmp_path: Path, isol
     result = run_cli(["replay", str(path), "--workdir", str(isolated_workdir), *extra], timeout_s=60.0)
     assert_usage_error(result, needle)
     assert not any((isolated_workdir / "runs").glob("*"))  # nothing started
+
+
+def test_a_finding_repro_is_replayed_by_name_and_a_missing_file_names_them(tmp_path: Path, isolated_workdir: Path):
+    """A shipped finding repro is found by its name wherever faultload is installed (here checked with a fix that
+    does not apply, so nothing runs); a file that is neither says so, naming the shipped ones."""
+    result = run_cli(["replay", "half_open_delivery-0.4.0", "--fix", "nonsense", "--workdir", str(isolated_workdir)],
+                     timeout_s=60.0, tmpdir=tmp_path)
+    assert_usage_error(result, "unknown fix 'nonsense'")
+    result = run_cli(["replay", "no_such_repro", "--workdir", str(isolated_workdir)], timeout_s=60.0, tmpdir=tmp_path)
+    assert_usage_error(result, "no_such_repro: no such file (nor a finding repro faultload ships: "
+                               "half_open_delivery-0.4.0)")

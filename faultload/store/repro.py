@@ -117,10 +117,31 @@ def replay_command(path: Path | str) -> str:
     return f"faultload replay {path}"
 
 
+# The findings' repros, shipped with faultload so that an installed user replays them by name.
+FINDING_REPROS = Path(__file__).resolve().parent / "finding_repros"
+
+
+def repro_path(given: Path | str) -> Path:
+    """``given`` when it names a file, else the shipped finding repro of that name (``half_open_delivery-0.4.0``),
+    else ``given`` (whose reading then says it is missing)."""
+    path = Path(given)
+    shipped = FINDING_REPROS / f"{path.name.removesuffix('.json')}.json"
+    if not path.exists() and path.parent == Path(".") and shipped.is_file():
+        return shipped
+    return path
+
+
+def finding_repro_names() -> list[str]:
+    return sorted(p.stem for p in FINDING_REPROS.glob("*.json"))
+
+
 def load_repro(path: Path | str) -> tuple[dict[str, Any], Any, Budgets]:
     """(the file's data, its TrialConfig, its budgets); ValueError naming what is wrong."""
     try:
         data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file (nor a finding repro faultload ships: "
+                         f"{', '.join(finding_repro_names())})") from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
@@ -163,6 +184,7 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     A comparative repro runs on both builds (``target``/``fixes`` change its
     candidate): REPRODUCED if the candidate is still worse (or a metric went unmeasured).
     """
+    path = repro_path(path)
     data, config, budgets = load_repro(path)
     if target is not None or fixes:
         config = dataclasses.replace(config, target=target or config.target,
