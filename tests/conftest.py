@@ -108,7 +108,7 @@ def on_each_loop(request):
 
 @pytest.fixture
 def isolated_workdir(tmp_path: Path) -> Path:
-    """A private faultload folder: its own runs/, the real installed targets (symlinked).
+    """A private faultload folder: its own runs/, the real installed targets and SDK releases (symlinked).
 
     Other engineers run trials on this machine too; a private runs/ lets a test
     check that *its* trial left no directory behind.
@@ -116,8 +116,9 @@ def isolated_workdir(tmp_path: Path) -> Path:
     root = tmp_path / "fl"
     root.mkdir()
     (root / "targets").symlink_to(TARGETS, target_is_directory=True)
-    if (WORKDIR / "tools").exists():
-        (root / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
+    for shared in ("tools", "sdks"):
+        if (WORKDIR / shared).exists():
+            (root / shared).symlink_to(WORKDIR / shared, target_is_directory=True)
     return root
 
 

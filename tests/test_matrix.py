@@ -49,10 +49,15 @@ MUTANT_ROWS = ["never-resolve-on-failure", "early-408", "id-reuse-after-restart"
 def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
     assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0",
-                     "skyrl-0.3.0-training", *COMPARISON_ROWS, *MUTANT_ROWS, "lost-wakeup"]
+                     "skyrl-0.3.0-training", "newest-sdk", "newest-sdk-fixed", *COMPARISON_ROWS, *MUTANT_ROWS,
+                     "lost-wakeup"]
     # rich-access-log: clean, a blind spot of the absolute budgets said as an expectation (its -cost row catches it)
-    assert [r.expected for r in DEFAULT_ROWS][:13] == ["caught", "clean", "caught", "caught", "clean", "caught",
-                                                       "caught", "clean", "caught", "clean", "caught", "caught", "caught"]
+    assert [r.expected for r in DEFAULT_ROWS][:15] == ["caught", "clean", "caught", "caught", "clean", "caught",
+                                                       "caught", "caught", "clean", "clean", "caught", "clean",
+                                                       "caught", "caught", "caught"]
+    # the newest SDK's rows: the release through it (finding 6), and through it with every candidate fix
+    assert [(r.sdk, r.fixes[-1]) for r in DEFAULT_ROWS[7:9]] == [("tinker==0.38.0", "retain-until-expiry"),
+                                                                  ("tinker==0.38.0", "sample-sequence-ids")]
     keepalive = next(r for r in DEFAULT_ROWS if r.name == "keepalive")
     assert (keepalive.expectation("ci").expected, keepalive.expectation("nightly").expected) == ("clean", "caught")
     assert [r.name for r in DEFAULT_ROWS if r.baseline] == COMPARISON_ROWS
@@ -107,6 +112,9 @@ def test_row_command() -> None:
     assert cmd[cmd.index("--faultload-regress") + 1] == "retention" and "-x" in cmd
     assert cmd[cmd.index("--faultload-summary-json") + 1] == "/tmp/s.json"
     assert "-x" not in row_command(ROW, "ci", Path("s"), Path("f"), all_properties=True)
+    assert "--faultload-sdk" not in cmd
+    newest = row_command(select_rows(["newest-sdk"])[0], "ci", Path("s"), Path("f"), all_properties=False)
+    assert newest[newest.index("--faultload-sdk") + 1] == "tinker==0.38.0"
     fixed = row_command(select_rows(["fixed"])[0], "ci", Path("s"), Path("f"), all_properties=False)
     assert fixed[fixed.index("--faultload-fix") + 1] == "plain-tracebacks" and "--faultload-regress" not in fixed
     assert "-k" not in fixed

@@ -32,7 +32,7 @@ from faultload.client.sdk_wire import (
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.model.shape import LoadShape
 
-from conftest import require_target, run_cli
+from conftest import WORKDIR, require_built, require_target, run_cli
 
 SALT = 7
 FIRST = 100
@@ -447,6 +447,23 @@ def test_sdk_trial_is_judged(tmp_path: Path, isolated_workdir: Path, fault: str 
         assert int(h["transport_errors"].sum()) > 0 and int(h["submit_retries"].sum()) > 0
         assert set(report["errors"]) & {"reset", "connect"}, report["errors"]
         assert report["faults"]["applied"][0]["requests_with_errors"] > 0
+
+
+@pytest.mark.integration
+def test_finding_6_the_newest_sdk_fails_every_sample_of_the_release_and_its_fix_mends_it(tmp_path: Path,
+                                                                                        isolated_workdir: Path):
+    """tinker 0.38 asserts that asample's answer carries one sequence id per sample; SkyRL 0.4.0 sends none."""
+    require_target("0.4.0")
+    require_built("tinker==0.38.0", (WORKDIR / "sdks" / "tinker-0.38.0" / "faultload-installed.json").exists(),
+                  "faultload setup --sdk tinker==0.38.0")
+    (tmp_path / "release").mkdir()
+    (tmp_path / "fixed").mkdir()
+    report, _ = _sdk_run(tmp_path / "release", isolated_workdir, "--sdk", "tinker==0.38.0")
+    assert report["client"] == {"kind": "sdk", "sdk": "tinker==0.38.0"}
+    assert _verdicts(report)["result_integrity"]["ok"] is False and report["completed"] == 0
+    assert "asample promises always carry sample_sequence_ids" in report["errors"]["decode"]["example"]
+    report, _ = _sdk_run(tmp_path / "fixed", isolated_workdir, "--sdk", "tinker==0.38.0", "--fix", "sample-sequence-ids")
+    assert report["completed"] == 16 and all(v["ok"] is not False for v in report["invariants"])
 
 
 @pytest.mark.parametrize("flags, needle", [

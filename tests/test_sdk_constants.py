@@ -28,7 +28,7 @@ from faultload.client.counters import LiveCounters
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
 from faultload.model.sdk import SDK_RELEASES, SDK_REQUEST_TIMEOUT_S
 from faultload.targets.install import sdk_folder, sdk_installed
-from tests.conftest import WORKDIR, require_built
+from conftest import WORKDIR, require_built
 from faultload.model.shape import ClientPolicy, LoadShape
 from faultload.record.history import Outcome
 

@@ -18,7 +18,7 @@ from faultload.model.sdk import SDK_RELEASES, sdk_version
 from faultload.model.shape import LoadShape
 from faultload.run.jobs import pools_for_sdk
 from faultload.targets.install import STAMP, sdk_folder, sdk_installed
-from tests.conftest import WORKDIR, require_built
+from conftest import WORKDIR, require_built
 
 OTHER = SDK_RELEASES[1]
 

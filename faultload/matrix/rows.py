@@ -39,6 +39,8 @@ class MatrixRow:
     compare_trial: tuple[str, ...] = COMPARE_TRIAL
     # run only the suite's properties this pytest -k expression selects (None: every property)
     only: str | None = None
+    # the SDK release the session's real-SDK trials run (--faultload-sdk); None: the one beside faultload
+    sdk: str | None = None
 
     @property
     def build(self) -> str:
@@ -60,6 +62,12 @@ FINDING_1_INVARIANTS = ("healthz_latency", "no_collapse", "retry_amplification")
 # Finding 5: a result written into a half-open edge is swept after the retrieved TTL, and the client's re-poll
 # after the edge heals gets 404. The nightly profile's known trial half_open_delivery makes it every run.
 FINDING_5_INVARIANTS = ("no_lost_results",)
+
+# Finding 6: tinker >= 0.26 asserts that asample's answer carries one sequence id per sample; 0.4.0 sends none,
+# so every sample through such an SDK fails once its result has arrived (the SDK's AssertionError: corrupt).
+FINDING_6_INVARIANTS = ("result_integrity",)
+NEWEST_SDK = "tinker==0.38.0"
+FIXES_OF_FINDINGS = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry")
 
 # ci draws no process fault (a restart costs a real server start-up): a bug only a restart shows is nightly's.
 _NO_RESTART_ON_CI = (("ci", Expectation("clean", (), "ci draws no server:restart, the only way this bug shows")),)
@@ -122,7 +130,7 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "the release with its findings' candidate fixes (finding 1: failures logged without Rich "
               "tracebacks; finding 4: a keep-alive past the SDK's idle connections; finding 5: a result the "
               "server believes delivered kept until its completed TTL): no false alarm once what the release is "
-              "known to do wrong is fixed", fixes=("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry")),
+              "known to do wrong is fixed", fixes=FIXES_OF_FINDINGS),
     MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught",
               "retrieved-TTL clock started by dropped polls, TTL 120 s: lost results after a dropped poll",
               caught_by=("no_lost_results",)),
@@ -144,6 +152,14 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "QueuePool timeouts under the 4-wave mix (fixed upstream in #2097); nightly only: the ci profile "
               "draws no training",
               caught_by=("heartbeats_answered", "training_futures", "clean_server_log"), only="test_training"),
+    MatrixRow("newest-sdk", "skyrl==0.4.0", (), "caught",
+              f"the release loaded through {NEWEST_SDK}, the SDK tinker-cookbook installs (SkyRL pins <0.26): "
+              "finding 6, every sample the SDK makes fails once its result has arrived",
+              fixes=FIXES_OF_FINDINGS, caught_by=FINDING_6_INVARIANTS, sdk=NEWEST_SDK),
+    MatrixRow("newest-sdk-fixed", "skyrl==0.4.0", (), "clean",
+              f"the fixed row loaded through {NEWEST_SDK}, with finding 6's candidate fix (asample answers one "
+              "sequence id per sample): the newest SDK samples through the fault space as 0.25 does",
+              fixes=FIXES_OF_FINDINGS + ("sample-sequence-ids",), sdk=NEWEST_SDK),
     MatrixRow("a-a", "skyrl==0.4.0", (), "clean",
               "the release compared with itself: no metric flagged (the thresholds' false-alarm row)",
               baseline="skyrl==0.4.0"),

@@ -126,6 +126,8 @@ def row_command(row: MatrixRow, profile: str, summary: Path, suite_dir: Path, *,
         cmd += ["--faultload-regress", name]
     for name in row.fixes:
         cmd += ["--faultload-fix", name]
+    if row.sdk:
+        cmd += ["--faultload-sdk", row.sdk]
     if session_s is not None:
         cmd += ["--faultload-session-s", f"{session_s:g}"]
     if row.only:

@@ -17,7 +17,7 @@ REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", 
                "never-resolve-on-failure", "early-408", "lost-wakeup", "id-reuse-after-restart", "500-for-unknown",
                "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
                "empty-200-on-failure", "double-forward", "session-per-request")
-FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry")
+FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
 
 
 def switches_text(regress: Iterable[str], fixes: Iterable[str]) -> str:

@@ -33,6 +33,7 @@ reported in the applied list rather than silently ignored.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from datetime import timedelta
 from typing import Any, Callable
@@ -213,10 +214,46 @@ def _fix_retain_until_expiry(ns: dict) -> str:
     return "retain-until-expiry: a delivered result kept until its completed TTL at least"
 
 
+def _fix_sample_sequence_ids(ns: dict) -> str:
+    """Candidate fix for faultload's finding 6 on 0.4.0: asample answers one sequence id per sample.
+
+    tinker 0.26 and later stamp each sampled sequence with the id the server
+    gave it at submission (``sample_sequence_ids`` in the asample answer, one
+    per requested sample) and assert the answer carried them; 0.4.0's
+    ``FutureResponse`` has no such field, so every ``sample_async`` of those
+    SDKs raises ``AssertionError`` once its result has arrived. The fix:
+    asample answers ``<request_id>:<i>`` for each of its ``num_samples``
+    (the route is registered again with the wider answer model, since FastAPI
+    filters an answer through the model it was registered with).
+    """
+    app = _need(ns, "app", "FastAPI app")
+    answer_cls = _need(ns, "FutureResponse", "asample's answer model")
+    route = next((r for r in app.router.routes if getattr(r, "path", None) == "/api/v1/asample"), None)
+    if route is None:
+        raise PatchError("this skyrl version has no /api/v1/asample route")
+    original = route.endpoint
+    signature = inspect.signature(original)
+
+    class SampleFutureResponse(answer_cls):  # type: ignore[misc, valid-type]
+        sample_sequence_ids: list[str] | None = None
+
+    @functools.wraps(original)
+    async def asample(*args: Any, **kwargs: Any) -> Any:
+        answer = await original(*args, **kwargs)
+        request = signature.bind(*args, **kwargs).arguments["request"]
+        ids = [f"{answer.request_id}:{i}" for i in range(request.num_samples)]
+        return SampleFutureResponse(**answer.model_dump(), sample_sequence_ids=ids)
+
+    app.router.routes.remove(route)
+    app.post("/api/v1/asample", response_model=SampleFutureResponse)(asample)
+    return "sample-sequence-ids: asample answers one sequence id per sample"
+
+
 FIXES: dict[str, Callable[[dict], str]] = {
     "plain-tracebacks": _fix_plain_tracebacks,
     "keepalive-past-sdk": _fix_keepalive_past_sdk,
     "retain-until-expiry": _fix_retain_until_expiry,
+    "sample-sequence-ids": _fix_sample_sequence_ids,
 }
 
 
