@@ -24,7 +24,8 @@ from conftest import TARGETS, require_target, wait_until
 from faultload.model.target import parse_target
 from faultload.host.network import pick_free_port
 from faultload.targets import install
-from faultload.targets.server import BASE_MODEL, ServerHandle, ServerStartError, launch_skyrl
+from faultload.targets.server import BASE_MODEL, ServerHandle, ServerStartError
+from faultload.targets.families.skyrl import launch_skyrl
 
 pytestmark = pytest.mark.integration
 

@@ -25,7 +25,8 @@ import pytest
 from faultload.host.network import http_get_json
 from faultload.host.network import pick_free_port
 from faultload.targets import install, skyrl_patches
-from faultload.targets.server import ServerHandle, ServerStartError, launch_skyrl, wait_healthy
+from faultload.targets.server import ServerHandle, ServerStartError, wait_healthy
+from faultload.targets.families.skyrl import launch_skyrl
 from faultload.model.target import parse_target
 from faultload.model.sdk import COMPLETED_TTL_S
 

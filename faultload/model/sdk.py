@@ -6,6 +6,7 @@ defaults, the strategies' limits and the suite's trial labels all read them
 from here. ``tests/test_sdk_constants.py`` reads the installed SDK so a drift is caught.
 """
 
+from faultload.model.family import SKYRL_CONTRACT
 from faultload.model.target import RELEASE_VERSION
 
 SDK_PACKAGE = "tinker"
@@ -29,16 +30,16 @@ SDK_LARGE_PROMPT_BYTES = 128 * 1024
 SDK_BYTES_PER_TOKEN = 10
 SDK_KEEPALIVE_EXPIRY_S = 5.0  # the SDK's client closes a connection idle this long (httpx default)
 # SkyRL's retrieve_future holds a poll this long before answering 408 (RETRIEVE_FUTURE_TIMEOUT_SECONDS).
-SERVER_POLL_HOLD_S = 300.0
-RETRIEVED_TTL_S = 300.0  # a retrieved result is kept this long (pre-fix: 120 s)
-COMPLETED_TTL_S = 600.0  # a completed, never-retrieved result is kept this long
+SERVER_POLL_HOLD_S = SKYRL_CONTRACT.poll_hold_s
+RETRIEVED_TTL_S = SKYRL_CONTRACT.retrieved_ttl_s  # a retrieved result is kept this long (pre-fix: 120 s)
+COMPLETED_TTL_S = SKYRL_CONTRACT.completed_ttl_s  # a completed, never-retrieved result is kept this long
 # Every SDK session heartbeats: sleep this long, then one session_heartbeat with this timeout and no
 # retry (tinker/lib/internal_client_holder.py); it warns after SDK_HEARTBEAT_WARNING_S without a success.
 SDK_HEARTBEAT_PERIOD_S = 10.0
 SDK_HEARTBEAT_TIMEOUT_S = 10.0
 SDK_HEARTBEAT_WARNING_S = 120.0
 # SkyRL's engine expires a session not heartbeated for this long (EngineConfig.session_timeout_sec).
-SESSION_TIMEOUT_S = 300.0
+SESSION_TIMEOUT_S = SKYRL_CONTRACT.session_timeout_s
 
 
 def sdk_version(text: str) -> str:

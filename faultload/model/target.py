@@ -15,6 +15,8 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from faultload.model.family import FAMILY_NAMES
+
 DEFAULT_TARGET = "skyrl==0.4.0"
 RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|dev|rc|a|b)\d+)?$")
 
@@ -26,30 +28,33 @@ class TargetSpec:
     version: str | None = None
     path: str | None = None
     url: str | None = None
+    family: str = "skyrl"  # the server family (model.family.FAMILY_NAMES) a release or checkout is of
 
     @property
     def venv_name(self) -> str:
         if self.kind == "release":
-            return f"skyrl-{self.version}"
+            return f"{self.family}-{self.version}"
         digest = hashlib.sha1(str(self.path).encode()).hexdigest()[:10]
-        return f"skyrl-checkout-{digest}"
+        return f"{self.family}-checkout-{digest}"
 
 
 def parse_target(text: str) -> TargetSpec:
     """Parse a target spec; ValueError with one line naming what is wrong."""
     text = text.strip()
-    if text.startswith("skyrl=="):
-        version = text[len("skyrl=="):]
-        if not RELEASE_VERSION.match(version):
-            raise ValueError(f"target {text!r}: version {version!r} is not X.Y.Z")
-        return TargetSpec("release", text, version=version)
-    if text.startswith("skyrl@"):
-        path = os.path.abspath(os.path.expanduser(text[len("skyrl@"):]))
-        if not os.path.isdir(path):
-            raise ValueError(f"target {text!r}: {path} is not a directory")
-        if not any(os.path.exists(os.path.join(path, f)) for f in ("pyproject.toml", "setup.py")):
-            raise ValueError(f"target {text!r}: {path} has no pyproject.toml or setup.py (not a SkyRL checkout)")
-        return TargetSpec("checkout", text, path=path)
+    for family in FAMILY_NAMES:
+        if text.startswith(f"{family}=="):
+            version = text[len(family) + 2:]
+            if not RELEASE_VERSION.match(version):
+                raise ValueError(f"target {text!r}: version {version!r} is not X.Y.Z")
+            return TargetSpec("release", text, version=version, family=family)
+        if text.startswith(f"{family}@"):
+            path = os.path.abspath(os.path.expanduser(text[len(family) + 1:]))
+            if not os.path.isdir(path):
+                raise ValueError(f"target {text!r}: {path} is not a directory")
+            if not any(os.path.exists(os.path.join(path, f)) for f in ("pyproject.toml", "setup.py")):
+                raise ValueError(f"target {text!r}: {path} has no pyproject.toml or setup.py "
+                                 f"(not a {family} checkout)")
+            return TargetSpec("checkout", text, path=path, family=family)
     if text.startswith("url="):
         url = text[len("url="):].rstrip("/")
         parts = urlsplit(url)
@@ -60,7 +65,8 @@ def parse_target(text: str) -> TargetSpec:
         if parts.scheme != "http" or not parts.hostname or port is None or not 1 <= port <= 65535:
             raise ValueError(f"target {text!r}: expected url=http://HOST:PORT (PORT in 1-65535)")
         return TargetSpec("url", text, url=url)
-    raise ValueError(f"target {text!r}: expected skyrl==X.Y.Z, skyrl@PATH or url=http://HOST:PORT")
+    forms = ", ".join(f"{family}==X.Y.Z, {family}@PATH" for family in FAMILY_NAMES)
+    raise ValueError(f"target {text!r}: expected {forms} or url=http://HOST:PORT")
 
 
 def is_loopback_host(host: str) -> bool:

@@ -27,7 +27,8 @@ from faultload.router.compiled import find_router, missing_advice
 from faultload.router.handle import RouterHandle, start_router
 from faultload.targets import install
 from faultload.model.training import DB_POOL_FDS
-from faultload.targets.server import STOP_GRACE_S, ServerHandle, attach_url, launch_skyrl
+from faultload.targets.family import family_of
+from faultload.targets.server import STOP_GRACE_S, ServerHandle, attach_url
 from faultload.model.target import TargetSpec
 from faultload.host.workspace import Workspace
 
@@ -134,7 +135,7 @@ class Stack:
         if not install.is_installed(targets, self.spec):
             raise install.InstallError(f"target {self.spec.text} is not installed; run `faultload setup --target {self.spec.text}`")
         assert self.run_dir is not None
-        return launch_skyrl(
+        return family_of(self.spec).launch(
             self.spec, install.target_python(targets, self.spec), self.run_dir, port, router_url,
             regress=cfg.regress, fixes=cfg.fixes, time_scale=cfg.time_scale, knobs=dataclasses.asdict(cfg.knobs),
             profile_path=Path(cfg.profile_server).resolve() if cfg.profile_server else None,

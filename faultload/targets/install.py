@@ -1,6 +1,6 @@
 """Install target servers into their own venvs, and SDK releases into folders of their own, once, idempotently.
 
-Torch (imported at module level on SkyRL's sampling path) is the CUDA build
+What a target venv holds is its family's to say (``ServerFamily.own_install`` and ``requirements``). Torch (imported at module level on SkyRL's sampling path) is the CUDA build
 on PyPI, ~4.5 GB with its nvidia wheels: it is installed once into a shared
 ``_torch`` venv and every target venv sees it through a ``.pth`` file. Each
 venv gets a stamp file naming what was installed; a matching stamp means
@@ -20,24 +20,9 @@ from typing import Callable
 
 from faultload.model.sdk import SDK_PACKAGE
 from faultload.model.target import TargetSpec
+from faultload.targets.family import family_of
 
 TORCH_REQUIREMENT = "torch==2.13.0"
-# The release's own `tinker` extra (fastapi[standard] brings uvicorn with uvloop
-# and httptools, as a production install has them) plus what skyrl.tinker.api
-# imports on the sampling path from skyrl's base deps. skyrl itself goes in
-# --no-deps: its declared deps pull training stacks we do not run.
-SERVER_REQUIREMENTS = [
-    "fastapi[standard]", "sqlmodel", "sqlalchemy[asyncio]", "aiosqlite", "asyncpg", "psycopg2-binary",
-    "psutil", "zstandard", "cloudpathlib", "rich", "aiohttp", "orjson", "httpx", "numpy", "typing_extensions",
-    "xxhash",
-]
-# Per-release pins taken from each release's own metadata (its `tinker` extra
-# and its transformers range).
-RELEASE_PINS = {
-    "0.4.0": ["tinker>=0.25,<0.26", "transformers>=5.6.1,<=5.16.1"],
-    "0.3.0": ["tinker>=0.25,<0.26", "transformers>=5.6.1,<=5.8.0"],
-}
-DEFAULT_PINS = ["tinker>=0.25,<0.26"]
 STAMP = "faultload-installed.json"
 Log = Callable[[str], None]
 
@@ -124,7 +109,7 @@ def check_release_exists(targets_dir: Path, spec: TargetSpec, versions=index_ver
     """
     if spec.kind != "release" or is_installed(targets_dir, spec):
         return
-    _check_on_index("skyrl", spec.version or "", spec.text, versions)
+    _check_on_index(family_of(spec).package, spec.version or "", spec.text, versions)
 
 
 def _check_on_index(package: str, version: str, text: str, versions: Callable[[str], list[str] | None]) -> None:
@@ -146,7 +131,7 @@ def ensure_target(targets_dir: Path, spec: TargetSpec, log: Log) -> Path:
     """
     if spec.kind == "url":
         raise InstallError("url= targets are not installed by faultload")
-    torch_site = ensure_shared_torch(targets_dir, log)
+    torch_site = ensure_shared_torch(targets_dir, log) if family_of(spec).needs_torch else None
     venv = targets_dir / spec.venv_name
     created = not venv.exists()
     try:
@@ -157,24 +142,22 @@ def ensure_target(targets_dir: Path, spec: TargetSpec, log: Log) -> Path:
         raise
 
 
-def _install_target(venv: Path, spec: TargetSpec, torch_site: Path, log: Log) -> Path:
-    pins = RELEASE_PINS.get(spec.version or "", DEFAULT_PINS)
-    requirements = SERVER_REQUIREMENTS + pins
+def _install_target(venv: Path, spec: TargetSpec, torch_site: Path | None, log: Log) -> Path:
+    family = family_of(spec)
+    requirements = family.requirements(spec)
     wanted = {
         "target": spec.text,
         "requirements": hashlib.sha1(json.dumps(requirements).encode()).hexdigest(),
-        "torch": str(torch_site),
+        "torch": str(torch_site) if torch_site is not None else None,
     }
     if not _stamp_matches(venv, wanted):
         started = time.monotonic()
         log(f"installing target {spec.text} into {venv}")
         _make_venv(venv, log)
-        (site_packages(venv) / "_faultload_shared_torch.pth").write_text(f"{torch_site}\n")
+        if torch_site is not None:
+            (site_packages(venv) / "_faultload_shared_torch.pth").write_text(f"{torch_site}\n")
         pip = [str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check"]
-        if spec.kind == "release":
-            _run(pip + ["--ignore-requires-python", "--no-deps", f"skyrl=={spec.version}"], log, f"installing skyrl=={spec.version}")
-        else:
-            _run(pip + ["--ignore-requires-python", "--no-deps", "-e", str(spec.path)], log, f"installing {spec.path}")
+        _run(pip + family.own_install(spec), log, f"installing {spec.text}")
         _run(pip + requirements, log, "installing the server's runtime modules")
         (venv / STAMP).write_text(json.dumps(wanted))
         log(f"target {spec.text} ready in {time.monotonic() - started:.0f}s")

@@ -1,0 +1,50 @@
+"""The server-family adapter interface: every family named in the model has an adapter with every part the
+installer and the stack call, its contract is the model's, and SkyRL's is what the rest of the code was."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from faultload.model import sdk
+from faultload.model.family import CONTRACTS, FAMILY_NAMES, SKYRL_CONTRACT
+from faultload.model.target import parse_target
+from faultload.targets.family import FAMILIES, ServerFamily, family_of
+from faultload.targets.families.skyrl import launch_skyrl
+
+PARTS = [name for name, _ in inspect.getmembers(ServerFamily) if not name.startswith("_")] + \
+        list(ServerFamily.__annotations__)
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_every_family_has_every_part_of_the_interface_and_the_models_contract(name: str):
+    family = FAMILIES[name]
+    assert family.name == name
+    missing = [part for part in PARTS if not hasattr(family, part)]
+    assert not missing, f"{name} lacks {missing}"
+    assert family.contract is CONTRACTS[name]
+
+
+def test_a_target_spec_names_its_family_and_a_url_has_none():
+    for text in ("skyrl==0.4.0", "skyrl==0.3.0"):
+        spec = parse_target(text)
+        assert spec.family == "skyrl" and family_of(spec) is FAMILIES["skyrl"]
+    with pytest.raises(ValueError, match="no family adapter"):
+        family_of(parse_target("url=http://127.0.0.1:9"))
+
+
+def test_skyrls_adapter_installs_and_launches_as_before():
+    skyrl = FAMILIES["skyrl"]
+    release = parse_target("skyrl==0.4.0")
+    assert skyrl.own_install(release) == ["--ignore-requires-python", "--no-deps", "skyrl==0.4.0"]
+    assert "tinker>=0.25,<0.26" in skyrl.requirements(release) and skyrl.needs_torch
+    assert "transformers>=5.6.1,<=5.8.0" in skyrl.requirements(parse_target("skyrl==0.3.0"))
+    assert inspect.signature(skyrl.launch).parameters.keys() >= {"spec", "python", "run_dir", "port", "router_url"}
+    assert skyrl.launch.__func__.__code__.co_names.count(launch_skyrl.__name__) == 1
+
+
+def test_the_sdk_modules_server_timers_are_skyrls_contract_stated_once():
+    assert (sdk.SERVER_POLL_HOLD_S, sdk.RETRIEVED_TTL_S, sdk.COMPLETED_TTL_S, sdk.SESSION_TIMEOUT_S) == (
+        SKYRL_CONTRACT.poll_hold_s, SKYRL_CONTRACT.retrieved_ttl_s, SKYRL_CONTRACT.completed_ttl_s,
+        SKYRL_CONTRACT.session_timeout_s)
