@@ -520,10 +520,14 @@ def test_validate_refuses_what_the_sdk_cannot_do(changes, message):
 def test_reductions_are_valid_and_simpler(config):
     from faultload.suite.reducer import complexity, reductions
 
-    for label, candidate in reductions(config):
-        candidate.validate()
-        assert candidate != config, label
-        assert complexity(candidate) <= complexity(config) or label == "every request abandons", label
+    configs = [config]
+    if config.shape.client == "sdk":  # as --faultload-sdk makes it: its reductions (the raw client's too) stay valid
+        configs.append(dataclasses.replace(config, shape=dataclasses.replace(config.shape, sdk="tinker==0.38.0")))
+    for config in configs:
+        for label, candidate in reductions(config):
+            candidate.validate()
+            assert candidate != config, label
+            assert complexity(candidate) <= complexity(config) or label == "every request abandons", label
 
 
 def test_profiles_are_registered():

@@ -113,7 +113,7 @@ def reductions(config):
     if s.workers > 1:
         yield shape("1 worker", workers=1)
     if s.client != "raw":  # the raw client's repro is easier to read (every attempt in the attempts table)
-        yield shape("raw client", client="raw")
+        yield shape("raw client", client="raw", sdk="")
     if s.accept != "proto":
         yield shape("proto results", accept="proto")
 
