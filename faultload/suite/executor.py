@@ -70,7 +70,7 @@ def describe_config(config) -> str:
     s, r = config.shape, config.router
     parts = [f"{s.requests} req", f"{s.result_tokens}x{s.num_samples} tok", f"cap {s.max_outstanding}"]
     if s.client != "raw":
-        parts.append(f"client {s.client}")
+        parts.append(f"client {s.client}" + (f" {s.sdk}" if s.sdk else ""))
     if s.arrival != "burst":
         parts.append(f"{s.arrival}/{s.arrival_span_s:g}s" + (f"x{s.arrival_waves}" if s.arrival == "waves" else ""))
     if s.abandon_polls.fraction:
