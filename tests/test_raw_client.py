@@ -54,6 +54,8 @@ class StubServer:
     - an int: answer that status with ``{"detail": ...}``;
     - ``"wrong_nonce"`` / ``"truncated"`` / ``"garbage"``: a bad 200 result;
     - ``"hold"``: keep the poll open until the client drops it (bounded), then 408;
+    - ``"try_again"``: a 200 JSON ``{"type": "try_again"}``, as a server whose hold ends with the SDK's
+      TryAgainResponse answers (TuFT);
     - ``"barrier"``: hold polls until ``barrier`` of them are held, then answer them all (bounded wait);
     - ``"ok_then_close"`` (asample): accept, then stop listening: later polls find no server.
     """
@@ -126,6 +128,8 @@ class StubServer:
             return web.json_response({"detail": f"scripted {action}: sampling failed: boom"}, status=action)
         if rid not in self.requests:
             return web.json_response({"detail": "Future not found"}, status=404)
+        if action == "try_again":
+            return web.json_response({"type": "try_again", "request_id": rid, "queue_state": "active"})
         nonce, samples, length = self.requests[rid]
         if action == "hold_first":
             action = "hold" if rid not in self.held_once else "ok"
@@ -369,6 +373,17 @@ def test_408_twice_then_result():
     assert run.row("attempts") == 4
     assert run.row("error") == ErrorClass.NONE  # a 408 is the server's "not yet", not an error
     assert len(stub.polls_seen()) == 3
+
+
+def test_a_200_try_again_is_repolled_at_once_as_the_sdk_does():
+    """The SDK's TryAgainResponse (a 200 JSON ``{"type": "try_again"}``) is the server's "not yet", not a result:
+    polled again at once, with the bare-400 budget left as it was (only a 408 re-opens it)."""
+    stub = StubServer(polls=["try_again", "try_again"])
+    run = run_against_stub(stub)
+    assert run.row("outcome") == Outcome.OK and run.row("error") == ErrorClass.NONE
+    assert run.row("repolls") == 2 and len(stub.polls_seen()) == 3
+    failing = run_against_stub(StubServer(polls=[400, "try_again", 400, 400, 400]))
+    assert failing.row("outcome") == Outcome.FAILED  # 3 bare 400s re-polled, the 4th fails: try_again reset nothing
 
 
 def test_5xx_is_repolled():

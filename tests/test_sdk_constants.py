@@ -240,3 +240,20 @@ def test_keepalive_expiry_is_the_sdk_connection_limits():
 def test_request_timeout_is_the_sdk_default_timeout():
     constants = importlib.import_module("tinker._constants")
     assert SDK_REQUEST_TIMEOUT_S == float(constants.DEFAULT_TIMEOUT.read) == 60.0
+
+
+def test_a_200_try_again_is_polled_again_at_once():
+    """The raw client's ``is_try_again`` rule: a 200 JSON body of type try_again is the SDK's _TryAgain, on which
+    ``_handle_outcome`` returns None (the loop polls again) without sleeping."""
+    from faultload.client.sdk_rules import is_try_again
+
+    source = _source("tinker.lib.api_future_impl")
+    assert 'result_dict.get("type") == "try_again"' in source
+    handle = _function("tinker.lib.api_future_impl", "_APIFuture._handle_outcome")
+    branch = next(n for n in ast.walk(handle) if isinstance(n, ast.If) and "_TryAgain" in _names(n.test))
+    last = branch.body[-1]
+    assert isinstance(last, ast.Return) and (last.value is None or getattr(last.value, "value", 0) is None)
+    assert "sleep" not in _names(ast.Module(body=branch.body, type_ignores=[]))
+    assert is_try_again("application/json", b'{"type": "try_again", "request_id": "x"}')
+    assert not is_try_again("application/x-protobuf", b'{"type": "try_again"}')
+    assert not is_try_again("application/json", b'{"sequences": []}')

@@ -50,7 +50,8 @@ from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, H
 from faultload.client.arrivals import arrival_offsets
 from faultload.client.poll_plan import first_poll_plan
 from faultload.client.sdk_rules import (
-    BAD_REQUEST_RETRIES, RATE_LIMITED, RETRYABLE_SUBMIT_STATUSES, backoff_s, rate_limit_pause_s,
+    BAD_REQUEST_RETRIES, RATE_LIMITED, RETRYABLE_SUBMIT_STATUSES, backoff_s, is_try_again,
+    rate_limit_pause_s,
 )
 
 _JSON = b"Content-Type: application/json\r\n"
@@ -309,6 +310,8 @@ class RawClient:
                 transport_failures += 1
                 continue
             transport_failures = 0
+            if status == 200 and is_try_again(ctype, payload):
+                continue  # as the SDK: the server's "not yet", polled again at once
             if status == 200:
                 return self._judge(row, nonce, ctype, payload)
             outcome, bad_requests = self._settle(row, server_id, status, payload, bad_requests)

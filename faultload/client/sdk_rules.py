@@ -15,7 +15,9 @@ Read from the installed SDK (``tests/test_sdk_constants.py`` checks each):
   count or time limit (the sampling path waits with no timeout). A
   connection error (a 45 s client timeout included) or 429 re-polls after
   ``min(2**n, 30)`` s, n counting them and reset by any other HTTP answer;
-  408 and 5xx re-poll at once; a bare 400 re-polls up to 3 times (a 408
+  408 and 5xx re-poll at once, as does a 200 whose JSON body is the SDK's
+  ``TryAgainResponse`` (``{"type": "try_again"}``: how a server whose hold
+  ends without a 408, such as TuFT, says "not yet"); a bare 400 re-polls up to 3 times (a 408
   re-opens that budget); 410 raises ``RetryableException`` (the SDK's
   ``RetryHandler`` then samples anew; SkyRL never answers 410, and the raw
   client ends that request failed); other 4xx (404 included) raise.
@@ -28,6 +30,8 @@ a retryable error (a new asample) until its stuck detection (no progress for
 """
 
 from __future__ import annotations
+
+import json
 
 from faultload.model import tokens
 from faultload.model.sdk import (
@@ -51,3 +55,19 @@ def rate_limit_pause_s(prompt_extra_tokens: int) -> float:
     """The SDK's pause after an asample 429 (SDK seconds), by its estimate of the prompt's size."""
     prompt_bytes = len(tokens.prompt_tokens(0, prompt_extra_tokens)) * SDK_BYTES_PER_TOKEN
     return SDK_RATE_LIMIT_PAUSE_S if prompt_bytes <= SDK_LARGE_PROMPT_BYTES else SDK_LARGE_RATE_LIMIT_PAUSE_S
+
+
+# A try-again answer is a few fields; a body larger than this is a result, never parsed as one.
+_TRY_AGAIN_MAX_BYTES = 4096
+
+
+def is_try_again(content_type: str, payload: bytes) -> bool:
+    """A 200 poll answer that is the SDK's ``TryAgainResponse`` (JSON ``{"type": "try_again", ...}``), which
+    the SDK polls again at once (``_APIFuture._handle_outcome``)."""
+    if "json" not in content_type or len(payload) > _TRY_AGAIN_MAX_BYTES:
+        return False
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("type") == "try_again"
