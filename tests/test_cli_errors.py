@@ -11,6 +11,7 @@ Runs use a private workdir whose ``targets`` is the real installed one.
 
 from __future__ import annotations
 
+import os
 import socket
 import textwrap
 import time
@@ -222,5 +223,22 @@ def test_a_finding_repro_is_replayed_by_name_and_a_missing_file_names_them(tmp_p
                      timeout_s=60.0, tmpdir=tmp_path)
     assert_usage_error(result, "unknown fix 'nonsense'")
     result = run_cli(["replay", "no_such_repro", "--workdir", str(isolated_workdir)], timeout_s=60.0, tmpdir=tmp_path)
-    assert_usage_error(result, "no_such_repro: no such file (nor a finding repro faultload ships: "
-                               "half_open_delivery-0.4.0)")
+    assert_usage_error(result, "no_such_repro: no such file (nor a property with a repro in the workspace, "
+                               "nor a finding repro faultload ships: half_open_delivery-0.4.0)")
+
+
+def test_a_property_name_replays_its_newest_repro_in_the_workspace(tmp_path: Path):
+    """``faultload replay test_no_lost_results`` finds the newest repro the suite wrote for that property (its
+    report beside it is not one), before any shipped finding repro of that name."""
+    from faultload.store.repro import repro_path
+
+    repros = tmp_path / "repros"
+    repros.mkdir()
+    older = _repro_file(repros).rename(repros / "test_no_lost_results-20261201T000000-aaaa.json")
+    newer = repros / "test_no_lost_results-20261202T000000-bbbb.json"
+    newer.write_text(older.read_text())
+    (repros / "test_no_lost_results-20261203T000000-cccc.report.json").write_text("{}")
+    os.utime(older, (1, 1))
+    assert repro_path("test_no_lost_results", repros) == newer
+    assert repro_path("test_polls_held", repros) == Path("test_polls_held")  # none: reading it says so
+    assert repro_path(str(older), repros) == older  # a file is itself

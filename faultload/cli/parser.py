@@ -231,8 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_replay_args(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("file", metavar="FILE",
-                        help="a repro JSON written by `pytest faultload` or `faultload shrink`, or the name of a "
-                             "finding's repro faultload ships (half_open_delivery-0.4.0)")
+                        help="a repro JSON written by `pytest faultload` or `faultload shrink`; or a property's name "
+                             "(test_no_lost_results: its newest repro in the workspace); or the name of a finding's "
+                             "repro faultload ships (half_open_delivery-0.4.0)")
     replay.add_argument("--json-out", default=None, metavar="PATH", help="write the replayed trial's JSON report (default: not written)")
     replay.add_argument("--target", default=None, metavar="SPEC",
                         help="replay against this build instead of the repro's, e.g. a fixed checkout: skyrl@PATH "

@@ -121,14 +121,21 @@ def replay_command(path: Path | str) -> str:
 FINDING_REPROS = Path(__file__).resolve().parent / "finding_repros"
 
 
-def repro_path(given: Path | str) -> Path:
-    """``given`` when it names a file, else the shipped finding repro of that name (``half_open_delivery-0.4.0``),
-    else ``given`` (whose reading then says it is missing)."""
+def repro_path(given: Path | str, repros: Path | None = None) -> Path:
+    """``given`` when it names a file; else, for a bare name, the newest repro the suite or ``faultload shrink``
+    wrote for it in ``repros`` (``test_no_lost_results``: its newest ``test_no_lost_results-*.json``), else the
+    shipped finding repro of that name (``half_open_delivery-0.4.0``); else ``given`` (whose reading then says
+    it is missing)."""
     path = Path(given)
-    shipped = FINDING_REPROS / f"{path.name.removesuffix('.json')}.json"
-    if not path.exists() and path.parent == Path(".") and shipped.is_file():
-        return shipped
-    return path
+    if path.exists() or path.parent != Path("."):
+        return path
+    name = path.name.removesuffix(".json")
+    if repros is not None and repros.is_dir():
+        written = [p for p in repros.glob(f"{name}-*.json") if not p.name.endswith(".report.json")]
+        if written:
+            return max(written, key=lambda p: (p.stat().st_mtime, p.name))
+    shipped = FINDING_REPROS / f"{name}.json"
+    return shipped if shipped.is_file() else path
 
 
 def finding_repro_names() -> list[str]:
@@ -140,8 +147,8 @@ def load_repro(path: Path | str) -> tuple[dict[str, Any], Any, Budgets]:
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise ValueError(f"{path}: no such file (nor a finding repro faultload ships: "
-                         f"{', '.join(finding_repro_names())})") from None
+        raise ValueError(f"{path}: no such file (nor a property with a repro in the workspace, nor a finding "
+                         f"repro faultload ships: {', '.join(finding_repro_names())})") from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
@@ -184,7 +191,7 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     A comparative repro runs on both builds (``target``/``fixes`` change its
     candidate): REPRODUCED if the candidate is still worse (or a metric went unmeasured).
     """
-    path = repro_path(path)
+    path = repro_path(path, workspace.repros)
     data, config, budgets = load_repro(path)
     if target is not None or fixes:
         config = dataclasses.replace(config, target=target or config.target,
