@@ -232,8 +232,8 @@ def test_the_plugin_imports_no_machinery() -> None:
     code = ("import sys, faultload.suite.plugin; "
             "print(sorted(m for m in sys.modules if m.startswith(('hypothesis', 'faultload.'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    # defaults, the switch names and default target its help lists (plain values), and the check of an output
+    # defaults, the switch names, default target and server families its help lists (plain values), and the check of an output
     # option's folder (host.workspace): stdlib only
     assert out.strip() == ("['faultload.host', 'faultload.host.workspace', 'faultload.model', "
-                           "'faultload.model.switches', 'faultload.model.target', "
+                           "'faultload.model.family', 'faultload.model.switches', 'faultload.model.target', "
                            "'faultload.suite', 'faultload.suite.defaults', 'faultload.suite.plugin']")

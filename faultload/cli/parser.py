@@ -224,7 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"a target to {verb} (repeatable; default {DEFAULT_TARGET})")
         if name == "setup":
             p.add_argument("--sdk", action="append", default=[], metavar="tinker==X.Y.Z",
-                           help="an SDK release for --client sdk --sdk, installed into a folder of its own (repeatable)")
+                           help="an SDK release for --client sdk --sdk, installed into a folder of its own "
+                                "(repeatable; default none)")
         p.add_argument("--workdir", default=None, metavar="DIR", help=_WORKDIR_HELP)
     return parser
 
