@@ -21,8 +21,7 @@ from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
 from faultload.model.training import TrainingMix, parse_training
 from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.run.watchdog import load_watchdog_limits
-from faultload.model.sdk import sdk_version
-from faultload.targets.install import InstallError, ensure_sdk
+from faultload.targets.install import InstallError, ensure_sdk_release
 from faultload.targets.server import ServerStartError
 
 
@@ -117,8 +116,7 @@ def install_sdks(workspace: Workspace, releases: list[str]) -> None:
     """Each SDK release (``tinker==X.Y.Z``) installed when missing, saying so on stderr; ValueError or
     InstallError in one line (a malformed name, a release the index lacks, a failed install: nothing left)."""
     for release in releases:
-        ensure_sdk(workspace.sdks, sdk_version(release), log=lambda m: print(f"faultload: {m}", file=sys.stderr,
-                                                                               flush=True))
+        ensure_sdk_release(workspace.sdks, release, log=lambda m: print(f"faultload: {m}", file=sys.stderr, flush=True))
 
 
 def guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None]:

@@ -1,7 +1,7 @@
 """A Tinker-API server family's futures contract, as plain values: what a correct server of it may answer,
 and when (SDK seconds, before a trial's time scale).
 
-The family's code (install, launch, patch points) is ``faultload/targets/<family>.py`` behind
+The family's code (install, launch, patch points) is ``faultload/targets/families/<family>.py`` behind
 ``faultload.targets.family.ServerFamily``; what the checker judges against is here, so that a stored trial is
 judged without loading any of it.
 """
@@ -27,5 +27,5 @@ SKYRL_CONTRACT = ServerContract(poll_hold_s=300.0, hold_expiry="408", retrieved_
                                 completed_ttl_s=600.0, session_timeout_s=300.0)
 
 # The families faultload can install and launch, by the name a target spec starts with (skyrl==X.Y.Z).
-FAMILY_NAMES = ("skyrl",)
 CONTRACTS = {"skyrl": SKYRL_CONTRACT}
+FAMILY_NAMES = tuple(CONTRACTS)

@@ -96,7 +96,7 @@ class LoadShape:
     max_outstanding: int = 2000
     workers: int = 1
     client: str = "raw"
-    # The SDK release the sdk client runs (``tinker==X.Y.Z``, from its own venv); "": the one installed beside faultload.
+    # The SDK release the sdk client runs (``tinker==X.Y.Z``, from a folder of its own); "": the one installed beside faultload.
     sdk: str = ""
     accept: str = "proto"
     # Multiplies every client and server timer (SDK seconds -> trial seconds).

@@ -47,9 +47,8 @@ from faultload.cluster.session import RayCluster, join
 from faultload.compare.judge import CompareSettings, load_compare_settings
 from faultload.host.settings import find_config
 from faultload.model.build import Build, parse_build
-from faultload.model.sdk import sdk_version
 from faultload.model.target import DEFAULT_TARGET
-from faultload.targets.install import InstallError, ensure_sdk
+from faultload.targets.install import InstallError, ensure_sdk_release
 from faultload.host.processes import Interrupts
 from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
 from faultload.suite.families import Family, family_examples
@@ -94,8 +93,8 @@ class SuiteOptions:
         self.compare_settings: CompareSettings | None = None
         try:
             if self.sdk:  # installed now: a release the index lacks is a usage error before any trial
-                ensure_sdk(self.workspace().sdks, sdk_version(self.sdk),
-                           log=lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
+                ensure_sdk_release(self.workspace().sdks, self.sdk,
+                                   log=lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
         except (ValueError, InstallError) as exc:
             raise pytest.UsageError(f"--faultload-sdk: {exc}") from None
         try:

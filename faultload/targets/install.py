@@ -1,6 +1,7 @@
 """Install target servers into their own venvs, and SDK releases into folders of their own, once, idempotently.
 
-What a target venv holds is its family's to say (``ServerFamily.own_install`` and ``requirements``). Torch (imported at module level on SkyRL's sampling path) is the CUDA build
+What a target venv holds is its family's to say (``ServerFamily.own_install`` and ``requirements``).
+Torch (imported at module level on SkyRL's sampling path) is the CUDA build
 on PyPI, ~4.5 GB with its nvidia wheels: it is installed once into a shared
 ``_torch`` venv and every target venv sees it through a ``.pth`` file. Each
 venv gets a stamp file naming what was installed; a matching stamp means
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from faultload.model.sdk import SDK_PACKAGE
+from faultload.model.sdk import SDK_PACKAGE, sdk_version
 from faultload.model.target import TargetSpec
 from faultload.targets.family import family_of
 
@@ -79,7 +80,7 @@ def is_installed(targets_dir: Path, spec: TargetSpec) -> bool:
     return (venv / STAMP).exists() and (venv / "bin" / "python").exists()
 
 
-def index_versions(package: str = "skyrl", timeout_s: float = 60.0) -> list[str] | None:
+def index_versions(package: str, timeout_s: float = 60.0) -> list[str] | None:
     """The releases of ``package`` on the package index (pip's, every Python's), None when the index could not say.
 
     ``pip index versions`` (pip's own view of the index, with the same
@@ -172,6 +173,11 @@ def sdk_folder(sdks_dir: Path, version: str) -> Path:
 
 def sdk_installed(sdks_dir: Path, version: str) -> bool:
     return (sdk_folder(sdks_dir, version) / STAMP).exists()
+
+
+def ensure_sdk_release(sdks_dir: Path, release: str, log: Log) -> Path:
+    """:func:`ensure_sdk` for a release as a user names it (``tinker==X.Y.Z``); ValueError for a malformed name."""
+    return ensure_sdk(sdks_dir, sdk_version(release), log)
 
 
 def ensure_sdk(sdks_dir: Path, version: str, log: Log, versions=index_versions) -> Path:
