@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -28,7 +29,8 @@ from faultload.client import decode
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
 from faultload.client.counters import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.raw import RawClient, make_session
-from faultload.record.history import ErrorClass, History, Outcome
+from faultload.model.sdk import SDK_API_KEY
+from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, History, Outcome, server_id_key
 from faultload.host.network import pick_free_port
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 
@@ -76,6 +78,9 @@ class StubServer:
     remotes: set[str] = field(default_factory=set)
     peak_outstanding: int = 0
     close_now: asyncio.Event | None = None
+    accepted_status: int = 200  # what a sample's acceptance is answered: SkyRL 200, TuFT 202
+    uuid_ids: bool = False  # request ids as TuFT gives them (UUIDs) instead of SkyRL's integers
+    api_keys: set[str] = field(default_factory=set)  # the X-API-Key headers the client sent
 
     @property
     def outstanding(self) -> int:
@@ -98,6 +103,7 @@ class StubServer:
         action = self.asample.pop(0) if self.asample else self.asample_default
         body = await request.json()
         self.remotes.add(request.remote or "")
+        self.api_keys.add(request.headers.get("X-API-Key", ""))
         self.events.append(("asample", action))
         if action == "drop":
             return self._drop(request)
@@ -108,12 +114,12 @@ class StubServer:
         prompt = body["prompt"]["chunks"][0]["tokens"]
         nonce = tokens.nonce_of(prompt)
         assert nonce is not None, "the client must send a faultload prompt"
-        rid = str(len(self.requests) + 1)
+        rid = str(uuid.UUID(int=len(self.requests) + 1)) if self.uuid_ids else str(len(self.requests) + 1)
         self.requests[rid] = (nonce, body["num_samples"], body["sampling_params"]["max_tokens"])
         self.peak_outstanding = max(self.peak_outstanding, self.outstanding)
         if action == "ok_then_close" and self.close_now is not None:
             self.close_now.set()
-        return web.json_response({"request_id": rid, "model_id": "stub"})
+        return web.json_response({"request_id": rid, "model_id": "stub"}, status=self.accepted_status)
 
     async def _retrieve(self, request: web.Request) -> web.StreamResponse:
         action = self.polls.pop(0) if self.polls else self.poll_default
@@ -384,6 +390,27 @@ def test_a_200_try_again_is_repolled_at_once_as_the_sdk_does():
     assert run.row("repolls") == 2 and len(stub.polls_seen()) == 3
     failing = run_against_stub(StubServer(polls=[400, "try_again", 400, 400, 400]))
     assert failing.row("outcome") == Outcome.FAILED  # 3 bare 400s re-polled, the 4th fails: try_again reset nothing
+
+
+def test_a_try_again_is_recorded_as_the_servers_not_yet_apart_from_a_result():
+    """The attempt log keeps a try-again as TRY_AGAIN, which the polls checker judges as a hold's end."""
+    run = run_against_stub(StubServer(polls=["try_again", "try_again"]))
+    attempts = run.client.history.attempts
+    polls = attempts["status"][attempts["kind"] == AttemptKind.POLL].tolist()
+    assert polls == [TRY_AGAIN, TRY_AGAIN, 200]
+
+
+def test_a_202_with_a_uuid_request_id_is_accepted_and_polled_by_that_id_with_the_sdks_key():
+    """TuFT's asample: 202 and a UUID. Any 2xx is an acceptance (as the SDK), the id is polled as given, the
+    history keeps its non-zero key, and every call carries the X-API-Key the SDK would send."""
+    stub = StubServer(accepted_status=202, uuid_ids=True)
+    run = run_against_stub(stub, count=3)
+    assert [run.client.history["outcome"][i] for i in range(3)] == [Outcome.OK] * 3
+    ids = sorted(stub.requests)
+    assert sorted(e[2] for e in stub.polls_seen()) == ids and all("-" in rid for rid in ids)
+    assert sorted(run.client.history["server_id"].tolist()) == sorted(server_id_key(rid) for rid in ids)
+    assert all(key != 0 for key in run.client.history["server_id"].tolist())
+    assert stub.api_keys == {SDK_API_KEY}
 
 
 def test_5xx_is_repolled():

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import time
 from typing import Any, Callable
@@ -39,14 +40,15 @@ import numpy as np
 import simdjson
 
 from faultload.model import tokens
-from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
+from faultload.model.sdk import SDK_API_KEY, SDK_REQUEST_TIMEOUT_S
 from faultload.client import decode
 from faultload.client.counters import (
     ACCEPTED, ATTEMPTS, COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, POLL_TIMEOUTS, SUBMITTED, LiveCounters,
 )
 from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
 from faultload.client.job import WorkerJob
-from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, Outcome, bump_count
+from faultload.record.history import (TRY_AGAIN, AttemptKind, AttemptRecorder, ErrorClass, History, Outcome,
+                                      bump_count, server_id_key)
 from faultload.client.arrivals import arrival_offsets
 from faultload.client.poll_plan import first_poll_plan
 from faultload.client.sdk_rules import (
@@ -54,7 +56,8 @@ from faultload.client.sdk_rules import (
     rate_limit_pause_s,
 )
 
-_JSON = b"Content-Type: application/json\r\n"
+# As the SDK: every call carries its API key (a server that checks keys authorizes faultload's).
+JSON_HEADERS = b"Content-Type: application/json\r\nX-API-Key: %s\r\n" % SDK_API_KEY.encode()
 # How long an abandoned poll stays open at the server before the client drops it.
 ABANDON_AFTER_S = 0.25
 # How often a running worker checks for a stop request.
@@ -105,7 +108,7 @@ class RawClient:
         self._url_sample = f"{prefix}/api/v1/asample"
         self._url_poll = f"{prefix}/api/v1/retrieve_future"
         accept = decode.PROTO_CONTENT_TYPE if self.shape.accept == "proto" else "application/json"
-        self._poll_headers = f"Accept: {accept}\r\n".encode() + _JSON
+        self._poll_headers = f"Accept: {accept}\r\n".encode() + JSON_HEADERS
         cap = self.shape.max_outstanding
         per_worker = max(1, cap // self.shape.workers) if cap else 0
         self._outstanding = asyncio.Semaphore(per_worker) if per_worker else None
@@ -191,17 +194,17 @@ class RawClient:
             h["submit_start"][row] = self.now()
             self.counters.add(SUBMITTED)
             async with self._submit:
-                server_id = await self._asample(row, nonce)
-            if isinstance(server_id, Outcome):
-                if server_id == Outcome.REJECTED:
+                request_id = await self._asample(row, nonce)
+            if isinstance(request_id, Outcome):
+                if request_id == Outcome.REJECTED:
                     h["submit_end"][row] = self.now()
                     h["outcome"][row] = Outcome.REJECTED
                     self.counters.add(FAILED)
                 return  # PENDING: still retrying when the load stopped
             h["submit_end"][row] = self.now()
-            h["server_id"][row] = server_id
+            h["server_id"][row] = server_id_key(request_id)
             self.counters.add(ACCEPTED)
-            outcome = await self._retrieve(row, nonce, server_id)
+            outcome = await self._retrieve(row, nonce, request_id)
             if outcome == Outcome.PENDING:
                 return  # still polling when the load stopped
             h["outcome"][row] = outcome
@@ -221,8 +224,8 @@ class RawClient:
             f'"sampling_params":{{"max_tokens":{self.shape.result_tokens},"temperature":1.0,"seed":{nonce % (1 << 31)}}}}}'
         ).encode()
 
-    async def _asample(self, row: int, nonce: int) -> int | Outcome:
-        """The server's request id, or REJECTED (the SDK raised), or PENDING (the deadline came first)."""
+    async def _asample(self, row: int, nonce: int) -> str | Outcome:
+        """The server's request id (its text), or REJECTED (the SDK raised), or PENDING (the deadline came first)."""
         h = self._h
         body = self._sample_body(row, nonce)
         timeout_s = self.shape.scaled(SDK_REQUEST_TIMEOUT_S)  # connects are bounded by the pool's connect_timeout_s
@@ -233,14 +236,14 @@ class RawClient:
             self.counters.add(ATTEMPTS)
             started = self.now()
             try:
-                status, _, payload = await self.session.post(self._url_sample, body, _JSON, timeout_s)
+                status, _, payload = await self.session.post(self._url_sample, body, JSON_HEADERS, timeout_s)
             except OSError as exc:  # every HttpError, and TimeoutError
                 bump_count(h["transport_errors"], row)
                 self._note(row, classify_error(exc), f"asample: {type(exc).__name__}: {exc}")
                 self._record(row, AttemptKind.SUBMIT, started, -classify_error(exc))
             else:
                 self._record(row, AttemptKind.SUBMIT, started, status)
-                if status == 200:
+                if 200 <= status < 300:  # as the SDK: any 2xx (SkyRL answers 200, TuFT 202)
                     return self._request_id(row, payload)
                 error = ErrorClass.HTTP_5XX if status >= 500 else ErrorClass.HTTP_4XX
                 self._note(row, error, f"asample: HTTP {status}: {payload[:200]!r}")
@@ -260,9 +263,12 @@ class RawClient:
             failures += 1
         return Outcome.PENDING
 
-    def _request_id(self, row: int, payload: bytes) -> int | Outcome:
+    def _request_id(self, row: int, payload: bytes) -> str | Outcome:
         try:
-            return int(self._parser.parse(payload)["request_id"])
+            request_id = self._parser.parse(payload)["request_id"]
+            if not isinstance(request_id, (str, int)) or isinstance(request_id, bool) or request_id == "":
+                raise ValueError(f"request_id {request_id!r} is not an id")
+            return str(request_id)
         except (ValueError, KeyError, TypeError) as exc:
             self._note(row, ErrorClass.DECODE, f"asample: bad body: {exc}")
             return Outcome.REJECTED
@@ -270,12 +276,12 @@ class RawClient:
     def _first_poll_plan(self, nonce: int) -> tuple[float, bool]:
         return first_poll_plan(self.shape, nonce)
 
-    async def _retrieve(self, row: int, nonce: int, server_id: int) -> Outcome:
+    async def _retrieve(self, row: int, nonce: int, request_id: str) -> Outcome:
         h = self._h
         delay, abandon = self._first_poll_plan(nonce)
         if delay:
             await asyncio.sleep(delay)
-        body = f'{{"request_id":"{server_id}"}}'.encode()
+        body = json.dumps({"request_id": request_id}).encode()
         poll_timeout = self.shape.scaled(self.policy.poll_timeout_s)
         transport_failures = 0
         bad_requests = 0
@@ -301,7 +307,8 @@ class RawClient:
             if answer is None:  # abandoned client-side: poll again
                 continue
             status, ctype, payload = answer
-            self._record(row, AttemptKind.POLL, started, status)
+            try_again = status == 200 and is_try_again(ctype, payload)
+            self._record(row, AttemptKind.POLL, started, TRY_AGAIN if try_again else status)
             if status == 429:
                 # As the SDK: rate limited -> re-poll after the connection-error backoff,
                 # whose exponent a 429 does not reset.
@@ -310,11 +317,11 @@ class RawClient:
                 transport_failures += 1
                 continue
             transport_failures = 0
-            if status == 200 and is_try_again(ctype, payload):
+            if try_again:
                 continue  # as the SDK: the server's "not yet", polled again at once
             if status == 200:
                 return self._judge(row, nonce, ctype, payload)
-            outcome, bad_requests = self._settle(row, server_id, status, payload, bad_requests)
+            outcome, bad_requests = self._settle(row, request_id, status, payload, bad_requests)
             if outcome is not None:
                 return outcome
         return Outcome.PENDING
@@ -331,11 +338,11 @@ class RawClient:
             await asyncio.sleep(self.shape.scaled(self.shape.abandon_polls.after_s))
         return result
 
-    def _settle(self, row: int, server_id: int, status: int, payload: bytes,
+    def _settle(self, row: int, request_id: str, status: int, payload: bytes,
                 bad_requests: int) -> tuple[Outcome | None, int]:
         """What a poll answered with neither 200 nor 429 ends as: (outcome, or None to poll again; bare 400s so far)."""
         if status == 404:
-            self._note(row, ErrorClass.HTTP_404, f"retrieve_future {server_id}: HTTP 404: {payload[:200]!r}")
+            self._note(row, ErrorClass.HTTP_404, f"retrieve_future {request_id}: HTTP 404: {payload[:200]!r}")
             return Outcome.LOST, bad_requests
         if status == 408:
             return None, 0  # as the SDK: a 408 is a round trip, re-opening the bare-400 budget

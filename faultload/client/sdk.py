@@ -41,12 +41,13 @@ from faultload.client import decode
 from faultload.client.job import WorkerJob
 from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.sdk_wire import SdkWire, classify_exception, installed
+from faultload.model.sdk import SDK_API_KEY
 from faultload.record.history import ErrorClass, History, Outcome
 
-# The SDK insists on a key ("tml-" prefix) and the server under test checks none. Given to
-# ServiceClient as a value (it hands it to every holder and pool), never written to os.environ,
-# so a real TINKER_API_KEY in the environment is not sent to the server under test either.
-API_KEY = "tml-faultload"
+# The SDK insists on a key ("tml-" prefix). Given to ServiceClient as a value (it hands it to every holder
+# and pool), never written to os.environ, so a real TINKER_API_KEY in the environment is not sent to the
+# server under test either.
+API_KEY = SDK_API_KEY
 _STOP_CHECK_S = 0.2
 _GAVE_UP = (ErrorClass.CONNECT, ErrorClass.RESET, ErrorClass.TIMEOUT)
 

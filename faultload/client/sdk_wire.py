@@ -35,15 +35,18 @@ from tinker import _base_client, _constants
 
 from faultload.model import tokens
 from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
+from faultload.client.sdk_rules import is_try_again
 from faultload.client.raw import ACCEPTED as _ACCEPTED, ATTEMPTS as _ATTEMPTS, POLL_TIMEOUTS as _POLL_TIMEOUTS
-from faultload.record.history import AttemptKind, AttemptRecorder, ErrorClass, History, bump_count
+from faultload.record.history import (TRY_AGAIN, AttemptKind, AttemptRecorder, ErrorClass, History, bump_count,
+                                      server_id_key)
 from faultload.model.timescale import trial_s
 
 _SAMPLE_PATH = "/api/v1/asample"
 _POLL_PATH = "/api/v1/retrieve_future"
 # The prompt's first three tokens: the faultload mark, then the nonce's two halves.
 _PROMPT = re.compile(rb'"tokens"\s*:\s*\[\s*%d\s*,\s*(\d+)\s*,\s*(\d+)' % tokens.PROMPT_MARK)
-_REQUEST_ID = re.compile(rb'"request_id"\s*:\s*"?(-?\d+)')  # SkyRL's ids are signed 64-bit
+# A request id as a server writes it: SkyRL's signed 64-bit integers (quoted or not), TuFT's UUIDs.
+_REQUEST_ID = re.compile(rb'"request_id"\s*:\s*"?([^",}\s]+)')
 _CHAIN_DEPTH = 8
 
 
@@ -154,7 +157,7 @@ class SdkWire:
 
     def row_of_poll(self, body: bytes) -> int | None:
         m = _REQUEST_ID.search(body)
-        return self._by_server_id.get(int(m.group(1))) if m else None
+        return self._by_server_id.get(server_id_key(m.group(1).decode(errors="replace"))) if m else None
 
     # ------------------------------------------------------------------ events (SDK thread)
 
@@ -179,7 +182,8 @@ class SdkWire:
                 return
             h = self.history
             end = self.now()
-            self._attempts.add(row, kind, started, end, status)
+            try_again = kind == AttemptKind.POLL and status == 200 and is_try_again("application/json", body)
+            self._attempts.add(row, kind, started, end, TRY_AGAIN if try_again else status)
             error = status_error(kind, status)
             if error is not None:
                 h["error"][row] = error
@@ -187,20 +191,20 @@ class SdkWire:
                 self.examples.setdefault(error.key, f"{what}: HTTP {status}: {body[:200]!r}"[:300])
             if kind == AttemptKind.SUBMIT:
                 h["submit_end"][row] = end
-                if status == 200:
+                if 200 <= status < 300:  # any 2xx, as the SDK (SkyRL answers 200, TuFT 202)
                     m = _REQUEST_ID.search(body)
                     if m is None:
                         h["error"][row] = ErrorClass.DECODE
                         self.examples.setdefault("decode", f"asample: no request_id in {body[:200]!r}")
                         return
-                    server_id = int(m.group(1))
+                    server_id = server_id_key(m.group(1).decode(errors="replace"))
                     if h["server_id"][row] == 0:
                         self._add_counter(_ACCEPTED, 1)
                     h["server_id"][row] = server_id
                     self._by_server_id[server_id] = row
             else:
                 self.last_poll_status[row] = status
-                if status == 200:
+                if status == 200 and not try_again:
                     h["result_bytes"][row] = min(size, 0xFFFFFFFF)
 
     def failed(self, row: int, kind: AttemptKind, started: float, exc: BaseException) -> None:

@@ -6,6 +6,7 @@ import json
 import urllib.error
 import urllib.request
 
+from faultload.model.sdk import SDK_API_KEY
 from faultload.version import CLIENT_VERSION
 
 
@@ -15,7 +16,7 @@ class SessionError(RuntimeError):
 
 def _post(url: str, body: dict, timeout_s: float) -> dict:
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json", "X-API-Key": SDK_API_KEY}, method="POST"
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout_s) as resp:

@@ -25,14 +25,14 @@ from typing import Callable
 from faultload.version import CLIENT_VERSION
 from faultload.client.http import HttpPool
 from faultload.client.job import WorkerJob
-from faultload.client.raw import classify_error, make_session, split_base_url
+from faultload.client.raw import JSON_HEADERS, classify_error, make_session, split_base_url
 from faultload.client.sdk_rules import backoff_s
 from faultload.client.training_bodies import TrainingCodec
 from faultload.model.sdk import SDK_HEARTBEAT_PERIOD_S, SDK_HEARTBEAT_TIMEOUT_S, SDK_REQUEST_TIMEOUT_S
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.training import TrainingOp, TrainingRecorder
 
-_JSON = b"Content-Type: application/json\r\n"
+
 _STOP_CHECK_S = 0.2
 LORA_RANK = 8
 
@@ -117,7 +117,7 @@ class TrainingClient:
         body = json.dumps({"tags": ["faultload-trainer"], "user_metadata": {}, "type": "create_session",
                            "sdk_version": CLIENT_VERSION}).encode()
         call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)  # a trainer's set-up, as its first call
-        answer = await self._submit(call, "create_session", body, _JSON)
+        answer = await self._submit(call, "create_session", body, JSON_HEADERS)
         session_id = self._field(call, answer, "session_id")
         if session_id is None:
             self._end(call, self._unanswered(answer))
@@ -129,12 +129,12 @@ class TrainingClient:
         body = json.dumps({"session_id": session_id, "model_seq_id": 0, "base_model": self.job.base_model,
                            "lora_config": {"rank": LORA_RANK}, "type": "create_model"}).encode()
         call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)
-        answer = await self._submit(call, "create_model", body, _JSON)
+        answer = await self._submit(call, "create_model", body, JSON_HEADERS)
         request_id, model_id = self._field(call, answer, "request_id"), self._field(call, answer, "model_id")
         if request_id is None or model_id is None:
             self._end(call, self._unanswered(answer))
             return None
-        outcome, _, _ = await self._await(call, request_id, _JSON)
+        outcome, _, _ = await self._await(call, request_id, JSON_HEADERS)
         self._end(call, outcome)
         return model_id if outcome == Outcome.OK else None
 
@@ -156,11 +156,11 @@ class TrainingClient:
 
     async def _optim_step(self, trainer: int, step: int, model_id: str, seq: int) -> bool:
         call = self._begin(TrainingOp.OPTIM_STEP, trainer, step)
-        answer = await self._submit(call, "optim_step", self.codec.optim_step(model_id, seq), _JSON)
+        answer = await self._submit(call, "optim_step", self.codec.optim_step(model_id, seq), JSON_HEADERS)
         request_id = self._field(call, answer, "request_id")
         if request_id is None:
             return self._end(call, self._unanswered(answer))
-        outcome, _, payload = await self._await(call, request_id, _JSON)
+        outcome, _, payload = await self._await(call, request_id, JSON_HEADERS)
         if outcome == Outcome.OK:
             problem = self.codec.check_optim_step(payload)
             if problem is not None:
@@ -261,7 +261,7 @@ class TrainingClient:
             call = _Call(TrainingOp.HEARTBEAT, trainer, beat, self.now())
             call.attempts = 1
             try:
-                status, _, payload = await self.session.post(self._api + "session_heartbeat", body, _JSON, timeout)
+                status, _, payload = await self.session.post(self._api + "session_heartbeat", body, JSON_HEADERS, timeout)
             except OSError as exc:
                 call.note(classify_error(exc), f"session_heartbeat: {type(exc).__name__}: {exc}")
                 outcome = Outcome.FAILED

@@ -15,6 +15,9 @@ SDK_PACKAGE = "tinker"
 # 0.4.0 pin), the others run from folders of their own (--sdk, --faultload-sdk).
 SDK_RELEASES = ("0.25.0", "0.38.0")
 
+# The API key every faultload client sends (X-API-Key, as the SDK does), and a launched server that checks keys
+# authorizes; never a real TINKER_API_KEY from the environment.
+SDK_API_KEY = "tml-faultload"
 SDK_SUBMIT_CONCURRENCY = 400  # asample POSTs in flight per client holder
 SDK_POLL_TIMEOUT_S = 45.0  # retrieve_future client timeout
 SDK_REQUEST_TIMEOUT_S = 60.0  # the SDK's default HTTP timeout (asample and every call without its own)

@@ -9,6 +9,7 @@ request; nothing here holds result bodies.
 from __future__ import annotations
 
 import array
+import hashlib
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable
@@ -65,6 +66,17 @@ COLUMNS: dict[str, np.dtype] = {
 }
 
 
+def server_id_key(request_id: str) -> int:
+    """The ``server_id`` column's value for the request id a server gave: the id itself when it is an integer
+    (SkyRL's, signed 64-bit, which its log lines name), else a non-zero 62-bit digest of it (TuFT's UUIDs);
+    0 means "no id" in the column."""
+    try:
+        value = int(request_id)
+    except ValueError:
+        value = int.from_bytes(hashlib.blake2b(request_id.encode(), digest_size=8).digest(), "big") >> 2
+    return value or 1
+
+
 MAX_COUNT = 65535  # the per-request counters are uint16: they saturate, never wrap
 
 
@@ -81,7 +93,10 @@ class AttemptKind(IntEnum):
 
 
 # One row per HTTP attempt (~13 bytes): which request, what, when, and how it ended:
-# the HTTP status, or minus the ErrorClass of a transport error.
+# the HTTP status, or minus the ErrorClass of a transport error, or TRY_AGAIN.
+# A poll answered 200 with the SDK's TryAgainResponse (``{"type": "try_again"}``): the server's "not yet" at
+# the end of its hold (TuFT's; SkyRL's is a 408), recorded apart from a 200 that carried a result.
+TRY_AGAIN = 1200
 ATTEMPT_COLUMNS: dict[str, np.dtype] = {
     "row": np.dtype(np.int32),
     "kind": np.dtype(np.uint8),
