@@ -168,6 +168,8 @@ def invariants_page() -> str:
 
 
 def _budget_value(value, unit: str) -> str:
+    if value is None:
+        return "the family's"
     if isinstance(value, list):
         return str(value)
     if unit.startswith("bytes") and isinstance(value, int) and value >= 1024 and value % 1024 == 0:

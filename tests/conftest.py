@@ -39,8 +39,8 @@ def python_exe() -> str:
     return str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
 
 
-def target_installed(version: str) -> bool:
-    venv = TARGETS / f"skyrl-{version}"
+def target_installed(version: str, family: str = "skyrl") -> bool:
+    venv = TARGETS / f"{family}-{version}"
     return (venv / "faultload-installed.json").exists() and (venv / "bin" / "python").exists()
 
 
@@ -68,15 +68,16 @@ def pytest_report_header(config: pytest.Config) -> str:
 
     parts = {"compiled router": find_router(WORKDIR / "tools") is not None,
              "toxiproxy": find_toxiproxy(WORKDIR / "tools") is not None,
-             **{f"skyrl=={v}": target_installed(v) for v in ("0.4.0", "0.3.0")}}
+             **{f"skyrl=={v}": target_installed(v) for v in ("0.4.0", "0.3.0")},
+             "tuft==0.2.2": target_installed("0.2.2", "tuft")}
     missing = [name for name, there in parts.items() if not there]
     policy = "a missing part fails the tests that need it" if REQUIRE_BUILT else \
         "tests that need a missing part are skipped (`make setup`, `make targets`)"
     return f"faultload parts: {'all built' if not missing else 'missing ' + ', '.join(missing)}; {policy}"
 
 
-def require_target(version: str) -> None:
-    require_built(f"skyrl=={version} (under {TARGETS})", target_installed(version), "make targets")
+def require_target(version: str, family: str = "skyrl") -> None:
+    require_built(f"{family}=={version} (under {TARGETS})", target_installed(version, family), "make targets")
 
 
 def require_toxiproxy() -> Path:
@@ -158,7 +159,7 @@ def end_tagged_run(proc: subprocess.Popen, tag: str) -> None:
 
 def named_processes_since(
     started: float,
-    needles: tuple[str, ...] = ("faultload.router", "skyrl_launch.py"),
+    needles: tuple[str, ...] = ("faultload.router", "skyrl_launch.py", "tuft_launch.py"),
     tags: set[str] | None = None,
 ) -> list[str]:
     """Live processes started at/after ``started`` (epoch s) whose cmdline contains a needle,

@@ -23,7 +23,8 @@ from faultload.checker.resources import check_bounded_cpu
 from faultload.checker.results import check_no_lost_results
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.model.faults import Fault
-from faultload.record.history import AttemptKind, ErrorClass, Outcome
+from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT, ServerContract
+from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, Outcome
 from tests.test_invariants import (
     BUDGETS, CRASH, RESET, SHAPE, _stalled_monitor, applied, fault_log, make_history, make_inputs, make_monitor,
     rejected, set_row, submit_log, with_abandoned_polls, with_attempts,
@@ -56,9 +57,9 @@ def _stall(stall: tuple[float, float]) -> bool | None:
     return _lost(history=h, shape=SCALED, monitor=_stalled_monitor(stall), router_completed_s={int(h["nonce"][40]): 9.0})
 
 
-def _expired(answered_at: float) -> bool | None:
+def _expired(answered_at: float, contract: ServerContract = SKYRL_CONTRACT) -> bool | None:
     h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=answered_at)
-    return _lost(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 0.5})
+    return _lost(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 0.5}, contract=contract)
 
 
 def _restart(accepted_at: float) -> bool | None:
@@ -93,13 +94,15 @@ def _ended_at(done: float, **changes) -> bool | None:
 # -- polls
 
 
-def _polls(status: int, held_s: float, completed_at: float = 50.0) -> tuple[bool | None, float]:
+def _polls(status: int, held_s: float, completed_at: float = 50.0,
+           contract: ServerContract = SKYRL_CONTRACT) -> tuple[bool | None, float]:
     """Row 40 polled once and was answered ``status`` after ``held_s``, then got its result: (polls_held, mean)."""
     h = make_history()
     with_attempts(h, (40, AttemptKind.POLL, 2.0 + held_s, status))
     h.attempts["start"][0] = 2.0
     set_row(h, 40, attempts=3)
-    inputs = make_inputs(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): completed_at})
+    inputs = make_inputs(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): completed_at},
+                         contract=contract)
     return check_polls_held(inputs, BUDGETS).ok, check_retry_amplification(inputs, BUDGETS).figure
 
 
@@ -203,6 +206,18 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "heartbeat_timeout_tolerated": (lambda: _beats((180.0, 190.0, ErrorClass.TIMEOUT)),
                                     lambda: _beats((40.0, 50.0, ErrorClass.TIMEOUT))),
 }
+
+
+def test_each_family_is_held_to_its_own_hold_and_its_own_ttls() -> None:
+    """At scale 0.05 SkyRL holds a poll 15 s and answers 408, TuFT holds 6 s and answers a try-again: either
+    "not yet" before the family's hold is early, after it the long-poll cycle. TuFT keeps results until it
+    stops, so a 404 that SkyRL's completed TTL (30 s here) would excuse is a loss there."""
+    assert _polls(TRY_AGAIN, 3.0, contract=TUFT_CONTRACT)[0] is False
+    assert _polls(TRY_AGAIN, 6.5, contract=TUFT_CONTRACT)[0] is True
+    assert _polls(TRY_AGAIN, 6.5, contract=TUFT_CONTRACT)[1] == 2.0  # a full hold is not counted as a retry
+    assert _polls(408, 6.5)[0] is False  # SkyRL's hold is 300 SDK s
+    assert _polls(TRY_AGAIN, 3.0)[0] is False  # whichever "not yet" a server answers early
+    assert _expired(40.0) is True and _expired(40.0, contract=TUFT_CONTRACT) is False
 
 
 @pytest.mark.parametrize("rule", [rule.name for rule in RULES])

@@ -1,5 +1,6 @@
 """The server-family adapter interface: every family named in the model has an adapter with every part the
-installer and the stack call, its contract is the model's, and SkyRL's is what the rest of the code was."""
+installer and the stack call, its contract is the model's, SkyRL's is what the rest of the code was, and what
+TuFT's lacks is refused."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pytest
 from faultload.model import sdk
 from faultload.model.family import CONTRACTS, FAMILY_NAMES, SKYRL_CONTRACT
 from faultload.model.target import parse_target
+from faultload.model.trial import ServerKnobs, TrialConfig
+from faultload.record.history import server_id_key
 from faultload.targets.family import FAMILIES, ServerFamily, family_of
 from faultload.targets.families.skyrl import launch_skyrl
 
@@ -48,3 +51,32 @@ def test_the_sdk_modules_server_timers_are_skyrls_contract_stated_once():
     assert (sdk.SERVER_POLL_HOLD_S, sdk.RETRIEVED_TTL_S, sdk.COMPLETED_TTL_S, sdk.SESSION_TIMEOUT_S) == (
         SKYRL_CONTRACT.poll_hold_s, SKYRL_CONTRACT.retrieved_ttl_s, SKYRL_CONTRACT.completed_ttl_s,
         SKYRL_CONTRACT.session_timeout_s)
+
+
+def test_tufts_adapter_installs_the_release_without_its_training_stacks():
+    tuft = FAMILIES["tuft"]
+    release = parse_target("tuft==0.2.2")
+    assert release.family == "tuft" and release.venv_name == "tuft-0.2.2" and family_of(release) is tuft
+    assert tuft.own_install(release) == ["--no-deps", "tuft==0.2.2", "tinker>=0.25,<0.26"]
+    assert not tuft.needs_torch
+    assert not {"torch", "vllm", "ray"} & {req.split("[")[0].split(">")[0].split("=")[0]
+                                          for req in tuft.requirements(release)}
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"regress": ("retention",)}, "switches of skyrl targets; tuft==0.2.2 has none"),
+    ({"fixes": ("plain-tracebacks",)}, "switches of skyrl targets; tuft==0.2.2 has none"),
+    ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
+    ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),
+])
+def test_what_a_family_lacks_is_refused_in_one_line(changes: dict, message: str):
+    with pytest.raises(ValueError, match=message):
+        TrialConfig(target="tuft==0.2.2", **changes).validate()
+    TrialConfig(target="tuft==0.2.2", knobs=ServerKnobs(forwarding_timeout_s=30.0)).validate()
+
+
+def test_a_request_id_keys_the_history_as_an_integer_or_a_digest():
+    assert server_id_key("12") == 12 and server_id_key("-7") == -7  # SkyRL's, which its log lines name
+    uuid = "306134b7-6249-4a9e-a13f-63f13d484a6d"  # TuFT's
+    assert server_id_key(uuid) == server_id_key(uuid) and 0 < server_id_key(uuid) < 2 ** 62
+    assert server_id_key(uuid) != server_id_key(uuid.replace("d", "e")) and server_id_key("0") != 0

@@ -375,7 +375,7 @@ def test_a_404_for_a_failed_forward_older_than_the_expiry_window_is_expired_by_d
 
 def test_the_expiry_window_is_no_shorter_than_the_retention_window() -> None:
     with pytest.raises(ValueError, match="expiry_window_s"):
-        dataclasses.replace(BUDGETS, expiry_window_s=100.0)
+        dataclasses.replace(BUDGETS, retention_window_s=300.0, expiry_window_s=100.0)
 
 
 def test_give_up_without_fault_is_a_loss() -> None:

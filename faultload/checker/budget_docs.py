@@ -61,15 +61,16 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "follows the in-flight count, not the total. Lower it for a server known to return memory."),
     "retention_window_s": BudgetDoc(
         "SDK seconds (× time scale)", ("bounded_rss", "no_lost_results"),
-        "How long the server keeps a delivered result for a retrying client: SkyRL 0.4.0's retrieved TTL "
-        "(`--retrieved-ttl`). Results completed within this window before a sample count towards that sample's "
+        "How long the server keeps a delivered result for a retrying client. Unset, the target family's "
+        "contract says: SkyRL 0.4.0's retrieved TTL (300 s, `--retrieved-ttl`); TuFT keeps every result until it "
+        "stops (no window). Results completed within this window before a sample count towards that sample's "
         "RSS budget."),
     "expiry_window_s": BudgetDoc(
         "SDK seconds (× time scale)", ("no_lost_results",),
-        "How long a correct server keeps a completed result a client has not come back for: SkyRL 0.4.0's "
-        "completed TTL (longer than its retrieved TTL, so delivered or not the result may be gone after it). A 404 "
-        "for a result older than this is an expiry by design, not a loss. For a server that never drops a result, "
-        "set it beyond any trial (e.g. 1e9)."),
+        "How long a correct server keeps a completed result a client has not come back for. Unset, the target "
+        "family's contract says: SkyRL 0.4.0's completed TTL (600 s, longer than its retrieved TTL, so delivered "
+        "or not the result may be gone after it); TuFT never drops one, so no 404 is an expiry. A 404 for a "
+        "result older than this is an expiry by design, not a loss."),
     "retained_result_overhead_bytes": BudgetDoc(
         "bytes per retained result", ("bounded_rss",),
         "What the server holds for a retained result besides its bytes (its future object, event, dict entry). "

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from faultload.checker.sizes import parse_size
-from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S
+from faultload.model.family import ServerContract
 from faultload.model.training import DB_POOL_FDS
 
 MIB = 1024 * 1024
@@ -52,8 +52,9 @@ class Budgets:
     rss_slack_bytes: int = 256 * MIB
     drain_rss_epsilon_bytes: int = 64 * MIB
     drain_rss_growth_fraction: float = 1.0
-    retention_window_s: float = RETRIEVED_TTL_S
-    expiry_window_s: float = COMPLETED_TTL_S
+    # None: the target family's contract says (model.family: its retrieved and completed TTLs, or none)
+    retention_window_s: float | None = None
+    expiry_window_s: float | None = None
     retained_result_overhead_bytes: int = 4 * 1024
     in_flight_request_overhead_bytes: int = 64 * 1024
     healthz_p99_s: float = 2.5
@@ -85,8 +86,9 @@ class Budgets:
             ("rss_slack_bytes", self.rss_slack_bytes >= 0, "must be >= 0"),
             ("drain_rss_epsilon_bytes", self.drain_rss_epsilon_bytes >= 0, "must be >= 0"),
             ("drain_rss_growth_fraction", 0 <= self.drain_rss_growth_fraction <= 1, "must be in [0, 1]"),
-            ("retention_window_s", 0 <= self.retention_window_s < math.inf, "must be >= 0 and finite"),
-            ("expiry_window_s", self.retention_window_s <= self.expiry_window_s, "must be >= retention_window_s"),
+            ("retention_window_s", self.retention_window_s is None or self.retention_window_s >= 0, "must be >= 0"),
+            ("expiry_window_s", None in (self.retention_window_s, self.expiry_window_s)
+             or self.retention_window_s <= self.expiry_window_s, "must be >= retention_window_s"),
             ("retained_result_overhead_bytes", self.retained_result_overhead_bytes >= 0, "must be >= 0"),
             ("in_flight_request_overhead_bytes", self.in_flight_request_overhead_bytes >= 0, "must be >= 0"),
             ("healthz_p99_s", self.healthz_p99_s > 0, "must be > 0"),
@@ -144,6 +146,24 @@ class Budgets:
 _BYTES_FIELDS = frozenset({"rss_slack_bytes", "drain_rss_epsilon_bytes"})
 
 
+def retention_s(budgets: Budgets, contract: ServerContract) -> float:
+    """How long a delivered result is kept by design (SDK s): the budget, else the family's retrieved TTL, else
+    for ever (a server that keeps results until it stops)."""
+    return _window(budgets.retention_window_s, contract.retrieved_ttl_s)
+
+
+def expiry_s(budgets: Budgets, contract: ServerContract) -> float:
+    """After how long a completed result may be gone by design (SDK s): the budget, else the family's completed
+    TTL, else never."""
+    return _window(budgets.expiry_window_s, contract.completed_ttl_s)
+
+
+def _window(budget: float | None, contract_s: float | None) -> float:
+    if budget is not None:
+        return budget
+    return contract_s if contract_s is not None else math.inf
+
+
 def _field_types() -> dict[str, str]:
     return {f.name: str(f.type) for f in dataclasses.fields(Budgets)}
 
@@ -151,6 +171,8 @@ def _field_types() -> dict[str, str]:
 def _coerce(name: str, value: Any) -> Any:
     """Turn a default, TOML value or CLI string into the field's type, or raise one line."""
     kind = _field_types()[name]
+    if value is None and kind.endswith("| None"):
+        return None
     if kind.startswith("tuple"):
         if isinstance(value, str):
             text = value.strip()

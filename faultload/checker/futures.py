@@ -11,8 +11,9 @@ import numpy as np
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import DETAIL_ITEMS, few, fmt_s, ordered, request_label
 from faultload.checker.contract.liveness import resolution, resolve_bound_s
-from faultload.checker.contract.polls import early_408s, hold_s, poll_attempts, unwoken_polls
+from faultload.checker.contract.polls import early_not_yets, hold_s, not_yet, poll_attempts, unwoken_polls
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.record.history import TRY_AGAIN
 
 
 def check_futures_resolve(inputs: CheckInputs, budgets: Budgets) -> Verdict:
@@ -59,7 +60,7 @@ def check_futures_resolve(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 def check_polls_held(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     """Every poll was held until its result or the server's hold time (``contract/polls.py``).
 
-    Figure: polls answered 408 before the hold, plus polls held past their
+    Figure: polls answered "not yet" (a 408, a try-again) before the hold, plus polls held past their
     result and never answered with it (a lost wake-up); budget 0. Unknown
     without a poll in the attempt log.
     """
@@ -67,18 +68,18 @@ def check_polls_held(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     rows, start, end, status = poll_attempts(inputs.history)
     if rows.size == 0:
         return Verdict(name, None, None, 0, "no poll in the attempt log")
-    early = early_408s(inputs)
+    early = early_not_yets(inputs)
     unwoken = unwoken_polls(inputs, budgets.poll_wake_slack_s, budgets.log_fault_grace_s)
     bad = early.rows | unwoken.rows
     n_bad = int(bad.sum())
-    n_408 = int((status == 408).sum())
+    n_not_yet = int(not_yet(status).sum())
     if n_bad:
         idx = np.flatnonzero(bad)
         idx = idx[np.argsort(end[idx], kind="stable")][:DETAIL_ITEMS]
         items = [f"{request_label(inputs.history, int(rows[i]))} held {end[i] - start[i]:.2f}s to {fmt_s(end[i])}"
-                 + (" (408)" if status[i] == 408 else "") for i in idx.tolist()]
+                 + {408: " (408)", TRY_AGAIN: " (try-again)"}.get(int(status[i]), "") for i in idx.tolist()]
         notes = "; ".join(note for note in (early.note, unwoken.note) if note)
         return Verdict(name, False, n_bad, 0, f"{notes} (hold {hold_s(inputs):.2f} trial s), of {rows.size} polls: "
                                               f"{few(items, n_bad)}")
-    return Verdict(name, True, 0, 0, f"{rows.size} polls, {n_408} answered 408, none before the hold "
+    return Verdict(name, True, 0, 0, f"{rows.size} polls, {n_not_yet} answered 'not yet', none before the hold "
                                      f"({hold_s(inputs):.2f} trial s), none held past its result")

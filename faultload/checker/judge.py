@@ -10,9 +10,11 @@ reads recorded data and never imports the trial runner.
 from __future__ import annotations
 
 import time
+
 from faultload.checker.budgets import Budgets
 from faultload.checker.compose import check_all, checkers_for
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.model.family import CONTRACTS
 from faultload.record.trial import TrialResult
 
 
@@ -53,6 +55,7 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         monitor=result.monitor,
         faults=result.fault_log,
         shape=config.shape,
+        contract=CONTRACTS[config.spec.family],
         server_log=result.server_log,
         fatal_fault_kinds=frozenset(config.fatal_faults),
         interrupted=result.interrupted or result.stopped_early,

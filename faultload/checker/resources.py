@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from faultload.checker.budgets import MIB, Budgets
+from faultload.checker.budgets import MIB, Budgets, retention_s
 from faultload.checker.common import fmt_bytes, fmt_s
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
@@ -154,7 +154,8 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     × that + retained × (retained_result_overhead_bytes + the same multiple of a
     result), where retained = results completed within ``retention_window_s``
     (× time scale) before the sample: the server keeps delivered results that
-    long by design (SkyRL 0.4.0's retrieved TTL), so they are not a leak.
+    long by design (the family's retrieved TTL: SkyRL 0.4.0's 300 s; TuFT's results stay until it stops), so they
+    are not a leak.
     Drained ≤ baseline + drain_rss_epsilon_bytes + drain_rss_growth_fraction ×
     (peak − baseline): a Python process keeps much of its freed memory, so by
     default (fraction 1.0) this asks only that RSS stopped growing after load.
@@ -178,7 +179,7 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     # Results the server keeps by design after delivery (its retrieved TTL): at
     # each sample, those completed within the retention window before it.
     done = np.sort(inputs.history["done"][np.isfinite(inputs.history["done"])])
-    window = inputs.shape.scaled(budgets.retention_window_s)
+    window = inputs.shape.scaled(retention_s(budgets, inputs.contract))
     retained = np.searchsorted(done, t, side="right") - np.searchsorted(done, t - window, side="left")
     per_retained = budgets.retained_result_overhead_bytes + mult * per_request
     in_flight_budget = mult * in_flight_bytes + in_flight * budgets.in_flight_request_overhead_bytes

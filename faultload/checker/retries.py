@@ -42,8 +42,8 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     judged); budget: ``attempts_per_request`` + the abandoned-poll fraction;
     a request over the max is named in the detail. Polls the
     contract calls the long-poll cycle (``contract/polls.py``: the client's
-    own timeout, or a 408 after a full hold, before the router completed the
-    request) are not counted; a 408 before the hold counts (and fails
+    own timeout, or a "not yet" after a full hold, before the router completed the
+    request) are not counted; a "not yet" before the hold counts (and fails
     ``polls_held``). Resets on a
     healthy network are ``unprovoked_resets``.
     """

@@ -13,7 +13,7 @@ import argparse
 from faultload.version import installed_version as version
 from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.matrix.rows import DEFAULT_ROWS
-from faultload.model.target import DEFAULT_TARGET
+from faultload.model.target import DEFAULT_TARGET, TARGET_FORMS
 from faultload.model.trial import ENGINES
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
@@ -90,7 +90,7 @@ def _add_trial_args(p: argparse.ArgumentParser) -> None:
 
 def _add_load_args(p: argparse.ArgumentParser, build: bool = True) -> None:
     if build:  # compare names two builds instead (--baseline, --candidate)
-        p.add_argument("--target", default=DEFAULT_TARGET, metavar="SPEC", help="skyrl==X.Y.Z | skyrl@PATH | url=http://127.0.0.1:PORT")
+        p.add_argument("--target", default=DEFAULT_TARGET, metavar="SPEC", help=" | ".join(TARGET_FORMS))
     p.add_argument("--requests", type=_whole_number, metavar="N", default=1024, help="sample requests in the trial")
     p.add_argument("--result-tokens", type=_whole_number, metavar="N", default=64, help="tokens per sample")
     p.add_argument("--num-samples", type=_whole_number, metavar="N", default=1, help="samples per request")

@@ -26,6 +26,32 @@ class ServerContract:
 SKYRL_CONTRACT = ServerContract(poll_hold_s=300.0, hold_expiry="408", retrieved_ttl_s=300.0,
                                 completed_ttl_s=600.0, session_timeout_s=300.0)
 
+# TuFT's tuft.server: FutureStore.retrieve holds a poll 120 s (its keyword default), then answers the SDK's
+# TryAgainResponse with a 200; its in-memory futures are never evicted (FutureStore.cleanup is never called) and
+# its sessions never expire, so a result is due for as long as the server runs.
+TUFT_CONTRACT = ServerContract(poll_hold_s=120.0, hold_expiry="try_again", retrieved_ttl_s=None,
+                               completed_ttl_s=None, session_timeout_s=None)
+
+
+
+@dataclass(frozen=True)
+class FamilyTraits:
+    """What a trial may ask of a family's launched server, beside its contract."""
+
+    contract: ServerContract
+    switches: bool  # faultload's --regress/--fix switches exist for it (targets/skyrl_patches.py: SkyRL's)
+    engines: tuple[str, ...]  # the engines (model.trial.ENGINES) its launcher can run under it
+    knobs: tuple[str, ...]  # the ServerKnobs its launcher passes to the server
+
+
 # The families faultload can install and launch, by the name a target spec starts with (skyrl==X.Y.Z).
-CONTRACTS = {"skyrl": SKYRL_CONTRACT}
-FAMILY_NAMES = tuple(CONTRACTS)
+TRAITS = {
+    "skyrl": FamilyTraits(SKYRL_CONTRACT, switches=True, engines=("sleeper", "null"),
+                          knobs=("forwarding_max_connections", "forwarding_timeout_s", "retrieved_ttl_s")),
+    # A TuFT launch serves sampling only (no training capability, no torch): no engine to swap, no store TTL.
+    "tuft": FamilyTraits(TUFT_CONTRACT, switches=False, engines=("sleeper",),
+                         knobs=("forwarding_max_connections", "forwarding_timeout_s")),
+}
+CONTRACTS = {name: traits.contract for name, traits in TRAITS.items()}
+FAMILY_NAMES = tuple(TRAITS)
+

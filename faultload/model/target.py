@@ -1,7 +1,8 @@
 """Which server a trial runs against, parsed from one string.
 
-- ``skyrl==X.Y.Z``: that SkyRL release from PyPI, in its own venv;
-- ``skyrl@PATH``: a local SkyRL checkout, installed editable into its own venv;
+- ``skyrl==X.Y.Z``: that SkyRL release from PyPI, in its own venv (``tuft==X.Y.Z``: a TuFT release; every family of
+  ``model.family`` is named so);
+- ``skyrl@PATH``: a local SkyRL checkout, installed editable into its own venv (``tuft@PATH``);
 - ``url=http://127.0.0.1:PORT``: a server someone else started.
 """
 
@@ -15,9 +16,12 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from faultload.model.family import FAMILY_NAMES
+from faultload.model.family import FAMILY_NAMES, TRAITS
 
 DEFAULT_TARGET = "skyrl==0.4.0"
+# Every form a target spec takes, for help texts and errors.
+TARGET_FORMS = tuple(form for family in FAMILY_NAMES for form in (f"{family}==X.Y.Z", f"{family}@PATH")) + (
+    "url=http://HOST:PORT",)
 RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|dev|rc|a|b)\d+)?$")
 
 
@@ -65,8 +69,7 @@ def parse_target(text: str) -> TargetSpec:
         if parts.scheme != "http" or not parts.hostname or port is None or not 1 <= port <= 65535:
             raise ValueError(f"target {text!r}: expected url=http://HOST:PORT (PORT in 1-65535)")
         return TargetSpec("url", text, url=url)
-    forms = ", ".join(f"{family}==X.Y.Z, {family}@PATH" for family in FAMILY_NAMES)
-    raise ValueError(f"target {text!r}: expected {forms} or url=http://HOST:PORT")
+    raise ValueError(f"target {text!r}: expected {' | '.join(TARGET_FORMS)}")
 
 
 def is_loopback_host(host: str) -> bool:
@@ -82,3 +85,9 @@ def require_loopback(url: str, allow_remote: bool) -> None:
     host = urlsplit(url).hostname or ""
     if not allow_remote and not is_loopback_host(host):
         raise ValueError(f"{url} is not a loopback address; pass --allow-remote to load a remote server")
+
+
+def serves_training(spec: TargetSpec) -> bool:
+    """Whether a target's launch can answer training traffic (its family runs the null engine); a ``url=``
+    target is someone else's server, which may."""
+    return spec.kind == "url" or "null" in TRAITS[spec.family].engines

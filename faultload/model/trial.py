@@ -11,6 +11,7 @@ import functools
 import math
 from dataclasses import dataclass, field
 
+from faultload.model.family import TRAITS
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape
@@ -108,6 +109,8 @@ class TrialConfig:
             require_loopback(spec.url or "", self.allow_remote)
             if self.regress or self.fixes:
                 raise ValueError("--regress/--fix need a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
+        elif (self.regress or self.fixes) and not TRAITS[spec.family].switches:
+            raise ValueError(f"--regress/--fix are switches of skyrl targets; {spec.text} has none")
         if not isinstance(self.direct_edge, bool):
             raise ValueError("direct_edge must be true or false")
         if self.direct_edge and any(f.link == "edge" for f in self.faults.faults):
@@ -126,6 +129,9 @@ class TrialConfig:
         for name, value in dataclasses.asdict(self.knobs).items():
             if value is not None and not 0 < value < math.inf:
                 raise ValueError(f"{name} must be > 0 and finite, got {value}")
+            if value is not None and spec.kind != "url" and name not in TRAITS[spec.family].knobs:
+                raise ValueError(f"{spec.text} has no setting {name} (its launcher passes "
+                                 f"{', '.join(TRAITS[spec.family].knobs)})")
         if not 0 <= self.server_port < 65536:
             raise ValueError("server_port must be in [0, 65535]")
         self._validate_engine(spec)
@@ -141,6 +147,9 @@ class TrialConfig:
             if self.engine != "sleeper" or self.engine_s_per_token:
                 raise ValueError("a url= target's engine is its own: --engine applies to targets faultload launches")
             return
+        if self.engine not in TRAITS[spec.family].engines:
+            raise ValueError(f"engine {self.engine} is not one {spec.text}'s launcher runs "
+                             f"({', '.join(TRAITS[spec.family].engines)})")
         if self.engine_s_per_token and self.engine != "null":
             raise ValueError("engine_s_per_token needs engine null (the sleeper runs no step)")
         if self.shape.training.enabled and self.engine != "null":

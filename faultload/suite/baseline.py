@@ -41,7 +41,7 @@ def default_baseline(target: str, profile: str, targets_dir: Path) -> tuple[Buil
     version = checkout_version(str(spec.path))
     if version is None:
         return None, f"not compared with a release: {spec.path}/pyproject.toml states no X.Y.Z version"
-    release = f"skyrl=={version}"
+    release = f"{spec.family}=={version}"
     if not is_installed(targets_dir, parse_target(release)):
         return None, (f"not compared with its release {release}: not installed (faultload setup --target {release},"
                       " or --faultload-baseline BUILD)")

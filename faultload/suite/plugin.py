@@ -55,7 +55,7 @@ import pytest
 
 from faultload.host.workspace import output_folder_problem
 from faultload.model.switches import FIXES, REGRESSIONS
-from faultload.model.target import DEFAULT_TARGET
+from faultload.model.target import DEFAULT_TARGET, TARGET_FORMS
 from faultload.suite.defaults import DEFAULT_PROFILE, PROFILE_VARIABLE
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ _COLLECTING: ContextVar[pytest.Config | None] = ContextVar("faultload_collecting
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("faultload", "faultload: property-based fault-injection and load suite")
     group.addoption("--faultload-target", default=None, metavar="SPEC",
-                    help=f"server under test: skyrl==X.Y.Z | skyrl@PATH | url=... (default {DEFAULT_TARGET})")
+                    help=f"server under test: {' | '.join(TARGET_FORMS)} (default {DEFAULT_TARGET})")
     group.addoption("--faultload-regress", action="append", default=[], metavar="NAME",
                     help="undo a known fix, or add a catalogued bug, in the launched server: "
                          f"{', '.join(REGRESSIONS)} (repeatable; default none)")

@@ -50,6 +50,7 @@ from faultload.suite.confirm import confirm_config
 from faultload.suite.families import (COMBINED, COMPARATIVE, HEALTH, INTEGRITY, LOST, RESOURCES, RETRIES, SERVER_LOG,
                                       TRAINING, Family, family_limits, known_configs)
 from faultload.suite.session import SuiteSession
+from faultload.model.target import parse_target, serves_training
 
 pytestmark = pytest.mark.faultload
 
@@ -58,6 +59,8 @@ only_combined = pytest.mark.skipif(plugin.collecting().profile.confirm,
                                    reason="the confirm profile runs the combined property once")
 with_training = pytest.mark.skipif(plugin.collecting().profile.limits.max_trainers <= 0,
                                    reason="this profile draws no training (the nightly profile does)")
+trains = pytest.mark.skipif(not serves_training(parse_target(plugin.collecting().options.target)),
+                            reason=f"{plugin.collecting().options.target} serves sampling only: no training to draw")
 with_baseline = pytest.mark.skipif(plugin.collecting().options.baseline is None,
                                    reason="no --faultload-baseline BUILD: nothing to compare the target with")
 
@@ -156,6 +159,7 @@ def test_clean_server_log(faultload_suite, config):
 
 
 @with_training
+@trains
 @only_combined
 @_property(TRAINING)
 def test_training(faultload_suite, config):

@@ -5,7 +5,8 @@ what its sampling path imports; whether it shares the suite's torch) and launche
 engine stubbed, faultload's router as its inference backend, the regression and fix switches applied and its
 timers scaled, answering on ``/api/v1/healthz``. Its futures contract (poll hold, what a hold's end answers,
 TTLs, session expiry, the unknown-id status) is ``faultload.model.family``'s, where the checker reads it.
-SkyRL (``targets/families/skyrl.py``) is the first; a second family is a new module added to :data:`FAMILIES`.
+SkyRL (``targets/families/skyrl.py``) is the first, TuFT (``targets/families/tuft.py``) the second; a family is a
+new module added to :data:`FAMILIES`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from faultload.model.family import FAMILY_NAMES, ServerContract
 from faultload.model.target import TargetSpec
 from faultload.targets.server import ServerHandle
 from faultload.targets.families.skyrl import SkyrlFamily
+from faultload.targets.families.tuft import TuftFamily
 
 
 class ServerFamily(Protocol):
@@ -37,7 +39,7 @@ class ServerFamily(Protocol):
         (ServerStartError with its log's tail when it is not)."""
 
 
-FAMILIES: dict[str, ServerFamily] = {"skyrl": SkyrlFamily()}
+FAMILIES: dict[str, ServerFamily] = {"skyrl": SkyrlFamily(), "tuft": TuftFamily()}
 assert tuple(FAMILIES) == FAMILY_NAMES, "model.family.FAMILY_NAMES names the families targets/family.py has"
 
 

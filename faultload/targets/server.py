@@ -16,9 +16,9 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from faultload.host.network import http_get_json
+from faultload.host.network import http_get_json, port_is_free
 from faultload.host.pausing import Pauser
 from faultload.host.processes import popen_tied
 from faultload.model.target import TargetSpec
@@ -121,6 +121,39 @@ def spawn_launcher(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Pat
     with open(log_path, "ab" if append else "wb") as log:
         return popen_tied(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                           cwd=cwd, env=env, start_new_session=True)
+
+
+def require_free_port(port: int) -> None:
+    """ServerStartError for a port already taken, before a family's launch writes or starts anything."""
+    if not port_is_free("127.0.0.1", port):
+        raise ServerStartError(f"server port {port} on 127.0.0.1 is already in use")
+
+
+def start_launcher(spec: TargetSpec, cmd: list[str], run_dir: Path, env: dict[str, str], port: int,
+                   while_starting: Callable[[], None] | None) -> ServerHandle:
+    """Spawn a family's launcher (its log: ``run_dir/server.log``) and return its handle once /healthz answers.
+
+    ``while_starting`` runs once the server is spawned, before the wait: its start-up (imports, patches)
+    then overlaps the caller's (the router and Toxiproxy). If it raises, or the server does not come up
+    (ServerStartError with its log's tail), the server is stopped: no process is left behind.
+    """
+    log_path = run_dir / "server.log"
+    proc = spawn_launcher(cmd, run_dir, env, log_path, append=False)
+    handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc, launch=(cmd, run_dir, env))
+    try:
+        if while_starting is not None:
+            while_starting()
+        healthy = wait_healthy(handle.url, STARTUP_TIMEOUT_S, proc)
+    except BaseException:  # Ctrl-C or the caller's failure while starting: the handle never reaches the caller
+        handle.stop(grace_s=3)
+        raise
+    if not healthy:
+        code = proc.poll()
+        handle.stop(grace_s=3)
+        state = f"exited with code {code}" if code is not None else f"no /healthz within {STARTUP_TIMEOUT_S:.0f}s"
+        raise ServerStartError(f"target {spec.text} failed to start ({state}); log tail:\n{handle.log_tail()}")
+    handle.version = read_launch_version(log_path) or spec.version
+    return handle
 
 
 def read_launch_version(log_path: Path) -> str | None:

@@ -1,10 +1,10 @@
 """The long poll: a poll is held until the result exists or the server's hold time ends.
 
-A correct server answers a held poll with the result as soon as it has
-one, and with 408 only once it has held the poll for its hold time
-(SkyRL: ``RETRIEVE_FUTURE_TIMEOUT_SECONDS``, 300 SDK s, scaled). The SDK's
-own poll timeout (45 s) is shorter, so against a correct server a poll ends
-by the client's timeout, not by a 408.
+A correct server answers a held poll with the result as soon as it has one, and with its "not yet" only
+once it has held the poll for its hold time — the family's contract (``model.family``): SkyRL answers 408
+after ``RETRIEVE_FUTURE_TIMEOUT_SECONDS`` (300 SDK s), TuFT a 200 try-again (``record.history.TRY_AGAIN``)
+after 120 SDK s, both scaled. The SDK's own poll timeout (45 s) is shorter, so against a correct server a
+poll ends by the client's timeout, not by a "not yet".
 """
 
 from __future__ import annotations
@@ -17,27 +17,30 @@ from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.contract.retention import stall_spans
 from faultload.checker.contract.rules import Allowance, Rule
 from faultload.checker.inputs import CheckInputs
-from faultload.model.sdk import SERVER_POLL_HOLD_S
-from faultload.record.history import AttemptKind, ErrorClass, History
+from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, History
 
 LONG_POLL_CYCLE = Rule(
     "long_poll_cycle",
-    "a poll that ended by the client's own timeout, or by a 408 after a full hold, before the router "
+    "a poll that ended by the client's own timeout, or by a 'not yet' (408, try-again) after a full hold, before the router "
     "completed its request is the long-poll cycle, not a retry the server caused",
     "a client whose poll timeout is shorter than the engine's generation re-polls each timeout by design")
 POLL_HELD = Rule(
     "polls_held",
-    "a 408 answers a poll only after the server held it for its hold time",
+    "a 'not yet' (SkyRL's 408, TuFT's try-again) answers a poll only after the server held it for its hold time",
     "a server that gives up on its long-poll early multiplies every client's polls (and its own work)")
 POLL_WOKEN = Rule(
     "polls_woken",
-    "a held poll is answered once its result exists: one that ended without it (the client's timeout, a 408) "
+    "a held poll is answered once its result exists: one that ended without it (the client's timeout, a 'not yet') "
     "more than poll_wake_slack_s after the router completed its request, with no fault in force (nor its "
     "grace) and the server's loop not slower than that slack meanwhile, was never woken",
     "a lost wake-up costs every waiting client a poll timeout of latency and a re-poll, which no count "
     "budget sees while a request needs one poll more")
 
-# How much shorter than the scaled hold a 408 may come and still count as a full hold: the server's
+# Every server's "not yet" at a hold's end: a 408, or a 200 try-again. Either before the hold breaks POLL_HELD,
+# whichever the family's contract names (a server answering the other is early all the same).
+NOT_YET = (408, TRY_AGAIN)
+
+# How much shorter than the scaled hold a "not yet" may come and still count as a full hold: the server's
 # timer and the client's clock start a request apart (real seconds).
 HOLD_TOLERANCE_S = 0.5
 
@@ -51,16 +54,21 @@ def poll_attempts(history: History) -> tuple[np.ndarray, np.ndarray, np.ndarray,
 
 
 def hold_s(inputs: CheckInputs) -> float:
-    """The least a correct server holds a poll before a 408, in trial seconds."""
-    return inputs.shape.scaled(SERVER_POLL_HOLD_S) - HOLD_TOLERANCE_S
+    """The least a correct server holds a poll before its "not yet", in trial seconds."""
+    return inputs.shape.scaled(inputs.contract.poll_hold_s) - HOLD_TOLERANCE_S
 
 
-def early_408s(inputs: CheckInputs) -> Allowance:
-    """POLL_HELD broken: per poll attempt (of :func:`poll_attempts`), a 408 after less than the hold."""
+def not_yet(status: np.ndarray) -> np.ndarray:
+    """Per poll status: the server's "not yet" (:data:`NOT_YET`)."""
+    return np.isin(status, NOT_YET)
+
+
+def early_not_yets(inputs: CheckInputs) -> Allowance:
+    """POLL_HELD broken: per poll attempt (of :func:`poll_attempts`), a "not yet" after less than the hold."""
     rows, start, end, status = poll_attempts(inputs.history)
-    early = (status == 408) & (end - start < hold_s(inputs))
-    note = (f"{int(early.sum())} polls answered 408 after less than the server's "
-            f"{SERVER_POLL_HOLD_S:g} SDK s hold") if early.any() else ""
+    early = not_yet(status) & (end - start < hold_s(inputs))
+    note = (f"{int(early.sum())} polls answered 'not yet' after less than the server's "
+            f"{inputs.contract.poll_hold_s:g} SDK s hold") if early.any() else ""
     return Allowance(POLL_HELD, early, note)
 
 
@@ -71,7 +79,7 @@ def unwoken_polls(inputs: CheckInputs, slack_s: float, grace_s: float) -> Allowa
     out = np.zeros(rows.size, dtype=bool)
     if not completed_s or rows.size == 0:
         return Allowance(POLL_WOKEN, out)
-    waited = (status == -int(ErrorClass.TIMEOUT)) | (status == 408)
+    waited = (status == -int(ErrorClass.TIMEOUT)) | not_yet(status)
     since = np.maximum(_completed(completed_s, history["nonce"][rows]), start)
     out = waited & (end - since > slack_s)
     busy = [(a, b) for a, b, _ in in_force_windows(inputs, grace_s)] + stall_spans(inputs.monitor, slack_s)
@@ -90,7 +98,7 @@ def long_poll_cycle(inputs: CheckInputs) -> Allowance:
     if not completed_s or history.attempts["row"].size == 0:
         return Allowance(LONG_POLL_CYCLE, out)
     rows, start, end, status = poll_attempts(history)
-    waited = (status == -int(ErrorClass.TIMEOUT)) | ((status == 408) & (end - start >= hold_s(inputs)))
+    waited = (status == -int(ErrorClass.TIMEOUT)) | (not_yet(status) & (end - start >= hold_s(inputs)))
     done_at = _completed(completed_s, history["nonce"][rows])
     np.add.at(out, rows[waited & (end <= done_at)], 1)
     note = (f"{int(out.sum())} polls that timed out before the engine had the result not counted "

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from faultload.checker.budgets import Budgets
+from faultload.checker.budgets import Budgets, expiry_s, retention_s
 from faultload.checker.common import fault_windows, is_fatal, overlaps, request_spans
 from faultload.checker.contract.rules import Allowance, Rule
 from faultload.checker.inputs import CheckInputs
@@ -114,7 +114,7 @@ def stall_not_scaled(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -
     history = inputs.history
     completed_s = inputs.router_completed_s or {}
     failed_at = _first_fault_overlapped(history, fault_windows(inputs.faults))
-    window = budgets.retention_window_s
+    window = retention_s(budgets, inputs.contract)
     worst_stall = 0.0
     for i in np.flatnonzero(among).tolist():
         done_at = completed_s.get(int(history["nonce"][i]), failed_at[i] if math.isfinite(failed_at[i]) else None)
@@ -144,7 +144,7 @@ def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) 
     neither has no known age and is not allowed.
     """
     out = np.zeros(len(inputs.history), dtype=bool)
-    window = inputs.shape.scaled(budgets.expiry_window_s)
+    window = inputs.shape.scaled(expiry_s(budgets, inputs.contract))
     completed_s = inputs.router_completed_s or {}
     failed_s = _logged_failures_s(inputs) if among.any() else {}  # it reads every error line
     history = inputs.history
@@ -163,7 +163,7 @@ def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) 
             out[i] = True
             youngest = min(youngest, answered - stored)
     note = (f"{int(out.sum())} 404 for results older than the server's expiry when polled (the youngest "
-            f"{youngest / inputs.shape.time_scale:.0f} SDK s > expiry_window_s {budgets.expiry_window_s:g}; "
+            f"{youngest / inputs.shape.time_scale:.0f} SDK s > expiry {expiry_s(budgets, inputs.contract):g} SDK s; "
             "expired by design, not lost)") if out.any() else ""
     return Allowance(EXPIRED_BY_DESIGN, out, note)
 

@@ -13,12 +13,10 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from faultload.host.network import port_is_free
 from faultload.host.processes import child_environment
 from faultload.model.family import SKYRL_CONTRACT, ServerContract
 from faultload.model.target import TargetSpec
-from faultload.targets.server import (BASE_MODEL, STARTUP_TIMEOUT_S, ServerHandle, ServerStartError,
-                                      read_launch_version, spawn_launcher, wait_healthy)
+from faultload.targets.server import BASE_MODEL, ServerHandle, require_free_port, start_launcher
 
 LAUNCHER = Path(__file__).resolve().parent.parent / "skyrl_launch.py"
 # A checkout that waits this long for one of the API's DB connections (SQLAlchemy's 5 + 10, whose own
@@ -88,19 +86,16 @@ def launch_skyrl(
     null_backend: dict[str, float] | None = None,
     pool_wait_s: float | None = POOL_WAIT_S,
 ) -> ServerHandle:
-    """Start the real ``skyrl.tinker.api`` app (non-colocated megatron) and wait for /healthz.
+    """Start the real ``skyrl.tinker.api`` app (non-colocated megatron) and wait for /healthz
+    (``server.start_launcher``: ``while_starting`` overlaps its start-up, ~2.8 s of imports, patches and the DB seed).
 
-    ``while_starting`` runs once the server is spawned, before the wait: its
-    start-up (imports, patches, the DB seed: ~2.8 s) then overlaps the
-    caller's (the router and Toxiproxy). If it raises, the server is stopped.
     ``engine``: ``sleeper`` (no engine: training requests never complete) or
     ``null`` (the release's engine loop, faultload's null backend; ``null_backend``
     may set its ``seconds_per_token``) — see ``skyrl_engine.py``. ``pool_wait_s``: the
     server's DB pool checkouts that wait this long for a connection are written
     to its log as ``DB pool exhausted`` (``skyrl_dbpool.py``; None: not timed).
     """
-    if not port_is_free("127.0.0.1", port):
-        raise ServerStartError(f"server port {port} on 127.0.0.1 is already in use")
+    require_free_port(port)
     db_path = run_dir / "tinker.db"
     argv = [
         "--host", "127.0.0.1", "--port", str(port), "--base-model", BASE_MODEL, "--backend", "megatron",
@@ -116,25 +111,6 @@ def launch_skyrl(
     }
     spec_path = run_dir / "launch.json"
     spec_path.write_text(json.dumps(launch_spec, indent=1))
-    log_path = run_dir / "server.log"
     child_env = child_environment({**(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}, drop=("PYTHONPATH",))
-    cmd = [str(python), str(LAUNCHER), str(spec_path)]
-    proc = spawn_launcher(cmd, run_dir, child_env, log_path, append=False)
-    handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc,
-                          launch=(cmd, run_dir, child_env))
-    try:
-        if while_starting is not None:
-            while_starting()
-        healthy = wait_healthy(handle.url, STARTUP_TIMEOUT_S, proc)
-    except BaseException:  # Ctrl-C or the caller's failure while starting: the handle never reaches the caller
-        handle.stop(grace_s=3)
-        raise
-    if not healthy:
-        code = proc.poll()
-        handle.stop(grace_s=3)
-        state = f"exited with code {code}" if code is not None else f"no /healthz within {STARTUP_TIMEOUT_S:.0f}s"
-        raise ServerStartError(f"target {spec.text} failed to start ({state}); log tail:\n{handle.log_tail()}")
-    handle.version = read_launch_version(log_path) or spec.version
-    return handle
-
-
+    return start_launcher(spec, [str(python), str(LAUNCHER), str(spec_path)], run_dir, child_env, port,
+                          while_starting)

@@ -1,0 +1,87 @@
+"""What faultload changes in a launched TuFT server, each patch point checked (a missing one: exit 3, one line).
+
+Runs under the target's Python, imported by ``tuft_launch.py`` once its torch stand-ins are in place:
+
+- sampling: TuFT's one sampling-backend factory (``BaseSamplingBackend.create_backend``) builds
+  ``tuft_forwarding.RouterSamplingBackend``, so each sample goes to faultload's router where TuFT would run
+  its in-process vLLM engine;
+- logs: every line gets a timestamp (Python logging's ``asctime - level - logger: message``, as SkyRL writes).
+  TuFT's ``logging.basicConfig`` and uvicorn's formats have none, and a line the checker cannot place in the
+  trial cannot be told apart from a fault's;
+- timers, times the trial's scale: ``FutureStore.retrieve``'s poll hold (120 s) and ``SequenceExecutor``'s
+  ordering timeout (900 s).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import sys
+import typing
+from importlib.metadata import PackageNotFoundError, version as package_version
+
+import tuft.futures as futures
+import tuft.sequence_executor as sequence_executor
+import uvicorn.config
+from tuft.backends.base_backend import BaseSamplingBackend
+from tuft.cli import main as tuft_main
+
+import tuft_forwarding
+
+LAUNCH_ERROR_EXIT = 3
+LOG_FORMAT = "%(asctime)s - %(levelname)s - %(name)s: %(message)s"
+ACCESS_FORMAT = '%(asctime)s - %(levelname)s - %(name)s: %(client_addr)s - "%(request_line)s" %(status_code)s'
+
+
+def _fail(message: str) -> typing.NoReturn:
+    print(f"faultload-launch: {message}", file=sys.stderr, flush=True)
+    sys.exit(LAUNCH_ERROR_EXIT)
+
+
+def apply(spec: dict) -> list[str]:
+    """Every patch the launch spec asks for; what was changed, for the log."""
+    if not hasattr(BaseSamplingBackend, "create_backend"):
+        _fail("patch point BaseSamplingBackend.create_backend (the sampling backend factory) not found")
+    tuft_forwarding.install(BaseSamplingBackend, spec["router_url"], float(spec["forward_timeout_s"]),
+                            spec.get("forward_max_connections"))
+    _timestamp_logs()
+    return ["sampling -> router", "timestamped logs", *_scale_timers(float(spec.get("time_scale", 1.0)))]
+
+
+def _timestamp_logs() -> None:
+    """Timestamps on every line: the root logger's (TuFT's basicConfig then finds it set) and uvicorn's."""
+    logging.basicConfig(format=LOG_FORMAT, level=logging.INFO)
+    formatters = uvicorn.config.LOGGING_CONFIG.get("formatters", {})
+    if "default" not in formatters or "access" not in formatters:
+        _fail("uvicorn.config.LOGGING_CONFIG has no default and access formatters to give timestamps")
+    formatters["default"]["fmt"] = LOG_FORMAT
+    formatters["access"]["fmt"] = ACCESS_FORMAT
+
+
+def _scale_timers(scale: float) -> list[str]:
+    """The poll hold and the sequence executor's timeout, times ``scale``; what was changed."""
+    kwdefaults = futures.FutureStore.retrieve.__kwdefaults__ or {}
+    if "timeout" not in kwdefaults:
+        _fail("patch point FutureStore.retrieve(*, timeout=...) (the poll hold) not found in this tuft version")
+    hold = kwdefaults["timeout"]
+    kwdefaults["timeout"] = hold * scale
+    init = sequence_executor.SequenceExecutor.__init__
+    if list(inspect.signature(init).parameters) != ["self", "timeout"] or not init.__defaults__:
+        _fail("patch point SequenceExecutor.__init__(timeout=...) (the sampling session's ordering timeout) "
+              "not found in this tuft version")
+    ordering = init.__defaults__[0]
+    init.__defaults__ = (ordering * scale,)
+    return [f"poll hold {hold:g} s -> {hold * scale:g} s", f"sequence timeout {ordering:g} s -> {ordering * scale:g} s"]
+
+
+def version() -> str:
+    try:
+        return package_version("tuft")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def serve(argv: list[str]) -> None:
+    """The release's own CLI (``tuft launch ...``), which runs until the server stops."""
+    sys.argv = ["tuft", *argv]
+    tuft_main()

@@ -1,0 +1,98 @@
+"""TuFT, the second server family: a release installed and launched by its adapter serves real trials, judged
+against its own contract (a 120 s hold ending in a try-again, results kept until it stops)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from faultload.checker.budgets import Budgets
+from faultload.checker.judge import judge
+from faultload.host.workspace import Workspace
+from faultload.model.router import RouterConfig
+from faultload.model.shape import ClientPolicy, LoadShape
+from faultload.model.trial import TrialConfig
+from faultload.record.history import TRY_AGAIN, AttemptKind, Outcome
+from faultload.run.trial import run_trial
+
+from conftest import WORKDIR, leftover_dirs, require_built, require_target, run_cli
+
+pytestmark = pytest.mark.integration
+TARGET = "tuft==0.2.2"
+
+
+def _verdicts(result) -> dict:
+    return {v.name: v for v in judge(result, Budgets())}
+
+
+def test_a_tuft_release_serves_a_trial_with_every_invariant_judged(isolated_workdir: Path):
+    """2,048 requests (enough for the CPU budget) through the release's own `tuft launch`: every one OK, and every
+    invariant of a sampling trial judged and held — none unknown."""
+    require_target("0.2.2", "tuft")
+    shape = LoadShape(requests=2048, workers=2, result_tokens=16, seed=3)
+    result = run_trial(TrialConfig(target=TARGET, shape=shape, drain_s=5.0), Workspace(isolated_workdir))
+    assert result.error is None and result.server.get("version") == "0.2.2", (result.error, result.server)
+    assert int((result.history["outcome"] == Outcome.OK).sum()) == 2048
+    verdicts = _verdicts(result)
+    not_held = {name: (v.ok, v.detail) for name, v in verdicts.items() if v.ok is not True}
+    assert not not_held, not_held
+    assert leftover_dirs(isolated_workdir) == []
+
+
+def test_a_poll_held_to_the_end_of_tufts_hold_is_answered_try_again_and_is_the_long_poll_cycle(
+        isolated_workdir: Path):
+    """At time scale 0.02 TuFT holds a poll 2.4 s; the router takes 4 s and the client waits 10 s per poll, so
+    each request's first poll ends in TuFT's try-again after the full hold: recorded as such, held to the
+    contract (polls_held) and not counted as a retry (retry_amplification)."""
+    require_target("0.2.2", "tuft")
+    shape = LoadShape(requests=8, workers=1, result_tokens=4, seed=5, time_scale=0.02,
+                      policy=ClientPolicy(poll_timeout_s=500.0))
+    config = TrialConfig(target=TARGET, shape=shape, router=RouterConfig(mode="latency", gen_seconds=4.0),
+                         drain_s=5.0)
+    result = run_trial(config, Workspace(isolated_workdir))
+    assert result.error is None, result.error
+    assert int((result.history["outcome"] == Outcome.OK).sum()) == 8
+    attempts = result.history.attempts
+    try_again = (attempts["kind"] == AttemptKind.POLL) & (attempts["status"] == TRY_AGAIN)
+    assert try_again.sum() >= 8, attempts["status"].tolist()
+    held = (attempts["end"] - attempts["start"])[try_again]
+    assert np.all(held >= 2.4 - 0.5), held.tolist()
+    verdicts = _verdicts(result)
+    assert verdicts["polls_held"].ok is True, verdicts["polls_held"].detail
+    assert verdicts["retry_amplification"].ok is True, verdicts["retry_amplification"].detail
+
+
+def _sdk_run(tmp_path: Path, workdir: Path, *extra: str) -> dict:
+    out = tmp_path / "report.json"
+    run = run_cli(["run", "--workdir", str(workdir), "--target", TARGET, "--client", "sdk", "--requests", "16",
+                   "--json-out", str(out), *extra], timeout_s=420.0, tmpdir=tmp_path)
+    assert run.returncode in (0, 1), run.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def test_the_sdk_its_release_pins_samples_through_it(tmp_path: Path, isolated_workdir: Path):
+    require_target("0.2.2", "tuft")
+    report = _sdk_run(tmp_path, isolated_workdir)
+    assert report["completed"] == 16 and all(v["ok"] is not False for v in report["invariants"])
+
+
+def test_finding_7_the_newest_sdk_is_refused_at_every_sample(tmp_path: Path, isolated_workdir: Path):
+    """tinker 0.38 sends request fields TuFT 0.2.2 validates against tinker 0.25's closed model: a 422 each."""
+    require_target("0.2.2", "tuft")
+    require_built("tinker==0.38.0", (WORKDIR / "sdks" / "tinker-0.38.0" / "faultload-installed.json").exists(),
+                  "faultload setup --sdk tinker==0.38.0")
+    report = _sdk_run(tmp_path, isolated_workdir, "--sdk", "tinker==0.38.0")
+    verdicts = {v["name"]: v for v in report["invariants"]}
+    assert report["completed"] == 0 and verdicts["accepted_requests"]["ok"] is False
+    assert "extra_forbidden" in report["errors"]["http_4xx"]["example"]
+
+
+def test_what_a_tuft_launch_lacks_is_refused_before_anything_starts(tmp_path: Path, isolated_workdir: Path):
+    run = run_cli(["run", "--workdir", str(isolated_workdir), "--target", TARGET, "--regress", "retention"],
+                  timeout_s=120.0, tmpdir=tmp_path)
+    assert run.returncode == 2 and "switches of skyrl targets" in run.error_line(), run.stderr[-2000:]
+    assert leftover_dirs(isolated_workdir) == []
+
