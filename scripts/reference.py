@@ -36,10 +36,11 @@ from faultload.checker.training import TRAINING_CHECKERS  # noqa: E402
 from faultload.cli.exits import EXIT_CODES, REPLAY_EXITS  # noqa: E402
 from faultload.cli.parser import build_parser  # noqa: E402
 from faultload.matrix.rows import DEFAULT_ROWS, MatrixRow  # noqa: E402
+from faultload.model.family import TRAITS  # noqa: E402
 from faultload.model.switches import FIXES, REGRESSIONS  # noqa: E402
 from faultload.suite import plugin  # noqa: E402
 from faultload.suite.families import FAMILIES, checked  # noqa: E402
-from faultload.targets import skyrl_mutants as mutants, skyrl_patches as patches  # noqa: E402 (the target side's)
+from faultload.targets import skyrl_mutants as mutants, skyrl_patches as patches, tuft_fixes  # noqa: E402 (the target side's)
 from reference_json import json_page, sample_trial  # noqa: E402
 from reference_text import HEADER, cell, code, codes, default_text, docstring_figure, first_paragraph, table  # noqa: E402
 
@@ -180,24 +181,28 @@ def _budget_value(value, unit: str) -> str:
 
 def switches_page() -> str:
     rows = []
+    described = {**patches.FIXES, **patches.REGRESSIONS, **mutants.MUTANTS, **tuft_fixes.FIXES}
     for name in (*REGRESSIONS, *FIXES):
-        if name not in {**patches.FIXES, **patches.REGRESSIONS, **mutants.MUTANTS}:
+        if name not in described:
             raise SystemExit(f"reference: switch {name!r} (faultload/model/switches.py) has no patch in "
-                             "faultload/targets/skyrl_patches.py or skyrl_mutants.py to describe it")
+                             "faultload/targets/skyrl_patches.py, skyrl_mutants.py or tuft_fixes.py to describe it")
         if name in FIXES:
-            kind, switch = "fix: a candidate fix", patches.FIXES[name]
+            kind = "fix: a candidate fix"
         elif name in mutants.MUTANTS:
-            kind, switch = "regression: a bug class a pull request could make", mutants.MUTANTS[name]
+            kind = "regression: a bug class a pull request could make"
         else:
-            kind, switch = "regression: undoes an upstream fix", patches.REGRESSIONS[name]
+            kind = "regression: undoes an upstream fix"
+        families = [family for family, traits in TRAITS.items() if name in traits.regressions + traits.fixes]
         used = [row.name for row in DEFAULT_ROWS if name in row.regress or name in row.fixes]
-        rows.append([code(name), kind, cell(first_paragraph(getattr(switch, "func", switch))), codes(used)])
+        switch = described[name]
+        rows.append([code(name), ", ".join(families), kind, cell(first_paragraph(getattr(switch, "func", switch))),
+                     codes(used)])
     return "\n".join([
         HEADER, "# Regression and fix switches", "",
         "A switch changes the server faultload launches: `--regress NAME` or `--fix NAME` (`faultload run`, "
         "`confirm`), `--faultload-regress`/`--faultload-fix` (`pytest faultload`), `+regress=NAME`/`+fix=NAME` in "
-        "a build (`faultload compare`).", "",
-        table(["switch", "kind", "what it does", "matrix rows"], rows), ""])
+        "a build (`faultload compare`). Each belongs to a server family; another family's target refuses it.", "",
+        table(["switch", "family", "kind", "what it does", "matrix rows"], rows), ""])
 
 
 def _expectation(row: MatrixRow, profile: str) -> str:

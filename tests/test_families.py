@@ -4,6 +4,7 @@ TuFT's lacks is refused."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 import pytest
@@ -64,8 +65,8 @@ def test_tufts_adapter_installs_the_release_without_its_training_stacks():
 
 
 @pytest.mark.parametrize("changes, message", [
-    ({"regress": ("retention",)}, "switches of skyrl targets; tuft==0.2.2 has none"),
-    ({"fixes": ("plain-tracebacks",)}, "switches of skyrl targets; tuft==0.2.2 has none"),
+    ({"regress": ("retention",)}, "tuft==0.2.2 has no regression switch 'retention' \\(regression switches it has: none\\)"),
+    ({"fixes": ("plain-tracebacks",)}, "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples\\)"),
     ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
     ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),
 ])
@@ -73,6 +74,9 @@ def test_what_a_family_lacks_is_refused_in_one_line(changes: dict, message: str)
     with pytest.raises(ValueError, match=message):
         TrialConfig(target="tuft==0.2.2", **changes).validate()
     TrialConfig(target="tuft==0.2.2", knobs=ServerKnobs(forwarding_timeout_s=30.0)).validate()
+    TrialConfig(target="tuft==0.2.2", fixes=("newest-sdk-samples",)).validate()
+    with pytest.raises(ValueError, match="skyrl==0.4.0 has no fix switch 'newest-sdk-samples'"):
+        TrialConfig(target="skyrl==0.4.0", fixes=("newest-sdk-samples",)).validate()
 
 
 def test_a_request_id_keys_the_history_as_an_integer_or_a_digest():
@@ -80,3 +84,31 @@ def test_a_request_id_keys_the_history_as_an_integer_or_a_digest():
     uuid = "306134b7-6249-4a9e-a13f-63f13d484a6d"  # TuFT's
     assert server_id_key(uuid) == server_id_key(uuid) and 0 < server_id_key(uuid) < 2 ** 62
     assert server_id_key(uuid) != server_id_key(uuid.replace("d", "e")) and server_id_key("0") != 0
+
+
+def test_tufts_candidate_fix_takes_the_newest_sdks_asample_and_answers_a_sequence_id_per_sample(monkeypatch):
+    """Finding 7's fix (tuft_fixes.py), on tinker 0.25's own models as TuFT 0.2.2 uses them; the FutureStore is a
+    test double with TuFT's enqueue signature (the real one runs in tests/test_tuft.py)."""
+    import tinker.types as types
+
+    from faultload.targets import tuft_fixes
+
+    for name in ("SampleRequest", "UntypedAPIFuture"):  # restored after the test: the fix replaces them
+        monkeypatch.setattr(types, name, getattr(types, name))
+    body = {"prompt": {"chunks": [{"tokens": [1, 2], "type": "encoded_text"}]}, "sampling_params": {"max_tokens": 4},
+            "num_samples": 2, "base_model": "m", "topk_sample_logprobs": 0, "record_stability_info": False}
+    with pytest.raises(ValueError, match="extra_forbidden|Extra inputs"):
+        types.SampleRequest.model_validate(body)
+    tuft_fixes.BEFORE_IMPORT["newest-sdk-samples"](types)
+    request = types.SampleRequest.model_validate(body)
+
+    class Store:
+        async def enqueue(self, operation, user_id, **kwargs):
+            return types.UntypedAPIFuture(request_id="r1", model_id=None)
+
+    assert tuft_fixes.FIXES["newest-sdk-samples"](Store).startswith("newest-sdk-samples:")
+    sample = asyncio.run(Store().enqueue(None, "u", operation_type="sample", operation_args={"request": request}))
+    assert sample.sample_sequence_ids == ["r1:0", "r1:1"]
+    assert sample.model_dump()["sample_sequence_ids"] == ["r1:0", "r1:1"]  # what FastAPI's response model sends
+    other = asyncio.run(Store().enqueue(None, "u", operation_type="forward_backward"))
+    assert other.sample_sequence_ids is None

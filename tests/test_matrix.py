@@ -50,7 +50,7 @@ def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
     assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0",
                      "skyrl-0.3.0-training", "newest-sdk", "newest-sdk-fixed", *COMPARISON_ROWS, *MUTANT_ROWS,
-                     "lost-wakeup"]
+                     "lost-wakeup", "tuft", "tuft-newest-sdk", "tuft-newest-sdk-fixed"]
     # rich-access-log: clean, a blind spot of the absolute budgets said as an expectation (its -cost row catches it)
     assert [r.expected for r in DEFAULT_ROWS][:15] == ["caught", "clean", "caught", "caught", "clean", "caught",
                                                        "caught", "caught", "clean", "clean", "caught", "clean",

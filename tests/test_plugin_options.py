@@ -237,3 +237,15 @@ def test_the_plugin_imports_no_machinery() -> None:
     assert out.strip() == ("['faultload.host', 'faultload.host.workspace', 'faultload.model', "
                            "'faultload.model.family', 'faultload.model.switches', 'faultload.model.target', "
                            "'faultload.suite', 'faultload.suite.defaults', 'faultload.suite.plugin']")
+
+
+@pytest.mark.parametrize("options, says", [
+    (("--faultload-target", "tuft==0.2.2", "--faultload-fix", "plain-tracebacks"),
+     "tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: newest-sdk-samples)"),
+    (("--faultload-target", "nope"), "target 'nope': expected skyrl==X.Y.Z"),
+])
+def test_a_target_or_a_switch_its_family_lacks_is_a_usage_error_before_collection(pytester, monkeypatch, options,
+                                                                                  says: str) -> None:
+    result, probe = run(pytester, "pyargs", *options)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and probe is None
+    assert any(says in line for line in result.errlines), result.errlines

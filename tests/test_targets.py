@@ -538,11 +538,14 @@ def test_knob_a_release_lacks_is_refused_by_name(tmp_path: Path):
 
 
 def test_the_harness_names_the_switches_the_target_side_carries() -> None:
-    """faultload.model.switches (harness side) and skyrl_patches (inside the target) list the same switches."""
+    """faultload.model.switches (harness side) and skyrl_patches / tuft_fixes (inside the target) list the same
+    switches."""
     from faultload.model import switches
+    from faultload.targets import tuft_fixes
 
     assert set(switches.REGRESSIONS) == set(skyrl_patches.REGRESSIONS)
-    assert set(switches.FIXES) == set(skyrl_patches.FIXES)
+    assert set(switches.SKYRL_FIXES) == set(skyrl_patches.FIXES)
+    assert set(switches.TUFT_FIXES) == set(tuft_fixes.FIXES) >= set(tuft_fixes.BEFORE_IMPORT)
     assert switches.unknown_switch(["retention"], ["nope"]) == f"unknown fix 'nope'; known: {', '.join(sorted(switches.FIXES))}"
     assert skyrl_patches.unknown_switch(["nope"], []) is not None and skyrl_patches.unknown_switch([], []) is None
 

@@ -79,20 +79,25 @@ def test_the_sdk_its_release_pins_samples_through_it(tmp_path: Path, isolated_wo
     assert report["completed"] == 16 and all(v["ok"] is not False for v in report["invariants"])
 
 
-def test_finding_7_the_newest_sdk_is_refused_at_every_sample(tmp_path: Path, isolated_workdir: Path):
-    """tinker 0.38 sends request fields TuFT 0.2.2 validates against tinker 0.25's closed model: a 422 each."""
+def test_finding_7_the_newest_sdk_is_refused_at_every_sample_and_its_fix_mends_it(tmp_path: Path, isolated_workdir: Path):
+    """tinker 0.38 sends request fields TuFT 0.2.2 validates against tinker 0.25's closed model: a 422 each;
+    with the candidate fix every sample is accepted, answered and read."""
     require_target("0.2.2", "tuft")
     require_built("tinker==0.38.0", (WORKDIR / "sdks" / "tinker-0.38.0" / "faultload-installed.json").exists(),
                   "faultload setup --sdk tinker==0.38.0")
-    report = _sdk_run(tmp_path, isolated_workdir, "--sdk", "tinker==0.38.0")
+    (tmp_path / "release").mkdir()
+    (tmp_path / "fixed").mkdir()
+    report = _sdk_run(tmp_path / "release", isolated_workdir, "--sdk", "tinker==0.38.0")
     verdicts = {v["name"]: v for v in report["invariants"]}
     assert report["completed"] == 0 and verdicts["accepted_requests"]["ok"] is False
     assert "extra_forbidden" in report["errors"]["http_4xx"]["example"]
+    report = _sdk_run(tmp_path / "fixed", isolated_workdir, "--sdk", "tinker==0.38.0", "--fix", "newest-sdk-samples")
+    assert report["completed"] == 16 and all(v["ok"] is not False for v in report["invariants"])
 
 
 def test_what_a_tuft_launch_lacks_is_refused_before_anything_starts(tmp_path: Path, isolated_workdir: Path):
     run = run_cli(["run", "--workdir", str(isolated_workdir), "--target", TARGET, "--regress", "retention"],
                   timeout_s=120.0, tmpdir=tmp_path)
-    assert run.returncode == 2 and "switches of skyrl targets" in run.error_line(), run.stderr[-2000:]
+    assert run.returncode == 2 and "has no regression switch 'retention'" in run.error_line(), run.stderr[-2000:]
     assert leftover_dirs(isolated_workdir) == []
 

@@ -67,6 +67,10 @@ FINDING_5_INVARIANTS = ("no_lost_results",)
 # so every sample through such an SDK fails once its result has arrived (the SDK's AssertionError: corrupt).
 FINDING_6_INVARIANTS = ("result_integrity",)
 NEWEST_SDK = "tinker==0.38.0"
+# Finding 7: TuFT 0.2.2 validates asample's body with tinker 0.25's closed SampleRequest, so the fields tinker >= 0.26
+# adds are a 422 for every sample (and its answer carries no sequence ids, which that SDK asserts).
+FINDING_7_INVARIANTS = ("accepted_requests",)
+TUFT_TARGET = "tuft==0.2.2"
 FIXES_OF_FINDINGS = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry")
 
 # ci draws no process fault (a restart costs a real server start-up): a bug only a restart shows is nightly's.
@@ -181,4 +185,14 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "router bodies decoded with json.loads instead of orjson: a cost per token",
               caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
     *MUTANT_ROWS,
+    MatrixRow("tuft", TUFT_TARGET, (), "clean",
+              "the second server family: TuFT's release through the fault space, judged by its own contract (a "
+              "120 s hold ending in a try-again, results kept until it stops); sampling only, no training drawn"),
+    MatrixRow("tuft-newest-sdk", TUFT_TARGET, (), "caught",
+              f"TuFT's release loaded through {NEWEST_SDK}: finding 7, every sample the SDK makes refused with a "
+              "422 (fields tinker 0.25's closed request model forbids)", caught_by=FINDING_7_INVARIANTS,
+              sdk=NEWEST_SDK),
+    MatrixRow("tuft-newest-sdk-fixed", TUFT_TARGET, (), "clean",
+              f"TuFT's release through {NEWEST_SDK} with finding 7's candidate fix: the newest SDK samples through "
+              "the fault space", fixes=("newest-sdk-samples",), sdk=NEWEST_SDK),
 )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from faultload.model.switches import REGRESSIONS, SKYRL_FIXES, TUFT_FIXES
+
 
 @dataclass(frozen=True)
 class ServerContract:
@@ -39,17 +41,18 @@ class FamilyTraits:
     """What a trial may ask of a family's launched server, beside its contract."""
 
     contract: ServerContract
-    switches: bool  # faultload's --regress/--fix switches exist for it (targets/skyrl_patches.py: SkyRL's)
+    regressions: tuple[str, ...]  # the --regress switches (model.switches) its launcher applies
+    fixes: tuple[str, ...]  # the --fix switches its launcher applies
     engines: tuple[str, ...]  # the engines (model.trial.ENGINES) its launcher can run under it
     knobs: tuple[str, ...]  # the ServerKnobs its launcher passes to the server
 
 
 # The families faultload can install and launch, by the name a target spec starts with (skyrl==X.Y.Z).
 TRAITS = {
-    "skyrl": FamilyTraits(SKYRL_CONTRACT, switches=True, engines=("sleeper", "null"),
+    "skyrl": FamilyTraits(SKYRL_CONTRACT, REGRESSIONS, SKYRL_FIXES, engines=("sleeper", "null"),
                           knobs=("forwarding_max_connections", "forwarding_timeout_s", "retrieved_ttl_s")),
     # A TuFT launch serves sampling only (no training capability, no torch): no engine to swap, no store TTL.
-    "tuft": FamilyTraits(TUFT_CONTRACT, switches=False, engines=("sleeper",),
+    "tuft": FamilyTraits(TUFT_CONTRACT, (), TUFT_FIXES, engines=("sleeper",),
                          knobs=("forwarding_max_connections", "forwarding_timeout_s")),
 }
 CONTRACTS = {name: traits.contract for name, traits in TRAITS.items()}

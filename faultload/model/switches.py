@@ -1,11 +1,12 @@
 """The regression and fix switches' names, on the harness's side of the process boundary.
 
 The switches themselves are code that runs inside the target's Python
-(``faultload/targets/skyrl_patches.py``, shipped beside the launcher and
-imported there as a top-level module); the harness only needs their names,
-to check a user's ``--regress``/``--fix`` early and to name them in log lines,
-so it imports this instead of code written for another interpreter.
-``tests/test_targets.py`` checks the two lists stay the same.
+(``faultload/targets/skyrl_patches.py`` and ``skyrl_mutants.py`` for SkyRL,
+``tuft_fixes.py`` for TuFT, shipped beside the launcher and imported there as
+top-level modules); the harness only needs their names, to check a user's
+``--regress``/``--fix`` early and to name them in log lines, so it imports this
+instead of code written for another interpreter. Which family has which is
+``model.family.TRAITS``. ``tests/test_targets.py`` checks the lists stay the same.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", 
                "never-resolve-on-failure", "early-408", "lost-wakeup", "id-reuse-after-restart", "500-for-unknown",
                "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
                "empty-200-on-failure", "double-forward", "session-per-request")
-FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
+SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
+TUFT_FIXES = ("newest-sdk-samples",)
+FIXES = SKYRL_FIXES + TUFT_FIXES
 
 
 def switches_text(regress: Iterable[str], fixes: Iterable[str]) -> str:

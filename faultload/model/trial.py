@@ -109,8 +109,6 @@ class TrialConfig:
             require_loopback(spec.url or "", self.allow_remote)
             if self.regress or self.fixes:
                 raise ValueError("--regress/--fix need a target faultload launches (skyrl==X.Y.Z or skyrl@PATH)")
-        elif (self.regress or self.fixes) and not TRAITS[spec.family].switches:
-            raise ValueError(f"--regress/--fix are switches of skyrl targets; {spec.text} has none")
         if not isinstance(self.direct_edge, bool):
             raise ValueError("direct_edge must be true or false")
         if self.direct_edge and any(f.link == "edge" for f in self.faults.faults):
@@ -126,6 +124,8 @@ class TrialConfig:
         problem = unknown_switch(self.regress, self.fixes)
         if problem:
             raise ValueError(problem)
+        if spec.kind != "url":
+            self._validate_switches(spec)
         for name, value in dataclasses.asdict(self.knobs).items():
             if value is not None and not 0 < value < math.inf:
                 raise ValueError(f"{name} must be > 0 and finite, got {value}")
@@ -136,6 +136,15 @@ class TrialConfig:
             raise ValueError("server_port must be in [0, 65535]")
         self._validate_engine(spec)
         return spec
+
+    def _validate_switches(self, spec: TargetSpec) -> None:
+        """Each switch is one the target's family has (model.family.TRAITS; an unknown name was refused before)."""
+        traits = TRAITS[spec.family]
+        for names, known, what in ((self.regress, traits.regressions, "regression"), (self.fixes, traits.fixes, "fix")):
+            for name in names:
+                if name not in known:
+                    raise ValueError(f"{spec.text} has no {what} switch {name!r} "
+                                     f"({what} switches it has: {', '.join(known) or 'none'})")
 
     def _validate_engine(self, spec: TargetSpec) -> None:
         if self.engine not in ENGINES:

@@ -160,8 +160,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--faultload-html: {problem}")
     if html:
         config.stash[_HTML] = Path(html)
-    # a bad build spec, SDK release or cluster address is a usage error now, not at collection
-    if any(config.getoption(name, None) for name in ("faultload_baseline", "faultload_ray", "faultload_sdk")):
+    # a bad target, switch, build spec, SDK release or cluster address is a usage error now, not at collection
+    if any(config.getoption(name, None) for name in ("faultload_target", "faultload_regress", "faultload_fix",
+                                                     "faultload_baseline", "faultload_ray", "faultload_sdk")):
         session(config)
 
 

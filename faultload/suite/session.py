@@ -48,6 +48,7 @@ from faultload.compare.judge import CompareSettings, load_compare_settings
 from faultload.host.settings import find_config
 from faultload.model.build import Build, parse_build
 from faultload.model.target import DEFAULT_TARGET
+from faultload.model.trial import TrialConfig
 from faultload.targets.install import InstallError, ensure_sdk_release
 from faultload.host.processes import Interrupts
 from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
@@ -85,6 +86,10 @@ class SuiteOptions:
         self.target: str = get("faultload_target") or DEFAULT_TARGET
         self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
         self.fixes: tuple[str, ...] = tuple(get("faultload_fix") or ())
+        try:  # a target, or a switch its family lacks, is a usage error before any trial
+            TrialConfig(target=self.target, regress=self.regress, fixes=self.fixes).validate()
+        except ValueError as exc:
+            raise pytest.UsageError(f"--faultload-target/--faultload-regress/--faultload-fix: {exc}") from None
         self.sdk: str = get("faultload_sdk") or ""  # the SDK release of the session's sdk-client trials
         self.workdir: str | None = get("faultload_workdir")
         self.home: str | None = environ.get("FAULTLOAD_HOME")

@@ -1,20 +1,30 @@
 """Launch a TuFT Tinker API server for a trial, inside the target's own venv.
 
 This file runs under the *target's* Python, not faultload's: it imports only the standard library and what
-the TuFT release imports. Given a JSON launch spec (path in argv[1]) it puts two stand-ins in ``sys.modules``
-for the only modules on TuFT's server import path that load torch (``tuft.backends.fsdp_training_backend``
-and ``tuft.loss_fn``: training code, never run by a sampling trial), so the venv needs no torch, vllm or ray;
-then ``tuft_patches.py`` (beside it) points sampling at faultload's router, timestamps the logs and scales the
-timers, and the release's own ``tuft launch`` command serves (its Typer CLI, its config loading, its
-``uvicorn.run``), so what is under test is the release's own start-up code.
+the TuFT release imports. Given a JSON launch spec (path in argv[1]), in this order:
+
+1. two stand-ins go into ``sys.modules`` for the only modules on TuFT's server import path that load torch
+   (``tuft.backends.fsdp_training_backend`` and ``tuft.loss_fn``: training code, never run by a sampling
+   trial), so the venv needs no torch, vllm or ray;
+2. the candidate fixes asked for that widen tinker's request or answer models do so (``tuft_fixes.py``),
+   before ``tuft.server`` builds its routes from them;
+3. ``tuft_patches.py`` (beside it) points sampling at faultload's router, timestamps the logs, scales the
+   timers and applies the rest of the fixes;
+4. the release's own ``tuft launch`` command serves (under cProfile when the spec names a ``profile_path``) (its Typer CLI, its config loading, its ``uvicorn.run``),
+   so what is under test is the release's own start-up code.
 """
 
 from __future__ import annotations
 
+import cProfile
 import json
 import sys
 import types
 import typing
+
+import tinker.types
+
+import tuft_fixes  # beside this file: the script's folder is sys.path[0]
 
 # TuFT's loss-function names (tuft/loss_fn/__init__.py's LOSS_FN keys): tuft.compat reads only the keys.
 LOSS_FN_NAMES = ("cispo", "cross_entropy", "dro", "importance_sampling", "ppo", "trinity_ppo")
@@ -35,18 +45,31 @@ def install_stand_ins() -> None:
     _stand_in("tuft.loss_fn", LOSS_FN={name: None for name in LOSS_FN_NAMES}, get_loss_fn=_unavailable)
 
 
-install_stand_ins()  # before tuft_patches imports tuft
-import tuft_patches  # noqa: E402  (beside this file: the script's folder is sys.path[0])
+def widen_models(fixes: list[str]) -> None:
+    for name in fixes:
+        tuft_fixes.BEFORE_IMPORT[name](tinker.types)
 
 
-def main() -> None:
-    with open(sys.argv[1], encoding="utf-8") as fh:
-        spec = json.load(fh)
-    applied = tuft_patches.apply(spec)
+def serve(spec: dict, patches: types.ModuleType) -> None:
+    applied = patches.apply(spec)
     print(f"faultload-launch: patches {json.dumps(applied)}", file=sys.stderr, flush=True)
-    print(f"faultload-launch: version {tuft_patches.version()}", file=sys.stderr, flush=True)
-    tuft_patches.serve(spec["argv"])
+    print(f"faultload-launch: version {patches.version()}", file=sys.stderr, flush=True)
+    profiler = cProfile.Profile() if spec.get("profile_path") else None
+    if profiler is not None:
+        profiler.enable()
+    try:
+        patches.serve(spec["argv"])
+    finally:
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(spec["profile_path"])
 
 
 if __name__ == "__main__":
-    main()
+    with open(sys.argv[1], encoding="utf-8") as fh:
+        SPEC = json.load(fh)
+    install_stand_ins()
+    widen_models(SPEC.get("fixes", []))
+    import tuft_patches  # imports tuft: after the stand-ins and the widened models
+
+    serve(SPEC, tuft_patches)

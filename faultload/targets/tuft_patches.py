@@ -9,7 +9,9 @@ Runs under the target's Python, imported by ``tuft_launch.py`` once its torch st
   TuFT's ``logging.basicConfig`` and uvicorn's formats have none, and a line the checker cannot place in the
   trial cannot be told apart from a fault's;
 - timers, times the trial's scale: ``FutureStore.retrieve``'s poll hold (120 s) and ``SequenceExecutor``'s
-  ordering timeout (900 s).
+  ordering timeout (900 s);
+- the candidate fixes the spec names (``tuft_fixes.FIXES``; their model changes were made before TuFT was
+  imported, by ``tuft_launch.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import uvicorn.config
 from tuft.backends.base_backend import BaseSamplingBackend
 from tuft.cli import main as tuft_main
 
+import tuft_fixes
 import tuft_forwarding
 
 LAUNCH_ERROR_EXIT = 3
@@ -45,7 +48,8 @@ def apply(spec: dict) -> list[str]:
     tuft_forwarding.install(BaseSamplingBackend, spec["router_url"], float(spec["forward_timeout_s"]),
                             spec.get("forward_max_connections"))
     _timestamp_logs()
-    return ["sampling -> router", "timestamped logs", *_scale_timers(float(spec.get("time_scale", 1.0)))]
+    applied = ["sampling -> router", "timestamped logs", *_scale_timers(float(spec.get("time_scale", 1.0)))]
+    return applied + [tuft_fixes.FIXES[name](futures.FutureStore) for name in spec.get("fixes", [])]
 
 
 def _timestamp_logs() -> None:

@@ -5,7 +5,7 @@ dependencies (torch, vllm, ray, transformers, peft) are its training and in-proc
 trial does not run (``tuft_launch.py`` stands in for the two modules that import torch). Launched through
 ``tuft_launch.py``, inside the target's Python: its samples go to faultload's router (``tuft_forwarding.py``,
 where TuFT would run vLLM) and its timers are scaled; the release's own ``tuft launch`` serves. It has no
-regression or fix switches and no training. Its futures contract is ``model.family.TUFT_CONTRACT``.
+regression switches and no training; its candidate fixes are ``tuft_fixes.py``. Its futures contract is ``model.family.TUFT_CONTRACT``.
 """
 
 from __future__ import annotations
@@ -63,10 +63,13 @@ class TuftFamily:
 
 
 def launch_tuft(spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str,
-                time_scale: float = 1.0, knobs: dict[str, Any] | None = None, env: dict[str, str] | None = None,
-                while_starting: Callable[[], None] | None = None, **_skyrl_only: Any) -> ServerHandle:
-    """Start ``tuft launch`` serving BASE_MODEL for sampling, authorizing the key faultload's clients send, and
-    wait for /healthz. Switches, engines and SkyRL's store knobs were refused by ``TrialConfig.validate``."""
+                time_scale: float = 1.0, fixes: tuple[str, ...] = (), knobs: dict[str, Any] | None = None,
+                profile_path: Path | None = None, env: dict[str, str] | None = None,
+                while_starting: Callable[[], None] | None = None, **validated: Any) -> ServerHandle:
+    """Start ``tuft launch`` serving BASE_MODEL for sampling, authorizing the key faultload's clients send, with
+    the candidate ``fixes`` (``tuft_fixes.py``), under cProfile into ``profile_path`` when given, and wait for
+    /healthz. ``validated``: the stack's other options (regress, engine, null_backend), whose values TuFT lacks
+    ``TrialConfig.validate`` refused."""
     require_free_port(port)
     config_path = run_dir / "tuft_config.json"  # JSON is YAML: TuFT reads it with OmegaConf
     config_path.write_text(json.dumps({
@@ -77,7 +80,8 @@ def launch_tuft(spec: TargetSpec, python: Path, run_dir: Path, port: int, router
     }, indent=1))
     knobs = knobs or {}
     launch_spec = {
-        "router_url": router_url, "time_scale": time_scale,
+        "router_url": router_url, "time_scale": time_scale, "fixes": list(fixes),
+        "profile_path": str(profile_path) if profile_path else None,
         "forward_timeout_s": knobs.get("forwarding_timeout_s") or FORWARD_TIMEOUT_S,
         "forward_max_connections": knobs.get("forwarding_max_connections"),
         "argv": ["launch", "--host", "127.0.0.1", "--port", str(port), "--config", str(config_path)],

@@ -1,0 +1,52 @@
+"""Candidate fixes of what faultload found in TuFT, applied inside the target's Python (``--fix NAME``).
+
+Imported by ``tuft_launch.py`` before TuFT is (a fix that widens a request or answer model must be in place
+when ``tuft.server`` builds its routes from ``tinker.types``), and applied in two steps: ``BEFORE_IMPORT[name]``
+takes ``tinker.types``; ``FIXES[name]`` takes ``tuft.futures.FutureStore`` once TuFT is imported and says what
+it changed. Only pydantic is imported here, so faultload's reference page can read the docstrings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, List, Optional
+
+from pydantic import ConfigDict
+
+
+def _newer_sdk_models(types: Any) -> None:
+    """asample's request model ignores fields it does not know, and its answer model carries sequence ids."""
+
+    class SampleRequest(types.SampleRequest):
+        model_config = ConfigDict(frozen=True, extra="ignore")
+
+    class UntypedAPIFuture(types.UntypedAPIFuture):
+        sample_sequence_ids: Optional[List[str]] = None
+
+    types.SampleRequest, types.UntypedAPIFuture = SampleRequest, UntypedAPIFuture
+
+
+def newest_sdk_samples(future_store: type) -> str:
+    """Finding 7's candidate fix: asample takes the newest SDK's requests and answers what it asserts.
+
+    tinker >= 0.26 sends asample fields tinker 0.25's closed ``SampleRequest`` forbids (a 422 before anything is
+    queued), then asserts that the answer carries one sequence id per sample. The fix validates asample's body
+    with the fields TuFT knows, ignoring the rest, and answers ``sample_sequence_ids`` ``<request_id>:<i>`` for
+    each of ``num_samples``: what SkyRL's ``sample-sequence-ids`` does for finding 6.
+    """
+    enqueue = future_store.enqueue
+
+    async def enqueue_with_sequence_ids(self, operation, user_id, **kwargs):
+        future = await enqueue(self, operation, user_id, **kwargs)
+        if kwargs.get("operation_type") != "sample":
+            return future
+        request = (kwargs.get("operation_args") or {}).get("request")
+        samples = getattr(request, "num_samples", 1) or 1
+        ids = [f"{future.request_id}:{i}" for i in range(samples)]
+        return type(future)(request_id=future.request_id, model_id=future.model_id, sample_sequence_ids=ids)
+
+    future_store.enqueue = enqueue_with_sequence_ids
+    return "newest-sdk-samples: asample ignores unknown request fields and answers sample_sequence_ids"
+
+
+BEFORE_IMPORT: dict[str, Callable[[Any], None]] = {"newest-sdk-samples": _newer_sdk_models}
+FIXES: dict[str, Callable[[type], str]] = {"newest-sdk-samples": newest_sdk_samples}
