@@ -8,6 +8,7 @@ nothing asserts a duration.
 from __future__ import annotations
 
 import json
+import pstats
 import re
 import signal
 import subprocess
@@ -27,7 +28,7 @@ from faultload.model.trial import TrialConfig
 from faultload.run.trial import run_trial
 from faultload.host.workspace import Workspace
 
-from conftest import ROOT, cli_env, default_signals, leftover_dirs, python_exe, require_target, tagged_processes, wait_until
+from conftest import ROOT, cli_env, default_signals, leftover_dirs, python_exe, require_target, run_cli, tagged_processes, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -196,3 +197,16 @@ def test_interrupt_during_server_start_stops_everything(isolated_workdir: Path, 
     assert left, [p.cmdline() for p in tagged_processes(tag)]
     assert leftover_dirs(isolated_workdir) == []
     assert not [p.name for p in tmpdir.iterdir() if p.name.startswith("faultload-router-")]
+
+
+@pytest.mark.parametrize("family, version", [("skyrl", "0.4.0"), ("tuft", "0.2.2")])
+def test_profile_server_writes_the_servers_profile_when_it_stops(tmp_path: Path, isolated_workdir: Path,
+                                                                 family: str, version: str):
+    """uvicorn re-raises the SIGTERM that stops the server; the profile is written all the same."""
+    require_target(version, family)
+    profile = tmp_path / "server.prof"
+    run = run_cli(["run", "--workdir", str(isolated_workdir), "--target", f"{family}=={version}", "--requests", "16",
+                   "--profile-server", str(profile)], timeout_s=240.0, tmpdir=tmp_path)
+    assert run.returncode == 0, run.stderr[-2000:]
+    stats = pstats.Stats(str(profile))
+    assert any("uvicorn" in filename for filename, _, _ in stats.stats), "the server's own code is in the profile"

@@ -24,7 +24,6 @@ JSON launch spec (path in argv[1]) and then:
 from __future__ import annotations
 
 import ast
-import cProfile
 import json
 import os
 import sys
@@ -33,10 +32,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 import typing_extensions
 
-if __package__:
-    from . import skyrl_dbpool  # the harness's tests import this module as faultload.targets.skyrl_launch
-else:
-    import skyrl_dbpool  # inside the target: beside this file, on sys.path (the script's own folder)
+if __package__:  # the harness's tests import this module as faultload.targets.skyrl_launch
+    from . import launch_profile, skyrl_dbpool
+else:  # inside the target: beside this file, on sys.path (the script's own folder)
+    import launch_profile
+    import skyrl_dbpool
 
 # sqlmodel and skyrl are imported in the functions below, after _alias_typed_dict
 # has run: at the top they would load pydantic before the alias (step 1).
@@ -155,15 +155,8 @@ def main() -> None:
     code = _main_block(api)
     sys.argv = [api.__file__, *spec["argv"], *_engine_flags(api, spec.get("engine_options", {}))]
     print(f"faultload-launch: version {_version()}", file=sys.stderr, flush=True)
-    profiler = cProfile.Profile() if spec.get("profile_path") else None
-    if profiler is not None:
-        profiler.enable()
-    try:
+    with launch_profile.profiled(spec.get("profile_path")):
         exec(code, namespace)
-    finally:
-        if profiler is not None:
-            profiler.disable()
-            profiler.dump_stats(spec["profile_path"])
 
 
 if __name__ == "__main__":

@@ -10,13 +10,13 @@ the TuFT release imports. Given a JSON launch spec (path in argv[1]), in this or
    before ``tuft.server`` builds its routes from them;
 3. ``tuft_patches.py`` (beside it) points sampling at faultload's router, timestamps the logs, scales the
    timers and applies the rest of the fixes;
-4. the release's own ``tuft launch`` command serves (under cProfile when the spec names a ``profile_path``) (its Typer CLI, its config loading, its ``uvicorn.run``),
-   so what is under test is the release's own start-up code.
+4. the release's own ``tuft launch`` command serves (its Typer CLI, its config loading, its ``uvicorn.run``),
+   so what is under test is the release's own start-up code; under cProfile when the spec names a
+   ``profile_path`` (``launch_profile.py``).
 """
 
 from __future__ import annotations
 
-import cProfile
 import json
 import sys
 import types
@@ -24,7 +24,8 @@ import typing
 
 import tinker.types
 
-import tuft_fixes  # beside this file: the script's folder is sys.path[0]
+import launch_profile  # beside this file: the script's folder is sys.path[0]
+import tuft_fixes
 
 # TuFT's loss-function names (tuft/loss_fn/__init__.py's LOSS_FN keys): tuft.compat reads only the keys.
 LOSS_FN_NAMES = ("cispo", "cross_entropy", "dro", "importance_sampling", "ppo", "trinity_ppo")
@@ -54,15 +55,8 @@ def serve(spec: dict, patches: types.ModuleType) -> None:
     applied = patches.apply(spec)
     print(f"faultload-launch: patches {json.dumps(applied)}", file=sys.stderr, flush=True)
     print(f"faultload-launch: version {patches.version()}", file=sys.stderr, flush=True)
-    profiler = cProfile.Profile() if spec.get("profile_path") else None
-    if profiler is not None:
-        profiler.enable()
-    try:
+    with launch_profile.profiled(spec.get("profile_path")):
         patches.serve(spec["argv"])
-    finally:
-        if profiler is not None:
-            profiler.disable()
-            profiler.dump_stats(spec["profile_path"])
 
 
 if __name__ == "__main__":
