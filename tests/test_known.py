@@ -7,7 +7,7 @@ import pytest
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.faults import FaultSchedule
 from faultload.suite.profiles import get_profile
-from faultload.suite.families import LOST, Family, known_configs
+from faultload.suite.families import FAMILIES, LOST, TRAINING, Family, known_configs
 from faultload.strategies import known
 from faultload.strategies.known import KNOWN_FAULTS, KNOWN_SHAPES, known_trial_config
 from faultload.model.sdk import (
@@ -161,3 +161,27 @@ def test_every_family_is_listed_and_has_its_property() -> None:
     source = (Path(families.__file__).parent / "test_properties.py").read_text()
     drawn = re.findall(r"^@_property\((\w+)", source, flags=re.M)
     assert sorted(drawn) == sorted(listed)
+
+
+@pytest.mark.parametrize("family", [f for f in FAMILIES if f is not TRAINING], ids=lambda f: f.name)
+def test_a_sampling_only_target_draws_trials_it_can_run_on_every_profile(family: Family):
+    """TuFT's launch serves no training and runs no null engine: on nightly (which trains) its families draw
+    no trainers, so each drawn and known trial validates (the training property itself is skipped)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from faultload.strategies import trial_configs
+    from faultload.suite.families import family_limits
+
+    profile = get_profile("nightly")
+    limits = family_limits(profile, family, "tuft==0.2.2")
+    assert limits.max_trainers == 0 and family_limits(profile, family, "skyrl==0.4.0").max_trainers > 0
+
+    @settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(trial_configs("tuft==0.2.2", profile.time_scale, (), limits))
+    def each(config):
+        config.validate()
+        assert config.engine == "sleeper" and not config.shape.training.enabled
+
+    each()
+    for config in known_configs(profile, family, "tuft==0.2.2", ()):
+        config.validate()

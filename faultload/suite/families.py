@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from faultload.checker.compose import CHECKERS
+from faultload.model.target import parse_target, serves_training
 from faultload.strategies.known import known_trial_config
 from faultload.suite import comparative
 from faultload.suite.profiles import Profile
@@ -51,12 +52,15 @@ def family_limits(profile: Profile, family: Family, target: str | None = None):
     """The profile's limits with the family's restrictions (no storms, shorter result waits).
 
     A ``url=`` target is a server someone else started, with its own backend:
-    only the edge (client to server) is ours to break, so only edge faults are drawn.
+    only the edge (client to server) is ours to break, so only edge faults are drawn. A target whose family
+    serves sampling only (TuFT) draws no trainers.
     """
     limits = profile.limits
     changes = dict(family.limits)
     if target is not None and target.startswith("url="):
         changes["fault_links"] = tuple(link for link in limits.fault_links if link == "edge")
+    if target is not None and not serves_training(parse_target(target)):
+        changes.update(min_trainers=0, max_trainers=0)
     if "max_result_wait_s" in changes:
         changes["max_result_wait_s"] = min(limits.max_result_wait_s, changes["max_result_wait_s"])
     return limits.replace(**changes) if changes else limits
