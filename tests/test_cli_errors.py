@@ -224,7 +224,7 @@ def test_a_finding_repro_is_replayed_by_name_and_a_missing_file_names_them(tmp_p
     assert_usage_error(result, "unknown fix 'nonsense'")
     result = run_cli(["replay", "no_such_repro", "--workdir", str(isolated_workdir)], timeout_s=60.0, tmpdir=tmp_path)
     assert_usage_error(result, "no_such_repro: no such file (nor a property with a repro in the workspace, "
-                               "nor a finding repro faultload ships: half_open_delivery-0.4.0)")
+                               "nor a finding repro faultload ships: half_open_delivery-0.4.0, restart_sessions-tuft-0.2.2)")
 
 
 def test_a_property_name_replays_its_newest_repro_in_the_workspace(tmp_path: Path):

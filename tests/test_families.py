@@ -66,7 +66,7 @@ def test_tufts_adapter_installs_the_release_without_its_training_stacks():
 
 @pytest.mark.parametrize("changes, message", [
     ({"regress": ("retention",)}, "tuft==0.2.2 has no regression switch 'retention' \\(regression switches it has: none\\)"),
-    ({"fixes": ("plain-tracebacks",)}, "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples\\)"),
+    ({"fixes": ("plain-tracebacks",)}, "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence\\)"),
     ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
     ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),
 ])
@@ -106,7 +106,7 @@ def test_tufts_candidate_fix_takes_the_newest_sdks_asample_and_answers_a_sequenc
         async def enqueue(self, operation, user_id, **kwargs):
             return types.UntypedAPIFuture(request_id="r1", model_id=None)
 
-    assert tuft_fixes.FIXES["newest-sdk-samples"](Store).startswith("newest-sdk-samples:")
+    assert tuft_fixes.FIXES["newest-sdk-samples"]({"future_store": Store}).startswith("newest-sdk-samples:")
     sample = asyncio.run(Store().enqueue(None, "u", operation_type="sample", operation_args={"request": request}))
     assert sample.sample_sequence_ids == ["r1:0", "r1:1"]
     assert sample.model_dump()["sample_sequence_ids"] == ["r1:0", "r1:1"]  # what FastAPI's response model sends

@@ -241,7 +241,7 @@ def test_the_plugin_imports_no_machinery() -> None:
 
 @pytest.mark.parametrize("options, says", [
     (("--faultload-target", "tuft==0.2.2", "--faultload-fix", "plain-tracebacks"),
-     "tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: newest-sdk-samples)"),
+     "tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: newest-sdk-samples, file-persistence)"),
     (("--faultload-target", "nope"), "target 'nope': expected skyrl==X.Y.Z"),
 ])
 def test_a_target_or_a_switch_its_family_lacks_is_a_usage_error_before_collection(pytester, monkeypatch, options,

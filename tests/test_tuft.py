@@ -101,3 +101,17 @@ def test_what_a_tuft_launch_lacks_is_refused_before_anything_starts(tmp_path: Pa
     assert run.returncode == 2 and "has no regression switch 'retention'" in run.error_line(), run.stderr[-2000:]
     assert leftover_dirs(isolated_workdir) == []
 
+
+
+def test_finding_8_a_restart_forgets_the_session_its_next_sample_is_accepted_then_lost(tmp_path: Path,
+                                                                                        isolated_workdir: Path):
+    """The shipped repro (a restart, then a request on the same session) reproduces; TuFT's own FILE persistence,
+    the candidate fix, keeps the session across the restart."""
+    require_target("0.2.2", "tuft")
+    release = run_cli(["replay", "--workdir", str(isolated_workdir), "restart_sessions-tuft-0.2.2"],
+                      timeout_s=300.0, tmpdir=tmp_path)
+    assert release.returncode == 1 and "reproduced: failing now: no_lost_results" in release.stdout, \
+        release.stdout[-2000:] + release.stderr[-2000:]
+    fixed = run_cli(["replay", "--workdir", str(isolated_workdir), "restart_sessions-tuft-0.2.2",
+                     "--fix", "file-persistence"], timeout_s=300.0, tmpdir=tmp_path)
+    assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]

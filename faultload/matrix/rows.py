@@ -71,6 +71,12 @@ NEWEST_SDK = "tinker==0.38.0"
 # adds are a 422 for every sample (and its answer carries no sequence ids, which that SDK asserts).
 FINDING_7_INVARIANTS = ("accepted_requests",)
 TUFT_TARGET = "tuft==0.2.2"
+# Finding 8: with persistence off (TuFT's default) a restart forgets every session, and a sample submitted on a
+# forgotten one is accepted (202), then failed: a 404, and an error line. The nightly profile's restart known trial
+# makes it first; ci draws no restart.
+FINDING_8_INVARIANTS = ("no_lost_results", "clean_server_log")
+_FINDING_8_ON_NIGHTLY = (("nightly", Expectation(
+    "caught", FINDING_8_INVARIANTS, "nightly's restart known trial meets finding 8 (a restart forgets every session)")),)
 FIXES_OF_FINDINGS = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry")
 
 # ci draws no process fault (a restart costs a real server start-up): a bug only a restart shows is nightly's.
@@ -185,14 +191,18 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "router bodies decoded with json.loads instead of orjson: a cost per token",
               caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
     *MUTANT_ROWS,
-    MatrixRow("tuft", TUFT_TARGET, (), "clean",
+    MatrixRow("tuft", TUFT_TARGET, (), "caught",
               "the second server family: TuFT's release through the fault space, judged by its own contract (a "
-              "120 s hold ending in a try-again, results kept until it stops); sampling only, no training drawn"),
+              "120 s hold ending in a try-again, results kept until it stops); sampling only, no training drawn; "
+              "finding 8: a restart forgets every session, and samples on one are accepted, then lost",
+              caught_by=FINDING_8_INVARIANTS, on=_NO_RESTART_ON_CI),
     MatrixRow("tuft-newest-sdk", TUFT_TARGET, (), "caught",
               f"TuFT's release loaded through {NEWEST_SDK}: finding 7, every sample the SDK makes refused with a "
               "422 (fields tinker 0.25's closed request model forbids)", caught_by=FINDING_7_INVARIANTS,
-              sdk=NEWEST_SDK),
+              sdk=NEWEST_SDK, on=(("nightly", Expectation(
+                  "caught", FINDING_7_INVARIANTS + FINDING_8_INVARIANTS,
+                  "finding 7, or finding 8 first: nightly's restart known trial runs before any drawn trial")),)),
     MatrixRow("tuft-newest-sdk-fixed", TUFT_TARGET, (), "clean",
               f"TuFT's release through {NEWEST_SDK} with finding 7's candidate fix: the newest SDK samples through "
-              "the fault space", fixes=("newest-sdk-samples",), sdk=NEWEST_SDK),
+              "the fault space", fixes=("newest-sdk-samples",), sdk=NEWEST_SDK, on=_FINDING_8_ON_NIGHTLY),
 )

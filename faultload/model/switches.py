@@ -19,7 +19,7 @@ REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", 
                "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
                "empty-200-on-failure", "double-forward", "session-per-request")
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
-TUFT_FIXES = ("newest-sdk-samples",)
+TUFT_FIXES = ("newest-sdk-samples", "file-persistence")
 FIXES = SKYRL_FIXES + TUFT_FIXES
 
 

@@ -2,8 +2,9 @@
 
 Imported by ``tuft_launch.py`` before TuFT is (a fix that widens a request or answer model must be in place
 when ``tuft.server`` builds its routes from ``tinker.types``), and applied in two steps: ``BEFORE_IMPORT[name]``
-takes ``tinker.types``; ``FIXES[name]`` takes ``tuft.futures.FutureStore`` once TuFT is imported and says what
-it changed. Only pydantic is imported here, so faultload's reference page can read the docstrings.
+takes ``tinker.types``; ``FIXES[name]`` takes TuFT's modules once it is imported (``future_store``:
+``tuft.futures.FutureStore``, ``cli``: ``tuft.cli``, ``persistence``: ``tuft.persistence``) and says what it
+changed. Only pydantic is imported here, so faultload's reference page can read the docstrings.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _newer_sdk_models(types: Any) -> None:
     types.SampleRequest, types.UntypedAPIFuture = SampleRequest, UntypedAPIFuture
 
 
-def newest_sdk_samples(future_store: type) -> str:
+def newest_sdk_samples(modules: dict[str, Any]) -> str:
     """Finding 7's candidate fix: asample takes the newest SDK's requests and answers what it asserts.
 
     tinker >= 0.26 sends asample fields tinker 0.25's closed ``SampleRequest`` forbids (a 422 before anything is
@@ -33,6 +34,7 @@ def newest_sdk_samples(future_store: type) -> str:
     with the fields TuFT knows, ignoring the rest, and answers ``sample_sequence_ids`` ``<request_id>:<i>`` for
     each of ``num_samples``: what SkyRL's ``sample-sequence-ids`` does for finding 6.
     """
+    future_store = modules["future_store"]
     enqueue = future_store.enqueue
 
     async def enqueue_with_sequence_ids(self, operation, user_id, **kwargs):
@@ -48,5 +50,27 @@ def newest_sdk_samples(future_store: type) -> str:
     return "newest-sdk-samples: asample ignores unknown request fields and answers sample_sequence_ids"
 
 
+def file_persistence(modules: dict[str, Any]) -> str:
+    """Finding 8's candidate fix: TuFT keeps its sessions and futures in its own FILE store, so a restart restores them.
+
+    With persistence off (TuFT's default) a restart forgets every session and future, and a sample submitted on
+    a forgotten session is still accepted, then answered 404. The fix turns on the persistence TuFT ships
+    (``persistence.mode: FILE``, a JSON file beside the run's checkpoints; a production server would use its
+    REDIS mode, the same code path), as the release's own config would.
+    """
+    cli, persistence = modules["cli"], modules["persistence"]
+    build = cli._build_config
+
+    def build_persisted(config_path, checkpoint_dir):
+        config = build(config_path, checkpoint_dir)
+        config.persistence = persistence.PersistenceConfig(
+            mode=persistence.PersistenceMode.FILE, file_path=config.checkpoint_dir.parent / "tuft-state.json")
+        return config
+
+    cli._build_config = build_persisted
+    return "file-persistence: sessions and futures kept in TuFT's FILE store across a restart"
+
+
 BEFORE_IMPORT: dict[str, Callable[[Any], None]] = {"newest-sdk-samples": _newer_sdk_models}
-FIXES: dict[str, Callable[[type], str]] = {"newest-sdk-samples": newest_sdk_samples}
+FIXES: dict[str, Callable[[dict[str, Any]], str]] = {"newest-sdk-samples": newest_sdk_samples,
+                                                     "file-persistence": file_persistence}

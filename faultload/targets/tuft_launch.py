@@ -48,7 +48,8 @@ def install_stand_ins() -> None:
 
 def widen_models(fixes: list[str]) -> None:
     for name in fixes:
-        tuft_fixes.BEFORE_IMPORT[name](tinker.types)
+        if name in tuft_fixes.BEFORE_IMPORT:
+            tuft_fixes.BEFORE_IMPORT[name](tinker.types)
 
 
 def serve(spec: dict, patches: types.ModuleType) -> None:

@@ -22,7 +22,9 @@ import sys
 import typing
 from importlib.metadata import PackageNotFoundError, version as package_version
 
+import tuft.cli
 import tuft.futures as futures
+import tuft.persistence
 import tuft.sequence_executor as sequence_executor
 import uvicorn.config
 from tuft.backends.base_backend import BaseSamplingBackend
@@ -49,7 +51,8 @@ def apply(spec: dict) -> list[str]:
                             spec.get("forward_max_connections"))
     _timestamp_logs()
     applied = ["sampling -> router", "timestamped logs", *_scale_timers(float(spec.get("time_scale", 1.0)))]
-    return applied + [tuft_fixes.FIXES[name](futures.FutureStore) for name in spec.get("fixes", [])]
+    modules = {"future_store": futures.FutureStore, "cli": tuft.cli, "persistence": tuft.persistence}
+    return applied + [tuft_fixes.FIXES[name](modules) for name in spec.get("fixes", [])]
 
 
 def _timestamp_logs() -> None:
