@@ -64,8 +64,8 @@ _TRY_AGAIN_MAX_BYTES = 4096
 def is_try_again(content_type: str, payload: bytes) -> bool:
     """A 200 poll answer that is the SDK's ``TryAgainResponse`` (JSON ``{"type": "try_again", ...}``), which
     the SDK polls again at once (``_APIFuture._handle_outcome``)."""
-    if "json" not in content_type or len(payload) > _TRY_AGAIN_MAX_BYTES:
-        return False
+    if "json" not in content_type or len(payload) > _TRY_AGAIN_MAX_BYTES or b"try_again" not in payload:
+        return False  # a result (proto, large, or without the word) is not parsed twice
     try:
         body = json.loads(payload)
     except ValueError:

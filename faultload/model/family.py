@@ -20,7 +20,6 @@ class ServerContract:
     retrieved_ttl_s: float | None  # a delivered result is kept this long (None: until the server stops)
     completed_ttl_s: float | None  # a completed, never-retrieved result is kept this long
     session_timeout_s: float | None  # a session not heartbeated this long is expired
-    unknown_id_status: int = 404  # what a poll for an id the server never gave, or forgot, is answered
 
 
 # SkyRL's skyrl.tinker.api: RETRIEVE_FUTURE_TIMEOUT_SECONDS, the in-memory store's TTLs (the retrieved one was

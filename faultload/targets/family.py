@@ -4,7 +4,7 @@ A family's adapter says what to install into a target's venv (its own package, r
 what its sampling path imports; whether it shares the suite's torch) and launches a server of it with its
 engine stubbed, faultload's router as its inference backend, the regression and fix switches applied and its
 timers scaled, answering on ``/api/v1/healthz``. Its futures contract (poll hold, what a hold's end answers,
-TTLs, session expiry, the unknown-id status) is ``faultload.model.family``'s, where the checker reads it.
+TTLs, session expiry) is ``faultload.model.family``'s, where the checker reads it.
 SkyRL (``targets/families/skyrl.py``) is the first, TuFT (``targets/families/tuft.py``) the second; a family is a
 new module added to :data:`FAMILIES`.
 """
