@@ -21,7 +21,7 @@ import sys
 
 from _figures import cpu_per_request  # bench/, beside this script
 from faultload.store import report as report_mod
-from faultload.cli.commands import config_from_args
+from faultload.cli.from_args import config_from_args
 from faultload.cli.parser import build_parser as _parser
 from faultload.run.trial import run_trial
 from faultload.host.workspace import Workspace

@@ -27,7 +27,7 @@ import hypothesis.strategies
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from faultload.checker.budgets import load_budgets  # noqa: E402
-from faultload.cli.commands import config_from_args  # noqa: E402
+from faultload.cli.from_args import config_from_args  # noqa: E402
 from faultload.cli.parser import build_parser  # noqa: E402
 from faultload.suite.profiles import PROFILES  # noqa: E402
 from faultload.suite.runner import SuiteRunner  # noqa: E402
