@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from conftest import TARGETS, require_target, wait_until
+from faultload.client.sdk import close_service
 from faultload.model.target import parse_target
 from faultload.host.network import pick_free_port
 from faultload.targets import install
@@ -58,6 +59,7 @@ def _post(url: str, body: dict) -> tuple[int, object]:
 def test_the_sdk_trains_through_the_real_engine_on_0_4_0(tmp_path: Path):
     tinker = pytest.importorskip("tinker")
     handle = _launch(tmp_path, "0.4.0", engine="null")
+    service = None
     try:
         assert _engine(handle).is_running()
         service = tinker.ServiceClient(base_url=handle.url, api_key="tml-faultload")
@@ -72,6 +74,8 @@ def test_the_sdk_trains_through_the_real_engine_on_0_4_0(tmp_path: Path):
         step = trainer.optim_step(tinker.types.AdamParams(learning_rate=3e-4)).result(timeout=60)
         assert step.metrics == {"skyrl.ai/learning_rate": pytest.approx(3e-4)}
     finally:
+        if service is not None:
+            close_service(service)
         handle.stop()
     log = (tmp_path / "server.log").read_text()
     assert "faultload-engine: null backend" in log

@@ -256,14 +256,22 @@ class SdkClient:
         if self.wire.unmapped:  # never expected: say so rather than drop them silently
             self.examples.setdefault("other", f"{self.wire.unmapped} SDK sample/poll attempts matched no request")
         if self.service is not None:
-            # The holder as built, if it was: ServiceClient.holder builds it lazily, so asking
-            # for it after a failed set-up would run the whole set-up (and its 300 s retries) again.
-            holder = getattr(self.service, "_session_holder", None)
-            with contextlib.suppress(Exception):
-                if holder is not None:
-                    holder.close()
+            close_service(self.service)
             self.service = None
         self._installed.__exit__(None, None, None)
+
+
+def close_service(service: Any) -> None:
+    """Stop a ``tinker.ServiceClient``'s session heartbeat and telemetry: left open, its heartbeat thread keeps
+    calling a server long gone (and logging so) for as long as the process lives.
+
+    The holder as built, if it was: ``ServiceClient.holder`` builds it lazily, so asking for it after a
+    failed set-up would run the whole set-up (and its 300 s retries) again.
+    """
+    holder = getattr(service, "_session_holder", None)
+    with contextlib.suppress(Exception):
+        if holder is not None:
+            holder.close()
 
 
 def sample_call(sampling: Any) -> Callable[..., Any]:
