@@ -220,6 +220,21 @@ def test_each_family_is_held_to_its_own_hold_and_its_own_ttls() -> None:
     assert _expired(40.0) is True and _expired(40.0, contract=TUFT_CONTRACT) is False
 
 
+def test_each_family_is_held_to_its_own_cpu_cost_per_request() -> None:
+    """4 ms of server CPU per HTTP request is twice what clean SkyRL spends at most, and within what clean TuFT
+    (2.4x SkyRL's cost on one machine) spends on a slow one; a budget given applies to either family."""
+    h = make_history(1000)  # 2,000 attempts
+    monitor = make_monitor()
+    cpu = monitor.samples["cpu_s"]
+    monitor.samples["cpu_s"] = np.linspace(1.0, 1.0 + 4.0 * (2000 + monitor.healthz_t.size) / 1000, cpu.size)
+    skyrl = check_bounded_cpu(make_inputs(history=h, monitor=monitor), BUDGETS)
+    tuft = check_bounded_cpu(make_inputs(history=h, monitor=monitor, contract=TUFT_CONTRACT), BUDGETS)
+    assert skyrl.figure == pytest.approx(4.0) and tuft.figure == pytest.approx(4.0)
+    assert skyrl.ok is False and tuft.ok is True
+    given = Budgets(server_cpu_ms_per_request=3.5)
+    assert check_bounded_cpu(make_inputs(history=h, monitor=monitor, contract=TUFT_CONTRACT), given).ok is False
+
+
 @pytest.mark.parametrize("rule", [rule.name for rule in RULES])
 def test_each_rule_tells_a_history_it_breaks_from_one_it_keeps(rule: str) -> None:
     breaks, keeps = CASES[rule]

@@ -37,6 +37,7 @@ from faultload.checker.retries import check_retry_amplification, check_unprovoke
 from faultload.checker.serverlog import check_clean_server_log
 from faultload.record.faults import AppliedFault, FaultLog
 from faultload.model.faults import Fault
+from faultload.model.family import SKYRL_CONTRACT
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.record.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
@@ -886,11 +887,12 @@ def test_bounded_cpu() -> None:
     per_request = 4000.0 / http
     assert v.figure == pytest.approx(per_request)
     kib = 1000 * 600 / 1024 / http
-    assert v.budget == pytest.approx(BUDGETS.server_cpu_ms_per_request + BUDGETS.server_cpu_ms_per_result_kib * kib)
+    assert v.budget == pytest.approx(SKYRL_CONTRACT.cpu_ms_per_request + BUDGETS.server_cpu_ms_per_result_kib * kib)
     assert v.ok is (per_request <= v.budget)
     tight = Budgets(server_cpu_ms_per_request=1.0, server_cpu_ms_per_result_kib=0.0)
     v = check_bounded_cpu(make_inputs(history=h, monitor=monitor), tight)
     assert v.ok is False and v.detail.startswith("over budget: 1.887 ms of server CPU per HTTP request")
+    assert v.detail.endswith("vs 1 + 0×0.3 = 1.000 ms")  # a budget given wins over the family's figure
     # too few requests, or a fault in force: unknown, never ok
     assert check_bounded_cpu(make_inputs(monitor=monitor), BUDGETS).ok is None
     faulted = make_inputs(history=h, monitor=monitor, faults=fault_log(applied(RESET, 0.2, 0.3)))

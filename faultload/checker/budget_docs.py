@@ -106,11 +106,15 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
     # CPU
     "server_cpu_ms_per_request": BudgetDoc(
         "ms of server CPU per HTTP request", ("bounded_cpu",),
-        "Calibrated against clean SkyRL 0.4.0 at time scale 0.05 on 2-core machines, where its CPU per request "
-        "moves ~1.8× from one machine to another: the `cpu_sample` known trial (1,200 × 64 tokens, 100 held, "
-        "immediate router) measured 0.78-1.28 ms on a fast one and 1.43-1.91 ms on a slow one. 3.0 ms (plus "
+        "Unset, the target family's calibrated figure: each family's clean release has its own cost per request. "
+        "SkyRL: 3.0 ms, calibrated against clean SkyRL 0.4.0 at time scale 0.05 on 2-core machines, where its CPU "
+        "per request moves ~1.8× from one machine to another: the `cpu_sample` known trial (1,200 × 64 tokens, 100 "
+        "held, immediate router) measured 0.78-1.28 ms on a fast one and 1.43-1.91 ms on a slow one; 3.0 ms (plus "
         "`server_cpu_ms_per_result_kib`) is ~55% over the highest clean figure: it bounds gross regressions "
-        "(about twice clean's CPU per request and more). It does not catch `--regress rich-access-log` on small "
+        "(about twice clean's CPU per request and more). TuFT: 5.5 ms; clean TuFT 0.2.2 spends 2.4× SkyRL 0.4.0's "
+        "CPU per request side by side on one machine (`bench/server_cpu.py --against \"--target tuft==0.2.2\"`: "
+        "1.48 against 0.62 ms in `cpu_sample`, 2.20 against 0.91 ms at 2,048 × 16 tokens), 3.40 ms at its highest "
+        "on a slow machine; 5.5 ms is ~60% over that. It does not catch `--regress rich-access-log` on small "
         "results (+~0.6 ms per request): no one absolute budget separates that from clean across machines "
         "without false alarms; the `rich-access-log-cost` comparison row (both builds on one machine in one run) "
         "does."),

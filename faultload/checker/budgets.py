@@ -61,7 +61,7 @@ class Budgets:
     healthz_max_failures: int = 0
     healthz_failure_fraction: float = 0.0
     healthz_fault_recovery_s: float = 30.0
-    server_cpu_ms_per_request: float = 3.0
+    server_cpu_ms_per_request: float | None = None  # None: the target family's (model.family)
     server_cpu_ms_per_result_kib: float = 0.03
     server_cpu_ms_per_training_request: float = 6.0
     cpu_min_requests: int = 2000
@@ -95,7 +95,8 @@ class Budgets:
             ("healthz_max_failures", self.healthz_max_failures >= 0, "must be >= 0"),
             ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),
             ("healthz_fault_recovery_s", self.healthz_fault_recovery_s >= 0, "must be >= 0"),
-            ("server_cpu_ms_per_request", self.server_cpu_ms_per_request > 0, "must be > 0"),
+            ("server_cpu_ms_per_request", self.server_cpu_ms_per_request is None or self.server_cpu_ms_per_request > 0,
+             "must be > 0"),
             ("server_cpu_ms_per_result_kib", self.server_cpu_ms_per_result_kib >= 0, "must be >= 0"),
             ("server_cpu_ms_per_training_request", self.server_cpu_ms_per_training_request >= 0, "must be >= 0"),
             ("cpu_min_requests", self.cpu_min_requests >= 1, "must be >= 1"),
@@ -156,6 +157,14 @@ def expiry_s(budgets: Budgets, contract: ServerContract) -> float:
     """After how long a completed result may be gone by design (SDK s): the budget, else the family's completed
     TTL, else never."""
     return _window(budgets.expiry_window_s, contract.completed_ttl_s)
+
+
+def cpu_ms_per_request(budgets: Budgets, contract: ServerContract) -> float:
+    """Server CPU allowed per HTTP request, before the per-KiB term: the budget, else the family's calibrated
+    figure (a server family may cost more per request than another by design)."""
+    if budgets.server_cpu_ms_per_request is not None:
+        return budgets.server_cpu_ms_per_request
+    return contract.cpu_ms_per_request
 
 
 def _window(budget: float | None, contract_s: float | None) -> float:

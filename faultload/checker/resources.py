@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from faultload.checker.budgets import MIB, Budgets, retention_s
+from faultload.checker.budgets import MIB, Budgets, cpu_ms_per_request, retention_s
 from faultload.checker.common import fmt_bytes, fmt_s
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
@@ -250,11 +250,12 @@ def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     training = int(inputs.training["attempts"].sum()) if inputs.training is not None else 0
     allowance = budgets.server_cpu_ms_per_training_request * training
     per_request = (server_ms - allowance) / http
-    budget = budgets.server_cpu_ms_per_request + budgets.server_cpu_ms_per_result_kib * result_kib
+    base = cpu_ms_per_request(budgets, inputs.contract)
+    budget = base + budgets.server_cpu_ms_per_result_kib * result_kib
     training_text = (f" after {allowance / 1000:.1f} s allowed for {training} training HTTP requests × "
                      f"{budgets.server_cpu_ms_per_training_request:g} ms" if training else "")
     head = (f"{per_request:.3f} ms of server CPU per HTTP request ({server_ms / 1000:.1f} s over {http} requests"
-            f"{training_text}, {result_kib:.1f} KiB of results each) vs {budgets.server_cpu_ms_per_request:g} + "
+            f"{training_text}, {result_kib:.1f} KiB of results each) vs {base:g} + "
             f"{budgets.server_cpu_ms_per_result_kib:g}×{result_kib:.1f} = {budget:.3f} ms")
     if per_request > budget:
         return Verdict(name, False, per_request, budget, f"over budget: {head}")
