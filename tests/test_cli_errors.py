@@ -66,7 +66,7 @@ def assert_usage_error(result: CliRun, *needles: str, one_line: bool = True) -> 
 @pytest.mark.parametrize(
     "target, needle",
     [("skyrl=0.4.0", "skyrl=0.4.0"), ("skyrl==latest", "skyrl==latest"), ("url=http://127.0.0.1", "url=http://127.0.0.1"),
-     ("skyrl@/no/such/checkout", "not a directory")],
+     ("skyrl@/no/such/checkout", "not a directory"), ("twinkle+url=http://127.0.0.1:9", "not a server family")],
 )
 def test_malformed_target(cli, target, needle):
     assert_usage_error(cli("--target", target, "--quiet"), "target", needle)

@@ -38,6 +38,19 @@ def test_a_target_spec_names_its_family_and_a_url_has_none():
         family_of(parse_target("url=http://127.0.0.1:9"))
 
 
+def test_a_url_target_is_judged_as_skyrl_unless_it_names_its_family():
+    """A server someone else started has no adapter, but its family's contract judges it: a bare url= is SkyRL's,
+    FAMILY+url= names another, and a name that is no family is refused in one line."""
+    bare, tuft = parse_target("url=http://127.0.0.1:9"), parse_target("tuft+url=http://127.0.0.1:9/")
+    assert (bare.kind, bare.family, bare.url) == ("url", "skyrl", "http://127.0.0.1:9")
+    assert (tuft.kind, tuft.family, tuft.url, tuft.text) == ("url", "tuft", "http://127.0.0.1:9", "tuft+url=http://127.0.0.1:9/")
+    assert parse_target("skyrl+url=http://127.0.0.1:9").family == "skyrl"
+    with pytest.raises(ValueError, match=r"'twinkle' is not a server family \(skyrl, tuft\)"):
+        parse_target("twinkle+url=http://127.0.0.1:9")
+    with pytest.raises(ValueError, match="expected url=http://HOST:PORT"):
+        parse_target("tuft+url=http://127.0.0.1")
+
+
 def test_skyrls_adapter_installs_and_launches_as_before():
     skyrl = FAMILIES["skyrl"]
     release = parse_target("skyrl==0.4.0")

@@ -6,6 +6,7 @@ the report shows can be computed independently.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -156,7 +157,7 @@ def test_router_server_target_cpu_blocks(result):
     assert server["healthz_latency_s"]["p50"] == pytest.approx(0.002)
     assert server["healthz_latency_s"]["max"] == pytest.approx(0.5)
     assert server["samples"] == 3
-    assert rep["target"] == {"spec": "skyrl==0.4.0", "version": "0.4.0"}
+    assert rep["target"] == {"spec": "skyrl==0.4.0", "version": "0.4.0", "family": "skyrl"}
     assert rep["config"]["shape"]["requests"] == REQUESTED
     assert rep["cpu_s"]["harness_s"] == pytest.approx(2.0)
     assert rep["cpu_s"]["harness_share"] == pytest.approx(0.5)
@@ -221,6 +222,11 @@ def test_report_of_a_trial_that_never_loaded():
     json.dumps(rep)
     text = report.render_text(rep)
     assert "completed 0" in text and "INTERRUPTED" in text
+    assert rep["target"]["family"] == "skyrl" and text.startswith("target url=http://127.0.0.1:9 (version None; judged as skyrl)")
+    named = dataclasses.replace(result, config=dataclasses.replace(config, target="tuft+url=http://127.0.0.1:9"))
+    named_rep = report.build_report(named)
+    assert named_rep["target"]["family"] == "tuft"
+    assert report.render_text(named_rep).startswith("target tuft+url=http://127.0.0.1:9 (version None)")
 
 
 def test_crashed_worker_counts_as_not_finished(result):

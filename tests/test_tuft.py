@@ -11,14 +11,19 @@ import pytest
 
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
+from faultload.host.network import pick_free_port
 from faultload.host.workspace import Workspace
 from faultload.model.router import RouterConfig
 from faultload.model.shape import ClientPolicy, LoadShape
+from faultload.model.target import parse_target
 from faultload.model.trial import TrialConfig
 from faultload.record.history import TRY_AGAIN, AttemptKind, Outcome
+from faultload.router.handle import start_router
 from faultload.run.trial import run_trial
+from faultload.targets import install
+from faultload.targets.families.tuft import launch_tuft
 
-from conftest import WORKDIR, leftover_dirs, require_built, require_target, run_cli
+from conftest import TARGETS, WORKDIR, leftover_dirs, require_built, require_target, run_cli
 
 pytestmark = pytest.mark.integration
 TARGET = "tuft==0.2.2"
@@ -63,6 +68,32 @@ def test_a_poll_held_to_the_end_of_tufts_hold_is_answered_try_again_and_is_the_l
     verdicts = _verdicts(result)
     assert verdicts["polls_held"].ok is True, verdicts["polls_held"].detail
     assert verdicts["retry_amplification"].ok is True, verdicts["retry_amplification"].detail
+
+
+def test_a_tuft_someone_else_started_is_judged_by_tufts_contract_when_named_so(tmp_path: Path,
+                                                                               isolated_workdir: Path):
+    """A TuFT faultload did not launch (its hold 2.4 s: 120 s at scale 0.02), loaded as a url= target at that
+    scale: named ``tuft+url=``, its try-agains after the full hold are the long-poll cycle; as a bare ``url=``
+    (judged as SkyRL, whose hold is 6 s at that scale) the same answers are early."""
+    require_target("0.2.2", "tuft")
+    spec = parse_target(TARGET)
+    shape = LoadShape(requests=4, workers=1, result_tokens=4, seed=5, time_scale=0.02,
+                      policy=ClientPolicy(poll_timeout_s=500.0))
+    with start_router(RouterConfig(mode="latency", gen_seconds=4.0)) as router:
+        server = launch_tuft(spec, install.target_python(TARGETS, spec), tmp_path, pick_free_port(), router.url,
+                             time_scale=0.02)
+        try:
+            held = {}
+            for form in ("tuft+url=", "url="):
+                config = TrialConfig(target=f"{form}{server.url}", shape=shape, drain_s=2.0)
+                result = run_trial(config, Workspace(isolated_workdir))
+                assert result.error is None, result.error
+                assert int((result.history["outcome"] == Outcome.OK).sum()) == 4
+                held[form] = _verdicts(result)["polls_held"]
+        finally:
+            server.stop()
+    assert held["tuft+url="].ok is True, held["tuft+url="].detail
+    assert held["url="].ok is False and "300 SDK s hold" in held["url="].detail, held["url="].detail
 
 
 def _sdk_run(tmp_path: Path, workdir: Path, *extra: str) -> dict:

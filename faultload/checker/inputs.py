@@ -64,7 +64,7 @@ class CheckInputs:
     monitor: MonitorSamples | None
     faults: FaultLog | None
     shape: LoadShape
-    # What a correct server of the target's family may answer, and when (a url= target: SkyRL's)
+    # What a correct server of the target's family may answer, and when (a bare url= target: SkyRL's)
     contract: ServerContract = SKYRL_CONTRACT
     server_log: ServerLogSummary | None = None
     fatal_fault_kinds: frozenset[str] = frozenset()

@@ -49,7 +49,7 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
     config = result.config
     # our router answered every forward of a server we launched (an empty log: it completed none);
     # a server someone else started forwards to its own backend, whose completions we do not see
-    ours = not config.target.startswith("url=")
+    ours = config.spec.kind != "url"
     inputs = CheckInputs(
         history=result.history,
         monitor=result.monitor,

@@ -3,7 +3,8 @@
 - ``skyrl==X.Y.Z``: that SkyRL release from PyPI, in its own venv (``tuft==X.Y.Z``: a TuFT release; every family of
   ``model.family`` is named so);
 - ``skyrl@PATH``: a local SkyRL checkout, installed editable into its own venv (``tuft@PATH``);
-- ``url=http://127.0.0.1:PORT``: a server someone else started.
+- ``url=http://127.0.0.1:PORT``: a server someone else started, judged by SkyRL's contract;
+  ``tuft+url=http://127.0.0.1:PORT``: one of another family, judged by that family's (its hold, its TTLs).
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from faultload.model.family import FAMILY_NAMES, TRAITS
 DEFAULT_TARGET = "skyrl==0.4.0"
 # Every form a target spec takes, for help texts and errors.
 TARGET_FORMS = tuple(form for family in FAMILY_NAMES for form in (f"{family}==X.Y.Z", f"{family}@PATH")) + (
-    "url=http://HOST:PORT",)
+    "url=http://HOST:PORT", "FAMILY+url=http://HOST:PORT")
+URL_FAMILY = "skyrl"  # the family a bare url= target is judged as
 RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|dev|rc|a|b)\d+)?$")
 
 
@@ -32,7 +34,7 @@ class TargetSpec:
     version: str | None = None
     path: str | None = None
     url: str | None = None
-    family: str = "skyrl"  # the server family (model.family.FAMILY_NAMES) a release or checkout is of
+    family: str = "skyrl"  # the server family (model.family.FAMILY_NAMES) it is of, whose contract judges it
 
     @property
     def venv_name(self) -> str:
@@ -59,17 +61,26 @@ def parse_target(text: str) -> TargetSpec:
                 raise ValueError(f"target {text!r}: {path} has no pyproject.toml or setup.py "
                                  f"(not a {family} checkout)")
             return TargetSpec("checkout", text, path=path, family=family)
+    family, plus, rest = text.partition("+")
+    if plus and rest.startswith("url="):
+        if family not in FAMILY_NAMES:
+            raise ValueError(f"target {text!r}: {family!r} is not a server family ({', '.join(FAMILY_NAMES)})")
+        return _url_target(text, rest, family)
     if text.startswith("url="):
-        url = text[len("url="):].rstrip("/")
-        parts = urlsplit(url)
-        try:
-            port = parts.port  # raises ValueError for a non-numeric or out-of-range port
-        except ValueError:
-            port = None
-        if parts.scheme != "http" or not parts.hostname or port is None or not 1 <= port <= 65535:
-            raise ValueError(f"target {text!r}: expected url=http://HOST:PORT (PORT in 1-65535)")
-        return TargetSpec("url", text, url=url)
+        return _url_target(text, text, URL_FAMILY)
     raise ValueError(f"target {text!r}: expected {' | '.join(TARGET_FORMS)}")
+
+
+def _url_target(text: str, url_part: str, family: str) -> TargetSpec:
+    url = url_part[len("url="):].rstrip("/")
+    parts = urlsplit(url)
+    try:
+        port = parts.port  # raises ValueError for a non-numeric or out-of-range port
+    except ValueError:
+        port = None
+    if parts.scheme != "http" or not parts.hostname or port is None or not 1 <= port <= 65535:
+        raise ValueError(f"target {text!r}: expected url=http://HOST:PORT (PORT in 1-65535)")
+    return TargetSpec("url", text, url=url, family=family)
 
 
 def is_loopback_host(host: str) -> bool:

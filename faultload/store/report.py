@@ -138,7 +138,8 @@ def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> 
         "router": {**result.router_stats, "peak_in_flight": result.router_stats.get("peak_in_flight")},
         "server": _server_block(result),
         "cpu_s": {**result.cpu, "harness_s": harness_cpu, "harness_share": harness_cpu / trial_cpu if trial_cpu else None},
-        "target": {"spec": config.target, "version": result.server.get("version")},
+        # family: whose contract judged it (a bare url= target: SkyRL's)
+        "target": {"spec": config.target, "version": result.server.get("version"), "family": config.spec.family},
         # the sdk client's release: "" is the one installed beside faultload (the release the target pins)
         "client": {"kind": config.shape.client, "sdk": config.shape.sdk if config.shape.client == "sdk" else None},
         "config": _config_dict(result),
@@ -285,13 +286,19 @@ def _sdk_text(client: dict | None) -> str:
     return f", through the tinker SDK ({client['sdk'] or 'the release installed beside faultload'})"
 
 
+def _family_text(target: dict[str, Any]) -> str:
+    """Whose contract judged a target whose spec does not name its family (a bare url=)."""
+    family = target.get("family")
+    return f"; judged as {family}" if family and not target["spec"].startswith(family) else ""
+
+
 def render_text(report: dict[str, Any]) -> str:
     """A short terminal summary of a report."""
     lat = report["latency_s"]
     server = report["server"]
     router = report["router"]
     lines = [
-        f"target {report['target']['spec']} (version {report['target']['version']})"
+        f"target {report['target']['spec']} (version {report['target']['version']}{_family_text(report['target'])})"
         + switches_text(report["config"].get("regress", []), report["config"].get("fixes", [])),
         f"requests {report['requested']}: completed {report['completed']}, failed {report['failed']}, "
         f"not finished {report['not_finished']}" + _sdk_text(report.get("client")),

@@ -57,9 +57,10 @@ def family_limits(profile: Profile, family: Family, target: str | None = None):
     """
     limits = profile.limits
     changes = dict(family.limits)
-    if target is not None and target.startswith("url="):
+    spec = parse_target(target) if target is not None else None
+    if spec is not None and spec.kind == "url":
         changes["fault_links"] = tuple(link for link in limits.fault_links if link == "edge")
-    if target is not None and not serves_training(parse_target(target)):
+    if spec is not None and not serves_training(spec):
         changes.update(min_trainers=0, max_trainers=0)
     if "max_result_wait_s" in changes:
         changes["max_result_wait_s"] = min(limits.max_result_wait_s, changes["max_result_wait_s"])
