@@ -46,7 +46,7 @@ STOP_TIMEOUT_S = 10.0
 BANNER = "standin listening on "
 
 
-def make_app():
+def make_app(retrieve_futures: bool = False):
     """The aiohttp application: session endpoints that work, an asample that always refuses."""
     from aiohttp import web
 
@@ -80,7 +80,7 @@ def make_app():
         return web.json_response({"supported_models": [{"model_name": "standin"}]})
 
     async def client_config(request):
-        return web.json_response({"pjwt_auth_enabled": False})
+        return web.json_response({"pjwt_auth_enabled": False, "sample_use_retrieve_futures": retrieve_futures})
 
     async def telemetry(request):
         return web.json_response({"status": "accepted"})
@@ -117,11 +117,11 @@ def make_app():
     return app
 
 
-async def serve(port: int) -> None:
+async def serve(port: int, retrieve_futures: bool = False) -> None:
     """Serve on 127.0.0.1:``port`` until SIGTERM or SIGINT; print the banner once listening."""
     from aiohttp import web
 
-    runner = web.AppRunner(make_app(), access_log=None, handle_signals=False)
+    runner = web.AppRunner(make_app(retrieve_futures), access_log=None, handle_signals=False)
     await runner.setup()
     try:
         await web.TCPSite(runner, "127.0.0.1", port).start()
@@ -139,11 +139,13 @@ async def serve(port: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
+    parser.add_argument("--retrieve-futures", action="store_true",
+                        help="client/config turns on tinker 0.38's per-session retrieve_futures polls")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: expected 0-65535")
     try:
-        asyncio.run(serve(args.port))
+        asyncio.run(serve(args.port, args.retrieve_futures))
     except OSError as exc:
         print(f"standin: cannot listen on 127.0.0.1:{args.port}: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -177,9 +179,10 @@ def _banner(proc: subprocess.Popen, timeout_s: float) -> str:
 
 
 @contextlib.contextmanager
-def running(port: int = 0, python: str = sys.executable) -> Iterator[Standin]:
+def running(port: int = 0, python: str = sys.executable, retrieve_futures: bool = False) -> Iterator[Standin]:
     """Start the stand-in in its own process; stop it (bounded) when the block ends."""
-    proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--port", str(port)],
+    flags = ["--retrieve-futures"] if retrieve_futures else []
+    proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--port", str(port), *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
     try:
         line = _banner(proc, START_TIMEOUT_S)

@@ -207,6 +207,25 @@ def test_render_text_names_the_switches(result):
     assert first.endswith(", regress retention, fix plain-tracebacks")
 
 
+def test_render_text_says_which_sampling_path_the_raw_client_does_not_model(result):
+    """tinker 0.38 polls retrieve_futures per session where the server's client config turns it on; the raw client
+    does not, so a report says so when the server turned it on or did not say, and nothing when it is off."""
+    rep = report.build_report(result)
+    shown = {}
+    for advertised in (False, True, None):
+        rep["server"]["retrieve_futures"] = advertised
+        lines = report.render_text(rep).splitlines()
+        shown[advertised] = next((line for line in lines if line.startswith("sampling path:")), None)
+    assert shown[False] is None
+    assert "client/config turns on tinker 0.38's per-session retrieve_futures polls" in shown[True]
+    assert "did not answer whether it turns on" in shown[None]
+    rep["client"] = {"kind": "sdk", "sdk": "tinker==0.38.0"}  # the real SDK follows the server's flag itself
+    assert "sampling path:" not in report.render_text(rep)
+    del rep["server"]["retrieve_futures"]  # a report written before the question was asked
+    rep["client"] = {"kind": "raw", "sdk": None}
+    assert "sampling path:" not in report.render_text(rep)
+
+
 def test_report_of_a_trial_that_never_loaded():
     """A trial stopped before any worker reported: nothing completed, everything not finished."""
     config = TrialConfig(target="url=http://127.0.0.1:9", shape=LoadShape(requests=50))

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from faultload.client.session import open_sampling_session
+from faultload.client.session import open_sampling_session, retrieve_futures_advertised
 from tests.conftest import leftover_dirs, run_cli, tagged_processes, wait_until
 from tests.standin_server import REJECTION, running, standin_server  # noqa: F401 - the fixture
 
@@ -45,6 +45,13 @@ def test_the_standin_opens_a_sampling_session_and_refuses_every_asample(standin_
     assert _post(f"{standin_server.url}/api/v1/asample", body) == (400, REJECTION)
     assert _post(f"{standin_server.url}/api/v1/retrieve_future", b'{"request_id": "1"}')[0] == 404
     assert _stats(standin_server.url)["/api/v1/asample"] == 1
+
+
+def test_the_client_config_says_whether_the_newest_sdks_retrieve_futures_path_is_on(standin_server) -> None:
+    assert retrieve_futures_advertised(standin_server.url) is False
+    with running(retrieve_futures=True) as advertising:
+        assert retrieve_futures_advertised(advertising.url) is True
+    assert retrieve_futures_advertised(advertising.url, timeout_s=2) is None  # no answer: not said, not "off"
 
 
 def test_the_standin_process_is_gone_after_its_block() -> None:

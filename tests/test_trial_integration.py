@@ -73,6 +73,8 @@ def test_small_trial(isolated_workdir: Path, version: str, accept: str):
     assert rep["router"]["peak_in_flight"] > 0
     assert rep["router"]["received"] >= 200
     server = rep["server"]
+    assert server["retrieve_futures"] is False  # its client/config leaves tinker 0.38's per-session polls off
+    assert "sampling path" not in report.render_text(rep)
     assert server["baseline_fds"] is not None and server["peak_fds"] > server["baseline_fds"]
     assert server["peak_rss_bytes"] > 0
     assert server["healthz_probes"] > 0

@@ -41,6 +41,7 @@ def test_a_tuft_release_serves_a_trial_with_every_invariant_judged(isolated_work
     result = run_trial(TrialConfig(target=TARGET, shape=shape, drain_s=5.0), Workspace(isolated_workdir))
     assert result.error is None and result.server.get("version") == "0.2.2", (result.error, result.server)
     assert int((result.history["outcome"] == Outcome.OK).sum()) == 2048
+    assert result.server["retrieve_futures"] is False  # TuFT's client/config does not turn it on either
     verdicts = _verdicts(result)
     not_held = {name: (v.ok, v.detail) for name, v in verdicts.items() if v.ok is not True}
     assert not not_held, not_held

@@ -6,7 +6,7 @@ import json
 import urllib.error
 import urllib.request
 
-from faultload.model.sdk import SDK_API_KEY
+from faultload.model.sdk import SDK_API_KEY, SDK_RELEASES
 from faultload.version import CLIENT_VERSION
 
 
@@ -38,3 +38,13 @@ def open_sampling_session(base_url: str, base_model: str, timeout_s: float = 30.
         timeout_s,
     )
     return sampling["sampling_session_id"]
+
+
+def retrieve_futures_advertised(base_url: str, timeout_s: float = 10.0) -> bool | None:
+    """Whether the server's client config turns on the newest SDK's per-session ``/api/v1/retrieve_futures``
+    polling (``sample_use_retrieve_futures``, read by tinker 0.38); None when it did not say (no answer)."""
+    try:
+        config = _post(f"{base_url}/api/v1/client/config", {"sdk_version": SDK_RELEASES[-1]}, timeout_s)
+    except SessionError:
+        return None
+    return bool(config.get("sample_use_retrieve_futures", False)) if isinstance(config, dict) else None

@@ -21,7 +21,7 @@ import psutil
 
 from faultload.client.job import WorkerJob
 from faultload.record.trial import TrialResult, WorkerSummary
-from faultload.client.session import open_sampling_session
+from faultload.client.session import open_sampling_session, retrieve_futures_advertised
 from faultload.client.workers import WorkerPool
 from faultload.run.jobs import build_jobs, pools_for_sdk, spawn_early_workers, start_workers
 from faultload.record.history import History, Outcome
@@ -207,6 +207,7 @@ def run_trial(
         result.topology = dict(stack.topology)
         result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
         switch("session_open")
+        result.server["retrieve_futures"] = retrieve_futures_advertised(server.url)
         sampling_id = open_sampling_session(server.url, BASE_MODEL)
         switch("workers_start")
         salt = random.Random(config.shape.seed).getrandbits(16)

@@ -286,6 +286,22 @@ def _sdk_text(client: dict | None) -> str:
     return f", through the tinker SDK ({client['sdk'] or 'the release installed beside faultload'})"
 
 
+def _sampling_path_text(report: dict[str, Any]) -> str:
+    """What the raw client does not model on this server: tinker 0.38's per-session retrieve_futures polling, when
+    the server's client config turns it on (or did not say). "" when it does not, for the SDK client (it follows
+    the server), and for a report written before the question was asked."""
+    client = report.get("client") or {}
+    if client.get("kind") == "sdk" or "retrieve_futures" not in report["server"]:
+        return ""
+    advertised = report["server"]["retrieve_futures"]
+    if advertised is False:
+        return ""
+    said = ("turns on" if advertised else "did not answer whether it turns on")
+    return (f"sampling path: the server's client/config {said} tinker 0.38's per-session retrieve_futures polls; "
+            "the raw client polls retrieve_future per request as 0.25 does (run --client sdk --sdk tinker==0.38.0 "
+            "for that path)")
+
+
 def _family_text(target: dict[str, Any]) -> str:
     """Whose contract judged a target whose spec does not name its family (a bare url=)."""
     family = target.get("family")
@@ -307,6 +323,9 @@ def render_text(report: dict[str, Any]) -> str:
     ]
     if report.get("phases_s"):  # a report written before phases_s has none
         lines.insert(3, f"trial wall {phases_wall(report['phases_s']):.1f} s: {phases_text(report['phases_s'])}")
+    path_note = _sampling_path_text(report)
+    if path_note:
+        lines.insert(2, path_note)
     for name in ("submit", "e2e"):
         block = lat[name]
         lines.append(f"  {name:<7}" + "".join(f"{_fmt_s(block[k]):>9}" for k in ("p50", "p90", "p99", "max")))
