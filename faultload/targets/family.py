@@ -4,7 +4,7 @@ A family's adapter says what to install into a target's venv (its own package, r
 what its sampling path imports; whether it shares the suite's torch) and launches a server of it with its
 engine stubbed, faultload's router as its inference backend, the regression and fix switches applied and its
 timers scaled, answering on ``/api/v1/healthz``. Its futures contract (poll hold, what a hold's end answers,
-TTLs, session expiry) is ``faultload.model.family``'s, where the checker reads it.
+TTLs, session expiry, CPU per request) is ``faultload.model.family``'s alone, where the checker reads it.
 SkyRL (``targets/families/skyrl.py``) is the first, TuFT (``targets/families/tuft.py``) the second; a family is a
 new module added to :data:`FAMILIES`.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from faultload.model.family import FAMILY_NAMES, ServerContract
+from faultload.model.family import FAMILY_NAMES
 from faultload.model.target import TargetSpec
 from faultload.targets.server import ServerHandle
 from faultload.targets.families.skyrl import SkyrlFamily
@@ -24,7 +24,6 @@ from faultload.targets.families.tuft import TuftFamily
 class ServerFamily(Protocol):
     name: str  # what a target spec starts with: NAME==X.Y.Z, NAME@PATH
     package: str  # its package on the index (a release's existence is asked there)
-    contract: ServerContract
     needs_torch: bool  # the target venv sees the shared torch venv
 
     def requirements(self, spec: TargetSpec) -> list[str]:

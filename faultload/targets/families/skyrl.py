@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from faultload.host.processes import child_environment
-from faultload.model.family import SKYRL_CONTRACT, ServerContract
 from faultload.model.target import TargetSpec
 from faultload.targets.server import BASE_MODEL, ServerHandle, require_free_port, start_launcher
 
@@ -52,7 +51,6 @@ DEFAULT_PINS = ["tinker>=0.25,<0.26"]
 class SkyrlFamily:
     name = "skyrl"
     package = "skyrl"
-    contract: ServerContract = SKYRL_CONTRACT
     needs_torch = True  # imported at module level on the sampling path
 
     def requirements(self, spec: TargetSpec) -> list[str]:

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 from faultload.host.processes import child_environment
-from faultload.model.family import TUFT_CONTRACT, ServerContract
 from faultload.model.sdk import SDK_API_KEY
 from faultload.model.target import TargetSpec
 from faultload.targets.server import BASE_MODEL, ServerHandle, require_free_port, start_launcher
@@ -45,7 +44,6 @@ MAX_MODEL_LEN = 40960  # BASE_MODEL's context (its config's max_position_embeddi
 class TuftFamily:
     name = "tuft"
     package = "tuft"
-    contract: ServerContract = TUFT_CONTRACT
     needs_torch = False  # tuft_launch.py stands in for the two modules that import it
 
     def requirements(self, spec: TargetSpec) -> list[str]:
