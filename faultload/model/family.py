@@ -21,21 +21,19 @@ class ServerContract:
     completed_ttl_s: float | None  # a completed, never-retrieved result is kept this long
     session_timeout_s: float | None  # a session not heartbeated this long is expired
     # Not a promise but the family's cost: the server CPU per HTTP request its clean release stays under with
-    # margin on a slow machine (bounded_cpu's default budget; bench/server_cpu.py measures it).
+    # margin on a slow machine (bounded_cpu's default budget; how each was measured is its reason in
+    # checker/budget_docs.py, the numbers behind it docs/results/measurements.md).
     cpu_ms_per_request: float
 
 
 # SkyRL's skyrl.tinker.api: RETRIEVE_FUTURE_TIMEOUT_SECONDS, the in-memory store's TTLs (the retrieved one was
 # 120 s before the fix `--regress retention` undoes), EngineConfig.session_timeout_sec.
-# CPU: ~55% over clean 0.4.0's highest figure (1.91 ms per HTTP request on a slow 2-core machine).
 SKYRL_CONTRACT = ServerContract(poll_hold_s=300.0, hold_expiry="408", retrieved_ttl_s=300.0,
                                 completed_ttl_s=600.0, session_timeout_s=300.0, cpu_ms_per_request=3.0)
 
 # TuFT's tuft.server: FutureStore.retrieve holds a poll 120 s (its keyword default), then answers the SDK's
 # TryAgainResponse with a 200; its in-memory futures are never evicted (FutureStore.cleanup is never called) and
-# its sessions never expire, so a result is due for as long as the server runs. CPU: clean 0.2.2 spends 2.4x
-# SkyRL 0.4.0's per HTTP request, side by side on one machine (2.35-2.52 over two shapes); 5.5 ms is ~60% over its
-# highest figure (3.40 ms, 2,048 x 16 tokens on a slow 2-core machine).
+# its sessions never expire, so a result is due for as long as the server runs.
 TUFT_CONTRACT = ServerContract(poll_hold_s=120.0, hold_expiry="try_again", retrieved_ttl_s=None,
                                completed_ttl_s=None, session_timeout_s=None, cpu_ms_per_request=5.5)
 
