@@ -46,10 +46,18 @@ def _resolve(**changes) -> bool | None:
 # -- retention
 
 
-def _dropped(completed_at: float) -> bool | None:
-    h = set_row(make_history(), 30, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=20.4)
+def _dropped(completed_at: float, answered_at: float = 20.4) -> bool | None:
+    """A poll dropped at 1.2 s (begun 0.95 s), then a 404 at ``answered_at``; retrieved TTL 15 s at 0.05."""
+    h = set_row(make_history(), 30, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=answered_at)
     with_abandoned_polls(h, {30: 1.2})
-    return _lost(history=h, router_completed_s={int(h["nonce"][30]): completed_at})
+    return _lost(history=h, shape=SCALED, router_completed_s={int(h["nonce"][30]): completed_at})
+
+
+def test_a_dropped_poll_allows_a_404_only_once_its_retention_window_has_passed() -> None:
+    """dropped_poll_delivered's edge: the retrieved TTL (300 SDK s, 15 s at 0.05) runs from the dropped poll's
+    start (0.95 s) at the earliest; a 404 at 14.95 s (280 SDK s on) is early, one at 15.95 s is not."""
+    assert _dropped(completed_at=1.0, answered_at=14.95) is False
+    assert _dropped(completed_at=1.0, answered_at=15.95) is True
 
 
 def _stall(stall: tuple[float, float]) -> bool | None:

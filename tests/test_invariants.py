@@ -37,7 +37,7 @@ from faultload.checker.retries import check_retry_amplification, check_unprovoke
 from faultload.checker.serverlog import check_clean_server_log
 from faultload.record.faults import AppliedFault, FaultLog
 from faultload.model.faults import Fault
-from faultload.model.family import SKYRL_CONTRACT
+from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.record.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
@@ -257,13 +257,35 @@ def test_a_404_after_a_poll_dropped_when_the_result_was_there_is_retained_by_des
     h = make_history()
     set_row(h, 30, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=20.4)
     set_row(h, 31, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=20.4)
+    # (At time scale 0.05 the retrieved TTL is 15 s: both 404s came over 19 s after the dropped poll began.)
     with_abandoned_polls(h, {30: 1.2, 31: 1.2})
     completed = {int(h["nonce"][30]): 1.0, int(h["nonce"][31]): 1.5}
-    v = check_no_lost_results(make_inputs(history=h, router_completed_s=completed), BUDGETS)
+    scaled = dataclasses.replace(SHAPE, time_scale=0.05)
+    v = check_no_lost_results(make_inputs(history=h, shape=scaled, router_completed_s=completed), BUDGETS)
     assert v.ok is False and v.figure == 1 and "nonce 1031" in v.detail and "nonce 1030" not in v.detail
     assert "1 404 after a poll dropped when the result was already there" in v.detail
     # without the router's completion times nothing is excused
-    assert check_no_lost_results(make_inputs(history=h), BUDGETS).figure == 2
+    assert check_no_lost_results(make_inputs(history=h, shape=scaled), BUDGETS).figure == 2
+
+
+def test_a_404_sooner_than_the_retention_window_after_a_dropped_poll_is_a_loss() -> None:
+    # The retrieved TTL runs from the delivery, which came no earlier than the dropped poll that carried it
+    # (began 24.75 s): at time scale 0.05 a correct server keeps the result until 39.75 s at least. Row 30 got
+    # its 404 at 37 s, 12.25 s (245 SDK s) later: a TTL shorter than promised, or one measured from the
+    # completion (1.0 s). It is past the completed TTL's 30 s, but a result believed delivered is kept its
+    # retrieved TTL from that delivery, so the expiry does not excuse it either. Row 31's 404 at 40 s is in time.
+    h = make_history()
+    set_row(h, 30, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=37.0)
+    set_row(h, 31, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=40.0)
+    with_abandoned_polls(h, {30: 25.0, 31: 25.0})
+    completed = {int(h["nonce"][30]): 1.0, int(h["nonce"][31]): 1.0}
+    scaled = dataclasses.replace(SHAPE, time_scale=0.05)
+    v = check_no_lost_results(make_inputs(history=h, shape=scaled, router_completed_s=completed), BUDGETS)
+    assert v.ok is False and v.figure == 1 and "nonce 1030" in v.detail and "nonce 1031" not in v.detail
+    # a family that keeps results until it stops (TuFT) never answers 404 after a dropped poll by design
+    v = check_no_lost_results(make_inputs(history=h, shape=scaled, router_completed_s=completed,
+                                          contract=TUFT_CONTRACT), BUDGETS)
+    assert v.figure == 2
 
 
 def _stalled_monitor(stall: tuple[float, float]) -> MonitorSamples:

@@ -9,6 +9,8 @@ from faultload.model.faults import FaultSchedule
 from faultload.suite.profiles import get_profile
 from faultload.suite.families import FAMILIES, LOST, TRAINING, Family, known_configs
 from faultload.strategies import known
+from faultload.model.family import SKYRL_CONTRACT
+from faultload.strategies.edges import EDGE_TRIALS
 from faultload.strategies.known import KNOWN_FAULTS, KNOWN_SHAPES, known_trial_config
 from faultload.model.sdk import (
     COMPLETED_TTL_S,
@@ -103,12 +105,23 @@ def test_half_open_delivery_blackholes_both_ways() -> None:
     assert (fault.link, fault.kind, fault.stream, dict(fault.attributes)) == ("edge", "timeout", "both", {"timeout": 0})
 
 
-def test_the_nightly_lost_results_property_runs_half_open_delivery_and_restart_reuse() -> None:
+def test_the_nightly_lost_results_property_runs_the_edges_half_open_delivery_and_restart_reuse() -> None:
     nightly = known_configs(get_profile("nightly"), LOST, "skyrl==0.4.0", ())
-    assert [c.shape for c in nightly] == [KNOWN_SHAPES[name](0.05) for name in ("half_open_delivery", "restart_reuse")]
-    assert nightly[0].faults == known.half_open_faults(nightly[0].shape) and nightly[0].proxies == "on"
-    assert nightly[1].faults == known.restart_faults(nightly[1].shape) and nightly[1].fatal_faults == ("server:restart",)
-    assert known_configs(get_profile("ci"), LOST, "skyrl==0.4.0", ()) == []
+    edges = [EDGE_TRIALS[name](SKYRL_CONTRACT, 0.05) for name in ("completed_ttl_edge", "retrieved_ttl_edge")]
+    assert [c.shape for c in nightly] == [edge.shape for edge in edges] + [
+        KNOWN_SHAPES[name](0.05) for name in ("half_open_delivery", "restart_reuse")]
+    assert nightly[2].faults == known.half_open_faults(nightly[2].shape) and nightly[2].proxies == "on"
+    assert nightly[3].faults == known.restart_faults(nightly[3].shape) and nightly[3].fatal_faults == ("server:restart",)
+
+
+def test_ci_runs_the_contract_edge_trials_of_the_targets_family_only() -> None:
+    """SkyRL has both TTLs: both edge trials, the second through the edge proxy (its fault); TuFT keeps results
+    until it stops: none."""
+    ci = known_configs(get_profile("ci"), LOST, "skyrl==0.4.0", ())
+    assert [c.shape.requests for c in ci] == [8, 8]
+    assert ci[0].faults.faults == () and ci[0].direct_edge
+    assert [f.kind for f in ci[1].faults.faults] == ["timeout"] and not ci[1].direct_edge
+    assert known_configs(get_profile("ci"), LOST, "tuft==0.2.2", ()) == []
 
 
 def test_every_family_with_known_trials_runs_them_in_its_property() -> None:

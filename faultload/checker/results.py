@@ -54,7 +54,7 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     lost_404 = accepted & (outcome == Outcome.LOST)
     ended_badly = accepted & ~is_ok & ~corrupt & ~lost_404 & ~pending
     notes = []
-    for allow in (lambda among: dropped_poll_delivered(inputs, among),
+    for allow in (lambda among: dropped_poll_delivered(inputs, budgets, among),
                   lambda among: stall_not_scaled(inputs, budgets, among),
                   lambda among: expired_by_design(inputs, budgets, among)):
         allowance = allow(lost_404)

@@ -123,6 +123,16 @@ MUTANT_ROWS: tuple[MatrixRow, ...] = (
     # the contract's polls_woken sees the poll held past its result (a trial at 0.05: 64 of 128 polls).
     _mutant("lost-wakeup", "a completed result wakes no held poll, delivered only by the client's next poll",
             ("polls_held",)),
+    # The contract's time edges (targets/skyrl_mutants_time.py), met by the edge trials (strategies/edges.py)
+    # every session: a random draw places a client just inside a TTL only by chance.
+    _mutant("completed-ttl-from-creation", "a completed result's TTL measured from its creation: a result whose "
+            "generation took long is swept that much sooner after it completes (completed_ttl_edge)",
+            ("no_lost_results",)),
+    _mutant("retrieved-ttl-from-completion", "a delivered result's grace measured from its completion: a result "
+            "delivered late in its life is swept at once after the delivery (retrieved_ttl_edge)",
+            ("no_lost_results",)),
+    _mutant("retrieved-ttl-short", "the retry grace cut from 300 s to 120 s, under the SDK's 150 s worst-case "
+            "re-poll gap, the is_disconnected guard kept (retrieved_ttl_edge)", ("no_lost_results",)),
 )
 
 DEFAULT_ROWS: tuple[MatrixRow, ...] = (

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
+from faultload.model.family import CONTRACTS
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.trial import TrialConfig
 from faultload.model.training import TrainingMix
 from faultload.model.sdk import COMPLETED_TTL_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
+from faultload.model.target import parse_target
+from faultload.strategies.edges import EDGE_TRIALS
 from faultload.strategies.faults import fatal_kinds
 from faultload.strategies.limits import Limits
 from faultload.strategies.routers import immediate_router, router_procs
@@ -188,6 +191,8 @@ KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "half_open_delivery": half_open_delivery,
     "restart_reuse": restart_reuse,
 }
+# Every known trial's name: the loads above, and the contract-edge trials derived from the family's contract.
+KNOWN_NAMES = tuple(KNOWN_SHAPES) + tuple(EDGE_TRIALS)
 # The router each known trial needs (default: the immediate router).
 KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
     "completion_burst": completion_burst_router,
@@ -200,15 +205,23 @@ KNOWN_FAULTS: dict[str, Callable[[LoadShape], FaultSchedule]] = {
 }
 
 
-def known_trial_config(name: str, target: str, time_scale: float, regress: Iterable[str], limits: Limits) -> TrialConfig:
-    """The known trial ``name`` as a ``TrialConfig`` that fits the suite's shared stack for ``limits``."""
-    try:
+def known_trial_config(name: str, target: str, time_scale: float, regress: Iterable[str],
+                       limits: Limits) -> TrialConfig | None:
+    """The known trial ``name`` as a ``TrialConfig`` that fits the suite's shared stack for ``limits``; None for a
+    contract-edge trial (``strategies.edges``) whose rule ``target``'s family does not have."""
+    if name in EDGE_TRIALS:
+        edge = EDGE_TRIALS[name](CONTRACTS[parse_target(target).family], time_scale)
+        if edge is None:
+            return None
+        shape, router, faults = edge.shape, edge.router, edge.faults
+    elif name in KNOWN_SHAPES:
         shape = KNOWN_SHAPES[name](time_scale)
-    except KeyError:
-        raise ValueError(f"unknown known-bug trial {name!r}; known: {', '.join(KNOWN_SHAPES)}") from None
-    faults = KNOWN_FAULTS[name](shape) if name in KNOWN_FAULTS else FaultSchedule()
+        router = KNOWN_ROUTERS.get(name, immediate_router)(shape)
+        faults = KNOWN_FAULTS[name](shape) if name in KNOWN_FAULTS else FaultSchedule()
+    else:
+        raise ValueError(f"unknown known-bug trial {name!r}; known: {', '.join(KNOWN_NAMES)}")
     return TrialConfig(
-        target=target, shape=shape, router=KNOWN_ROUTERS.get(name, immediate_router)(shape), regress=tuple(regress),
+        target=target, shape=shape, router=router, regress=tuple(regress),
         faults=faults, fatal_faults=fatal_kinds(faults), proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
         drain_s=limits.drain_real_s, direct_edge=not faults.faults,
         engine="null" if shape.training.enabled else engine_for(limits),

@@ -44,8 +44,9 @@ def known_configs(profile: Profile, family: Family, target: str, regress: tuple[
     if profile.confirm:
         return []
     limits = family_limits(profile, family, target)
-    return [known_trial_config(name, target, profile.time_scale, regress, limits)
-            for name in family.known if name in profile.known_examples]
+    configs = [known_trial_config(name, target, profile.time_scale, regress, limits)
+               for name in family.known if name in profile.known_examples]
+    return [config for config in configs if config is not None]
 
 
 def family_limits(profile: Profile, family: Family, target: str | None = None):
@@ -90,7 +91,7 @@ def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
 LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests", "futures_resolve"),
               ("no_lost_results", "accepted_requests", "futures_resolve"),
               weight=2.0,
-              limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))), known=("half_open_delivery", "restart_reuse"))
+              limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))), known=("completed_ttl_edge", "retrieved_ttl_edge", "half_open_delivery", "restart_reuse"))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
 RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
                    ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample"))

@@ -1,9 +1,10 @@
 """The suite's profiles: how many trials, how big, how long to shrink.
 
 ``ci``      few small examples, derandomized (the same trials every run), a
-            whole run in ≤ 10 minutes on 2 cores at time scale 0.05; one
+            whole run in ≤ 12 minutes on 2 cores at time scale 0.05; one
             known trial big enough for ``bounded_cpu`` (``cpu_sample``), which
-            the small random draws cannot judge.
+            the small random draws cannot judge, and the contract-edge trials
+            (``faultload.strategies.edges``), which draws meet only by chance.
 ``nightly`` more and larger examples, random, Hypothesis's example database in
             ``.faultload/hypothesis`` (a failure is retried first next night),
             the known-bug trials (``faultload.strategies.known``) first, ≤ 60 minutes.
@@ -26,9 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from faultload.strategies.edges import EDGE_TRIALS
 from faultload.strategies.limits import CI, NIGHTLY, Limits
 
 CONFIRM_REQUESTS = 131_072
+# The contract-edge trials (faultload.strategies.edges): every profile that draws runs each, for the families that
+# name them, where the target's family has the rule.
+EDGE_NAMES = tuple(EDGE_TRIALS)
 
 
 @dataclass(frozen=True)
@@ -62,12 +67,13 @@ PROFILES: dict[str, Profile] = {
     "ci": Profile(
         name="ci", time_scale=0.05, limits=CI, max_examples=6, derandomize=True, use_database=False,
         property_s=50.0, shrink_s=180.0, session_s=520.0, baseline_wait_s=20.0,
-        known_examples=("cpu_sample",), min_judged_trials=7,
+        known_examples=("cpu_sample",) + EDGE_NAMES, min_judged_trials=7,
     ),
     "nightly": Profile(
         name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,
         property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0,
-        known_examples=("completion_burst", "training_waves", "half_open_delivery", "restart_reuse"), min_judged_trials=40,
+        known_examples=("completion_burst", "training_waves", "half_open_delivery", "restart_reuse") + EDGE_NAMES,
+        min_judged_trials=40,
         compare_repeats=5,
     ),
     "confirm": Profile(

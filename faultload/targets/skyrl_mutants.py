@@ -26,9 +26,11 @@ import time
 from typing import Any, Callable
 
 if __package__:
-    from .skyrl_forwarding import Need, forwarding, members  # the harness's tests: a package module
-else:
-    from skyrl_forwarding import Need, forwarding, members  # inside the target: beside this file on sys.path
+    from . import skyrl_mutants_time  # the harness's tests: package modules
+    from .skyrl_forwarding import Need, forwarding, members
+else:  # inside the target: beside this file on sys.path
+    import skyrl_mutants_time
+    from skyrl_forwarding import Need, forwarding, members
 
 # blocking-call: what one synchronous call on the event loop costs per asample (a sync audit-log write with
 # fsync, or a sync HTTP call to a quota service, takes milliseconds; time.sleep stands for it).
@@ -279,4 +281,5 @@ MUTANTS: dict[str, Callable[[dict, Need], str]] = {
     "empty-200-on-failure": empty_200_on_failure,
     "double-forward": double_forward,
     "session-per-request": session_per_request,
+    **skyrl_mutants_time.MUTANTS,  # the TTLs' anchors and lengths
 }

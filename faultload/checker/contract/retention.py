@@ -28,9 +28,12 @@ if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy 
 
 DROPPED_POLL = Rule(
     "dropped_poll_delivered",
-    "a 404 may answer a request whose poll the client itself dropped at or after the router had completed it",
+    "a 404 may answer a request whose poll the client itself dropped at or after the router had completed it, "
+    "once the retention window has passed since that poll began",
     "the server may have answered the dropped poll just as it was dropped; it cannot tell, treats the result "
-    "as delivered and keeps it for its retrieved TTL only (finding 2)")
+    "as delivered and keeps it for its retrieved TTL only (finding 2) — measured from that delivery, which came "
+    "no earlier than the poll that carried it: a 404 sooner is a retrieved TTL shorter than promised, or one "
+    "measured from an earlier event")
 STALL_NOT_SCALED = Rule(
     "stall_not_scaled",
     "a 404 may answer a result that, at full time, would have been at most the retention window old",
@@ -38,8 +41,10 @@ STALL_NOT_SCALED = Rule(
     "shrink; the stall itself is judged by healthz_latency and no_collapse")
 EXPIRED_BY_DESIGN = Rule(
     "expired_by_design",
-    "a 404 may answer a result older than the expiry window when it was asked for",
-    "the server documents that a result nobody came back for expires (SkyRL 0.4.0: 600 s)")
+    "a 404 may answer a result older than the expiry window when it was asked for, unless a poll the client "
+    "dropped after the result existed began within the retention window before it",
+    "the server documents that a result nobody came back for expires (SkyRL 0.4.0: 600 s); a result it "
+    "believes delivered is kept its retrieved TTL from that delivery instead (300 s), even past the expiry")
 RESTART_FORGETS = Rule(
     "restart_forgets",
     "a fatal server:restart may forget (404, or never answer) a request accepted before the restart "
@@ -51,21 +56,39 @@ RESTART_FORGETS = Rule(
 LOGGED_STORE_SLACK_S = 1.0
 
 
-def dropped_poll_delivered(inputs: CheckInputs, among: np.ndarray) -> Allowance:
-    """Rows of ``among`` whose abandoned poll was dropped at or after the router completed the request."""
+def dropped_poll_starts(inputs: CheckInputs) -> np.ndarray:
+    """Per request, trial seconds the latest poll the client dropped at or after the router completed it began
+    (NaN: none): the earliest moment the server can have believed the result delivered by it."""
     history, completed_s = inputs.history, inputs.router_completed_s
-    out = np.zeros(len(history), dtype=bool)
+    out = np.full(len(history), np.nan)
     attempts = history.attempts
     if completed_s and attempts["row"].size:
         abandoned = attempts["kind"] == AttemptKind.ABANDONED
         nonces = history["nonce"]
-        for row, dropped_at in zip(attempts["row"][abandoned].tolist(), attempts["end"][abandoned].tolist()):
+        for row, began, dropped_at in zip(attempts["row"][abandoned].tolist(), attempts["start"][abandoned].tolist(),
+                                          attempts["end"][abandoned].tolist()):
             done_at = completed_s.get(int(nonces[row]))
-            if done_at is not None and done_at <= dropped_at:
-                out[row] = True
-    out &= among
-    note = (f"{int(out.sum())} 404 after a poll dropped when the result was already there "
-            "(delivered as far as the server can tell; retained by design)") if out.any() else ""
+            if done_at is not None and done_at <= dropped_at and not began <= out[row]:
+                out[row] = began
+    return out
+
+
+def _within_retention(inputs: CheckInputs, budgets: Budgets) -> np.ndarray:
+    """Requests answered sooner than the retention window after a dropped poll that may have delivered them."""
+    began = dropped_poll_starts(inputs)
+    window = inputs.shape.scaled(retention_s(budgets, inputs.contract))
+    answered = np.asarray(inputs.history["done"], dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(began) & ~(answered - began >= window)
+
+
+def dropped_poll_delivered(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -> Allowance:
+    """Rows of ``among`` whose abandoned poll was dropped at or after the router completed the request, answered
+    404 the retention window or more after that poll began."""
+    out = among & np.isfinite(dropped_poll_starts(inputs)) & ~_within_retention(inputs, budgets)
+    note = (f"{int(out.sum())} 404 after a poll dropped when the result was already there, "
+            f"{retention_s(budgets, inputs.contract):g} SDK s or more before (delivered as far as the server can "
+            "tell; retained by design)") if out.any() else ""
     return Allowance(DROPPED_POLL, out, note)
 
 
@@ -150,6 +173,7 @@ def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) 
     history = inputs.history
     held = fault_windows(inputs.faults, lambda f: f.link in ("backend", "router"))
     youngest = math.inf
+    among = among & ~_within_retention(inputs, budgets)  # believed delivered: its retrieved TTL runs instead
     for i in np.flatnonzero(among).tolist() if (completed_s or failed_s) else ():
         stored = completed_s.get(int(history["nonce"][i]))
         answered = float(history["done"][i])

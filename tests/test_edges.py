@@ -1,0 +1,52 @@
+"""The contract-edge trials (``faultload.strategies.edges``): plain values, derived from each family's contract.
+
+Each trial must put the client inside its TTL measured from the contract's anchor, and past it measured from any
+earlier event: the arithmetic is checked here, on the values alone; the matrix's TTL rows run them on a server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT
+from faultload.strategies.edges import EDGE, EDGE_TRIALS, completed_ttl_edge, retrieved_ttl_edge
+
+SWEEP_S = 30.0  # SkyRL's sweep interval: an entry lives up to this long past its TTL
+
+
+def test_completed_ttl_edge_comes_back_inside_the_ttl_from_completion_and_past_it_from_creation() -> None:
+    edge = completed_ttl_edge(SKYRL_CONTRACT, 1.0)
+    ttl, gen = SKYRL_CONTRACT.completed_ttl_s, edge.router.gen_seconds
+    back = edge.shape.delay_polls.after_s
+    assert edge.shape.delay_polls.fraction == 1.0 and edge.router.max_num_seqs >= edge.shape.requests
+    assert back - gen == pytest.approx(EDGE * ttl)  # from completion: inside
+    assert back > ttl + SWEEP_S  # from creation: past the TTL and the sweep after it
+
+
+def test_retrieved_ttl_edge_delivers_late_and_only_the_delivery_clock_keeps_the_result() -> None:
+    edge = retrieved_ttl_edge(SKYRL_CONTRACT, 1.0)
+    retrieved, completed = SKYRL_CONTRACT.retrieved_ttl_s, SKYRL_CONTRACT.completed_ttl_s
+    delivery = edge.shape.delay_polls.after_s
+    back = delivery + edge.shape.abandon_polls.after_s
+    assert edge.router.mode == "immediate" and edge.shape.abandon_polls.fraction == 1.0
+    assert delivery < completed  # the result is there at the first poll
+    assert back - delivery == pytest.approx(EDGE * retrieved)  # from the delivery: inside
+    assert back > completed + SWEEP_S  # the completed clock no longer keeps it
+    assert retrieved < delivery  # from the completion (at 0): past the retrieved TTL before the first poll
+    (blackhole,) = edge.faults.faults
+    assert (blackhole.link, blackhole.kind, blackhole.stream) == ("edge", "timeout", "downstream")
+    assert blackhole.start_s < delivery < blackhole.start_s + blackhole.duration_s
+
+
+@pytest.mark.parametrize("name", sorted(EDGE_TRIALS))
+def test_an_edge_trial_is_scaled_with_the_trial_and_absent_without_its_rule(name) -> None:
+    full, scaled = EDGE_TRIALS[name](SKYRL_CONTRACT, 1.0), EDGE_TRIALS[name](SKYRL_CONTRACT, 0.05)
+    assert scaled.shape == dataclasses.replace(full.shape, time_scale=0.05)  # SDK seconds in the shape
+    if full.router.mode == "latency":
+        assert scaled.router.gen_seconds == pytest.approx(full.router.gen_seconds * 0.05)
+    assert [f.start_s for f in scaled.faults.faults] == pytest.approx([f.start_s * 0.05 for f in full.faults.faults])
+    scaled.shape.validate()
+    scaled.router.validate()
+    assert EDGE_TRIALS[name](TUFT_CONTRACT, 0.05) is None
