@@ -1334,8 +1334,11 @@ def clean_attempt_log(h: History) -> History:
 def test_check_all_on_a_healthy_trial() -> None:
     verdicts = check_all(make_inputs(history=clean_attempt_log(make_history(2000))), BUDGETS)
     assert [v.name for v in verdicts] == [name for name, _ in CHECKERS]
-    assert all(v.ok is True for v in verdicts), [v for v in verdicts if v.ok is not True]
-    assert overall(verdicts) is True
+    # forwards_concurrent: no router peak was seen (the test's trial has none), so not judged, never ok
+    assert all(v.ok is True for v in verdicts if v.name != "forwards_concurrent"), [v for v in verdicts if v.ok is not True]
+    assert [v.ok for v in verdicts if v.name == "forwards_concurrent"] == [None]
+    assert overall(verdicts) is None  # an unknown is never ok
+    assert overall(v for v in verdicts if v.name != "forwards_concurrent") is True
     for v in verdicts:
         assert "\n" not in v.detail
 

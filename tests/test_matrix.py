@@ -45,13 +45,14 @@ MUTANT_ROWS = ["never-resolve-on-failure", "early-408", "id-reuse-after-restart"
                "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
                "empty-200-on-failure", "session-per-request", "double-forward"]
 TTL_ROWS = ["completed-ttl-from-creation", "retrieved-ttl-from-completion", "retrieved-ttl-short"]
+SIZE_ROWS = ["store-capped", "forwarding-pool-default", "forwarding-semaphore"]
 
 
 def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
     assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0",
                      "skyrl-0.3.0-training", "newest-sdk", "newest-sdk-fixed", *COMPARISON_ROWS, *MUTANT_ROWS,
-                     "lost-wakeup", *TTL_ROWS, "tuft", "tuft-newest-sdk", "tuft-newest-sdk-fixed"]
+                     "lost-wakeup", *TTL_ROWS, *SIZE_ROWS, "tuft", "tuft-newest-sdk", "tuft-newest-sdk-fixed"]
     # rich-access-log: clean, a blind spot of the absolute budgets said as an expectation (its -cost row catches it)
     assert [r.expected for r in DEFAULT_ROWS][:15] == ["caught", "clean", "caught", "caught", "clean", "caught",
                                                        "caught", "caught", "clean", "clean", "caught", "clean",

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 import pydantic
 import pytest
 
-from faultload.targets import skyrl_mutants_time, skyrl_patches
+from faultload.targets import skyrl_mutants_size, skyrl_mutants_time, skyrl_patches
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -125,7 +125,32 @@ def test_retrieved_ttl_short_changes_the_configs_default_not_a_given_value(ns):
     assert skyrl_mutants_time.SHORT_RETRIEVED_TTL_S < 150.0  # under the SDK's two missed polls
 
 
-@pytest.mark.parametrize("name", sorted(skyrl_mutants_time.MUTANTS))
+def test_store_capped_drops_the_oldest_future_past_its_cap(ns):
+    skyrl_patches.apply_patches(ns, ["store-capped"], 1.0)
+    store = ns["ExternalFutureStore"]()
+    ids = [store.create("m", None) for _ in range(skyrl_mutants_size.STORE_CAP + 5)]
+    assert list(store._entries) == ids[5:]
+
+
+def test_forwarding_pool_default_builds_the_connector_without_its_limit(ns):
+    skyrl_patches.apply_patches(ns, ["forwarding-pool-default"], 1.0)
+    module = sys.modules["standin_forwarding_edges"]
+    module.aiohttp.TCPConnector(limit=0, keepalive_timeout=2)
+    assert module.connectors == [{"keepalive_timeout": 2}]  # aiohttp's default limit (100) applies
+
+
+def test_forwarding_semaphore_holds_at_most_its_count_of_forwards_at_once(ns):
+    skyrl_patches.apply_patches(ns, ["forwarding-semaphore"], 1.0)
+    client = ns["SkyRLTrainInferenceForwardingClient"]()
+
+    async def burst() -> None:
+        await asyncio.gather(*(client._forward_with_retry(i, "m") for i in range(skyrl_mutants_size.FORWARD_SEMAPHORE + 50)))
+
+    asyncio.run(burst())
+    assert client.most_inside == skyrl_mutants_size.FORWARD_SEMAPHORE
+
+
+@pytest.mark.parametrize("name", sorted({**skyrl_mutants_time.MUTANTS, **skyrl_mutants_size.MUTANTS}))
 def test_a_version_without_the_in_memory_store_is_refused_by_name(ns, name):
     del ns["ExternalFutureStore"]
     with pytest.raises(skyrl_patches.PatchError, match="no 'ExternalFutureStore'"):

@@ -168,6 +168,18 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "client's timeout, a 408): the server reads the router's answer, stores it and wakes the poll in "
         "milliseconds unless its loop is busy; a busy loop (`/healthz` slower than this) or a fault in force is "
         "not judged."),
+    "forwarding_concurrency_share": BudgetDoc(
+        "the router's peak in flight over the forwards owed at once (capped by the configured connections)",
+        ("forwards_concurrent",),
+        "SkyRL 0.4.0 (no forwarding cap by default) forwards everything it owes at once: its router held 2,048 "
+        "of 2,048 owed in the `size_burst` known trial and 1,049 of 1,053 in an unramped 2,048 burst (1.00 both); "
+        "a forwarding connector at aiohttp's default 100 connections held 0.05 of what it owed, a 256-forward "
+        "semaphore 0.12. Half is a ceiling by any reading, far from both."),
+    "forwarding_min_owed": BudgetDoc(
+        "forwards owed at once", ("forwards_concurrent",),
+        "Below this a ceiling cannot be told from the trial's own size: the small draws hold at most a few "
+        "hundred at once (ci: 256), and a ceiling that bites there bites every server's engine too; the ceilings "
+        "a pull request brings (a pool's default 100, vLLM's 256 slots) bite past it."),
     # Training
     "heartbeat_gap_s": BudgetDoc(
         "real seconds", ("heartbeats_answered",),

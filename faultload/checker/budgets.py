@@ -72,6 +72,8 @@ class Budgets:
     log_fault_grace_s: float = 5.0
     resolve_slack_s: float = 10.0
     poll_wake_slack_s: float = 1.0
+    forwarding_concurrency_share: float = 0.5
+    forwarding_min_owed: int = 256
     heartbeat_gap_s: float = 120.0
 
     def __post_init__(self) -> None:
@@ -92,6 +94,8 @@ class Budgets:
             ("retained_result_overhead_bytes", self.retained_result_overhead_bytes >= 0, "must be >= 0"),
             ("in_flight_request_overhead_bytes", self.in_flight_request_overhead_bytes >= 0, "must be >= 0"),
             ("healthz_p99_s", self.healthz_p99_s > 0, "must be > 0"),
+            ("forwarding_concurrency_share", 0 <= self.forwarding_concurrency_share <= 1, "must be in [0, 1]"),
+            ("forwarding_min_owed", self.forwarding_min_owed >= 1, "must be >= 1"),
             ("healthz_max_failures", self.healthz_max_failures >= 0, "must be >= 0"),
             ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),
             ("healthz_fault_recovery_s", self.healthz_fault_recovery_s >= 0, "must be >= 0"),

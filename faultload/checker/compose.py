@@ -15,6 +15,7 @@ Checkers, in :data:`CHECKERS` order:
 * ``futures_resolve`` — every accepted request ends within a bound of its release (liveness);
 * ``polls_held`` — no poll answered 408 before the server's hold time;
 * ``forwarded_once`` — no prompt completed by the router twice unless its first answer could be lost;
+* ``forwards_concurrent`` — what the server owes the router is forwarded at once, up to its configured cap;
 
 and, for a trial that ran a training mix only (:func:`checkers_for`),
 ``training_futures`` and ``heartbeats_answered`` (``checker/training.py``).
@@ -27,7 +28,7 @@ from typing import Any, Iterable, Sequence
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import one_line
 from faultload.checker.health import check_healthz_latency
-from faultload.checker.forwards import check_forwarded_once
+from faultload.checker.forwards import check_forwarded_once, check_forwards_concurrent
 from faultload.checker.futures import check_futures_resolve, check_polls_held
 from faultload.checker.inputs import Checker, CheckInputs, Verdict
 from faultload.checker.resources import check_bounded_cpu, check_bounded_fds, check_bounded_rss
@@ -51,6 +52,7 @@ CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("futures_resolve", check_futures_resolve),
     ("polls_held", check_polls_held),
     ("forwarded_once", check_forwarded_once),
+    ("forwards_concurrent", check_forwards_concurrent),
 )
 
 

@@ -1,13 +1,15 @@
-"""Did each accepted sample reach the router once: ``forwarded_once``.
+"""Did each accepted sample reach the router once, and all at once: ``forwarded_once``, ``forwards_concurrent``.
 
-A view of the futures contract's forwarding rules (``checker/contract/forwards.py``).
+Both are views of the futures contract's forwarding rules (``checker/contract/forwards.py``).
 """
 
 from __future__ import annotations
 
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import DETAIL_ITEMS, few, ordered, request_label
-from faultload.checker.contract.forwards import repeated_forwards
+from faultload.checker.contract.forwards import (
+    FORWARD_PATH_FAULT, FORWARDS_AT_ONCE, forward_path_faults, owed_forwards_peak, repeated_forwards,
+)
 from faultload.checker.inputs import CheckInputs, Verdict
 
 
@@ -34,3 +36,35 @@ def check_forwarded_once(inputs: CheckInputs, budgets: Budgets) -> Verdict:
                        f"{broken.count} of {len(history)} prompts completed by the router more than once with no "
                        f"fault that could lose an answer and no resubmission: {few(items, broken.count)}{tail}")
     return Verdict(name, True, 0, 0, f"{len(history)} prompts, none completed twice for nothing{tail}")
+
+
+def check_forwards_concurrent(inputs: CheckInputs, budgets: Budgets) -> Verdict:
+    """The server forwards what it owes at once, up to its configured forwarding connections.
+
+    A server that accepted N samples and has not had their results owes the
+    router N forwards; its configuration says how many it may hold open at
+    once (SkyRL's ``forwarding_inference_max_connections``: none by default).
+    A lower ceiling of its own (a connector's default pool, a semaphore)
+    queues the rest inside the server, where no timer of the contract sees
+    them. Figure: the router's exact peak in flight over ``min(peak owed,
+    configured cap)``; budget ``forwarding_concurrency_share``. Unknown when
+    the router is not ours, fewer than ``forwarding_min_owed`` were owed at
+    once (a small trial cannot tell a ceiling from its own size), or a fault
+    on the forward's path (backend, router, server) was drawn.
+    """
+    name, budget = "forwards_concurrent", budgets.forwarding_concurrency_share
+    if inputs.router_completed_s is None or inputs.router_peak_in_flight is None:
+        return Verdict(name, None, None, budget, "the router's peak and completions were not seen (not our router)")
+    on_path = forward_path_faults(inputs)
+    if on_path:
+        return Verdict(name, None, None, budget, f"not judged: {', '.join(on_path)} on the forward's path "
+                                                 f"({FORWARD_PATH_FAULT.name})")
+    owed, cap = owed_forwards_peak(inputs), inputs.forwarding_cap
+    expected = min(owed, cap) if cap else owed
+    if expected < budgets.forwarding_min_owed:
+        return Verdict(name, None, None, budget, f"{owed} forwards owed at once at most (< forwarding_min_owed "
+                                                 f"{budgets.forwarding_min_owed}): too few to see a ceiling")
+    share = inputs.router_peak_in_flight / expected
+    detail = (f"{FORWARDS_AT_ONCE.name}: router peak in flight {inputs.router_peak_in_flight} of {expected} (peak owed {owed}, forwarding "
+              f"cap {cap or 'none'}) = {share:.2f} (budget >= {budget:g})")
+    return Verdict(name, share >= budget, round(share, 3), budget, detail)

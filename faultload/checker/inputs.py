@@ -72,6 +72,8 @@ class CheckInputs:
     load_stopped_s: float | None = None
     trial_start_epoch: float | None = None
     router_peak_in_flight: int | None = None  # the router's exact peak (its /stats), when known
+    # the forwarding connections the server was configured to hold at most (ServerKnobs); None: no cap set
+    forwarding_cap: int | None = None
     # nonce -> trial seconds the router completed it (its completion log), when known
     router_completed_s: Mapping[int, float] | None = None
     # nonce -> how many times the router completed it, for the nonces completed more than once; None when

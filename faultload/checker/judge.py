@@ -62,6 +62,7 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         load_stopped_s=result.load_stopped_s,
         trial_start_epoch=result.start_epoch,
         router_peak_in_flight=result.router_stats.get("peak_in_flight"),
+        forwarding_cap=config.knobs.forwarding_max_connections,
         router_completed_s=dict(result.router_completed_s) if ours else None,
         router_repeats=dict(result.router_repeats) if ours and result.router_repeats is not None else None,
         router_answer_bound_s=config.router.answer_bound_s(config.shape.requests),

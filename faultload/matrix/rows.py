@@ -133,6 +133,13 @@ MUTANT_ROWS: tuple[MatrixRow, ...] = (
             ("no_lost_results",)),
     _mutant("retrieved-ttl-short", "the retry grace cut from 300 s to 120 s, under the SDK's 150 s worst-case "
             "re-poll gap, the is_disconnected guard kept (retrieved_ttl_edge)", ("no_lost_results",)),
+    # Limits that bite only past a thousand in flight (targets/skyrl_mutants_size.py), met by size_burst.
+    _mutant("store-capped", "at most 1,000 futures kept, the oldest dropped: past a thousand in flight, pending "
+            "futures are evicted before their results arrive (size_burst)", ("no_lost_results", "clean_server_log")),
+    _mutant("forwarding-pool-default", "the forwarding connector built without its limit: aiohttp's default 100 "
+            "connections where the configuration says none (size_burst)", ("forwards_concurrent",)),
+    _mutant("forwarding-semaphore", "at most 256 forwards at once (vLLM's max_num_seqs), the rest queued inside "
+            "the server (size_burst)", ("forwards_concurrent",)),
 )
 
 DEFAULT_ROWS: tuple[MatrixRow, ...] = (

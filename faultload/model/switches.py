@@ -19,7 +19,9 @@ REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", 
                "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
                "empty-200-on-failure", "double-forward", "session-per-request",
                # the contract's time edges (targets/skyrl_mutants_time.py)
-               "completed-ttl-from-creation", "retrieved-ttl-from-completion", "retrieved-ttl-short")
+               "completed-ttl-from-creation", "retrieved-ttl-from-completion", "retrieved-ttl-short",
+               # limits that bite past a thousand in flight (targets/skyrl_mutants_size.py)
+               "store-capped", "forwarding-pool-default", "forwarding-semaphore")
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
 TUFT_FIXES = ("newest-sdk-samples", "file-persistence")
 FIXES = SKYRL_FIXES + TUFT_FIXES

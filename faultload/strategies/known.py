@@ -184,7 +184,36 @@ def restart_faults(shape: LoadShape) -> FaultSchedule:
     return FaultSchedule((Fault("server", "restart", start_s=shape.scaled(RESTART_AT_S)),))
 
 
+# size_burst, in SDK seconds: every generation this long, so that every request accepted in the burst is
+# still at the router when the last is accepted.
+SIZE_BURST_REQUESTS = 2048
+SIZE_BURST_SPAN_S = 100.0
+SIZE_BURST_GEN_S = 2 * SIZE_BURST_SPAN_S
+
+
+def size_burst(time_scale: float) -> LoadShape:
+    """2,048 requests at once, no cap: a limit that bites only past a thousand in flight meets every ci session.
+
+    The small random draws hold at most a few hundred requests at once; a
+    store that drops entries past a size, or a forwarding pool capped below
+    what its configuration says, serves them all. Small results, one
+    worker, every request submitted at once (the SDK's 400 submits in
+    flight), every generation ``SIZE_BURST_GEN_S`` long so that the router
+    holds them together (``forwards_concurrent`` compares its peak with what
+    the server owed it).
+    """
+    return LoadShape(requests=SIZE_BURST_REQUESTS, max_outstanding=0, workers=1, result_tokens=16,
+                     time_scale=time_scale, arrival="ramp", arrival_span_s=SIZE_BURST_SPAN_S)
+
+
+def size_burst_router(shape: LoadShape) -> RouterConfig:
+    """Every generation ``SIZE_BURST_GEN_S`` long, as many at once as there are requests."""
+    return RouterConfig(mode="latency", max_num_seqs=shape.requests, gen_seconds=shape.scaled(SIZE_BURST_GEN_S),
+                        procs=router_procs(held_at_once(shape)))
+
+
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
+    "size_burst": size_burst,
     "completion_burst": completion_burst,
     "cpu_sample": cpu_sample,
     "training_waves": training_waves,
@@ -195,6 +224,7 @@ KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
 KNOWN_NAMES = tuple(KNOWN_SHAPES) + tuple(EDGE_TRIALS)
 # The router each known trial needs (default: the immediate router).
 KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
+    "size_burst": size_burst_router,
     "completion_burst": completion_burst_router,
     "half_open_delivery": half_open_router,
 }

@@ -94,7 +94,7 @@ LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests", "futur
               limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))), known=("completed_ttl_edge", "retrieved_ttl_edge", "half_open_delivery", "restart_reuse"))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
 RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
-                   ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample"))
+                   ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample", "size_burst"))
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
 RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
                  ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),

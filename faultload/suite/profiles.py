@@ -3,7 +3,9 @@
 ``ci``      few small examples, derandomized (the same trials every run), a
             whole run in ≤ 12 minutes on 2 cores at time scale 0.05; one
             known trial big enough for ``bounded_cpu`` (``cpu_sample``), which
-            the small random draws cannot judge, and the contract-edge trials
+            the small random draws cannot judge; one that holds 2,048
+            requests at once (``size_burst``), past the limits that bite only
+            above a thousand; and the contract-edge trials
             (``faultload.strategies.edges``), which draws meet only by chance.
 ``nightly`` more and larger examples, random, Hypothesis's example database in
             ``.faultload/hypothesis`` (a failure is retried first next night),
@@ -67,7 +69,7 @@ PROFILES: dict[str, Profile] = {
     "ci": Profile(
         name="ci", time_scale=0.05, limits=CI, max_examples=6, derandomize=True, use_database=False,
         property_s=50.0, shrink_s=180.0, session_s=520.0, baseline_wait_s=20.0,
-        known_examples=("cpu_sample",) + EDGE_NAMES, min_judged_trials=7,
+        known_examples=("cpu_sample", "size_burst") + EDGE_NAMES, min_judged_trials=7,
     ),
     "nightly": Profile(
         name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,

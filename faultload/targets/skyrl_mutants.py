@@ -26,9 +26,10 @@ import time
 from typing import Any, Callable
 
 if __package__:
-    from . import skyrl_mutants_time  # the harness's tests: package modules
+    from . import skyrl_mutants_size, skyrl_mutants_time  # the harness's tests: package modules
     from .skyrl_forwarding import Need, forwarding, members
 else:  # inside the target: beside this file on sys.path
+    import skyrl_mutants_size
     import skyrl_mutants_time
     from skyrl_forwarding import Need, forwarding, members
 
@@ -282,4 +283,5 @@ MUTANTS: dict[str, Callable[[dict, Need], str]] = {
     "double-forward": double_forward,
     "session-per-request": session_per_request,
     **skyrl_mutants_time.MUTANTS,  # the TTLs' anchors and lengths
+    **skyrl_mutants_size.MUTANTS,  # caps and evictions past a thousand in flight
 }

@@ -30,6 +30,20 @@ RETRIED_FORWARD = Rule(
     "a server retries a forward whose answer it never got, and a resubmitted asample is a new future for "
     "the same prompt; the router cannot tell either from a duplicate")
 
+FORWARDS_AT_ONCE = Rule(
+    "forwards_at_once",
+    "the server forwards every sample it has accepted and not yet had answered at once, up to the forwarding "
+    "connections its configuration allows (none set: all of them)",
+    "a ceiling of the server's own (a connector's default pool, a semaphore) queues samples inside the server, "
+    "where no timer of the contract sees them: the router and the engine behind it are there to queue, and "
+    "report it")
+FORWARD_PATH_FAULT = Rule(
+    "forward_path_fault",
+    "how many forwards the server held at once is not judged in a trial with a fault on the forward's path "
+    "(the backend link, the router, the server process)",
+    "forwards then fail, are retried, hang or wait for a process that is paused: what the router held says "
+    "nothing of a ceiling")
+
 # Links whose faults can lose a forward's answer after the router completed it.
 _FORWARD_LINKS = ("backend", "router", "server")
 
@@ -61,3 +75,26 @@ def repeated_forwards(inputs: CheckInputs, grace_s: float) -> tuple[Allowance, A
     why = [*labels, *(["resubmitted"] if resubmitted.any() else [])]
     note = f"{int(allowed.sum())} completed again under {', '.join(why)}" if allowed.any() else ""
     return Allowance(FORWARDED_ONCE, repeated & ~allowed), Allowance(RETRIED_FORWARD, allowed, note), completions
+
+
+def forward_path_faults(inputs: CheckInputs) -> list[str]:
+    """The ``link:kind`` of each fault of the trial on the forward's path (FORWARD_PATH_FAULT), sorted."""
+    return sorted({f"{fault.link}:{fault.kind}" for _, _, fault in in_force_windows(inputs)
+                   if fault.link in _FORWARD_LINKS})
+
+
+def owed_forwards_peak(inputs: CheckInputs) -> int:
+    """The most requests the server had accepted and the router had not yet completed, at any one time.
+
+    Each accepted request is owed a forward from its submit's answer until the router completes it (never: until
+    the end). A request the router completed before the client read its submit's answer owed nothing.
+    """
+    history, completed_s = inputs.history, inputs.router_completed_s or {}
+    accepted = np.flatnonzero((history["server_id"] != 0) & np.isfinite(history["submit_end"]))
+    starts = history["submit_end"][accepted].astype(np.float64)
+    ends = np.array([completed_s.get(int(n), np.inf) for n in history["nonce"][accepted].tolist()], dtype=np.float64)
+    owed = ends > starts
+    times = np.concatenate([starts[owed], ends[owed]])
+    steps = np.concatenate([np.ones(int(owed.sum())), -np.ones(int(owed.sum()))])
+    order = np.lexsort((steps, times))  # at a tie, a completion before an acceptance
+    return int(np.cumsum(steps[order]).max()) if times.size else 0
