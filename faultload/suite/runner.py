@@ -42,7 +42,7 @@ from typing import Any
 import hypothesis
 
 from faultload.store.repro import config_key
-from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, comparing_executor, comparison_key
+from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome, add_phases
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
@@ -265,6 +265,8 @@ class SuiteRunner:
         deadline = start + ((state.shrink_until or start) - start) * self.profile.reduce_share
 
         def still_fails(candidate) -> bool | None:
+            if family.comparative:  # as its draws run: enough requests, a load long enough to measure
+                candidate = at_least(candidate)
             outcome = self._outcome(candidate, state, family, deadline)
             if outcome is None:
                 return None
