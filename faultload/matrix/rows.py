@@ -79,6 +79,10 @@ _FINDING_8_ON_NIGHTLY = (("nightly", Expectation(
     "caught", FINDING_8_INVARIANTS, "nightly's restart known trial meets finding 8 (a restart forgets every session)")),)
 FIXES_OF_FINDINGS = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry")
 
+# A store that keeps what it no longer owes: releases_results (the known trial release_hold's hold past the
+# TTLs), or the shared server's growth across the session.
+KEEP_INVARIANTS = ("releases_results", "session_growth")
+
 # ci draws no process fault (a restart costs a real server start-up): a bug only a restart shows is nightly's.
 _NO_RESTART_ON_CI = (("ci", Expectation("clean", (), "ci draws no server:restart, the only way this bug shows")),)
 
@@ -123,6 +127,16 @@ MUTANT_ROWS: tuple[MatrixRow, ...] = (
     # the contract's polls_woken sees the poll held past its result (a trial at 0.05: 64 of 128 polls).
     _mutant("lost-wakeup", "a completed result wakes no held poll, delivered only by the client's next poll",
             ("polls_held",)),
+    # What the store keeps (targets/skyrl_mutants_keep.py): every request is answered right, so only the known
+    # trial release_hold (bounded_resources, ci) sees the results kept past their TTL, or the session's growth.
+    *(_mutant(switch, why, KEEP_INVARIANTS, only="test_bounded_resources") for switch, why in (
+        ("keep-delivered", "the sweep never evicts a delivered result: the store grows with every request"),
+        ("evict-pending-only", "the sweep evicts abandoned pending forwards only: completed results stay"),
+        ("naive-completed-at", "completed_at stored without a timezone: the first sweep meeting a completed, "
+                               "undelivered result raises TypeError and the sweeper task dies silently"),
+        ("sweep-counts-bytes", "each sweep sums its results' proto lengths: a failed forward's entry (no proto) "
+                               "raises TypeError and the sweeper task dies silently"),
+    )),
 )
 
 DEFAULT_ROWS: tuple[MatrixRow, ...] = (

@@ -17,7 +17,9 @@ REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", 
                # bug classes a pull request could introduce (targets/skyrl_mutants.py), not undone fixes
                "never-resolve-on-failure", "early-408", "lost-wakeup", "id-reuse-after-restart", "500-for-unknown",
                "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
-               "empty-200-on-failure", "double-forward", "session-per-request")
+               "empty-200-on-failure", "double-forward", "session-per-request",
+               # what the store keeps (targets/skyrl_mutants_keep.py)
+               "keep-delivered", "evict-pending-only", "naive-completed-at", "sweep-counts-bytes")
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
 TUFT_FIXES = ("newest-sdk-samples", "file-persistence")
 FIXES = SKYRL_FIXES + TUFT_FIXES

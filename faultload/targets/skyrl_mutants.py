@@ -27,8 +27,10 @@ from typing import Any, Callable
 
 if __package__:
     from .skyrl_forwarding import Need, forwarding, members  # the harness's tests: a package module
+    from .skyrl_mutants_keep import KEEP_MUTANTS
 else:
     from skyrl_forwarding import Need, forwarding, members  # inside the target: beside this file on sys.path
+    from skyrl_mutants_keep import KEEP_MUTANTS
 
 # blocking-call: what one synchronous call on the event loop costs per asample (a sync audit-log write with
 # fsync, or a sync HTTP call to a quota service, takes milliseconds; time.sleep stands for it).
@@ -279,4 +281,5 @@ MUTANTS: dict[str, Callable[[dict, Need], str]] = {
     "empty-200-on-failure": empty_200_on_failure,
     "double-forward": double_forward,
     "session-per-request": session_per_request,
+    **KEEP_MUTANTS,  # what the store keeps: results never released, a sweeper that dies (skyrl_mutants_keep)
 }
