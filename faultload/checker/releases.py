@@ -86,8 +86,9 @@ def check_releases_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     due = release_due_s(inputs, ttl)
     after = t >= due
     if np.count_nonzero(after) < 2:
+        sweep = inputs.contract.sweep_s or 0.0
         return _unknown(f"the trial did not wait long enough: release due at {fmt_s(due)} (last request's end + "
-                        f"(TTL {ttl:g} + sweep {inputs.contract.sweep_s or 0:g}) SDK s × {inputs.shape.time_scale:g}), "
+                        f"(TTL {ttl:g} + sweep {sweep:g}) SDK s × {inputs.shape.time_scale:g}), "
                         f"last sample at {fmt_s(float(t[-1]))}", budget)
     return _judge(inputs.monitor, rss, t, after, delivered, due, ttl, budget)
 

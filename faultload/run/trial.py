@@ -186,8 +186,8 @@ def run_trial(
     its router's mode, about 0 when the mode is unchanged), ``session_open`` the sampling
     session, ``workers_start`` the load workers started and ready, ``load`` t0 to the
     load stopped (``load_stopped_s``), ``gather`` the workers stopped, the drain and
-    what was recorded read, ``hold`` the post-load hold (``hold_s``), ``clean_up`` stopping what the trial started, ``other``
-    the rest (the moments between them).
+    what was recorded read, ``hold`` the post-load hold (``hold_s``), ``clean_up``
+    stopping what the trial started, ``other`` the rest (the moments between them).
     """
     spec = config.validate()
     if stack is not None and stack.config != config.stack_config():

@@ -115,6 +115,7 @@ def launch_skyrl(
     }
     spec_path = run_dir / "launch.json"
     spec_path.write_text(json.dumps(launch_spec, indent=1))
-    child_env = child_environment({**MALLOC_ENV, **(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}, drop=("PYTHONPATH",))
+    child_env = child_environment({**MALLOC_ENV, **(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"},
+                                  drop=("PYTHONPATH",))
     return start_launcher(spec, [str(python), str(LAUNCHER), str(spec_path)], run_dir, child_env, port,
                           while_starting)
