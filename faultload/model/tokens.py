@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -99,7 +99,10 @@ class Choice(NamedTuple):
     """How the router answers choice ``sample`` of request ``nonce`` at ``max_tokens`` (a named tuple: built
     for every choice the router answers, where a frozen dataclass's construction costs twice as much)."""
 
-    length: int  # tokens sent: the first ``length`` of output_tokens(nonce, sample, max_tokens)
+    # Tokens sent: the first ``length`` of output_tokens(nonce, sample, max_tokens), and the first ``length``
+    # logprobs. Both sides slice the max_tokens arrays rather than ask for ``length`` (the same values): the
+    # per-length steps are cached for few lengths, and a stopped choice's length is any below max_tokens.
+    length: int
     stopped: bool  # finish_reason "stop" (a stop token before the limit); else "length" at max_tokens
     has_logprobs: bool  # False: the choice's "logprobs" is null
 
@@ -125,26 +128,27 @@ RANK_STEP = 100
 ALT_STEP = 7_919
 
 
-def prompt_rank(nonce: int, position: int, k: int) -> int:
-    """The prompt token's rank at ``position`` (>= 1) when the request asks for ``k`` top entries."""
+def prompt_rank(nonce: int, position: Any, k: int) -> Any:
+    """The prompt token's rank at ``position`` (>= 1) when the request asks for ``k`` top entries (an int, or
+    an int64 array of positions: the rules below read the same for both)."""
     return 1 + (nonce + position) % (k + 1)
 
 
-def rank_digit(nonce: int, position: int, rank: int) -> int:
+def rank_digit(nonce: int, position: Any, rank: Any) -> Any:
     """d of the logprob -d/LOGPROB_SCALE of the entry ranked ``rank`` at ``position``."""
     return (7 * nonce + 13 * position) % 1000 + RANK_STEP * rank
 
 
-def alt_token(prompt_token: int, rank: int) -> int:
+def alt_token(prompt_token: Any, rank: Any) -> Any:
     """The entry ranked ``rank`` when it is not the prompt token."""
     return (prompt_token + rank * ALT_STEP) % VOCAB
 
 
 def prompt_logprobs(nonce: int, prompt: list[int], k: int) -> np.ndarray:
     """Each prompt token's own logprob (float32), NaN at position 0: what the Tinker API returns."""
-    out = np.full(len(prompt), np.nan, dtype=np.float32)
-    for i in range(1, len(prompt)):
-        out[i] = _logprob_values()[rank_digit(nonce, i, prompt_rank(nonce, i, k))]
+    i = np.arange(len(prompt), dtype=np.int64)
+    out = _logprob_values()[rank_digit(nonce, i, prompt_rank(nonce, i, k))]
+    out[0] = np.nan
     return out
 
 
@@ -156,20 +160,19 @@ TOPK_MASK_LOGPROB = -99999.0
 def topk_prompt_logprobs(nonce: int, prompt: list[int], k: int) -> tuple[np.ndarray, np.ndarray]:
     """The top ``k`` (token id, logprob) per prompt position as (len(prompt), k) int32 and float32 matrices,
     by rank; position 0 is masked, as the Tinker API's proto fills it."""
-    ids = np.full((len(prompt), k), TOPK_MASK_TOKEN, dtype=np.int32)
-    lps = np.full((len(prompt), k), TOPK_MASK_LOGPROB, dtype=np.float32)
-    for i in range(1, len(prompt)):
-        own = prompt_rank(nonce, i, k)
-        for m in range(1, k + 1):
-            ids[i, m - 1] = prompt[i] if m == own else alt_token(prompt[i], m)
-            lps[i, m - 1] = _logprob_values()[rank_digit(nonce, i, m)]
+    i = np.arange(len(prompt), dtype=np.int64)[:, None]
+    ranks = np.arange(1, k + 1, dtype=np.int64)
+    own = np.asarray(prompt, dtype=np.int64)[:, None]
+    ids = np.where(ranks == prompt_rank(nonce, i, k), own, alt_token(own, ranks)).astype(np.int32)
+    lps = _logprob_values()[rank_digit(nonce, i, ranks)]
+    ids[0], lps[0] = TOPK_MASK_TOKEN, TOPK_MASK_LOGPROB
     return ids, lps
 
 
 # --------------------------------------------------------------------------- what a request asks
 
 
-ASK_EVERY = 8  # one request in ASK_EVERY asks for prompt logprobs, another for top-k besides
+ASK_EVERY = 16  # one request in ASK_EVERY asks for prompt logprobs, another for top-k besides
 
 
 @dataclass(frozen=True)

@@ -76,10 +76,10 @@ def _choice_parts(nonce: int, j: int, max_tokens: int, tok_table: np.ndarray,
     shape = tokens.choice(nonce, j, max_tokens)
     parts: list[Any] = [
         b'%s{"index":%d,"text":"","token_ids":[' % (b"," if j else b"", j),
-        _without_last_byte(tok_table[tokens.output_tokens(nonce, j, shape.length)]),
+        _without_last_byte(tok_table[tokens.output_tokens(nonce, j, max_tokens)[:shape.length]]),
     ]
     if shape.has_logprobs:
-        lps = lp_table[tokens.logprob_digits(nonce, j, shape.length)]
+        lps = lp_table[tokens.logprob_digits(nonce, j, max_tokens)[:shape.length]]
         parts += [b'],"logprobs":{"token_logprobs":[', _without_last_byte(lps), b"]}"]
     else:
         parts.append(b'],"logprobs":null')
