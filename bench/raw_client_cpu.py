@@ -3,7 +3,8 @@
 A benchmark, not a test. Runs ``RawClient`` (faultload.client.raw) over
 ``--requests`` requests against a stand-in pool whose ``post`` answers at once
 from precomputed bodies (an asample's ``request_id``; a poll's SampleResponse
-proto of the request's own 64 tokens and logprobs), so what is measured is the
+proto of the request's own result of at most 64 tokens, as the checkout's
+``tests/results.py`` builds it), so what is measured is the
 client's own work per request: its bookkeeping (history, attempts, live
 counters), the asample body, the request id's parse, the result's decode and
 its check against the nonce — everything but HTTP and the kernel
@@ -25,9 +26,8 @@ from pathlib import Path
 from _figures import abba, checkouts_parser, print_ab_medians  # bench/, beside this script
 
 ONE_RUN = r'''
-import asyncio, multiprocessing as mp, resource, sys, time
+import asyncio, json, multiprocessing as mp, resource, sys, time
 import uvloop
-from faultload.model import tokens
 from faultload.client import decode
 from faultload.client.counters import LiveCounters
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
@@ -40,14 +40,9 @@ shape = LoadShape(requests=count, result_tokens=64, max_outstanding=2000, worker
 job = WorkerJob(worker=0, base_url="http://127.0.0.1:1", source_ip=None, sampling_session_id="bench",
                 base_model="m", first=0, count=count, nonce_salt=5, shape=shape, t0=time.monotonic(), deadline_s=600)
 
-def result_body(nonce):
-    message = decode.pb.SampleResponse()
-    seq = message.sequences.add()
-    seq.tokens = tokens.output_tokens(nonce, 0, 64).tobytes()
-    seq.logprobs = tokens.output_logprobs(nonce, 0, 64).tobytes()
-    return message.SerializeToString()
+from tests.results import proto_result  # each checkout's own: the result its check expects
 
-bodies = {str(i).encode(): result_body(job.nonce(i)) for i in range(count)}
+bodies = {str(i).encode(): proto_result(job.nonce(i), 1, 64) for i in range(count)}
 
 class Pool:
     peak_live = 0
@@ -56,7 +51,7 @@ class Pool:
         if path.endswith("asample"):
             seq = body.split(b'"seq_id":', 1)[1].split(b",", 1)[0]
             return 200, "application/json", b'{"request_id":"' + seq + b'"}'
-        return 200, decode.PROTO_CONTENT_TYPE, bodies[body[15:-2]]
+        return 200, decode.PROTO_CONTENT_TYPE, bodies[str(json.loads(body)["request_id"]).encode()]
 
 client = RawClient(job, Pool(), LiveCounters(mp.RawArray("q", len(COUNTER_SLOTS)), 0, len(COUNTER_SLOTS)))
 usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -31,6 +31,7 @@ from faultload.checker.budget_docs import BUDGET_DOCS  # noqa: E402
 from faultload.checker.budgets import PYPROJECT_TABLE, Budgets  # noqa: E402
 from faultload.checker.compose import CHECKERS  # noqa: E402
 from faultload.checker.contract import RULES  # noqa: E402
+from faultload.checker.growth import NAME as SESSION_GROWTH, check_session_growth  # noqa: E402
 from faultload.checker.judge import collapse_verdict  # noqa: E402
 from faultload.checker.training import TRAINING_CHECKERS  # noqa: E402
 from faultload.cli.exits import EXIT_CODES, REPLAY_EXITS  # noqa: E402
@@ -132,11 +133,12 @@ def pytest_page() -> str:
         "## Marker", "", f"{code(marker)}: {cell(says.strip())}", ""])
 
 
-def invariants() -> list[tuple[str, object, bool]]:
-    """(name, what judges it, judged only for a trial that trained), in the order a trial is judged."""
+def invariants() -> list[tuple[str, object, str]]:
+    """(name, what judges it, what it judges beside every trial), in the order they are judged."""
     collapse = collapse_verdict(sample_trial()).name  # the name the watchdog's verdict carries
-    return ([(name, fn, False) for name, fn in CHECKERS] + [(name, fn, True) for name, fn in TRAINING_CHECKERS]
-            + [(collapse, collapse_verdict, False)])
+    return ([(name, fn, "") for name, fn in CHECKERS]
+            + [(name, fn, " (a trial that trained)") for name, fn in TRAINING_CHECKERS]
+            + [(collapse, collapse_verdict, ""), (SESSION_GROWTH, check_session_growth, " (a suite session)")])
 
 
 def invariants_page() -> str:
@@ -146,8 +148,8 @@ def invariants_page() -> str:
     for name, doc in BUDGET_DOCS.items():
         for invariant in doc.invariants:
             by_invariant.setdefault(invariant, []).append(name)
-    rows = [[code(name) + (" (a trial that trained)" if trained else ""), cell(first_paragraph(fn)),
-             cell(docstring_figure(name, fn)), codes(by_invariant.get(name, ()))] for name, fn, trained in found]
+    rows = [[code(name) + note, cell(first_paragraph(fn)),
+             cell(docstring_figure(name, fn)), codes(by_invariant.get(name, ()))] for name, fn, note in found]
     budget_rows = [[code(name), code(_budget_value(budgets[name], doc.unit)), cell(doc.unit), codes(doc.invariants),
                     cell(doc.why)] for name, doc in BUDGET_DOCS.items()]
     family_rows = [[code(f.name), codes(checked(f)), codes(f.targets), codes(f.known)] for f in FAMILIES]

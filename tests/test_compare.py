@@ -11,7 +11,7 @@ import pytest
 from faultload.cli.main import main
 from faultload.compare.judge import (DEFAULT_THRESHOLDS, SCHEMA, CompareSettings, comparison_json, interval_of,
                                      judge_comparison, load_compare_settings, ratio_of)
-from faultload.compare.metrics import METRIC_NAMES, read_metrics
+from faultload.compare.metrics import METRIC_NAMES, MIN_SAMPLES, read_metrics
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import abba
 from faultload.compare.stats import ratio_of_medians
@@ -20,13 +20,15 @@ from faultload.model.build import Build, parse_build
 
 def report(cpu_s: float = 2.0, attempts: int = 2000, throughput: float = 500.0, p50: float = 0.5,
            p99: float = 1.5, healthz_p99: float = 0.01, peak_fds: int = 1100, peak_rss: int = 700 << 20,
-           peak_in_flight: int = 1000, requested: int = 1000) -> dict:
-    """The parts of a trial's JSON report the comparison reads."""
-    return {"requested": requested, "load_s": 2.0, "throughput_per_s": throughput,
-            "attempts": {"http_attempts": attempts}, "latency_s": {"e2e": {"p50": p50, "p99": p99}},
+           peak_in_flight: int = 1000, requested: int = 1000, samples: int = 5, submit_p50: float = 0.02) -> dict:
+    """The parts of a trial's JSON report the comparison reads (a 2 s load: 5 monitor samples, 5 probes)."""
+    return {"requested": requested, "completed": requested, "load_s": 2.0, "throughput_per_s": throughput,
+            "attempts": {"http_attempts": attempts},
+            "latency_s": {"submit": {"p50": submit_p50, "p99": 2 * submit_p50}, "e2e": {"p50": p50, "p99": p99}},
             "router": {"peak_in_flight": peak_in_flight},
             "server": {"cpu_s": cpu_s, "healthz_latency_s": {"p99": healthz_p99}, "peak_fds": peak_fds,
-                       "baseline_fds": 100, "peak_rss_bytes": peak_rss, "baseline_rss_bytes": 600 << 20}}
+                       "baseline_fds": 100, "peak_rss_bytes": peak_rss, "baseline_rss_bytes": 600 << 20,
+                       "samples": samples, "healthz_probes": samples}}
 
 
 def test_a_build_is_a_target_and_its_switches_in_a_fixed_order() -> None:
@@ -55,10 +57,33 @@ def test_metrics_are_read_from_the_report_and_none_when_not_measured() -> None:
     assert m["server_cpu_ms_per_request"] == 1.0 and m["throughput_per_s"] == 500.0
     assert m["fds_per_in_flight"] == 1.0 and m["rss_bytes_per_in_flight"] == (100 << 20) / 1000
     assert m["attempts_per_request"] == 2.0 and m["e2e_p99_s"] == 1.5 and m["healthz_p99_s"] == 0.01
+    assert m["submit_p50_s"] == 0.02 and m["submit_p99_s"] == 0.04 and m["router_peak_in_flight"] == 1000.0
+    assert m["rss_bytes_per_result"] == (100 << 20) / 1000
     blind = report()
     blind["server"] = {}
     assert {k for k, v in read_metrics(blind).items() if v is None} == {
-        "server_cpu_ms_per_request", "healthz_p99_s", "fds_per_in_flight", "rss_bytes_per_in_flight"}
+        "server_cpu_ms_per_request", "healthz_p99_s", "fds_per_in_flight", "rss_bytes_per_in_flight",
+        "rss_bytes_per_result"}
+
+
+def test_a_load_too_short_to_sample_measures_no_server_figure() -> None:
+    """A 0.6 s trial: the monitor sampled the server twice at most, its CPU read 0 (one sample)."""
+    short = read_metrics(report(samples=MIN_SAMPLES - 1))
+    assert {k for k, v in short.items() if v is None} == {
+        "server_cpu_ms_per_request", "healthz_p99_s", "fds_per_in_flight", "rss_bytes_per_in_flight",
+        "rss_bytes_per_result"}
+    assert read_metrics(report(cpu_s=0.0))["server_cpu_ms_per_request"] is None  # a serving server spends CPU
+    assert read_metrics(report(peak_in_flight=0))["router_peak_in_flight"] is None
+
+
+def test_a_too_short_trial_makes_no_ratio_unknown_not_worse_and_not_ok() -> None:
+    """The baseline's one-sample trials read server CPU 0: once x inf [inf, inf] "worse"; now unknown."""
+    short = [report(cpu_s=0.0, samples=1) for _ in range(3)]
+    result = _compare(short, [report(cpu_s=c) for c in (2.0, 2.1, 1.9)])
+    row = next(r for r in result["metrics"] if r["name"] == "server_cpu_ms_per_request")
+    assert row["unknown"] and row["ratio"] is None and not row["worse"]
+    assert "server_cpu_ms_per_request" in result["unknown"] and "server_cpu_ms_per_request" not in result["worse"]
+    assert result["ok"] is False
 
 
 def test_the_ratio_of_medians_and_its_interval() -> None:
@@ -102,8 +127,8 @@ def test_a_ratio_over_a_zero_baseline_is_strict_json_and_still_judged() -> None:
     text = comparison_json(result)
     assert "Infinity" not in text and json.loads(text)["metrics"] == json.loads(json.dumps(result["metrics"]))
     assert "| throughput_per_s | 0 /s | 500 /s | ∞ | ∞ – ∞ |" in markdown_table(result)
-    cpu = _compare([report(cpu_s=0.0) for _ in range(3)], [report(cpu_s=c) for c in (2.0, 2.1, 1.9)])
-    assert cpu["worse"] == ["server_cpu_ms_per_request"]  # a cost from nothing is worse, null in the JSON or not
+    fds = _compare([report(peak_fds=100) for _ in range(3)], [report(peak_fds=p) for p in (1100, 1110, 1090)])
+    assert fds["worse"] == ["fds_per_in_flight"]  # a measured 0 growth to some: worse, null in the JSON or not
 
 
 def test_lower_throughput_is_worse_and_higher_is_not() -> None:

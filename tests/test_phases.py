@@ -150,7 +150,7 @@ def test_an_interrupted_load_still_splits_its_wall(doubles, tmp_path) -> None:
 
 def _phased() -> trial_mod.TrialResult:
     result = judged_result()
-    result.phases_s = dict(zip(TRIAL_PHASES, (4.0, 0.1, 0.9, 7.0, 1.5, 0.5, 0.0)))
+    result.phases_s = dict(zip(TRIAL_PHASES, (4.0, 0.1, 0.9, 7.0, 1.5, 0.0, 0.5, 0.0)))
     result.wall_s = sum(result.phases_s.values())
     return result
 
@@ -186,7 +186,7 @@ class _Phased(KnownFailure):
     """TEST DOUBLE executor: a KnownFailure whose every trial reports these phases."""
 
     phases: dict = dataclasses.field(default_factory=lambda: {
-        "stack_ready": 2.0, **dict(zip(TRIAL_PHASES, (1.0, 0.0, 1.0, 6.0, 1.0, 1.0, 0.0))), "judge": 0.5})
+        "stack_ready": 2.0, **dict(zip(TRIAL_PHASES, (1.0, 0.0, 1.0, 6.0, 1.0, 0.0, 1.0, 0.0))), "judge": 0.5})
 
     def run(self, config) -> TrialOutcome:
         outcome = super().run(config)
@@ -201,11 +201,11 @@ def test_the_summary_sums_every_trial_runs_phases_once(tmp_path) -> None:
         runner.check(LOST, trial(requests))
     summary = runner.summary_dict()
     assert summary["phases_s"] == {"stack_ready": 4.0, "stack_start": 2.0, "session_open": 0.0,
-                                   "workers_start": 2.0, "load": 12.0, "gather": 2.0, "clean_up": 2.0,
+                                   "workers_start": 2.0, "load": 12.0, "gather": 2.0, "hold": 0.0, "clean_up": 2.0,
                                    "other": 0.0, "judge": 1.0}
     assert summary["trial_wall_s"] == 20.0 and summary["load_share"] == pytest.approx(0.6)
     assert ("  trial wall 20 s: load 60%, stack_start 10%, workers_start 10%, gather 10%, clean_up 10%, "
-            "session_open 0%, other 0%; stack_ready +4.0 s, judge +1.0 s") in runner.summary_lines()
+            "session_open 0%, hold 0%, other 0%; stack_ready +4.0 s, judge +1.0 s") in runner.summary_lines()
 
 
 def test_a_session_without_phases_says_so_in_its_summary(tmp_path) -> None:

@@ -167,15 +167,15 @@ class StubServer:
                 self.events.append(("barrier_timeout", n))
         if action == "wrong_nonce":
             nonce += 1
-        if action == "truncated":
-            length -= 1
         if action == "garbage":
             return web.Response(body=b"\x08\xff\xff", content_type="application/x-protobuf")
         self.events.append(("answered", n))
         self.delivered.add(rid)
         if decode.PROTO_CONTENT_TYPE in request.headers.get("Accept", ""):
-            return web.Response(body=proto_result(nonce, samples, length), content_type="application/x-protobuf")
-        return web.Response(body=json_result(nonce, samples, length), content_type="application/json")
+            return web.Response(body=proto_result(nonce, samples, length, cut=action == "truncated"),
+                                content_type="application/x-protobuf")
+        return web.Response(body=json_result(nonce, samples, length, cut=action == "truncated"),
+                            content_type="application/json")
 
     def polls_seen(self) -> list[tuple]:
         return [e for e in self.events if e[0] == "poll"]

@@ -74,19 +74,26 @@ def wait_until(cond: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -
 
 
 def check_body(body: bytes, nonce: int, n: int, max_tokens: int) -> None:
-    """Both JSON parsers the servers use see exactly the tokens module's arrays."""
+    """Both JSON parsers the servers use see exactly the tokens module's arrays, each choice as
+    ``tokens.choice`` shapes it: its length, finish reason, and logprobs or null."""
     for doc in (json.loads(body), simdjson.loads(body)):
         assert doc["object"] == "text_completion"
         assert len(doc["choices"]) == n
         for j, choice in enumerate(doc["choices"]):
+            shape = tokens.choice(nonce, j, max_tokens)
             assert choice["index"] == j
-            assert choice["finish_reason"] == "length"
+            assert choice["finish_reason"] == ("stop" if shape.stopped else "length")
             np.testing.assert_array_equal(
-                np.asarray(choice["token_ids"], dtype=np.int64), tokens.output_tokens(nonce, j, max_tokens)
+                np.asarray(choice["token_ids"], dtype=np.int64), tokens.output_tokens(nonce, j, shape.length)
             )
+            if not shape.has_logprobs:
+                assert choice["logprobs"] is None
+                continue
             lp = np.asarray(choice["logprobs"]["token_logprobs"], dtype=np.float64)
-            np.testing.assert_array_equal(lp.astype(np.float32), tokens.output_logprobs(nonce, j, max_tokens))
-            np.testing.assert_array_equal(lp, -tokens.logprob_digits(nonce, j, max_tokens) / tokens.LOGPROB_SCALE)
+            np.testing.assert_array_equal(lp.astype(np.float32), tokens.output_logprobs(nonce, j, shape.length))
+            np.testing.assert_array_equal(lp, -tokens.logprob_digits(nonce, j, shape.length) / tokens.LOGPROB_SCALE)
+        completion = sum(tokens.choice(nonce, j, max_tokens).length for j in range(n))
+        assert doc["usage"]["completion_tokens"] == completion
 
 
 def compiled_router() -> Path:
@@ -182,7 +189,8 @@ def test_body_extreme_values_and_prompt_logprobs() -> None:
     plp = doc["choices"][0]["prompt_logprobs"]
     assert plp[0] is None and len(plp) == 5
     assert all(str(tid) in entry for tid, entry in zip(tokens.prompt_tokens(7, extra=2)[1:], plp[1:]))
-    assert doc["usage"] == {"prompt_tokens": 5, "total_tokens": 60_005, "completion_tokens": 60_000}
+    completion = tokens.choice(7, 0, 60_000).length
+    assert doc["usage"] == {"prompt_tokens": 5, "total_tokens": 5 + completion, "completion_tokens": completion}
 
 
 def test_served_bodies_are_exact_and_foreign_prompts_get_400(router: Callable[..., RouterHandle]) -> None:

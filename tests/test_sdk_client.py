@@ -15,6 +15,7 @@ import json
 import socket
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import httpx
 import numpy as np
@@ -484,8 +485,8 @@ def test_cli_refuses_what_the_sdk_cannot_do(tmp_path: Path, isolated_workdir: Pa
 class _Sequence:
     """Test double: one sample as the SDK hands it back."""
 
-    def __init__(self, tokens_np, logprobs_np) -> None:
-        self.tokens_np, self.logprobs_np = tokens_np, logprobs_np
+    def __init__(self, tokens_np, logprobs_np, stop_reason: str = "length") -> None:
+        self.tokens_np, self.logprobs_np, self.stop_reason = tokens_np, logprobs_np, stop_reason
 
 
 class _Sampling:
@@ -495,14 +496,18 @@ class _Sampling:
     def __init__(self, job: WorkerJob, readable: bool = True) -> None:
         self.job, self.readable, self.rows = job, readable, 0
 
-    async def sample_async(self, prompt, num_samples, sampling_params):
+    async def sample_async(self, prompt, num_samples, sampling_params, include_prompt_logprobs=False,
+                           topk_prompt_logprobs=0):
+        from faultload.client import decode
+
         nonce = self.job.nonce(self.job.first + self.rows)
         self.rows += 1
-        length = self.job.shape.result_tokens
         if not self.readable:
             return type("Response", (), {"sequences": [_Sequence(None, None)]})()
-        return type("Response", (), {"sequences": [_Sequence(tokens.output_tokens(nonce, 0, length),
-                                                             tokens.output_logprobs(nonce, 0, length))]})()
+        want = decode.expected(nonce, num_samples, self.job.shape.result_tokens)
+        topk = None if want.topk is None else SimpleNamespace(token_ids=want.topk[0], logprobs=want.topk[1])
+        return SimpleNamespace(sequences=[_Sequence(s.tokens, s.logprobs, s.stop_reason) for s in want.sequences],
+                               prompt_logprobs_np=want.prompt_logprobs, topk_prompt_logprobs_np=topk)
 
 
 def _sdk_client(readable: bool = True):

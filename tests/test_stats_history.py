@@ -1,4 +1,4 @@
-"""Histogram (stats.py), History (history.py), nonces (tokens.py) and result decoding (client/decode.py)."""
+"""Histogram (stats.py), History (history.py) and nonces (tokens.py); result decoding is tests/test_result_check.py."""
 
 from __future__ import annotations
 
@@ -6,11 +6,8 @@ import json
 
 import numpy as np
 import pytest
-import simdjson
 
-from tests.results import json_result, proto_result
 from faultload.model import tokens
-from faultload.client import decode
 from faultload.record.history import COLUMNS, MAX_COUNT, ErrorClass, History, Outcome, bump_count
 from faultload.record.histogram import Histogram
 
@@ -212,82 +209,6 @@ def test_outputs_differ_between_nonces_and_samples():
     assert not np.array_equal(a, tokens.output_tokens(5, 1, 64))
     lp = tokens.output_logprobs(5, 0, 64)
     assert lp.dtype == np.float32 and (lp <= 0).all() and (lp > -1).all()
-
-
-# --------------------------------------------------------------------------- decode + check
-
-NONCE = (3 << 24) | 17
-LENGTH = 12
-
-
-def _decoded(kind: str, nonce: int, samples: int, length: int) -> list[decode.Sequence]:
-    if kind == "proto":
-        body = proto_result(nonce, samples, length)
-        out = decode.decode(body, "application/x-protobuf")
-        assert [s.tokens.tolist() for s in out] == [s.tokens.tolist() for s in decode.decode_proto(body)]
-        return out
-    body = json_result(nonce, samples, length)
-    out = decode.decode(body, "application/json", simdjson.Parser())
-    assert [s.tokens.tolist() for s in out] == [s.tokens.tolist() for s in decode.decode_json(body)]
-    return out
-
-
-@pytest.mark.parametrize("kind", ["proto", "json"])
-def test_decoded_result_matches_its_nonce(kind):
-    sequences = _decoded(kind, NONCE, 2, LENGTH)
-    assert len(sequences) == 2
-    assert sequences[0].tokens.dtype == np.int32 and sequences[0].logprobs.dtype == np.float32
-    np.testing.assert_array_equal(sequences[1].tokens, tokens.output_tokens(NONCE, 1, LENGTH))
-    assert decode.check(sequences, NONCE, 2, LENGTH) is None
-
-
-@pytest.mark.parametrize("kind", ["proto", "json"])
-def test_check_rejects_wrong_nonce(kind):
-    problem = decode.check(_decoded(kind, NONCE + 1, 1, LENGTH), NONCE, 1, LENGTH)
-    assert problem is not None and "do not match" in problem and str(NONCE) in problem
-
-
-@pytest.mark.parametrize("kind", ["proto", "json"])
-def test_check_rejects_truncated_tokens(kind):
-    problem = decode.check(_decoded(kind, NONCE, 1, LENGTH - 3), NONCE, 1, LENGTH)
-    assert problem is not None and f"{LENGTH - 3} tokens, expected {LENGTH}" in problem
-
-
-@pytest.mark.parametrize("kind", ["proto", "json"])
-def test_check_rejects_wrong_sample_count(kind):
-    problem = decode.check(_decoded(kind, NONCE, 1, LENGTH), NONCE, 2, LENGTH)
-    assert problem is not None and "1 sequences, expected 2" in problem
-
-
-def test_check_rejects_swapped_samples_and_wrong_logprobs():
-    seqs = _decoded("proto", NONCE, 2, LENGTH)
-    assert "sample 0" in decode.check([seqs[1], seqs[0]], NONCE, 2, LENGTH)
-    bad = [decode.Sequence(seqs[0].tokens, seqs[0].logprobs + np.float32(0.5))]
-    assert "logprobs" in decode.check(bad, NONCE, 1, LENGTH)
-
-
-@pytest.mark.parametrize(
-    "body, ctype",
-    [
-        (b"\xff\xff\xff", "application/x-protobuf"),
-        (b"not json", "application/json"),
-        (b'{"error": "boom"}', "application/json"),
-        (b'{"sequences": [{"tokens": [1, 2], "logprobs": [null, -0.5]}]}', "application/json"),
-    ],
-)
-def test_undecodable_bodies_raise_decode_error(body, ctype):
-    with pytest.raises(decode.DecodeError):
-        decode.decode(body, ctype)
-
-
-def test_parser_reusable_after_decode_error():
-    """The raw client shares one simdjson parser per worker: a bad body must not poison it."""
-    parser = simdjson.Parser()
-    with pytest.raises(decode.DecodeError):
-        decode.decode_json(b'{"sequences": [{"tokens": [1], "logprobs": ["x"]}]}', parser)
-    good = decode.decode_json(json_result(NONCE, 1, LENGTH), parser)
-    assert decode.check(good, NONCE, 1, LENGTH) is None
-
 
 
 def test_bump_count_saturates_instead_of_wrapping():

@@ -15,6 +15,7 @@ import json
 import pytest
 
 from faultload.compare.judge import CompareSettings
+from faultload.model.router import RouterConfig
 from faultload.store.outcomes import ReplayStatus
 from faultload.model.build import parse_build
 from faultload.store import repro as repro_mod
@@ -80,6 +81,48 @@ def test_the_same_build_is_no_worse_and_an_unmeasured_metric_is_unknown() -> Non
     assert blind.verdicts[0].ok is None and "healthz_p99_s" in blind.verdicts[0].detail
 
 
+def test_an_invariant_a_trial_violated_is_a_verdict_of_the_example_naming_the_build_and_trial() -> None:
+    """Both builds' costs alike, but every candidate trial violates polls_held (the test double says so)."""
+    fake = CostlierSwitch(factor=1.0, violates="polls_held")
+    outcome = comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 2, CompareSettings(),
+                                            log=lambda m: None).run(candidate())
+    compared, held = outcome.verdicts
+    assert compared.name == "no_worse_than_baseline" and compared.ok is True
+    assert held.name == "polls_held" and held.ok is False and held.figure == 128 and held.budget == 0
+    assert held.detail.startswith("in 2 of the comparison's trials (skyrl==0.4.0+regress=rich-access-log trial 2, "
+                                  "skyrl==0.4.0+regress=rich-access-log trial 3)")
+    assert [t["violated"] for t in outcome.comparison["trials"]] == [[], ["polls_held"], ["polls_held"], []]
+
+
+def test_the_runner_fails_the_comparative_property_on_a_trials_violation(tmp_path) -> None:
+    runner = runner_on(tmp_path, CostlierSwitch(factor=1.0, violates="polls_held"))
+    with pytest.raises(AssertionError, match=r"polls_held violated \(seen by this trial, not its family\)"):
+        runner.check(COMPARATIVE, candidate(200))
+    assert runner.not_judged(NODE) is None  # the comparison itself was judged (no metric worse)
+
+
+def test_replay_reproduces_a_trials_violation_though_no_metric_is_worse(tmp_path, monkeypatch) -> None:
+    runner = runner_on(tmp_path, CostlierSwitch(factor=1.0, violates="polls_held"))
+    with pytest.raises(AssertionError):
+        runner.check(COMPARATIVE, candidate(comparative.MIN_REQUESTS))
+    runner.end()
+    path = runner.write_repro(runner.states[NODE])
+    calls: list = []
+
+    def violating(config, builds, repeats, workspace, budgets, log):
+        """TEST DOUBLE of run_comparison: costs alike, the candidate's trials violate polls_held."""
+        trials = _fake_comparison(1.0, calls)(config, builds, repeats, workspace, budgets, log)
+        for t in trials:
+            t.report["invariants"] = [{"name": "polls_held", "ok": t.side == "baseline"}]
+        return trials
+
+    monkeypatch.setattr(replay_mod, "run_comparison", violating)
+    out = io.StringIO()
+    assert repro_mod.replay(path, Workspace(tmp_path), out=out) == ReplayStatus.REPRODUCED
+    assert "originally worse: nothing, violated in a trial: polls_held" in out.getvalue()
+    assert "reproduced: violated in a trial: polls_held" in out.getvalue()
+
+
 def test_a_side_without_a_report_is_a_harness_error_not_a_verdict() -> None:
     class NoReport(CostlierSwitch):  # TEST DOUBLE: an executor that does not keep reports
         def run(self, config):
@@ -135,6 +178,21 @@ def test_at_least_raises_a_small_draw_to_the_floor_and_keeps_a_large_one() -> No
     assert comparative.at_least(trial(3)).shape.requests == comparative.MIN_REQUESTS
     assert comparative.at_least(trial(300)).shape.requests == 300
     comparative.at_least(with_requests(trial(3), 3)).validate()
+
+
+@pytest.mark.parametrize("router, held_s", [
+    (RouterConfig(mode="immediate"), comparative.MIN_LOAD_S),  # 0.3-0.9 s on ci: sampled once or twice
+    (RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=0.05), comparative.MIN_LOAD_S),
+    (RouterConfig(mode="latency", max_num_seqs=64, gen_seconds=4.0), comparative.MAX_LOAD_S),  # 16 s: cut
+    (RouterConfig(mode="latency", max_num_seqs=64, gen_seconds=1.0), 4.0),  # inside the window: as drawn
+])
+def test_the_router_holds_a_comparative_load_long_enough_to_measure_and_no_longer(router, held_s) -> None:
+    config = comparative.at_least(dataclasses.replace(trial(250), router=router))
+    config.validate()
+    assert config.router.mode == "latency" and comparative.fits(config)
+    assert config.router.answer_bound_s(250) == pytest.approx(held_s, abs=0.01)
+    assert comparative.MIN_LOAD_S <= config.router.answer_bound_s(250) <= comparative.MAX_LOAD_S
+    assert comparative.at_least(config) == config  # a second pass changes nothing (Hypothesis's replays)
 
 
 # --------------------------------------------------------------------------- the repro and its replay

@@ -185,4 +185,32 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "real seconds", ("heartbeats_answered",),
         "The longest a training session may go between answered heartbeats: the SDK warns the user after 120 s "
         "(\"the session will be terminated\"); SkyRL expires the session at 300 s."),
+    # What the server keeps
+    "release_held_per_delivered": BudgetDoc(
+        "MiB of RSS held per MiB of results delivered", ("releases_results",),
+        "Once every result is past the family's longest TTL and a sweep, a correct server holds none of them. "
+        "Measured with `bench/release_rss.py` (256 results of 256 KiB, time scale 0.05, glibc's mmap threshold "
+        "held at 128 KiB by the SkyRL launcher): clean 0.4.0 0.12-0.15, a store that never evicts 1.12-1.13 "
+        "(the results and their allocator pages); 0.25 sits between with room for the interpreter's own "
+        "growth in a trial. Without the held threshold clean 0.4.0 kept 0.60 (glibc's heap keeps freed "
+        "blocks), too close to the leak's 1.29 to tell them apart."),
+    "release_min_result_bytes": BudgetDoc(
+        "bytes of results delivered", ("releases_results",),
+        "Below this a kept result does not stand out of the RSS's trial-to-trial noise (a few MiB: lazily "
+        "imported modules, pools, allocator arenas): the verdict is unknown, never ok."),
+    "session_rss_mib_per_k_requests": BudgetDoc(
+        "MiB of RSS per 1,000 sample requests served", ("session_growth",),
+        "The slope of the shared server's RSS at each trial's start against the requests it has served, across "
+        "a suite session (the first trial start of a server process dropped: warm-up). A correct server's RSS "
+        "at a trial's start holds only what its TTLs still keep (at time scale 0.05 the last 30 s of results), "
+        "so it does not grow with the total; one that keeps every 64-token result grows ~3 MiB per 1,000 "
+        "(`retained_result_overhead_bytes`), and one that keeps release_hold's results 250."),
+    "session_fds_per_k_requests": BudgetDoc(
+        "fds per 1,000 sample requests served", ("session_growth",),
+        "The suite waits for the server's fds to come back to their baseline before each trial, so a correct "
+        "server's fds at a trial's start do not grow; a socket leaked per request grows 1,000."),
+    "session_min_requests": BudgetDoc(
+        "sample requests", ("session_growth",),
+        "Fewer requests served between the first and last trial starts measured on one server process leave "
+        "the slope to the noise: the verdict is unknown."),
 }

@@ -75,6 +75,11 @@ class Budgets:
     forwarding_concurrency_share: float = 0.5
     forwarding_min_owed: int = 256
     heartbeat_gap_s: float = 120.0
+    release_held_per_delivered: float = 0.25
+    release_min_result_bytes: int = 32 * MIB
+    session_rss_mib_per_k_requests: float = 4.0
+    session_fds_per_k_requests: float = 2.0
+    session_min_requests: int = 2000
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -111,6 +116,11 @@ class Budgets:
             ("resolve_slack_s", 0 <= self.resolve_slack_s < math.inf, "must be >= 0 and finite"),
             ("poll_wake_slack_s", 0 < self.poll_wake_slack_s < math.inf, "must be > 0 and finite"),
             ("heartbeat_gap_s", 0 < self.heartbeat_gap_s < math.inf, "must be > 0 and finite"),
+            ("release_held_per_delivered", self.release_held_per_delivered >= 0, "must be >= 0"),
+            ("release_min_result_bytes", self.release_min_result_bytes > 0, "must be > 0"),
+            ("session_rss_mib_per_k_requests", self.session_rss_mib_per_k_requests >= 0, "must be >= 0"),
+            ("session_fds_per_k_requests", self.session_fds_per_k_requests >= 0, "must be >= 0"),
+            ("session_min_requests", self.session_min_requests >= 1, "must be >= 1"),
         ]
         for name, ok, rule in checks:
             if not ok:
@@ -148,7 +158,7 @@ class Budgets:
             raise ValueError(f"{source}: {exc}") from None
 
 
-_BYTES_FIELDS = frozenset({"rss_slack_bytes", "drain_rss_epsilon_bytes"})
+_BYTES_FIELDS = frozenset({"rss_slack_bytes", "drain_rss_epsilon_bytes", "release_min_result_bytes"})
 
 
 def retention_s(budgets: Budgets, contract: ServerContract) -> float:

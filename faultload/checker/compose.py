@@ -16,6 +16,7 @@ Checkers, in :data:`CHECKERS` order:
 * ``polls_held`` — no poll answered 408 before the server's hold time;
 * ``forwarded_once`` — no prompt completed by the router twice unless its first answer could be lost;
 * ``forwards_concurrent`` — what the server owes the router is forwarded at once, up to its configured cap;
+* ``releases_results`` — once every result is past its TTL and a sweep, the server's RSS is back near its start;
 
 and, for a trial that ran a training mix only (:func:`checkers_for`),
 ``training_futures`` and ``heartbeats_answered`` (``checker/training.py``).
@@ -34,6 +35,7 @@ from faultload.checker.inputs import Checker, CheckInputs, Verdict
 from faultload.checker.resources import check_bounded_cpu, check_bounded_fds, check_bounded_rss
 from faultload.checker.accepted import check_accepted_requests
 from faultload.checker.results import check_no_lost_results, check_result_integrity
+from faultload.checker.releases import check_releases_results
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.checker.serverlog import check_clean_server_log
 from faultload.checker.training import TRAINING_CHECKERS
@@ -53,6 +55,7 @@ CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("polls_held", check_polls_held),
     ("forwarded_once", check_forwarded_once),
     ("forwards_concurrent", check_forwards_concurrent),
+    ("releases_results", check_releases_results),
 )
 
 

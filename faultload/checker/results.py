@@ -93,7 +93,15 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 # -- integrity -----------------------------------------------------------------------
 
 def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
-    """No result arrived that did not match its request (wrong tokens, truncated, undecodable).
+    """Every result that arrived decoded and matched its request in every field compared: by the client, as
+    each result arrives (``client/decode.py``: ``expected``, ``check``), the number of sequences; each
+    sequence's tokens, logprobs and stop reason, as the router varies them (``model/tokens.py``: a choice may
+    stop before ``max_tokens``, "stop", or end at it, "length"; a choice the router sent without logprobs must
+    come back zero-filled, as SkyRL and TuFT's router backend fill it); the prompt logprobs and top-k prompt
+    logprobs, present exactly where the request asked for them (``tokens.asks``: a few requests ask) and then
+    equal to the nonce's. Not judged: ``prompt_cache_hit_tokens`` (the router has no prefix cache to report),
+    a JSON answer's ``type``, and what a server drops converting the router's body (``text``, ``usage``, each
+    prompt-logprob entry's ``rank`` and ``decoded_token``).
 
     Figure: corrupt results; budget 0. Unknown when no result arrived.
     """

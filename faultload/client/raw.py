@@ -221,8 +221,8 @@ class RawClient:
             f'{{"sampling_session_id":"{self.job.sampling_session_id}","seq_id":{self.job.first + row},'
             f'"num_samples":{self.shape.num_samples},"type":"sample",'
             f'"prompt":{{"chunks":[{{"type":"encoded_text","tokens":[{prompt}]}}]}},'
-            f'"sampling_params":{{"max_tokens":{self.shape.result_tokens},"temperature":1.0,"seed":{nonce % (1 << 31)}}}}}'
-        ).encode()
+            f'"sampling_params":{{"max_tokens":{self.shape.result_tokens},"temperature":1.0,"seed":{nonce % (1 << 31)}}}'
+            f'{decode.asks_json(nonce)}}}').encode()
 
     async def _asample(self, row: int, nonce: int) -> str | Outcome:
         """The server's request id (its text), or REJECTED (the SDK raised), or PENDING (the deadline came first)."""
@@ -375,11 +375,11 @@ class RawClient:
     def _judge(self, row: int, nonce: int, ctype: str, payload: bytes) -> Outcome:
         self.history["result_bytes"][row] = min(len(payload), _UINT32_MAX)
         try:
-            sequences = decode.decode(payload, ctype, self._parser)
+            result = decode.decode(payload, ctype, self._parser)
         except decode.DecodeError as exc:
             self._note(row, ErrorClass.DECODE, f"result of nonce {nonce}: {exc}")
             return Outcome.CORRUPT
-        problem = decode.check(sequences, nonce, self.shape.num_samples, self.shape.result_tokens)
+        problem = decode.check(result, nonce, self.shape.num_samples, self.shape.result_tokens, self.shape.prompt_extra_tokens)
         if problem is not None:
             self._note(row, ErrorClass.INTEGRITY, f"result of nonce {nonce}: {problem}")
             return Outcome.CORRUPT

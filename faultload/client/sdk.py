@@ -31,7 +31,6 @@ import os
 import time
 from typing import Any, Callable
 
-import numpy as np
 import tinker
 from tinker import types
 
@@ -196,7 +195,9 @@ class SdkClient:
         h["submit_start"][row] = self.now()
         try:
             prompt = types.ModelInput.from_ints(tokens.prompt_tokens(nonce, shape.prompt_extra_tokens))
-            response = await self._sample(prompt=prompt, num_samples=shape.num_samples, sampling_params=params)
+            asks = tokens.asks(nonce)
+            response = await self._sample(prompt=prompt, num_samples=shape.num_samples, sampling_params=params,
+                                          include_prompt_logprobs=asks.prompt_logprobs, topk_prompt_logprobs=asks.topk)
             h["done"][row] = self.now()
         except Exception as exc:  # what the SDK gave up with
             self._gave_up(row, exc)
@@ -211,17 +212,14 @@ class SdkClient:
         h = self.history
         shape = self.job.shape
         try:
-            sequences = [
-                decode.Sequence(np.asarray(seq.tokens_np, dtype="int32"), np.asarray(seq.logprobs_np, dtype="float32"))
-                for seq in response.sequences
-            ]
+            result = decode.from_sdk(response)
         except (AttributeError, TypeError, ValueError) as exc:
             h["outcome"][row] = Outcome.CORRUPT
             h["error"][row] = ErrorClass.DECODE
             self.examples.setdefault(ErrorClass.DECODE.key, f"sdk result of nonce {nonce}: {type(exc).__name__}: {exc}"[:300])
             self.counters.add(FAILED)
             return
-        problem = decode.check(sequences, nonce, shape.num_samples, shape.result_tokens)
+        problem = decode.check(result, nonce, shape.num_samples, shape.result_tokens, shape.prompt_extra_tokens)
         if problem is None:
             h["outcome"][row] = Outcome.OK
             self.counters.add(COMPLETED)

@@ -28,8 +28,10 @@ from faultload.host.settings import read_faultload_table
 SCHEMA = "faultload.compare/1"
 # candidate / baseline past which a metric is worse: above for costs, below for throughput
 DEFAULT_THRESHOLDS: Mapping[str, float] = {
-    "server_cpu_ms_per_request": 1.15, "throughput_per_s": 0.87, "e2e_p50_s": 1.25, "e2e_p99_s": 1.5,
-    "healthz_p99_s": 2.0, "fds_per_in_flight": 1.5, "rss_bytes_per_in_flight": 1.5, "attempts_per_request": 1.10,
+    "server_cpu_ms_per_request": 1.15, "throughput_per_s": 0.87, "submit_p50_s": 1.25, "submit_p99_s": 1.5,
+    "e2e_p50_s": 1.25, "e2e_p99_s": 1.5, "healthz_p99_s": 2.0, "fds_per_in_flight": 1.5,
+    "rss_bytes_per_in_flight": 1.5, "rss_bytes_per_result": 1.5, "router_peak_in_flight": 0.8,
+    "attempts_per_request": 1.10,
 }
 
 

@@ -5,8 +5,10 @@ as when it was found, in ABBA order, each trial on a fresh stack
 (:func:`faultload.compare.runner.run_comparison`, what ``faultload compare``
 runs), judged by the thresholds stored in the repro (not today's settings
 file: a replay asks whether *that* failure reproduces). Exit 1 when a metric
-is still worse or went unmeasured (unknown is never ok), 0 when the
-candidate is no worse now (reported as flaky).
+is still worse or went unmeasured (unknown is never ok), or a trial of either
+build violated an invariant (the suite failed the example on it as on a worse
+metric); 0 when the candidate is no worse now and every trial held (reported
+as flaky).
 """
 
 from __future__ import annotations
@@ -42,26 +44,36 @@ def compare_spec(path: Path | str, data: Mapping[str, Any]) -> tuple[Build, int,
     return baseline, repeats, settings
 
 
+def trials_violated(result: Mapping[str, Any]) -> list[str]:
+    """The invariants any trial of a ``faultload.compare/1`` result violated (its ``trials``' ``violated``)."""
+    return sorted({name for trial in result.get("trials") or () for name in trial.get("violated") or ()})
+
+
 def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets, workspace,
                       json_out: str | None = None, out: TextIO | None = None) -> ReplayStatus:
     """Run a comparative repro's trial on both builds again: REPRODUCED while the candidate is still worse
-    (or a metric went unmeasured: unknown is not a pass), FLAKY once it is not."""
+    (or a metric went unmeasured: unknown is not a pass) or a trial violated an invariant, FLAKY once not."""
     baseline, repeats, settings = compare_spec(path, data)
     builds = {"baseline": baseline, "candidate": Build(config.target, tuple(config.regress), tuple(config.fixes))}
-    was = (data["compare"].get("result") or {}).get("worse") or []
+    found = data["compare"].get("result") or {}
+    was, was_violated = found.get("worse") or [], trials_violated(found)
 
     def say(message: str) -> None:
         print(message, file=out, flush=True)
 
     say(f"replaying {path}: {config.shape.requests} requests, {builds['candidate'].text} against "
         f"{baseline.text}, {repeats} trials each (ABBA), time scale {config.shape.time_scale:g}; "
-        f"originally worse: {', '.join(was) or 'nothing'}")
+        f"originally worse: {', '.join(was) or 'nothing'}"
+        + (f", violated in a trial: {', '.join(was_violated)}" if was_violated else ""))
     trials = run_comparison(config, builds, repeats, workspace, budgets, log=lambda m: say(f"  {m}"))
     result = judge_trials(builds, trials, settings)  # an interrupted trial raised KeyboardInterrupt (exit 130)
     say(markdown_table(result))
-    if result["worse"]:
+    violated = trials_violated(result)
+    if result["worse"] or violated:
         status = "reproduced"
-        say(f"reproduced: still worse: {', '.join(result['worse'])}")
+        parts = ([f"still worse: {', '.join(result['worse'])}"] if result["worse"] else []) + (
+            [f"violated in a trial: {', '.join(violated)}"] if violated else [])
+        say("reproduced: " + "; ".join(parts))
     elif result["unknown"]:
         status = "not judged"
         say(f"not judged: not measured: {', '.join(result['unknown'])} (unknown is not a pass)")
@@ -69,6 +81,7 @@ def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets
         status = "flaky"
         say(f"flaky: {builds['candidate'].text} is no worse than {baseline.text} now")
     if json_out:
-        replayed = {**result, "replay": {"repro": str(path), "status": status, "originally_worse": list(was)}}
+        replayed = {**result, "replay": {"repro": str(path), "status": status, "originally_worse": list(was),
+                                         "originally_violated": was_violated}}
         Path(json_out).write_text(comparison_json(replayed))
     return ReplayStatus.FLAKY if status == "flaky" else ReplayStatus.REPRODUCED

@@ -79,6 +79,10 @@ _FINDING_8_ON_NIGHTLY = (("nightly", Expectation(
     "caught", FINDING_8_INVARIANTS, "nightly's restart known trial meets finding 8 (a restart forgets every session)")),)
 FIXES_OF_FINDINGS = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry")
 
+# A store that keeps what it no longer owes: releases_results (the known trial release_hold's hold past the
+# TTLs), or the shared server's growth across the session.
+KEEP_INVARIANTS = ("releases_results", "session_growth")
+
 # ci draws no process fault (a restart costs a real server start-up): a bug only a restart shows is nightly's.
 _NO_RESTART_ON_CI = (("ci", Expectation("clean", (), "ci draws no server:restart, the only way this bug shows")),)
 
@@ -127,19 +131,32 @@ MUTANT_ROWS: tuple[MatrixRow, ...] = (
     # every session: a random draw places a client just inside a TTL only by chance.
     _mutant("completed-ttl-from-creation", "a completed result's TTL measured from its creation: a result whose "
             "generation took long is swept that much sooner after it completes (completed_ttl_edge)",
-            ("no_lost_results",)),
+            ("no_lost_results",), only="test_no_lost_results"),
     _mutant("retrieved-ttl-from-completion", "a delivered result's grace measured from its completion: a result "
             "delivered late in its life is swept at once after the delivery (retrieved_ttl_edge)",
-            ("no_lost_results",)),
+            ("no_lost_results",), only="test_no_lost_results"),
     _mutant("retrieved-ttl-short", "the retry grace cut from 300 s to 120 s, under the SDK's 150 s worst-case "
-            "re-poll gap, the is_disconnected guard kept (retrieved_ttl_edge)", ("no_lost_results",)),
+            "re-poll gap, the is_disconnected guard kept (retrieved_ttl_edge)", ("no_lost_results",),
+            only="test_no_lost_results"),
     # Limits that bite only past a thousand in flight (targets/skyrl_mutants_size.py), met by size_burst.
     _mutant("store-capped", "at most 1,000 futures kept, the oldest dropped: past a thousand in flight, pending "
-            "futures are evicted before their results arrive (size_burst)", ("no_lost_results", "clean_server_log")),
+            "futures are evicted before their results arrive (size_burst)", ("no_lost_results", "clean_server_log"),
+            only="test_bounded_resources"),
     _mutant("forwarding-pool-default", "the forwarding connector built without its limit: aiohttp's default 100 "
-            "connections where the configuration says none (size_burst)", ("forwards_concurrent",)),
+            "connections where the configuration says none (size_burst)", ("forwards_concurrent",),
+            only="test_bounded_resources"),
     _mutant("forwarding-semaphore", "at most 256 forwards at once (vLLM's max_num_seqs), the rest queued inside "
-            "the server (size_burst)", ("forwards_concurrent",)),
+            "the server (size_burst)", ("forwards_concurrent",), only="test_bounded_resources"),
+    # What the store keeps (targets/skyrl_mutants_keep.py): every request is answered right, so only the known
+    # trial release_hold (bounded_resources, ci) sees the results kept past their TTL, or the session's growth.
+    *(_mutant(switch, why, KEEP_INVARIANTS, only="test_bounded_resources") for switch, why in (
+        ("keep-delivered", "the sweep never evicts a delivered result: the store grows with every request"),
+        ("evict-pending-only", "the sweep evicts abandoned pending forwards only: completed results stay"),
+        ("naive-completed-at", "completed_at stored without a timezone: the first sweep meeting a completed, "
+                               "undelivered result raises TypeError and the sweeper task dies silently"),
+        ("sweep-counts-bytes", "each sweep sums its results' proto lengths: a failed forward's entry (no proto) "
+                               "raises TypeError and the sweeper task dies silently"),
+    )),
 )
 
 DEFAULT_ROWS: tuple[MatrixRow, ...] = (

@@ -24,12 +24,22 @@ class ServerContract:
     # margin on a slow machine (bounded_cpu's default budget; how each was measured is its reason in
     # checker/budget_docs.py, the numbers behind it docs/results/measurements.md).
     cpu_ms_per_request: float
+    # How often expired results are evicted: a result may outlive its TTL by this much (None: never evicted)
+    sweep_s: float | None = None
+
+    @property
+    def longest_ttl_s(self) -> float | None:
+        """The longest any result is kept by design (a fix may keep a delivered one its completed TTL); None: for
+        as long as the server runs."""
+        ttls = [ttl for ttl in (self.retrieved_ttl_s, self.completed_ttl_s) if ttl is not None]
+        return max(ttls) if ttls else None
 
 
 # SkyRL's skyrl.tinker.api: RETRIEVE_FUTURE_TIMEOUT_SECONDS, the in-memory store's TTLs (the retrieved one was
-# 120 s before the fix `--regress retention` undoes), EngineConfig.session_timeout_sec.
+# 120 s before the fix `--regress retention` undoes) and its sweep interval, EngineConfig.session_timeout_sec.
 SKYRL_CONTRACT = ServerContract(poll_hold_s=300.0, hold_expiry="408", retrieved_ttl_s=300.0,
-                                completed_ttl_s=600.0, session_timeout_s=300.0, cpu_ms_per_request=3.0)
+                                completed_ttl_s=600.0, session_timeout_s=300.0, cpu_ms_per_request=3.0,
+                                sweep_s=30.0)
 
 # TuFT's tuft.server: FutureStore.retrieve holds a poll 120 s (its keyword default), then answers the SDK's
 # TryAgainResponse with a 200; its in-memory futures are never evicted (FutureStore.cleanup is never called) and

@@ -21,7 +21,9 @@ REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", 
                # the contract's time edges (targets/skyrl_mutants_time.py)
                "completed-ttl-from-creation", "retrieved-ttl-from-completion", "retrieved-ttl-short",
                # limits that bite past a thousand in flight (targets/skyrl_mutants_size.py)
-               "store-capped", "forwarding-pool-default", "forwarding-semaphore")
+               "store-capped", "forwarding-pool-default", "forwarding-semaphore",
+               # what the store keeps (targets/skyrl_mutants_keep.py)
+               "keep-delivered", "evict-pending-only", "naive-completed-at", "sweep-counts-bytes")
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
 TUFT_FIXES = ("newest-sdk-samples", "file-persistence")
 FIXES = SKYRL_FIXES + TUFT_FIXES

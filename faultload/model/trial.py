@@ -23,7 +23,7 @@ from faultload.model.watchdog import WatchdogLimits
 # run; they add up to ``wall_s``. What happens around the wall is named after them: ``judge`` (the
 # checkers, after the trial) everywhere, and in the suite ``stack_ready`` (the shared stack checked,
 # waited on to its fd baseline, or (re)started, before the trial).
-TRIAL_PHASES = ("stack_start", "session_open", "workers_start", "load", "gather", "clean_up", "other")
+TRIAL_PHASES = ("stack_start", "session_open", "workers_start", "load", "gather", "hold", "clean_up", "other")
 
 @dataclass(frozen=True)
 class ServerKnobs:
@@ -80,6 +80,9 @@ class TrialConfig:
     server_port: int = 0
     max_wall_s: float = 1800.0  # the load stops here whatever is left
     drain_s: float = 10.0  # after the load, wait up to this for fds to settle
+    # After the drain, keep sampling the idle server this long (seconds): what it still holds once its TTLs and
+    # a sweep have passed (releases_results); 0: no hold.
+    hold_s: float = 0.0
     profile_server: str | None = None
     keep_run_dir: bool = False
     watchdog: WatchdogLimits = field(default_factory=WatchdogLimits)
@@ -121,6 +124,8 @@ class TrialConfig:
             raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
         if not 0 < self.max_wall_s < math.inf:
             raise ValueError("max_wall_s must be > 0 and finite")
+        if isinstance(self.hold_s, bool) or not isinstance(self.hold_s, (int, float)) or not 0 <= self.hold_s < math.inf:
+            raise ValueError(f"hold_s must be a number >= 0 and finite, got {self.hold_s!r}")
         problem = unknown_switch(self.regress, self.fixes)
         if problem:
             raise ValueError(problem)

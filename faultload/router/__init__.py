@@ -5,10 +5,16 @@ logprobs come from :mod:`faultload.model.tokens`, so the client can check that e
 result belongs to its request without any state shared with the router.
 
 Bodies
-    Choice ``j`` of a request whose prompt decodes to ``nonce`` carries
-    ``token_ids = tokens.output_tokens(nonce, j, T)`` and ``token_logprobs =
-    -d/10000`` for ``d`` in ``tokens.logprob_digits(nonce, j, T)``, with
-    ``T = max_tokens`` and ``finish_reason = "length"``. Numbers are printed at
+    Choice ``j`` of a request whose prompt decodes to ``nonce`` is shaped as a
+    real engine's answers vary, by ``tokens.choice(nonce, j, max_tokens)``: one
+    choice in ``tokens.STOP_EVERY`` ends on a stop token before the limit
+    (``finish_reason = "stop"``, ``L < max_tokens`` tokens), the others at it
+    (``"length"``, ``L = max_tokens``); one in ``tokens.NO_LOGPROBS_EVERY``
+    comes with ``"logprobs": null`` (what vLLM occasionally returns under load,
+    and SkyRL zero-fills). It carries ``token_ids = tokens.output_tokens(nonce,
+    j, L)`` and, unless null, ``token_logprobs = -d/10000`` for ``d`` in
+    ``tokens.logprob_digits(nonce, j, L)``; ``usage`` counts the tokens sent.
+    Numbers are printed at
     fixed width from lookup tables by one numpy gather per array (token ids
     right-aligned with leading spaces, logprobs as ``-0.dddd``), so a
     multi-MB body costs a few milliseconds. Measured here (2 cores):
@@ -17,10 +23,14 @@ Bodies
     1000000``). Serving small bodies (T = 64) cost the Python router ~0.38 ms of
     CPU per request in a trial, start-up included, and the compiled one 0.32-0.43
     ms on a day the Python one cost 0.50-0.56 (``bench/harness_ab.py``).
-    If the request asks for ``prompt_logprobs``, every choice also carries
-    ``prompt_logprobs``: ``null`` for position 0, then ``{"<token id>":
-    {"logprob": -d/10000, "rank": 1, "decoded_token": ""}}`` with
-    ``d = (7 * nonce + 13 * i) % 10000`` (only the prompt token's own entry).
+    If the request asks for ``prompt_logprobs = k`` (k <= ``tokens.MAX_TOPK``,
+    vLLM's default limit; more is a 400), every choice also carries vLLM's
+    ``prompt_logprobs``: ``null`` for position 0, then per position ``i`` the
+    prompt token's own ``{"<token id>": {"logprob", "rank", "decoded_token"}}``
+    entry followed by the top ``k`` entries without it (``tokens.prompt_rank``,
+    ``tokens.rank_digit``, ``tokens.alt_token``): ``k`` entries when the prompt
+    token ranks in the top ``k``, ``k + 1`` when it does not.
+    The compiled router (``go/body.go``) writes the same bytes.
     A prompt that is not a faultload prompt, or a bad ``n``/``max_tokens``,
     gets a 400 with a vLLM-style JSON error.
 

@@ -56,13 +56,36 @@ def _without_last_byte(rows: np.ndarray) -> memoryview:
     return memoryview(rows.view(np.uint8).reshape(-1))[:-1]
 
 
-def _prompt_logprobs_json(nonce: int, prompt: list[int]) -> bytes:
-    """vLLM-shaped prompt logprobs: null, then the prompt token's own entry per position."""
+def _prompt_logprobs_json(nonce: int, prompt: list[int], k: int) -> bytes:
+    """vLLM-shaped prompt logprobs for ``prompt_logprobs=k``: null, then per position the prompt token's own
+    entry and the top-k entries without it (the ranks and values of :mod:`faultload.model.tokens`)."""
     items = ["null"]
-    for i, tid in enumerate(prompt[1:], start=1):
-        d = (7 * nonce + 13 * i) % tokens.LOGPROB_SCALE
-        items.append(f'{{"{int(tid)}":{{"logprob":-{d / tokens.LOGPROB_SCALE:.4f},"rank":1,"decoded_token":""}}}}')
+    for i in range(1, len(prompt)):
+        tid, own = int(prompt[i]), tokens.prompt_rank(nonce, i, k)
+        entries = [(tid, own)] + [(tokens.alt_token(tid, m), m) for m in range(1, k + 1) if m != own]
+        items.append("{" + ",".join(
+            f'"{t}":{{"logprob":-0.{tokens.rank_digit(nonce, i, m):04d},"rank":{m},"decoded_token":""}}'
+            for t, m in entries) + "}")
     return ("[" + ",".join(items) + "]").encode()
+
+
+def _choice_parts(nonce: int, j: int, max_tokens: int, tok_table: np.ndarray,
+                  lp_table: np.ndarray) -> tuple[list[Any], int]:
+    """Choice ``j``'s JSON up to its finish reason (its tokens, and its logprobs or null: tokens.choice) and
+    how many tokens it holds."""
+    shape = tokens.choice(nonce, j, max_tokens)
+    parts: list[Any] = [
+        b'%s{"index":%d,"text":"","token_ids":[' % (b"," if j else b"", j),
+        _without_last_byte(tok_table[tokens.output_tokens(nonce, j, max_tokens)[:shape.length]]),
+    ]
+    if shape.has_logprobs:
+        lps = lp_table[tokens.logprob_digits(nonce, j, max_tokens)[:shape.length]]
+        parts += [b'],"logprobs":{"token_logprobs":[', _without_last_byte(lps), b"]}"]
+    else:
+        parts.append(b'],"logprobs":null')
+    parts.append(b',"finish_reason":"stop","stop_reason":null' if shape.stopped
+                 else b',"finish_reason":"length","stop_reason":null')
+    return parts, shape.length
 
 
 def completion_body(
@@ -73,29 +96,23 @@ def completion_body(
     prompt: list[int] | None = None,
     prompt_logprobs: int | None = None,
 ) -> bytes:
-    """The full vLLM /v1/completions JSON body for ``n`` samples of ``max_tokens`` each."""
+    """The full vLLM /v1/completions JSON body for ``n`` samples of at most ``max_tokens`` each."""
     prompt_len = len(prompt) if prompt is not None else 3
-    plp = _prompt_logprobs_json(nonce, prompt or []) if prompt_logprobs is not None and prompt else None
+    plp = _prompt_logprobs_json(nonce, prompt, prompt_logprobs) if prompt_logprobs is not None and prompt else None
     head = b'{"id":"cmpl-%x","object":"text_completion","created":0,"model":%s,"choices":[' % (
         nonce,
         json.dumps(model).encode(),
     )
     parts: list[Any] = [head]
     tok_table, lp_table = _token_table(), _logprob_table()
+    completion = 0
     for j in range(n):
-        toks = tok_table[tokens.output_tokens(nonce, j, max_tokens)]
-        lps = lp_table[tokens.logprob_digits(nonce, j, max_tokens)]
-        parts += [
-            b'%s{"index":%d,"text":"","token_ids":[' % (b"," if j else b"", j),
-            _without_last_byte(toks),
-            b'],"logprobs":{"token_logprobs":[',
-            _without_last_byte(lps),
-            b']},"finish_reason":"length","stop_reason":null',
-        ]
+        choice, length = _choice_parts(nonce, j, max_tokens, tok_table, lp_table)
+        parts += choice
+        completion += length
         if plp is not None:
             parts += [b',"prompt_logprobs":', plp]
         parts.append(b"}")
-    completion = n * max_tokens
     parts.append(
         b'],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}'
         % (prompt_len, prompt_len + completion, completion)
@@ -137,6 +154,8 @@ def parse_job(raw: bytes) -> _Job | str:
     plp = payload.get("prompt_logprobs")
     if plp is not None and (not is_int(plp) or plp < 0):
         return f"prompt_logprobs must be a non-negative int (got {plp!r})"
+    if plp is not None and plp > tokens.MAX_TOPK:
+        return f"Requested prompt logprobs of {plp}, which is greater than max allowed: {tokens.MAX_TOPK}"
     model = payload.get("model", "")
     if not isinstance(model, str):
         return "model must be a string"

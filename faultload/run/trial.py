@@ -186,8 +186,8 @@ def run_trial(
     its router's mode, about 0 when the mode is unchanged), ``session_open`` the sampling
     session, ``workers_start`` the load workers started and ready, ``load`` t0 to the
     load stopped (``load_stopped_s``), ``gather`` the workers stopped, the drain and
-    what was recorded read, ``clean_up`` stopping what the trial started, ``other``
-    the rest (the moments between them).
+    what was recorded read, ``hold`` the post-load hold (``hold_s``), ``clean_up``
+    stopping what the trial started, ``other`` the rest (the moments between them).
     """
     spec = config.validate()
     if stack is not None and stack.config != config.stack_config():
@@ -233,7 +233,7 @@ def run_trial(
             result.interrupted, collapsed = True, False
         result.load_stopped_s = switch("gather") - t0
         pool.stop()
-        _gather_what_can_be(result, config, stack, pool, monitor, log, watchdog, t0, router_cpu0, collapsed)
+        _gather_what_can_be(result, config, stack, pool, monitor, log, watchdog, t0, router_cpu0, collapsed, switch)
     except KeyboardInterrupt:
         result.interrupted = True
         raise
@@ -260,8 +260,9 @@ def _collapse_evidence(log: LogFollower, watchdog: Watchdog, stack: Stack, confi
 
 
 def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: WorkerPool, monitor: Monitor,
-            log: LogFollower, watchdog: Watchdog, t0: float, router_cpu0: float, collapsed: bool) -> None:
-    """After the load stopped: the verdict, the workers' histories, healed faults, the drain, samples, CPU.
+            log: LogFollower, watchdog: Watchdog, t0: float, router_cpu0: float, collapsed: bool,
+            switch: Callable[[str], float]) -> None:
+    """After the load stopped: the verdict, the workers' histories, healed faults, the drain, the hold, samples, CPU.
 
     Fills ``result`` in place, so whatever was gathered before a signal
     landed is still reported (the caller catches it).
@@ -295,6 +296,7 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         router.close_idle()
         kept = DB_POOL_FDS if config.shape.training.enabled else 0
         drained = drain_fds(server.pid, monitor.baseline.fds if monitor.baseline else None, config.drain_s, kept)
+        _hold(config, collapsed, switch)
     monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
     result.monitor = monitor.result(drained)
     # Judged up to the end of the drain: what the server prints while we stop it is ours.
@@ -302,12 +304,7 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         result.server_log = classify_log(log.text())
     result.router_stats = router.stats()
     if result.start_epoch is not None:
-        result.router_completed_s = {
-            nonce: epoch - result.start_epoch
-            for nonce, epoch in router.completions(result.start_epoch - 1.0).items()
-        }
-        # from the load's start exactly: a shared stack's previous trial may have drawn the same seed (nonces)
-        result.router_repeats = router.repeated_completions(result.start_epoch)
+        result.router_completed_s, result.router_repeats = load_completions(router, result.start_epoch)
     sampling = [w for w in workers if w.training is None]
     result.cpu = {
         "workers_s": sum(w.cpu_s for w in sampling),
@@ -324,12 +321,25 @@ def _gather(result: TrialResult, config: TrialConfig, stack: Stack, pool: Worker
         result.error = unhealed_error(result.fault_log.unhealed())
 
 
+def load_completions(router, start_epoch: float) -> tuple[dict[int, float], dict[int, int]]:
+    """The router's completions of this load (nonce -> trial seconds of its first) and its repeated nonces.
+
+    Both from the load's start exactly, never a moment before: no request of this trial exists before it,
+    and a shared stack's previous trial with the same seed (a comparison's repeats of one example, a shrink
+    step that kept the seed) completed the same nonces. One of those in the second before this load stood
+    for this trial's request, and a poll waiting on the real one was judged held past a result that did
+    not exist yet (``polls_held``: 124 of 716 polls in a comparison's second trial on one stack).
+    """
+    completed = {nonce: epoch - start_epoch for nonce, epoch in router.completions(start_epoch).items()}
+    return completed, router.repeated_completions(start_epoch)
+
+
 def _gather_what_can_be(result: TrialResult, config: TrialConfig, stack: Stack, pool: WorkerPool,
                         monitor: Monitor, log: LogFollower, watchdog: Watchdog, t0: float, router_cpu0: float,
-                        collapsed: bool) -> None:
+                        collapsed: bool, switch: Callable[[str], float]) -> None:
     """:func:`_gather`, keeping what was gathered when a signal lands in it (or a second one killed the stack)."""
     try:
-        _gather(result, config, stack, pool, monitor, log, watchdog, t0, router_cpu0, collapsed)
+        _gather(result, config, stack, pool, monitor, log, watchdog, t0, router_cpu0, collapsed, switch)
     except KeyboardInterrupt:  # a signal while gathering: report what was gathered
         result.interrupted = True
         _keep_samples(result, monitor)
@@ -339,6 +349,16 @@ def _gather_what_can_be(result: TrialResult, config: TrialConfig, stack: Stack, 
         # A second signal killed the stack while it was being read: report what was gathered.
         result.cleanup_errors.append(f"gathering after the interrupt: {type(exc).__name__}: {exc}")
         _keep_samples(result, monitor)
+
+
+def _hold(config: TrialConfig, collapsed: bool, switch: Callable[[str], float]) -> None:
+    """The post-load hold (``config.hold_s``, phase ``hold``): the monitor keeps sampling the idle server, so
+    what it still holds once its TTLs and a sweep have passed is measured (``releases_results``). A collapsed
+    server was killed: nothing to hold for."""
+    if config.hold_s > 0 and not collapsed:
+        switch("hold")
+        time.sleep(config.hold_s)
+        switch("gather")
 
 
 def _keep_samples(result: TrialResult, monitor: Monitor) -> None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from faultload.model.family import CONTRACTS
+from faultload.model.family import CONTRACTS, ServerContract
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape, PollBehaviour
+from faultload.model.target import parse_target
 from faultload.model.trial import TrialConfig
 from faultload.model.training import TrainingMix
 from faultload.model.sdk import COMPLETED_TTL_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
@@ -212,6 +213,52 @@ def size_burst_router(shape: LoadShape) -> RouterConfig:
                         procs=router_procs(held_at_once(shape)))
 
 
+# release_hold, in SDK seconds: 256 results of 32,768 tokens (256 KiB of proto each, 64 MiB in all, at most 8 MiB
+# in flight), arriving at a rate that ramps up over RELEASE_RAMP_S, so that the router's 503s over the first
+# RELEASE_ERRORS_S fail a few forwards only (about 256 × (20/100)² ≈ 10); a quarter of first polls
+# RELEASE_POLL_DELAY_S late; then the idle server is held past the family's longest TTL and a sweep.
+RELEASE_RESULT_TOKENS = 32768
+RELEASE_RAMP_S = 100.0
+RELEASE_ERRORS_S = 20.0
+RELEASE_POLL_DELAY_S = 40.0
+RELEASE_HOLD_MARGIN_S = 2.0  # real seconds past the release's due time: four of the monitor's samples
+
+
+def release_hold(time_scale: float) -> LoadShape:
+    """256 large results, then the idle server held past its TTLs: does it release what it no longer owes
+    (``releases_results``)?
+
+    A store that keeps delivered results (``--regress keep-delivered``,
+    ``evict-pending-only``) or whose sweeper task died (``naive-completed-at``:
+    the sweep meeting a completed, undelivered result raises; the late first
+    polls make sure one is there; ``sweep-counts-bytes``: the sweep evicting
+    a failed forward's result raises; the router's errors at the start make
+    those) answers every request correctly and keeps them all. Results large
+    enough that 64 MiB of them stand out of the RSS's noise.
+    Measured at time scale 0.05 (``bench/release_rss.py --requests 256
+    --result-tokens 32768 --max-outstanding 32 --time-scale 0.05``, glibc's
+    mmap threshold held: ``targets/families/skyrl.py``): clean 0.4.0 held 0.12 MiB per MiB
+    delivered, a store that never evicts 1.12.
+    """
+    return LoadShape(requests=256, max_outstanding=32, workers=1, result_tokens=RELEASE_RESULT_TOKENS,
+                     time_scale=time_scale, arrival="ramp", arrival_span_s=RELEASE_RAMP_S,
+                     delay_polls=PollBehaviour(fraction=0.25, after_s=RELEASE_POLL_DELAY_S))
+
+
+def release_faults(shape: LoadShape) -> FaultSchedule:
+    """The router answers 503 from the start for ``RELEASE_ERRORS_S`` SDK s: some forwards fail (FAILED)."""
+    return FaultSchedule((Fault("router", "errors", start_s=0.0, duration_s=shape.scaled(RELEASE_ERRORS_S)),))
+
+
+def release_hold_s(shape: LoadShape, contract: ServerContract) -> float | None:
+    """The post-load hold: the family's longest TTL and a sweep interval, scaled, and a margin (real s); None
+    for a family with no TTL (it keeps every result by its contract: no trial)."""
+    ttl = contract.longest_ttl_s
+    if ttl is None:
+        return None
+    return shape.scaled(ttl + (contract.sweep_s or 0.0)) + RELEASE_HOLD_MARGIN_S
+
+
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "size_burst": size_burst,
     "completion_burst": completion_burst,
@@ -219,6 +266,7 @@ KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "training_waves": training_waves,
     "half_open_delivery": half_open_delivery,
     "restart_reuse": restart_reuse,
+    "release_hold": release_hold,
 }
 # Every known trial's name: the loads above, and the contract-edge trials derived from the family's contract.
 KNOWN_NAMES = tuple(KNOWN_SHAPES) + tuple(EDGE_TRIALS)
@@ -232,13 +280,17 @@ KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
 KNOWN_FAULTS: dict[str, Callable[[LoadShape], FaultSchedule]] = {
     "half_open_delivery": half_open_faults,
     "restart_reuse": restart_faults,
+    "release_hold": release_faults,
 }
+# The post-load hold a known trial needs (real seconds; default none), None when the family cannot run it.
+KNOWN_HOLDS: dict[str, Callable[[LoadShape, ServerContract], float | None]] = {"release_hold": release_hold_s}
 
 
 def known_trial_config(name: str, target: str, time_scale: float, regress: Iterable[str],
                        limits: Limits) -> TrialConfig | None:
     """The known trial ``name`` as a ``TrialConfig`` that fits the suite's shared stack for ``limits``; None for a
-    contract-edge trial (``strategies.edges``) whose rule ``target``'s family does not have."""
+    contract-edge trial (``strategies.edges``) whose rule ``target``'s family does not have, or a hold past TTLs it
+    does not have."""
     if name in EDGE_TRIALS:
         edge = EDGE_TRIALS[name](CONTRACTS[parse_target(target).family], time_scale)
         if edge is None:
@@ -250,9 +302,12 @@ def known_trial_config(name: str, target: str, time_scale: float, regress: Itera
         faults = KNOWN_FAULTS[name](shape) if name in KNOWN_FAULTS else FaultSchedule()
     else:
         raise ValueError(f"unknown known-bug trial {name!r}; known: {', '.join(KNOWN_NAMES)}")
+    hold = KNOWN_HOLDS[name](shape, CONTRACTS[parse_target(target).family]) if name in KNOWN_HOLDS else 0.0
+    if hold is None:
+        return None
     return TrialConfig(
         target=target, shape=shape, router=router, regress=tuple(regress),
         faults=faults, fatal_faults=fatal_kinds(faults), proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
         drain_s=limits.drain_real_s, direct_edge=not faults.faults,
-        engine="null" if shape.training.enabled else engine_for(limits),
+        engine="null" if shape.training.enabled else engine_for(limits), hold_s=hold,
     )

@@ -6,21 +6,48 @@ it changes sees it. So a ``skyrl@PATH`` target on the ci profile runs the
 comparative property against ``skyrl==<the checkout's version>`` when that
 release is installed in the workspace, and the session says which (or why
 not). ``--faultload-baseline none`` turns it off.
+
+The checkout's version is the one its own venv reports (the checkout is
+installed editable there: ``importlib.metadata``, else the package's
+``__version__``), whatever its packaging states: SkyRL's ``pyproject.toml``
+has ``dynamic = ["version"]`` (read from ``skyrl.__version__``), so a
+literal ``[project] version`` is only the fallback for a checkout not
+installed yet.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 from faultload.model.build import Build, parse_build
-from faultload.model.target import parse_target
-from faultload.targets.install import is_installed
+from faultload.model.target import TargetSpec, parse_target
+from faultload.targets.family import family_of
+from faultload.targets.install import is_installed, target_python
 
 # What --faultload-baseline takes to compare with nothing.
 NO_BASELINE = "none"
 _RELEASE = re.compile(r"^(\d+\.\d+\.\d+)")
+# Run by the checkout's venv python: its package's installed version, else its __version__ (argv[1]: the package).
+_ASK_VERSION = """import importlib, importlib.metadata, sys
+try:
+    print(importlib.metadata.version(sys.argv[1]))
+except importlib.metadata.PackageNotFoundError:
+    print(getattr(importlib.import_module(sys.argv[1]), "__version__", ""))
+"""
+# Importing a package may import its dependencies (torch, for some): bounded, never a hang of the session.
+ASK_TIMEOUT_S = 60.0
+
+Ask = Callable[[Path, str], "str | None"]
+
+
+def release_of(version: str | None) -> str | None:
+    """The X.Y.Z a version string starts with (``0.4.0.dev3`` -> ``0.4.0``), None when it has none."""
+    match = _RELEASE.match(version or "")
+    return match.group(1) if match else None
 
 
 def checkout_version(path: str) -> str | None:
@@ -29,20 +56,44 @@ def checkout_version(path: str) -> str | None:
         data = tomllib.loads((Path(path) / "pyproject.toml").read_text())
     except (OSError, tomllib.TOMLDecodeError):
         return None
-    match = _RELEASE.match(str(data.get("project", {}).get("version", "")))
-    return match.group(1) if match else None
+    return release_of(str(data.get("project", {}).get("version", "")))
 
 
-def default_baseline(target: str, profile: str, targets_dir: Path) -> tuple[Build | None, str]:
+def ask_version(python: Path, package: str) -> str | None:
+    """The version ``package`` reports in the interpreter ``python`` (None when it cannot say)."""
+    try:
+        proc = subprocess.run([str(python), "-c", _ASK_VERSION, package], capture_output=True, text=True,
+                              timeout=ASK_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = proc.stdout.strip().splitlines()
+    return lines[-1].strip() if proc.returncode == 0 and lines else None
+
+
+def installed_version(spec: TargetSpec, targets_dir: Path, ask: Ask = ask_version) -> str | None:
+    """The X.Y.Z the checkout's own venv reports for its family's package (None: not installed, or no answer)."""
+    if not is_installed(targets_dir, spec):
+        return None
+    return release_of(ask(target_python(targets_dir, spec), family_of(spec).package))
+
+
+def default_baseline(target: str, profile: str, targets_dir: Path,
+                     ask: Ask = ask_version) -> tuple[Build | None, str]:
     """(the build to compare ``target`` with, a line saying so or why not); (None, "") when none is due."""
     spec = parse_target(target)
     if spec.kind != "checkout" or profile != "ci":
         return None, ""
-    version = checkout_version(str(spec.path))
+    version, source = installed_version(spec, targets_dir, ask), "its venv reports"
     if version is None:
-        return None, f"not compared with a release: {spec.path}/pyproject.toml states no X.Y.Z version"
+        version, source = checkout_version(str(spec.path)), "its pyproject.toml states"
+    if version is None:
+        installed = "reports no X.Y.Z version" if is_installed(targets_dir, spec) else (
+            f"is not installed (faultload setup --target {spec.text})")
+        return None, (f"not compared with a release: its venv {installed}, and {spec.path}/pyproject.toml "
+                      "states no X.Y.Z version")
     release = f"{spec.family}=={version}"
     if not is_installed(targets_dir, parse_target(release)):
         return None, (f"not compared with its release {release}: not installed (faultload setup --target {release},"
                       " or --faultload-baseline BUILD)")
-    return parse_build(release), f"compared with its release {release} by default (--faultload-baseline none: not)"
+    return parse_build(release), (f"compared with its release {release} by default ({source} {version};"
+                                  " --faultload-baseline none: not)")

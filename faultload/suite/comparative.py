@@ -13,23 +13,29 @@ per side, both kept for the session, so no trial pays a server start and
 both sides' servers are equally warm); an injected executor (a test double)
 serves both sides.
 
-The example's outcome is one verdict, ``no_worse_than_baseline``: violated
+The example's outcome is the verdict ``no_worse_than_baseline``: violated
 when :func:`faultload.compare.judge.judge_comparison` finds a metric worse,
 unknown when a metric was not measured on a side (the family fails a
 property with an unknown example: a comparison that could not be judged is
 not a pass). Its figure is the worst metric's ratio over its threshold
-(above 1: past it), what Hypothesis steers toward.
+(above 1: past it), what Hypothesis steers toward. Beside it, each invariant
+a trial of either build violated (one verdict per invariant, naming the
+build and trial): every trial is judged as any suite trial is, and the
+runner fails the property on a violation whichever trial saw it.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from faultload.checker.inputs import Verdict
 from faultload.compare.judge import CompareSettings, interval_of, judge_comparison, ratio_of, settings_dict
-from faultload.compare.runner import SIDES, abba, config_for
+from faultload.checker.compose import overall
+from faultload.compare.runner import SIDES, SideTrial, abba, config_for
 from faultload.model.build import Build
 from faultload.store.repro import config_key, figures_of
 from faultload.suite.executor import Executor, StackExecutor, TrialOutcome, add_phases
@@ -43,10 +49,20 @@ WEIGHT = 3.0
 # trial's server CPU is a few scheduler ticks and its percentiles a handful of
 # values, so no ratio of them means anything.
 MIN_REQUESTS = 128
+# The generation slots of a router at_least turns into a latency one (the strategies' first, vLLM's default).
+LATENCY_SEQS = 256
+# How long the router holds a comparative example's load, at least and at most (trial seconds, its
+# max_num_seqs-wide rounds of gen_seconds). At least: the monitor samples the server every 0.5 s and a server
+# figure needs MIN_SAMPLES of them (compare.metrics); an immediate router answered ci's 128-250-request bursts in
+# 0.3-0.9 s, sampled once or twice, and 3 of 5 examples left server CPU unmeasured (ci, 2026-12-05). At most: an
+# example is 2 x repeats trials, and a 250-request load held 16 s (64 x 4 s) made one ci example 100 s of
+# the property's 150; 8 s keeps one example under a minute on ci.
+MIN_LOAD_S = 2.0
+MAX_LOAD_S = 8.0
 # What a comparative example draws (faultload.strategies.Limits changes, Family.limits):
-# no faults, on-time polls, no storms, a router that answers at once or after a fixed
-# generation time, one burst, small results (the per-request cost is what builds differ in).
-LIMITS = (("max_faults", 0), ("max_poll_after_s", 0.0), ("storms", False), ("router_modes", ("immediate", "latency")),
+# no faults, on-time polls, no storms, a router with a fixed generation time (stretched or cut to the window
+# above by at_least), one burst, small results (the per-request cost is what builds differ in).
+LIMITS = (("max_faults", 0), ("max_poll_after_s", 0.0), ("storms", False), ("router_modes", ("latency",)),
           ("arrivals", ("burst",)), ("max_result_tokens", 64))
 
 
@@ -56,8 +72,24 @@ def candidate_of(config) -> Build:
 
 
 def at_least(config, requests: int = MIN_REQUESTS):
-    """``config`` with at least ``requests`` requests (cap and router processes follow; see the reducer)."""
-    return config if config.shape.requests >= requests else with_requests(config, requests)
+    """``config`` as a comparative example runs it: at least ``requests`` requests (cap and router processes
+    follow; see the reducer), the router holding the load :data:`MIN_LOAD_S` to :data:`MAX_LOAD_S`."""
+    config = config if config.shape.requests >= requests else with_requests(config, requests)
+    router = config.router
+    if router.mode != "latency":  # drawn configs are latency already; a minimal or reduced one may not be
+        router = dataclasses.replace(router, mode="latency", max_num_seqs=LATENCY_SEQS, gen_seconds=0.0)
+    rounds = max(1, -(-config.shape.requests // router.max_num_seqs))
+    held = router.gen_seconds * rounds
+    if held < MIN_LOAD_S:  # rounded up and down to the millisecond: the result stays inside the window
+        router = dataclasses.replace(router, gen_seconds=math.ceil(MIN_LOAD_S / rounds * 1000) / 1000)
+    elif held > MAX_LOAD_S:
+        router = dataclasses.replace(router, gen_seconds=max(0.001, math.floor(MAX_LOAD_S / rounds * 1000) / 1000))
+    return config if router == config.router else dataclasses.replace(config, router=router)
+
+
+def fits(config) -> bool:
+    """Does ``config`` run as a comparative example (:func:`at_least` leaves it as it is)."""
+    return at_least(config) == config
 
 
 def comparison_key(baseline: Build, repeats: int, config) -> str:
@@ -77,6 +109,22 @@ def _row_text(row: Mapping[str, Any]) -> str:
     low, high = interval_of(row)
     bound = "<=" if row["higher_is_worse"] else ">="
     return f"{row['name']} x{ratio_of(row):.3g} [{low:.3g}, {high:.3g}] (threshold {bound} {row['threshold']:g})"
+
+
+def trial_violations(seen: list[tuple[str, int, Verdict]]) -> list[Verdict]:
+    """The invariants the example's trials violated, one verdict each: the largest figure, the first trial's
+    detail naming its build and trial (``seen``: (build, trial number, verdict) in the order run)."""
+    by_name: dict[str, list[tuple[str, int, Verdict]]] = {}
+    for build, number, verdict in seen:
+        by_name.setdefault(verdict.name, []).append((build, number, verdict))
+    out = []
+    for name, hits in by_name.items():
+        build, number, first = hits[0]
+        figures = [v.figure for _, _, v in hits if v.figure is not None]
+        where = ", ".join(f"{b} trial {n}" for b, n, _ in hits)
+        out.append(Verdict(name, False, max(figures, default=None), first.budget,
+                           f"in {len(hits)} of the comparison's trials ({where}); {build} trial {number}: {first.detail}"))
+    return out
 
 
 def comparison_verdict(result: Mapping[str, Any]) -> Verdict:
@@ -114,8 +162,10 @@ class ComparingExecutor:
         configs = {side: config_for(config, builds[side]) for side in SIDES}
         reports: dict[str, list] = {side: [] for side in SIDES}
         phases: dict[str, float] = {}
+        seen: list[tuple[str, int, Verdict]] = []  # (build, trial number, a verdict it violated)
+        trials: list[dict[str, Any]] = []
         started = time.monotonic()
-        for side in abba(self.repeats):
+        for order, side in enumerate(abba(self.repeats)):
             outcome = self.sides[side].run(configs[side])
             if outcome.error or outcome.report is None:
                 error = outcome.error or "the executor kept no trial report"
@@ -123,12 +173,17 @@ class ComparingExecutor:
                                     error=f"{side} {builds[side].text}: {error}")
             reports[side].append(outcome.report)
             add_phases(phases, outcome.phases_s)
+            violated = [v for v in outcome.verdicts if v.ok is False]
+            seen += [(builds[side].text, order + 1, v) for v in violated]
+            trials.append(SideTrial(side, builds[side], order, outcome.report,
+                                    invariants_ok=overall(outcome.verdicts)).summary())
         result = judge_comparison(builds["baseline"].text, builds["candidate"].text, reports["baseline"],
-                                  reports["candidate"], self.settings)
-        verdict = comparison_verdict(result)
+                                  reports["candidate"], self.settings, trials)
+        verdicts = [comparison_verdict(result), *trial_violations(seen)]
         self.comparisons += 1
-        self._log(f"comparison: {verdict.detail[:400]}")
-        return TrialOutcome([verdict], figures_of([verdict]), config.shape.requests, time.monotonic() - started,
+        for verdict in verdicts:
+            self._log(f"comparison: {verdict.name}: {verdict.detail[:400]}")
+        return TrialOutcome(verdicts, figures_of(verdicts), config.shape.requests, time.monotonic() - started,
                             comparison=result, phases_s=phases)
 
     def _executors(self) -> list[Executor]:

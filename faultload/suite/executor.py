@@ -18,12 +18,14 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
+from faultload.checker.growth import TrialStart
 from faultload.checker.judge import judge
 from faultload.model.sdk import SDK_POLL_TIMEOUT_S
 from faultload.model.switches import switches_text
 from faultload.run.stack import Stack
 from faultload.store.report import build_report
 from faultload.store.repro import figures_of
+from faultload.run.monitor import snapshot
 from faultload.run.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
 
 
@@ -108,6 +110,9 @@ class StackExecutor:
         self.stack_starts = 0
         self.stack_restarts: list[str] = []
         self.trials = 0
+        # the shared server as each trial found it (checker.growth: the session's growth with the requests served)
+        self.trial_starts: list[TrialStart] = []
+        self._served: dict[int, int] = {}  # server pid -> sample requests its trials sent it
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
 
     def run(self, config) -> TrialOutcome:
@@ -122,6 +127,7 @@ class StackExecutor:
             stack = self._ready_stack(config)
         except Exception as exc:  # noqa: BLE001 - reported as the property's error, once
             raise SuiteError(f"could not start the stack for {config.target}: {type(exc).__name__}: {exc}") from exc
+        self._note_start(stack)
         started = time.monotonic()
         try:
             result = run_trial(config, self.workspace, stack=stack, **self.pools)
@@ -136,6 +142,8 @@ class StackExecutor:
             self.close(server_grace_s=INTERRUPTED_SERVER_GRACE_S)
             raise KeyboardInterrupt
         self.trials += 1
+        if stack.server is not None and stack.server.pid is not None:
+            self._served[stack.server.pid] = self._served.get(stack.server.pid, 0) + config.shape.requests
         verdicts = judge(result, self.budgets)
         figures = figures_of(verdicts)
         failed = any(v.ok is False for v in verdicts)
@@ -159,6 +167,13 @@ class StackExecutor:
         elif result.fault_log is not None and result.fault_log.unhealed():
             self._close_stack("the fault injector could not heal a fault")  # its Toxiproxy may hold it still
         return outcome
+
+    def _note_start(self, stack) -> None:
+        """The server's RSS and fds as this trial finds it, beside the requests it has served (its process's)."""
+        pid = stack.server.pid if stack.server is not None else None
+        snap = snapshot(pid)
+        if pid is not None and snap is not None:
+            self.trial_starts.append(TrialStart(pid, self._served.get(pid, 0), snap.rss, snap.fds))
 
     def describe(self) -> str:
         return f"stack started {self.stack_starts}x" + (

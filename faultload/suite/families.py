@@ -46,7 +46,7 @@ def known_configs(profile: Profile, family: Family, target: str, regress: tuple[
     limits = family_limits(profile, family, target)
     configs = [known_trial_config(name, target, profile.time_scale, regress, limits)
                for name in family.known if name in profile.known_examples]
-    return [config for config in configs if config is not None]
+    return [config for config in configs if config is not None]  # None: a trial the target's family cannot run
 
 
 def family_limits(profile: Profile, family: Family, target: str | None = None):
@@ -94,7 +94,7 @@ LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests", "futur
               limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))), known=("completed_ttl_edge", "retrieved_ttl_edge", "half_open_delivery", "restart_reuse"))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
 RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu"),
-                   ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample", "size_burst"))
+                   ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample", "size_burst", "release_hold"))
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
 RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
                  ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),

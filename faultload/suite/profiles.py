@@ -69,7 +69,7 @@ PROFILES: dict[str, Profile] = {
     "ci": Profile(
         name="ci", time_scale=0.05, limits=CI, max_examples=6, derandomize=True, use_database=False,
         property_s=50.0, shrink_s=180.0, session_s=520.0, baseline_wait_s=20.0,
-        known_examples=("cpu_sample", "size_burst") + EDGE_NAMES, min_judged_trials=7,
+        known_examples=("cpu_sample", "size_burst", "release_hold") + EDGE_NAMES, min_judged_trials=7,
     ),
     "nightly": Profile(
         name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,

@@ -41,8 +41,10 @@ from typing import Any
 
 import hypothesis
 
+from faultload.checker.growth import check_session_growth
+from faultload.checker.inputs import Verdict
 from faultload.store.repro import config_key
-from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, comparing_executor, comparison_key
+from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome, add_phases
 from faultload.suite.families import Family, checked, target_figure
 from faultload.suite.profiles import Profile
@@ -85,6 +87,10 @@ class SuiteRunner:
         self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
         self._compare = (executor, compare_settings)
         self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs
+        # session_growth, judged when the last property ends (the stack is shared across the session's trials);
+        # a violation fails that property with a line of its own, so pytest exits 1 and the matrix sees it
+        self.session_growth: Verdict | None = None
+        self.session_failed_in: str | None = None
 
     def note(self, line: str) -> None:
         """A line for the terminal now and for the summary's first lines (what the session decided)."""
@@ -110,7 +116,24 @@ class SuiteRunner:
     def end(self) -> None:
         if self.current is not None:
             self.current.ended_at = time.monotonic()
+            if self.current.remaining_after == 0:
+                self._judge_session(self.current.nodeid)
         self.current = None
+
+    def _judge_session(self, nodeid: str) -> None:
+        """The shared server's growth across the session's trials (``checker.growth``), once the last property
+        has run; a violation is charged to that property (``session_failure``)."""
+        starts = getattr(self.executor, "trial_starts", [])
+        self.session_growth = check_session_growth(starts, self.budgets)
+        if self.session_growth.ok is False:
+            self.session_failed_in = nodeid
+            self._log(f"session: {self.session_growth.detail}")
+
+    def session_failure(self, nodeid: str) -> str | None:
+        """The line that fails the session's last property when the shared server grew with its work, or None."""
+        if nodeid != self.session_failed_in or self.session_growth is None:
+            return None
+        return f"session: {self.session_growth.name} violated: {self.session_growth.detail}"
 
     def check(self, family: Family, config) -> None:
         """Run (or recall) one example and assert the family's invariants."""
@@ -184,6 +207,12 @@ class SuiteRunner:
             state.judged_trials += 1
 
     def not_judged(self, nodeid: str) -> str | None:
+        """Why a property that passed fails still: the session's server grew with its work
+        (:meth:`session_failure`, charged to the last property), or it proves nothing
+        (:meth:`property_not_judged`); None when it passes."""
+        return self.session_failure(nodeid) or self.property_not_judged(nodeid)
+
+    def property_not_judged(self, nodeid: str) -> str | None:
         """Why a property that passed proves nothing (no example judged any of its invariants), or None."""
         state = self.states.get(nodeid)
         if state is None or state.broken or state.shrinking:
@@ -265,6 +294,8 @@ class SuiteRunner:
         deadline = start + ((state.shrink_until or start) - start) * self.profile.reduce_share
 
         def still_fails(candidate) -> bool | None:
+            if family.comparative:  # as its draws run: enough requests, a load long enough to measure
+                candidate = at_least(candidate)
             outcome = self._outcome(candidate, state, family, deadline)
             if outcome is None:
                 return None

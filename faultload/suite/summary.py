@@ -35,6 +35,10 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
             violations = sorted((v for v in state.best[1].verdicts if v.ok is False), key=lambda v: v.name not in names)
             evidence = {v.name: v.detail for v in violations}  # every violation fails, the family's first
             violated = list(evidence)
+        session = getattr(runner, "session_failure", lambda nodeid: None)(state.nodeid)
+        if session:  # the session's server grew with its work: charged to its last property
+            evidence[runner.session_growth.name] = runner.session_growth.detail
+            violated.append(runner.session_growth.name)
         properties.append({
             "nodeid": state.nodeid,
             "name": state.nodeid.split("::")[-1],
@@ -61,7 +65,7 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
             "shrink_cut": state.shrink_cut,
             "reduce_steps": list(state.reduce_log),
             "html_path": str(state.html_path) if state.html_path else None,
-            "error": state.broken or runner.not_judged(state.nodeid),
+            "error": state.broken or _property_not_judged(runner, state.nodeid),
             "unjudged": list(state.unjudged),
         })
     return {
@@ -71,7 +75,23 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
         "stack_starts": runner.stack_starts, "judged_trials": sum(p["judged_trials"] for p in properties),
         **phases_dict(runner.phases_s),
         "invariants": tallies_dict(session_tally(runner.states.values())), "properties": properties,
+        "session_growth": session_growth_dict(runner),
     }
+
+
+def _property_not_judged(runner, nodeid: str) -> str | None:
+    """Why a property proves nothing (the session's growth is reported as a violation, not as this)."""
+    judged = getattr(runner, "property_not_judged", None) or runner.not_judged
+    return judged(nodeid)
+
+
+def session_growth_dict(runner) -> dict[str, Any] | None:
+    """``session_growth``'s verdict and the trial starts it read (None before the last property ended)."""
+    verdict = getattr(runner, "session_growth", None)
+    if verdict is None:
+        return None
+    starts = getattr(runner.executor, "trial_starts", [])
+    return {**verdict.to_dict(), "trial_starts": [start.to_dict() for start in starts]}
 
 def phases_dict(phases: dict[str, float]) -> dict[str, Any]:
     """The summary's ``phases_s``, ``trial_wall_s`` and ``load_share`` from the session's summed phases."""
@@ -119,6 +139,10 @@ def summary_lines(runner) -> list[str]:
         elif runner.not_judged(state.nodeid):
             text += f"; FAILED {runner.not_judged(state.nodeid)}"
         lines.append(text)
+    verdict = getattr(runner, "session_growth", None)
+    if verdict is not None:
+        state = {True: "ok", False: "FAILED", None: "unknown"}[verdict.ok]
+        lines.append(f"  session: {verdict.name} {state}: {verdict.detail}")
     total = session_tally(runner.states.values())
     if total:
         lines.append("  " + tally_text(total))

@@ -53,7 +53,7 @@ class RouterSamplingBackend(BaseSamplingBackend):
         async with self._client.post(f"{self.url}/v1/completions", json=body) as answer:
             answer.raise_for_status()
             data = await answer.json()
-        return _sample_response(data, include_prompt_logprobs or topk_prompt_logprobs > 0)
+        return _sample_response(data, include_prompt_logprobs or topk_prompt_logprobs > 0, topk_prompt_logprobs)
 
     async def add_adapter(self, lora_id: str, adapter_path: Path) -> None:
         raise NotImplementedError("faultload's router serves the base model only")
@@ -66,7 +66,7 @@ class RouterSamplingBackend(BaseSamplingBackend):
             await self._client.close()
 
 
-def _sample_response(data: dict, with_prompt_logprobs: bool) -> types.SampleResponse:
+def _sample_response(data: dict, with_prompt_logprobs: bool, topk: int = 0) -> types.SampleResponse:
     sequences = []
     for choice in sorted(data["choices"], key=lambda c: c.get("index", 0)):
         tokens = list(choice["token_ids"])
@@ -74,11 +74,15 @@ def _sample_response(data: dict, with_prompt_logprobs: bool) -> types.SampleResp
         sequences.append(types.SampledSequence(
             stop_reason="length" if choice.get("finish_reason") == "length" else "stop",
             _tokens_list=tokens, _logprobs_list=[float(x) for x in logprobs]))
-    prompt_logprobs = None
+    prompt_logprobs = topk_rows = None
     if with_prompt_logprobs:
         raw = data["choices"][0].get("prompt_logprobs") or []
         prompt_logprobs = [None] + [next(iter(d.values()))["logprob"] if d else None for d in raw[1:]]
-    return types.SampleResponse(sequences=sequences, _prompt_logprobs_list=prompt_logprobs)
+        if topk > 0:  # as TuFT's vLLM backend (_build_sample_response): each position's entries by rank, k of them
+            topk_rows = [None] + [[(int(t), e["logprob"]) for t, e in sorted(d.items(), key=lambda x: x[1]["rank"])[:topk]]
+                                  if d else None for d in raw[1:]]
+    return types.SampleResponse(sequences=sequences, _prompt_logprobs_list=prompt_logprobs,
+                                _topk_prompt_logprobs_list=topk_rows)
 
 
 def install(backend_base: type, url: str, timeout_s: float, max_connections: int | None) -> None:

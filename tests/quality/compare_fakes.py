@@ -23,9 +23,10 @@ def fake_report(requests: int, cpu_s: float, jitter: float = 0.0, healthz: float
         "requested": requests, "completed": requests, "wall_s": 5.0, "load_s": 4.0,
         "throughput_per_s": requests / 4.0 * (1 + jitter),
         "attempts": {"http_attempts": 2 * requests},
-        "latency_s": {"e2e": {"p50": 0.1 * (1 + jitter), "p99": 0.2 * (1 + jitter)}},
+        "latency_s": {"submit": {"p50": 0.01 * (1 + jitter), "p99": 0.02 * (1 + jitter)},
+                      "e2e": {"p50": 0.1 * (1 + jitter), "p99": 0.2 * (1 + jitter)}},
         "server": {"cpu_s": cpu_s * (1 + jitter), "healthz_latency_s": {"p99": healthz},
-                   "peak_fds": 40 + requests, "baseline_fds": 40,
+                   "peak_fds": 40 + requests, "baseline_fds": 40, "samples": 9, "healthz_probes": 9,
                    "peak_rss_bytes": 100_000_000 + 1000 * requests, "baseline_rss_bytes": 100_000_000},
         "router": {"peak_in_flight": requests},
         "invariants": [],
@@ -38,13 +39,16 @@ class CostlierSwitch:
     ``switch`` regression when the trial has at least ``min_requests`` requests.
 
     Each run's figures wobble by a tiny, fixed jitter by run number (the sides' intervals are not points).
-    ``unmeasured``: the /healthz p99 is None (the prober measured nothing). ``ran`` is every config run.
+    ``unmeasured``: the /healthz p99 is None (the prober measured nothing). ``violates``: every trial of a
+    build with ``switch`` violates this invariant (its verdicts and its report say so), however cheap.
+    ``ran`` is every config run.
     """
 
     switch: str = "rich-access-log"
     factor: float = 1.5
     min_requests: int = 1
     unmeasured: bool = False
+    violates: str = ""
     ran: list = field(default_factory=list)
     closed: int = 0
 
@@ -58,6 +62,9 @@ class CostlierSwitch:
         jitter = ((len(self.ran) * 7) % 5 - 2) * 0.002
         report = fake_report(requests, cpu_s, jitter, None if self.unmeasured else 0.01)
         verdicts = [Verdict("bounded_cpu", True, 1.0, 2.0, "test double: holds")]
+        if self.violates and self.switch in config.regress:
+            verdicts.append(Verdict(self.violates, False, 128, 0, "test double: 128 polls held past their result"))
+        report["invariants"] = [{"name": v.name, "ok": v.ok} for v in verdicts]
         return TrialOutcome(verdicts, {}, requests, 0.0, report=report)
 
     def close(self) -> None:

@@ -20,7 +20,25 @@ const (
 	maxN          = 1024
 	maxTotalToken = 8_000_000
 	tokenWidth    = 5 // len(str(vocab - 1))
+	maxTopK       = 20
+	choiceMod     = 2_147_483_647
+	stopEvery     = 4
+	noLogprobsOf  = 8
+	rankStep      = 100
+	altStep       = 7_919
 )
+
+// choiceShape is tokens.choice: how many tokens choice sample carries, whether it stopped before maxTok
+// ("stop") and whether it carries logprobs (null otherwise). Every product stays below 2**63.
+func choiceShape(nonce, sample, maxTok int64) (length int64, stopped, hasLogprobs bool) {
+	h := ((nonce%choiceMod)*1_103_515_245 + sample*12_345 + 1) % choiceMod
+	stopped = maxTok > 1 && h%stopEvery == 0
+	length = maxTok
+	if stopped {
+		length = 1 + (h/stopEvery)%(maxTok-1)
+	}
+	return length, stopped, (h/7)%noLogprobsOf != 0
+}
 
 // mixInto writes (base + (i*c) % mod) % mod for i < len(out), base = (nonce*a + sample*b) % mod.
 func mixInto(out []int64, nonce, sample, a, b, c, mod int64) {
@@ -57,7 +75,7 @@ type job struct {
 	maxTokens      int64
 	model          string
 	prompt         []int64
-	promptLogprobs bool
+	promptLogprobs int64 // the request's prompt_logprobs (k top entries), -1 when it asks for none
 }
 
 // parsers are reused: a fastjson.Parser keeps its buffers between bodies.
@@ -107,7 +125,7 @@ func parseJob(raw []byte) (*job, string) {
 	if prompt[1] < 0 || prompt[1] >= noncePart*noncePart || prompt[2] < 0 || prompt[2] >= noncePart*noncePart {
 		return nil, "not a faultload prompt (nonce out of range)"
 	}
-	j := &job{nonce: prompt[1]*noncePart + prompt[2], n: 1, maxTokens: 16, prompt: prompt}
+	j := &job{nonce: prompt[1]*noncePart + prompt[2], n: 1, maxTokens: 16, prompt: prompt, promptLogprobs: -1}
 	if v := payload.Get("n"); v != nil {
 		n, ok := intOf(v)
 		if !ok || n < 1 || n > maxN {
@@ -130,7 +148,10 @@ func parseJob(raw []byte) (*job, string) {
 		if !ok || plp < 0 {
 			return nil, fmt.Sprintf("prompt_logprobs must be a non-negative int (got %s)", v)
 		}
-		j.promptLogprobs = true
+		if plp > maxTopK {
+			return nil, fmt.Sprintf("Requested prompt logprobs of %d, which is greater than max allowed: %d", plp, maxTopK)
+		}
+		j.promptLogprobs = plp
 	}
 	if v := payload.Get("model"); v != nil {
 		model, err := v.StringBytes()
@@ -163,20 +184,31 @@ func pyJSONString(s string) []byte {
 	return append(out, '"')
 }
 
-func promptLogprobsJSON(nonce int64, prompt []int64) []byte {
+// promptLogprobsJSON is bodies._prompt_logprobs_json: per position the prompt token's own entry, then the
+// top-k without it (tokens.prompt_rank, tokens.rank_digit, tokens.alt_token).
+func promptLogprobsJSON(nonce int64, prompt []int64, k int64) []byte {
 	out := []byte("[null")
-	for i := 1; i < len(prompt); i++ {
-		d := (7*(nonce%logprobScale) + 13*int64(i)) % logprobScale
-		out = fmt.Appendf(out, `,{"%d":{"logprob":-0.%04d,"rank":1,"decoded_token":""}}`, prompt[i], d)
+	for i := int64(1); i < int64(len(prompt)); i++ {
+		base := (7*(nonce%1000) + 13*i) % 1000
+		own := 1 + (nonce%(k+1)+i%(k+1))%(k+1)
+		tid := prompt[i]
+		out = fmt.Appendf(out, `,{"%d":{"logprob":-0.%04d,"rank":%d,"decoded_token":""}`, tid, base+rankStep*own, own)
+		for m := int64(1); m <= k; m++ {
+			if m != own {
+				alt := ((tid%vocab+vocab)%vocab + m*altStep) % vocab
+				out = fmt.Appendf(out, `,"%d":{"logprob":-0.%04d,"rank":%d,"decoded_token":""}`, alt, base+rankStep*m, m)
+			}
+		}
+		out = append(out, '}')
 	}
 	return append(out, ']')
 }
 
-// completionBody is the full vLLM /v1/completions JSON body for j.n samples of j.maxTokens each.
+// completionBody is the full vLLM /v1/completions JSON body for j.n samples of at most j.maxTokens each.
 func completionBody(j *job) []byte {
 	var plp []byte
-	if j.promptLogprobs && len(j.prompt) > 0 {
-		plp = promptLogprobsJSON(j.nonce, j.prompt)
+	if j.promptLogprobs >= 0 && len(j.prompt) > 0 {
+		plp = promptLogprobsJSON(j.nonce, j.prompt, j.promptLogprobs)
 	}
 	t := j.maxTokens
 	size := 200 + len(j.model)*6 + int(j.n)*(int(t)*(tokenWidth+1+8)+160+len(plp))
@@ -185,31 +217,46 @@ func completionBody(j *job) []byte {
 	out = append(out, pyJSONString(j.model)...)
 	out = append(out, `,"choices":[`...)
 	idx := make([]int64, t)
+	completion := int64(0)
 	for s := int64(0); s < j.n; s++ {
 		if s > 0 {
 			out = append(out, ',')
 		}
-		out = fmt.Appendf(out, `{"index":%d,"text":"","token_ids":[`, s)
-		mixInto(idx, j.nonce, s, 1_000_003, 7_919, 104_729, vocab)
-		for _, v := range idx {
-			out = append(out, tokenRows[v*(tokenWidth+1):(v+1)*(tokenWidth+1)]...)
-		}
-		out = out[:len(out)-1]
-		out = append(out, `],"logprobs":{"token_logprobs":[`...)
-		mixInto(idx, j.nonce, s, 2_654_435_761, 31, 17, logprobScale)
-		for _, v := range idx {
-			out = append(out, logprobRows[v*8:v*8+8]...)
-		}
-		out = out[:len(out)-1]
-		out = append(out, `]},"finish_reason":"length","stop_reason":null`...)
+		length, stopped, hasLogprobs := choiceShape(j.nonce, s, t)
+		completion += length
+		out = appendChoice(out, idx[:length], j.nonce, s, stopped, hasLogprobs)
 		if plp != nil {
 			out = append(out, `,"prompt_logprobs":`...)
 			out = append(out, plp...)
 		}
 		out = append(out, '}')
 	}
-	completion := j.n * t
 	promptLen := int64(len(j.prompt))
 	return fmt.Appendf(out, `],"usage":{"prompt_tokens":%d,"total_tokens":%d,"completion_tokens":%d}}`,
 		promptLen, promptLen+completion, completion)
+}
+
+// appendChoice is bodies._choice_parts: choice s up to its finish reason, len(idx) tokens.
+func appendChoice(out []byte, idx []int64, nonce, s int64, stopped, hasLogprobs bool) []byte {
+	out = fmt.Appendf(out, `{"index":%d,"text":"","token_ids":[`, s)
+	mixInto(idx, nonce, s, 1_000_003, 7_919, 104_729, vocab)
+	for _, v := range idx {
+		out = append(out, tokenRows[v*(tokenWidth+1):(v+1)*(tokenWidth+1)]...)
+	}
+	out = out[:len(out)-1]
+	if hasLogprobs {
+		out = append(out, `],"logprobs":{"token_logprobs":[`...)
+		mixInto(idx, nonce, s, 2_654_435_761, 31, 17, logprobScale)
+		for _, v := range idx {
+			out = append(out, logprobRows[v*8:v*8+8]...)
+		}
+		out = out[:len(out)-1]
+		out = append(out, ']', '}')
+	} else {
+		out = append(out, `],"logprobs":null`...)
+	}
+	if stopped {
+		return append(out, `,"finish_reason":"stop","stop_reason":null`...)
+	}
+	return append(out, `,"finish_reason":"length","stop_reason":null`...)
 }

@@ -22,6 +22,12 @@ LAUNCHER = Path(__file__).resolve().parent.parent / "skyrl_launch.py"
 # timeout is 30 s) is logged as pool exhaustion: the server's queries take milliseconds, so a second's
 # wait is a pool with no connection to give, and a heartbeat (the SDK's 10 s timeout) starving behind it.
 POOL_WAIT_S = 1.0
+# glibc's mmap threshold held at its initial 128 KiB: left dynamic, it rises to the size of the first large
+# block freed, and every later result of that size is carved from the heap, which glibc seldom gives back, so
+# a store that released its results looked like one that kept them (releases_results: 0.60 MiB held per MiB
+# delivered, clean 0.4.0, against 1.29 for a store that never evicts; held here, 0.12 against 1.12;
+# bench/release_rss.py, docs/results/measurements.md). An allocator setting, not a change to the server.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(128 * 1024)}
 
 # faultload's names for the server's knobs -> SkyRL EngineConfig fields.
 ENGINE_KNOBS = {
@@ -109,6 +115,7 @@ def launch_skyrl(
     }
     spec_path = run_dir / "launch.json"
     spec_path.write_text(json.dumps(launch_spec, indent=1))
-    child_env = child_environment({**(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}, drop=("PYTHONPATH",))
+    child_env = child_environment({**MALLOC_ENV, **(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"},
+                                  drop=("PYTHONPATH",))
     return start_launcher(spec, [str(python), str(LAUNCHER), str(spec_path)], run_dir, child_env, port,
                           while_starting)
