@@ -183,7 +183,9 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "known trial completion_burst)", caught_by=("unprovoked_resets",),
               on=(("ci", Expectation(
                   "clean", (), "a known blind spot of ci: the reset race needs a completion burst of thousands "
-                  "of requests, and ci's trials make at most 256")),)),
+                  "of requests whose first polls come just before the client's idle expiry (nightly's "
+                  "completion_burst); ci's draws make at most 256 requests and its 2,048-request size_burst polls "
+                  "at once")),)),
     MatrixRow("rich-access-log", "skyrl==0.4.0", ("rich-access-log",), "clean",
               "a known blind spot of the absolute budgets: the access log through RichHandler costs the event "
               "loop ~0.6 ms per request, which stays under bounded_cpu's budget and which no other invariant "
