@@ -67,6 +67,19 @@ def test_a_property_stops_drawing_after_property_s(tmp_path, clock) -> None:
     assert state.tally["no_lost_results"] == Tally(judged=4, unknown=0, skipped=2)  # and not tallied twice
 
 
+def test_a_propertys_known_trials_run_whatever_its_time_bound_and_its_draws_get_their_own(
+        tmp_path, clock, monkeypatch) -> None:
+    """Two known trials of 30 s each on a property bound to 45 s: both run (the profile's promise), and the
+    draws after them still get their 45 s (two trials start, at 60 and 90 s of the property's wall; a third
+    would start at 120 s, past 60 + 45)."""
+    monkeypatch.setattr(runner_mod, "known_configs", lambda profile, family, target, regress: [None, None])
+    runner, fake, state = setup(tmp_path, clock, property_s=45.0)
+    for requests in range(1, 6):
+        runner.check(LOST, trial(requests))
+    assert (state.trials, state.not_run, state.known_left) == (4, 1, 0)
+    assert state.known_s == pytest.approx(60.0)
+
+
 def test_a_property_draws_for_its_fair_share_of_the_session(tmp_path, clock) -> None:
     runner, fake, state = setup(tmp_path, clock, remaining=3, session_s=400.0, property_s=1000.0)
     assert state.share_s == pytest.approx(100.0)

@@ -46,7 +46,7 @@ from faultload.checker.inputs import Verdict
 from faultload.store.repro import config_key
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome, add_phases
-from faultload.suite.families import Family, checked, target_figure
+from faultload.suite.families import Family, checked, known_configs, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, greedy_reduce
 from faultload.suite.repros import write_property_repro
@@ -232,7 +232,16 @@ class SuiteRunner:
                 + (f" ({'; '.join(reasons)})" if reasons else " (no example ran)"))
 
     def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> TrialOutcome | None:
-        """The trial's outcome (cached, or run now); None when a time bound forbids a new trial."""
+        """The trial's outcome (cached, or run now); None when a time bound forbids a new trial.
+
+        The property's first examples are its known trials (Hypothesis runs explicit examples first): they run
+        whatever the property's own time bound says, and their seconds are not charged to its draws.
+        """
+        if state.known_left is None:
+            state.known_left = len(known_configs(self.profile, family, self.target, self.regress))
+        known = state.known_left > 0 and not state.shrinking
+        state.known_left -= known
+        started = time.monotonic()
         key = self._key(config, family)
         outcome = self.cache.get(key)
         if outcome is not None:
@@ -241,7 +250,11 @@ class SuiteRunner:
             if state.broken:
                 raise SuiteError(state.broken)
             now = time.monotonic()
-            if self._out_of_time(state, now, family) or (deadline is not None and now > deadline):
+            if known:  # the profile's promise: every session runs it, within the session's bound only
+                out = now - self.session_started > self.profile.session_s
+            else:
+                out = self._out_of_time(state, now, family) or (deadline is not None and now > deadline)
+            if out:
                 state.not_run += 1
                 self._tally(state, family, key, None)
                 if state.shrinking:
@@ -249,6 +262,8 @@ class SuiteRunner:
                 return None
             outcome = self._run(config, state, self._executor(family))
             self.cache[key] = outcome
+        if known:
+            state.known_s += time.monotonic() - started
         if outcome.error:
             raise SuiteError(outcome.error)
         self._tally(state, family, key, outcome)
@@ -262,7 +277,7 @@ class SuiteRunner:
         budget = self.profile.property_s * family.weight
         if state.share_s is not None:
             budget = min(budget, state.share_s * family.weight)
-        return now - state.started > budget
+        return now - state.started - state.known_s > budget
 
     def _shrink_until(self, state: PropertyState, now: float) -> float:
         session_end = self.session_started + self.profile.session_s

@@ -55,6 +55,8 @@ class PropertyState:
     counted: set[str] = field(default_factory=set)  # config keys already tallied for this property
     share_s: float | None = None  # its fair share of the session's time left when it started
     shrink_until: float | None = None  # shrinking (the reducer's and Hypothesis's) stops here
+    known_left: int | None = None  # its known trials not yet run (None: not counted yet); they run first
+    known_s: float = 0.0  # seconds its known trials took, not charged to its draws' time bound
 
     @property
     def shrink_seconds(self) -> float:
