@@ -10,7 +10,7 @@ import pytest
 from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.model.shape import LoadShape
 from faultload.model.trial import TrialConfig
-from faultload.run.trial import _reconnect_s
+from faultload.run.watching import reconnect_s, watchdog_limits
 from faultload.run.watchdog import Watchdog, load_watchdog_limits
 
 LIMITS = WatchdogLimits(stall_window_s=10, no_progress_window_s=20, accept_window_s=5, confirm_s=3)
@@ -105,7 +105,7 @@ def test_after_a_heal_the_window_waits_out_the_clients_reconnect_allowance():
 
 def test_reconnect_allowance_is_the_clients_longest_timeout_then_its_backoff_cap():
     def allowance(client: str, scale: float) -> float:
-        return _reconnect_s(TrialConfig("skyrl==0.4.0", shape=LoadShape(client=client, time_scale=scale)))
+        return reconnect_s(TrialConfig("skyrl==0.4.0", shape=LoadShape(client=client, time_scale=scale)))
     assert allowance("raw", 1.0) == 60.0 + 30.0
     assert allowance("raw", 0.05) == 60.0 * 0.05 + 30.0 * 0.05
     assert allowance("sdk", 0.05) == 60.0 * 0.05 + 30.0  # the SDK's backoff sleeps are not scaled
@@ -222,3 +222,17 @@ def test_an_excused_stretch_is_not_a_collapse_and_the_windows_start_again_after_
         dog.observe_probe(t, 10.0, False)
     assert dog.signals["event_loop_stall"].at_s == 40.0
     assert dog.signals["no_progress"].at_s == 39.5  # the last excused sample
+
+
+def test_no_progress_waits_out_the_idleness_the_trial_asked_for() -> None:
+    """A first poll delayed 720 SDK s (36 s at 0.05) after a result the immediate router wrote at once: 36 s with
+    nothing completed or received is the client's plan, not a collapse (the window covers it, plus 10 s)."""
+    from faultload.model.router import RouterConfig
+    from faultload.model.shape import PollBehaviour
+
+    shape = LoadShape(requests=1, time_scale=0.05, delay_polls=PollBehaviour(1.0, 720.0))
+    config = TrialConfig("skyrl==0.4.0", shape=shape, router=RouterConfig(mode="immediate"))
+    assert watchdog_limits(config).no_progress_window_s == pytest.approx(46.0)
+    shape = LoadShape(requests=1, time_scale=0.05, abandon_polls=PollBehaviour(1.0, 240.0))
+    assert watchdog_limits(TrialConfig("skyrl==0.4.0", shape=shape, router=RouterConfig(mode="immediate"))
+                           ).no_progress_window_s == WatchdogLimits().no_progress_window_s  # 12 s + 10 < 30

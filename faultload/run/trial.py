@@ -34,10 +34,9 @@ from faultload.model.training import DB_POOL_FDS
 from faultload.run.server_faults import ServerFaults
 from faultload.run.stack import Stack
 from faultload.targets.server import BASE_MODEL
-from faultload.model.sdk import SDK_BACKOFF_CAP_S, SDK_REQUEST_TIMEOUT_S
-from faultload.model.watchdog import FaultWindow, WatchdogLimits
+from faultload.model.watchdog import FaultWindow
 from faultload.run.watchdog import Watchdog
-from faultload.run.watching import FaultWindows, LogFollower, Progress, wait_load
+from faultload.run.watching import FaultWindows, LogFollower, Progress, reconnect_s, wait_load, watchdog_limits
 from faultload.host.workspace import Workspace
 
 
@@ -65,34 +64,6 @@ def _router_cpu(pids: list[int]) -> float:
 def _self_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
-
-
-def _watchdog_limits(config: TrialConfig) -> WatchdogLimits:
-    """The configured limits, with no_progress never shorter than what the router holds by design.
-
-    A barrier router holds requests (nothing completes) for up to its barrier
-    timeout, and a latency router for its generation time: idleness the trial
-    asked for is not a collapse.
-    """
-    limits = config.watchdog
-    expected_idle = config.router.gen_seconds
-    if config.router.mode == "barrier":
-        expected_idle = max(expected_idle, config.router.barrier_timeout_s)
-    window = max(limits.no_progress_window_s, expected_idle + 10.0)
-    return dataclasses.replace(limits, no_progress_window_s=window)
-
-
-def _reconnect_s(config: TrialConfig) -> float:
-    """How long a client may stay quiet after a fault heals, in trial seconds: its longest HTTP timeout
-    (a request whose bytes the fault dropped) and then its backoff cap (the sleep it was in).
-
-    The SDK's connection-error backoff (``min(2**n, 30)`` s) is not scaled by
-    the time scale; its HTTP timeouts and all the raw client's timers are.
-    """
-    shape = config.shape
-    timeout = shape.scaled(max(shape.policy.poll_timeout_s, SDK_REQUEST_TIMEOUT_S))
-    backoff = SDK_BACKOFF_CAP_S if shape.client == "sdk" else shape.scaled(shape.policy.backoff_cap_s)
-    return timeout + backoff
 
 
 def _fault_windows(stack: Stack) -> FaultWindows:
@@ -223,7 +194,7 @@ def run_trial(
         events = _fault_events(router, pool)  # counted from before the load starts
         pool.go(t0)
         _start_faults(stack, config, t0, events)
-        watchdog = Watchdog(_watchdog_limits(config), monitor.fd_limit, reconnect_s=_reconnect_s(config))
+        watchdog = Watchdog(watchdog_limits(config), monitor.fd_limit, reconnect_s=reconnect_s(config))
         try:
             collapsed = wait_load(
                 pool, t0 + config.max_wall_s + 30.0, progress, monitor, progress_every_s,

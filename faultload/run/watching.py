@@ -1,14 +1,18 @@
-"""Watching a trial's load as it runs: the server log as it grows, the monitor's samples fed to the watchdog,
-and the bounded wait for the load to end (early when the watchdog calls a collapse)."""
+"""Watching a trial's load as it runs: the server log as it grows, the monitor's samples fed to the watchdog (and
+the watchdog's limits for the trial), and the bounded wait for the load to end (early when the watchdog calls a
+collapse)."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import Callable
 
 from faultload.client.workers import WorkerPool
-from faultload.model.watchdog import FaultWindow
+from faultload.model.sdk import SDK_BACKOFF_CAP_S, SDK_REQUEST_TIMEOUT_S
+from faultload.model.trial import TrialConfig
+from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.record.samples import SAMPLE_FIELDS
 from faultload.run.monitor import Monitor
 from faultload.targets.server import ServerHandle
@@ -99,3 +103,35 @@ def wait_load(
             next_report += every_s
             progress(now - monitor.t0, pool.live(), monitor.latest)
     return False
+
+
+def watchdog_limits(config: TrialConfig) -> WatchdogLimits:
+    """The configured limits, with no_progress never shorter than what the trial holds still by design.
+
+    A barrier router holds requests (nothing completes) for up to its barrier
+    timeout, a latency router for its generation time, and a client whose
+    first polls are delayed (or re-polls after an abandoned one) sends nothing
+    for that long: idleness the trial asked for is not a collapse.
+    """
+    limits, shape = config.watchdog, config.shape
+    expected_idle = config.router.gen_seconds
+    if config.router.mode == "barrier":
+        expected_idle = max(expected_idle, config.router.barrier_timeout_s)
+    for polls in (shape.delay_polls, shape.abandon_polls):
+        if polls.fraction > 0:
+            expected_idle = max(expected_idle, shape.scaled(polls.after_s))
+    window = max(limits.no_progress_window_s, expected_idle + 10.0)
+    return dataclasses.replace(limits, no_progress_window_s=window)
+
+
+def reconnect_s(config: TrialConfig) -> float:
+    """How long a client may stay quiet after a fault heals, in trial seconds: its longest HTTP timeout
+    (a request whose bytes the fault dropped) and then its backoff cap (the sleep it was in).
+
+    The SDK's connection-error backoff (``min(2**n, 30)`` s) is not scaled by
+    the time scale; its HTTP timeouts and all the raw client's timers are.
+    """
+    shape = config.shape
+    timeout = shape.scaled(max(shape.policy.poll_timeout_s, SDK_REQUEST_TIMEOUT_S))
+    backoff = SDK_BACKOFF_CAP_S if shape.client == "sdk" else shape.scaled(shape.policy.backoff_cap_s)
+    return timeout + backoff
