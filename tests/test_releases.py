@@ -156,6 +156,12 @@ def test_the_first_start_of_a_process_is_warm_up() -> None:
     assert check_session_growth(points, BUDGETS).ok is True
 
 
+def test_a_high_water_step_in_the_first_half_is_not_growth() -> None:
+    """A load that leaves the heap 200 MiB higher once (a trial holding thousands at once), then flat."""
+    points = [dataclasses.replace(p, rss=p.rss + (200 * MIB if p.requests >= 2000 else 0)) for p in starts(0.0)]
+    assert check_session_growth(points, BUDGETS).ok is True
+
+
 def test_a_restart_starts_a_series_of_its_own() -> None:
     """Two processes, each flat, the second from a lower RSS: no growth (one series would have fallen)."""
     second = [dataclasses.replace(p, server=8, rss=p.rss + 100 * MIB) for p in starts(0.0)]

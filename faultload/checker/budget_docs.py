@@ -200,11 +200,14 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "imported modules, pools, allocator arenas): the verdict is unknown, never ok."),
     "session_rss_mib_per_k_requests": BudgetDoc(
         "MiB of RSS per 1,000 sample requests served", ("session_growth",),
-        "The slope of the shared server's RSS at each trial's start against the requests it has served, across "
-        "a suite session (the first trial start of a server process dropped: warm-up). A correct server's RSS "
-        "at a trial's start holds only what its TTLs still keep (at time scale 0.05 the last 30 s of results), "
-        "so it does not grow with the total; one that keeps every 64-token result grows ~3 MiB per 1,000 "
-        "(`retained_result_overhead_bytes`), and one that keeps release_hold's results 250."),
+        "The slope of the shared server's RSS at each trial's start against the requests it has served, over the "
+        "later half of a session's requests (the first half holds its high-water marks). A correct server's RSS "
+        "at a trial's start holds only what its TTLs still keep (at time scale 0.05 the last 30 s of results) and "
+        "what its largest load left: on the ci fixed row (2026-12-05) a trial holding 2,048 requests at once left "
+        "+204 MiB that stayed flat (a line over the whole session read +32.8 MiB per 1,000; over the later half, "
+        "3,850-6,769 requests, -8.5). One that keeps release_hold's results grows 250 per 1,000; one that keeps "
+        "every 64-token result ~3 (`retained_result_overhead_bytes`), under this budget: `releases_results` is "
+        "what sees a store that keeps results, this the leaks that outgrow a session's noise."),
     "session_fds_per_k_requests": BudgetDoc(
         "fds per 1,000 sample requests served", ("session_growth",),
         "The suite waits for the server's fds to come back to their baseline before each trial, so a correct "
