@@ -192,8 +192,10 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "loop ~0.6 ms per request, which stays under bounded_cpu's budget and which no other invariant "
               "sees; the rich-access-log-cost row (a comparison with the release) is the one that catches it"),
     MatrixRow("skyrl-0.3.0", "skyrl==0.3.0", (), "caught",
-              "futures in SQLite, httpx forwarding: pool exhaustion and slow forwarding under bursts",
-              caught_by=("no_lost_results", "bounded_fds", "clean_server_log", "healthz_latency", "no_collapse")),
+              "futures in SQLite, httpx forwarding: pool exhaustion and slow forwarding under bursts; finding 9: "
+              "prompt logprobs asked for are dropped",
+              caught_by=("no_lost_results", "bounded_fds", "clean_server_log", "healthz_latency", "no_collapse",
+                         "result_integrity")),
     MatrixRow("skyrl-0.3.0-training", "skyrl==0.3.0", (), "caught",
               "training beside sampling on one SQLite pool (5 + 10): the pool exhausted, heartbeats starved and "
               "QueuePool timeouts under the 4-wave mix (fixed upstream in #2097); nightly only: the ci profile "
