@@ -93,7 +93,8 @@ LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests", "futur
               weight=2.0,
               limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))), known=("completed_ttl_edge", "retrieved_ttl_edge", "half_open_delivery", "restart_reuse"))
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
-RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu", "releases_results"),
+RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu", "releases_results",
+                                         "forwards_concurrent"),
                    ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample", "size_burst", "release_hold"))
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
 RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
