@@ -293,8 +293,9 @@ def known_trial_config(name: str, target: str, time_scale: float, regress: Itera
     """The known trial ``name`` as a ``TrialConfig`` that fits the suite's shared stack for ``limits``; None for a
     contract-edge trial (``strategies.edges``) whose rule ``target``'s family does not have, or a hold past TTLs it
     does not have."""
+    contract = CONTRACTS[parse_target(target).family]
     if name in EDGE_TRIALS:
-        edge = EDGE_TRIALS[name](CONTRACTS[parse_target(target).family], time_scale)
+        edge = EDGE_TRIALS[name](contract, time_scale)
         if edge is None:
             return None
         shape, router, faults = edge.shape, edge.router, edge.faults
@@ -304,7 +305,7 @@ def known_trial_config(name: str, target: str, time_scale: float, regress: Itera
         faults = KNOWN_FAULTS[name](shape) if name in KNOWN_FAULTS else FaultSchedule()
     else:
         raise ValueError(f"unknown known-bug trial {name!r}; known: {', '.join(KNOWN_NAMES)}")
-    hold = KNOWN_HOLDS[name](shape, CONTRACTS[parse_target(target).family]) if name in KNOWN_HOLDS else 0.0
+    hold = KNOWN_HOLDS[name](shape, contract) if name in KNOWN_HOLDS else 0.0
     if hold is None:
         return None
     return TrialConfig(

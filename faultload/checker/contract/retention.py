@@ -73,9 +73,9 @@ def dropped_poll_starts(inputs: CheckInputs) -> np.ndarray:
     return out
 
 
-def _within_retention(inputs: CheckInputs, budgets: Budgets) -> np.ndarray:
-    """Requests answered sooner than the retention window after a dropped poll that may have delivered them."""
-    began = dropped_poll_starts(inputs)
+def _within_retention(inputs: CheckInputs, budgets: Budgets, began: np.ndarray) -> np.ndarray:
+    """Requests answered sooner than the retention window after a dropped poll that may have delivered them
+    (``began``: :func:`dropped_poll_starts`)."""
     window = inputs.shape.scaled(retention_s(budgets, inputs.contract))
     answered = np.asarray(inputs.history["done"], dtype=np.float64)
     with np.errstate(invalid="ignore"):
@@ -85,7 +85,8 @@ def _within_retention(inputs: CheckInputs, budgets: Budgets) -> np.ndarray:
 def dropped_poll_delivered(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -> Allowance:
     """Rows of ``among`` whose abandoned poll was dropped at or after the router completed the request, answered
     404 the retention window or more after that poll began."""
-    out = among & np.isfinite(dropped_poll_starts(inputs)) & ~_within_retention(inputs, budgets)
+    began = dropped_poll_starts(inputs)
+    out = among & np.isfinite(began) & ~_within_retention(inputs, budgets, began)
     note = (f"{int(out.sum())} 404 after a poll dropped when the result was already there, "
             f"{retention_s(budgets, inputs.contract):g} SDK s or more before (delivered as far as the server can "
             "tell; retained by design)") if out.any() else ""
@@ -173,7 +174,8 @@ def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) 
     history = inputs.history
     held = fault_windows(inputs.faults, lambda f: f.link in ("backend", "router"))
     youngest = math.inf
-    among = among & ~_within_retention(inputs, budgets)  # believed delivered: its retrieved TTL runs instead
+    # believed delivered: its retrieved TTL runs instead
+    among = among & ~_within_retention(inputs, budgets, dropped_poll_starts(inputs))
     for i in np.flatnonzero(among).tolist() if (completed_s or failed_s) else ():
         stored = completed_s.get(int(history["nonce"][i]))
         answered = float(history["done"][i])
