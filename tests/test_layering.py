@@ -121,6 +121,7 @@ FORBIDDEN = {
 MODULE_FORBIDDEN = {"faultload.run.stack": ("faultload.checker",)}
 INSIDE_THE_TARGET = ("faultload.targets.skyrl_patches", "faultload.targets.skyrl_forwarding",
                      "faultload.targets.skyrl_mutants", "faultload.targets.skyrl_mutants_time", "faultload.targets.skyrl_mutants_size",
+                     "faultload.targets.skyrl_mutants_cost",
                      "faultload.targets.skyrl_dbpool", "faultload.targets.skyrl_launch",
                      "faultload.targets.skyrl_engine", "faultload.targets.tuft_launch", "faultload.targets.tuft_patches",
                      "faultload.targets.tuft_forwarding", "faultload.targets.tuft_fixes", "faultload.targets.launch_profile")

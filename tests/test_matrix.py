@@ -40,7 +40,7 @@ def passed(n: int = 7) -> list[dict]:
 
 
 COMPARISON_ROWS = ["a-a", "rich-access-log-cost", "a-a-long-result", "httpx-forwarding-cost", "proto-per-poll-cost",
-                   "json-decode-cost"]
+                   "json-decode-cost", "lookup-by-scan-cost", "sweep-on-create-cost"]
 MUTANT_ROWS = ["never-resolve-on-failure", "early-408", "id-reuse-after-restart", "500-for-unknown",
                "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
                "empty-200-on-failure", "session-per-request", "double-forward"]
@@ -68,7 +68,8 @@ def test_default_rows_cover_the_issue() -> None:
                                                          "retain-until-expiry")]
     # every regression switch that is a cost has its comparison row; each A/A row has the size of the rows it vouches for
     costs = {r.regress for r in DEFAULT_ROWS if r.baseline and r.regress}
-    assert costs == {("rich-access-log",), ("httpx-forwarding",), ("proto-per-poll",), ("json-decode",)}
+    assert costs == {("rich-access-log",), ("httpx-forwarding",), ("proto-per-poll",), ("json-decode",),
+                     ("lookup-by-scan",), ("sweep-on-create",)}
     aa_sizes = {r.compare_trial for r in DEFAULT_ROWS if r.baseline and not r.regress}
     assert {r.compare_trial for r in DEFAULT_ROWS if r.baseline} == aa_sizes
 

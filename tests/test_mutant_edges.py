@@ -20,7 +20,7 @@ from datetime import datetime, timedelta, timezone
 import pydantic
 import pytest
 
-from faultload.targets import skyrl_mutants_size, skyrl_mutants_time, skyrl_patches
+from faultload.targets import skyrl_mutants_cost, skyrl_mutants_size, skyrl_mutants_time, skyrl_patches
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -28,6 +28,8 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 @dataclass
 class _Entry:
     created_at: datetime
+    request_id: int = 0
+    result_proto: bytes | None = None
     completed_at: datetime | None = None
     retrieved_at: datetime | None = None
 
@@ -43,9 +45,16 @@ class _DoubleStore:
         self._entries: dict[int, _Entry] = {}
         self._next = 0
 
+    async def wait(self, request_id, timeout):  # the release's, replaced by lookup-by-scan
+        raise AssertionError("replaced")
+
+    def proto_result(self, request_id):
+        entry = self._entries.get(request_id)
+        return entry.result_proto if entry is not None else None
+
     def create(self, model_id, request_data) -> int:
         self._next -= 1
-        self._entries[self._next] = _Entry(created_at=T0)
+        self._entries[self._next] = _Entry(created_at=T0, request_id=self._next)
         return self._next
 
     def _sweep(self, now: datetime) -> None:
@@ -150,7 +159,27 @@ def test_forwarding_semaphore_holds_at_most_its_count_of_forwards_at_once(ns):
     assert client.most_inside == skyrl_mutants_size.FORWARD_SEMAPHORE
 
 
-@pytest.mark.parametrize("name", sorted({**skyrl_mutants_time.MUTANTS, **skyrl_mutants_size.MUTANTS}))
+def test_lookup_by_scan_finds_the_same_future_by_walking_the_entries(ns):
+    """The double's entries carry their ``request_id`` as the release's do; the scan finds the same one."""
+    skyrl_patches.apply_patches(ns, ["lookup-by-scan"], 1.0)
+    store = ns["ExternalFutureStore"]()
+    ids = [store.create("m", None) for _ in range(3)]
+    store._entries[ids[1]].result_proto = b"result"
+    assert store.proto_result(ids[1]) == b"result" and store.proto_result(12345) is None
+    with pytest.raises(KeyError):
+        asyncio.run(store.wait(12345, 0.01))
+
+
+def test_sweep_on_create_sweeps_before_every_create(ns):
+    skyrl_patches.apply_patches(ns, ["sweep-on-create"], 1.0)
+    store = ns["ExternalFutureStore"]()
+    store._entries[1] = _Entry(created_at=T0, completed_at=T0)  # completed long ago: past its TTL now
+    store.create("m", None)
+    assert 1 not in store._entries and len(store._entries) == 1
+
+
+@pytest.mark.parametrize("name", sorted({**skyrl_mutants_time.MUTANTS, **skyrl_mutants_size.MUTANTS,
+                                         **skyrl_mutants_cost.MUTANTS}))
 def test_a_version_without_the_in_memory_store_is_refused_by_name(ns, name):
     del ns["ExternalFutureStore"]
     with pytest.raises(skyrl_patches.PatchError, match="no 'ExternalFutureStore'"):

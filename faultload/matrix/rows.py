@@ -229,6 +229,14 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
     MatrixRow("json-decode-cost", "skyrl==0.4.0", ("json-decode",), "caught",
               "router bodies decoded with json.loads instead of orjson: a cost per token",
               caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
+    # A cost per request that grows with what the store holds (targets/skyrl_mutants_cost.py): at the 4,096 burst
+    # every request pays for thousands held, on a small trial for a few hundred.
+    MatrixRow("lookup-by-scan-cost", "skyrl==0.4.0", ("lookup-by-scan",), "caught",
+              "each poll finds its future by walking every entry of the store: a cost per request that grows with "
+              "the results held", caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0"),
+    MatrixRow("sweep-on-create-cost", "skyrl==0.4.0", ("sweep-on-create",), "caught",
+              "every asample sweeps the whole store before adding its future: a cost per request that grows with "
+              "the futures held", caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0"),
     *MUTANT_ROWS,
     MatrixRow("tuft", TUFT_TARGET, (), "caught",
               "the second server family: TuFT's release through the fault space, judged by its own contract (a "

@@ -22,6 +22,8 @@ REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", 
                "completed-ttl-from-creation", "retrieved-ttl-from-completion", "retrieved-ttl-short",
                # limits that bite past a thousand in flight (targets/skyrl_mutants_size.py)
                "store-capped", "forwarding-pool-default", "forwarding-semaphore",
+               # a cost per request that grows with what the store holds (targets/skyrl_mutants_cost.py)
+               "lookup-by-scan", "sweep-on-create",
                # what the store keeps (targets/skyrl_mutants_keep.py)
                "keep-delivered", "evict-pending-only", "naive-completed-at", "sweep-counts-bytes")
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")

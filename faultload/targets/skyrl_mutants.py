@@ -26,10 +26,11 @@ import time
 from typing import Any, Callable
 
 if __package__:
-    from . import skyrl_mutants_size, skyrl_mutants_time  # the harness's tests: package modules
+    from . import skyrl_mutants_cost, skyrl_mutants_size, skyrl_mutants_time  # the harness's tests: package modules
     from .skyrl_forwarding import Need, forwarding, members
     from .skyrl_mutants_keep import KEEP_MUTANTS
 else:  # inside the target: beside this file on sys.path
+    import skyrl_mutants_cost
     import skyrl_mutants_size
     import skyrl_mutants_time
     from skyrl_forwarding import Need, forwarding, members
@@ -286,5 +287,6 @@ MUTANTS: dict[str, Callable[[dict, Need], str]] = {
     "session-per-request": session_per_request,
     **skyrl_mutants_time.MUTANTS,  # the TTLs' anchors and lengths
     **skyrl_mutants_size.MUTANTS,  # caps and evictions past a thousand in flight
+    **skyrl_mutants_cost.MUTANTS,  # a cost per request that grows with what the store holds
     **KEEP_MUTANTS,  # what the store keeps: results never released, a sweeper that dies (skyrl_mutants_keep)
 }
