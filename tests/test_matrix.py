@@ -40,12 +40,12 @@ def passed(n: int = 7) -> list[dict]:
 
 
 COMPARISON_ROWS = ["a-a", "rich-access-log-cost", "a-a-long-result", "httpx-forwarding-cost", "proto-per-poll-cost",
-                   "json-decode-cost", "lookup-by-scan-cost", "sweep-on-create-cost"]
+                   "json-decode-cost", "a-a-store", "lookup-by-scan-cost", "sweep-on-create-cost"]
 MUTANT_ROWS = ["never-resolve-on-failure", "early-408", "id-reuse-after-restart", "500-for-unknown",
                "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
                "empty-200-on-failure", "session-per-request", "double-forward"]
 TTL_ROWS = ["completed-ttl-from-creation", "retrieved-ttl-from-completion", "retrieved-ttl-short"]
-SIZE_ROWS = ["store-capped", "forwarding-pool-default", "forwarding-semaphore"]
+SIZE_ROWS = ["store-capped", "results-capped", "forwarding-pool-default", "forwarding-semaphore"]
 KEEP_ROWS = ["keep-delivered", "evict-pending-only", "naive-completed-at", "sweep-counts-bytes"]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from faultload.compare.rows import COMPARE_TRIAL, LONG_RESULT_TRIAL
+from faultload.compare.rows import COMPARE_TRIAL, LONG_RESULT_TRIAL, STORE_TRIAL
 from faultload.model.build import Build
 
 
@@ -142,6 +142,11 @@ MUTANT_ROWS: tuple[MatrixRow, ...] = (
     _mutant("store-capped", "at most 1,000 futures kept, the oldest dropped: past a thousand in flight, pending "
             "futures are evicted before their results arrive (size_burst)", ("no_lost_results", "clean_server_log"),
             only="test_bounded_resources"),
+    _mutant("results-capped", "the sweep keeps at most 10,000 finished results, the oldest dropped: results owed "
+            "past that count are evicted before their polls (size_flood, nightly's 16,384 owed at once)",
+            ("no_lost_results",), only="test_all_invariants", on=(("ci", Expectation(
+                "clean", (), "ci's largest trial owes 2,048 results at once (size_burst), under the cap; the 16,384 "
+                "of size_flood take a full-time trial of minutes, nightly's")),)),
     _mutant("forwarding-pool-default", "the forwarding connector built without its limit: aiohttp's default 100 "
             "connections where the configuration says none (size_burst)", ("forwards_concurrent",),
             only="test_bounded_resources"),
@@ -230,10 +235,14 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
               "router bodies decoded with json.loads instead of orjson: a cost per token",
               caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=LONG_RESULT_TRIAL),
     # A cost per request that grows with what the store holds (targets/skyrl_mutants_cost.py): at the 4,096 burst
-    # every request pays for thousands held, on a small trial for a few hundred.
+    # every request pays for thousands held, on a small trial for a few hundred; in the large store for up to 16,384.
+    MatrixRow("a-a-store", "skyrl==0.4.0", (), "clean",
+              "the release compared with itself with a large store: no metric flagged at the store rows' size",
+              baseline="skyrl==0.4.0", compare_trial=STORE_TRIAL),
     MatrixRow("lookup-by-scan-cost", "skyrl==0.4.0", ("lookup-by-scan",), "caught",
               "each poll finds its future by walking every entry of the store: a cost per request that grows with "
-              "the results held", caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0"),
+              "the results held (at the 4,096 burst x1.08, under the threshold: compared with a large store)",
+              caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0", compare_trial=STORE_TRIAL),
     MatrixRow("sweep-on-create-cost", "skyrl==0.4.0", ("sweep-on-create",), "caught",
               "every asample sweeps the whole store before adding its future: a cost per request that grows with "
               "the futures held", caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0"),
