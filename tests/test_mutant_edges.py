@@ -141,6 +141,17 @@ def test_store_capped_drops_the_oldest_future_past_its_cap(ns):
     assert list(store._entries) == ids[5:]
 
 
+def test_results_capped_sweeps_the_oldest_finished_results_past_its_cap_and_keeps_pending_ones(ns):
+    skyrl_patches.apply_patches(ns, ["results-capped"], 1.0)
+    store = ns["ExternalFutureStore"]()
+    cap = skyrl_mutants_size.RESULTS_CAP
+    ids = [store.create("m", None) for _ in range(cap + 7)]
+    for i, request_id in enumerate(ids[:cap + 5]):  # newest first: the drop order is by completion, not creation
+        store._entries[request_id].completed_at = T0 + timedelta(milliseconds=cap + 5 - i)
+    store._sweep(T0 + timedelta(seconds=60))  # inside every TTL: only the cap evicts
+    assert set(store._entries) == set(ids) - set(ids[cap:cap + 5])
+
+
 def test_forwarding_pool_default_builds_the_connector_without_its_limit(ns):
     skyrl_patches.apply_patches(ns, ["forwarding-pool-default"], 1.0)
     module = sys.modules["standin_forwarding_edges"]

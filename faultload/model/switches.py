@@ -21,7 +21,7 @@ REGRESSIONS = ("retention", "keepalive", "rich-access-log", "httpx-forwarding", 
                # the contract's time edges (targets/skyrl_mutants_time.py)
                "completed-ttl-from-creation", "retrieved-ttl-from-completion", "retrieved-ttl-short",
                # limits that bite past a thousand in flight (targets/skyrl_mutants_size.py)
-               "store-capped", "forwarding-pool-default", "forwarding-semaphore",
+               "store-capped", "results-capped", "forwarding-pool-default", "forwarding-semaphore",
                # a cost per request that grows with what the store holds (targets/skyrl_mutants_cost.py)
                "lookup-by-scan", "sweep-on-create",
                # what the store keeps (targets/skyrl_mutants_keep.py)

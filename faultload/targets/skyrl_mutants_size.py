@@ -4,7 +4,8 @@ Runs under the target's Python, imported by ``skyrl_mutants`` (found the way it
 finds ``skyrl_forwarding``). Each is a mistake a pull request could plausibly
 make to bound the server's memory or its load on the engine; each serves a few
 hundred requests in flight as the release does, so only a trial that holds
-thousands at once meets it (the known trial ``size_burst``).
+thousands at once meets it (the known trial ``size_burst``; ``results-capped``
+only past ten thousand results owed at once: nightly's ``size_flood``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ else:
 
 # store-capped: "at most 1,000 futures in memory", the oldest dropped first.
 STORE_CAP = 1000
+# results-capped: "keep at most 10,000 finished results; past that the sweep drops the oldest finished first".
+RESULTS_CAP = 10_000
 # forwarding-pool-default: aiohttp's own default connection limit, what a connector built without `limit=` has.
 AIOHTTP_DEFAULT_LIMIT = 100
 # forwarding-semaphore: "at most vLLM's max_num_seqs (256) forwards at once, so a burst cannot flood the engine".
@@ -46,6 +49,26 @@ def store_capped(ns: dict, need: Need) -> str:
 
     store_cls.create = create_within_cap
     return f"store-capped: at most {STORE_CAP} futures, the oldest dropped"
+
+
+def results_capped(ns: dict, need: Need) -> str:
+    """The sweep also bounds the finished results it keeps (clients that never come back): past ``RESULTS_CAP``
+    completed entries it drops the oldest completed first, delivered or not. A result polled seconds after it
+    completed is evicted once ten thousand others completed after it and are still unread."""
+    store_cls = _store(ns, need)
+    need(members(store_cls), "_sweep", "the store's TTL sweep")
+    sweep = store_cls._sweep
+
+    @functools.wraps(sweep)
+    def sweep_within_cap(self, now):
+        sweep(self, now)
+        finished = sorted((entry.completed_at, request_id) for request_id, entry in self._entries.items()
+                          if entry.completed_at is not None)
+        for _, request_id in finished[:max(0, len(finished) - RESULTS_CAP)]:
+            del self._entries[request_id]
+
+    store_cls._sweep = sweep_within_cap
+    return f"results-capped: the sweep keeps at most {RESULTS_CAP} finished results, the oldest dropped"
 
 
 def forwarding_pool_default(ns: dict, need: Need) -> str:
@@ -85,6 +108,7 @@ def forwarding_semaphore(ns: dict, need: Need) -> str:
 
 MUTANTS: dict[str, Callable[[dict, Need], str]] = {
     "store-capped": store_capped,
+    "results-capped": results_capped,
     "forwarding-pool-default": forwarding_pool_default,
     "forwarding-semaphore": forwarding_semaphore,
 }
