@@ -50,3 +50,24 @@ def test_an_edge_trial_is_scaled_with_the_trial_and_absent_without_its_rule(name
     scaled.shape.validate()
     scaled.router.validate()
     assert EDGE_TRIALS[name](TUFT_CONTRACT, 0.05) is None
+
+
+def test_nightly_draws_poll_just_inside_and_just_outside_each_ttl_of_the_family() -> None:
+    """The draws meet each TTL on both sides; a family without TTLs gets no such landmark, ci none at all."""
+    from hypothesis import HealthCheck, find, settings
+
+    from faultload.strategies.edges import AROUND_EDGE_SHARES, around_edges
+    from faultload.strategies.limits import CI, NIGHTLY
+    from faultload.strategies.trials import trial_configs
+
+    ttls = (SKYRL_CONTRACT.retrieved_ttl_s, SKYRL_CONTRACT.completed_ttl_s)
+    assert around_edges(SKYRL_CONTRACT) == tuple(sorted(s * t for t in ttls for s in AROUND_EDGE_SHARES))
+    assert min(AROUND_EDGE_SHARES) < 1 < max(AROUND_EDGE_SHARES)
+    assert around_edges(TUFT_CONTRACT) == ()
+    assert NIGHTLY.draws_around_edges and not CI.draws_around_edges
+    assert max(around_edges(SKYRL_CONTRACT)) <= NIGHTLY.max_poll_after_s
+    quick = settings(database=None, max_examples=3000, suppress_health_check=list(HealthCheck))
+    outside = max(around_edges(SKYRL_CONTRACT))
+    found = find(trial_configs("skyrl==0.4.0", 0.05, (), NIGHTLY),
+                 lambda c: c.shape.delay_polls.after_s == outside, settings=quick)
+    assert found.shape.delay_polls.after_s == outside

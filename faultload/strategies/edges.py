@@ -14,6 +14,9 @@ value loses every request. A family without the TTL has no such trial
 
 The trials are small (``EDGE_REQUESTS``) so that a failure is its own repro,
 and run before any draw on every profile that lists them (``Profile.known_examples``).
+Where limits ask for it (nightly), the draws also poll just inside and just
+outside each TTL (:func:`around_edges`), among faults and shapes the edge
+trials do not try.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ COMPLETED_GEN_SHARE = 0.4
 # TTL runs out, so that delivery + EDGE x retrieved TTL lies past completion + completed TTL (SkyRL: delivery at
 # 510 s, the client back at 755 s, the completed clock out at 600 s): only the retrieved clock keeps the result.
 DELIVERY_BEFORE_EXPIRY_SHARE = 0.3
+# Nightly's draws around each TTL (around_edges): a late or abandoned poll this share of the TTL late, just
+# inside (the result must still be there) or just outside (the contract allows either: kept or 404).
+AROUND_EDGE_SHARES = (0.9, 1.1)
 # How long the edge drops the server's answers around that delivery (SDK s each side of the first poll): the
 # answer is written while the client's poll is open, and the client drops the poll without it.
 BLACKHOLE_MARGIN_S = 20.0
@@ -94,6 +100,14 @@ def retrieved_ttl_edge(contract: ServerContract, time_scale: float) -> EdgeTrial
                       start_s=trial_s(delivery_s - BLACKHOLE_MARGIN_S, time_scale),
                       duration_s=trial_s(2 * BLACKHOLE_MARGIN_S, time_scale))
     return EdgeTrial(shape, _all_at_once(shape, 0.0), FaultSchedule((blackhole,)))
+
+
+def around_edges(contract: ServerContract) -> tuple[float, ...]:
+    """Poll delays (SDK s) just inside and just outside each of the family's TTLs, for the draws to meet them
+    wherever the rest of a trial puts them; the contract model judges each (a 404 inside a TTL from the event
+    it runs from is a loss, outside it is allowed). None for a family without TTLs."""
+    ttls = [ttl for ttl in (contract.retrieved_ttl_s, contract.completed_ttl_s) if ttl is not None]
+    return tuple(sorted(share * ttl for ttl in ttls for share in AROUND_EDGE_SHARES))
 
 
 def _all_at_once(shape: LoadShape, gen_s: float) -> RouterConfig:

@@ -112,7 +112,8 @@ def rounds_fitting(requests: int, held: int, per_round: int, round_s: float, lim
     return min(requests, max(held, rounds * per_round))
 
 
-def poll_behaviours(max_after_s: float = CI.max_poll_after_s, always: bool = False) -> st.SearchStrategy[PollBehaviour]:
+def poll_behaviours(max_after_s: float = CI.max_poll_after_s, always: bool = False,
+                    around_edges: tuple[float, ...] = ()) -> st.SearchStrategy[PollBehaviour]:
     """A fraction of requests whose first poll is late or abandoned, ``after_s`` SDK seconds.
 
     Minimal: ``PollBehaviour()`` (no request affected). The minimal *affected*
@@ -121,8 +122,11 @@ def poll_behaviours(max_after_s: float = CI.max_poll_after_s, always: bool = Fal
     (:data:`POLL_LANDMARKS_S`) or any whole second up to ``max_after_s``.
     ``always``: only affected behaviours, from the landmarks only (minimal
     ``PollBehaviour(1.0, 45.0)``): for properties about results outliving polls.
+    ``around_edges``: more landmarks, after the others (shrinking prefers those):
+    the family's TTLs met just inside and just outside
+    (:func:`faultload.strategies.edges.around_edges`).
     """
-    landmarks = [x for x in POLL_LANDMARKS_S if x <= max_after_s]
+    landmarks = [x for x in POLL_LANDMARKS_S + around_edges if x <= max_after_s]
     if max_after_s < 1:
         return st.just(PollBehaviour())
     if always and landmarks:
@@ -195,7 +199,8 @@ def clients(limits: Limits = CI) -> st.SearchStrategy[str]:
 
 
 @st.composite
-def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = True) -> LoadShape:
+def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = True,
+                around_edges: tuple[float, ...] = ()) -> LoadShape:
     """A whole ``LoadShape`` at ``time_scale``, within ``limits``.
 
     The client is the real SDK for about ``limits.sdk_fraction`` of shapes
@@ -212,6 +217,7 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = 
     poll plus an abandoned-poll re-poll stay under ``limits.max_poll_after_s``;
     the requests held at once are capped at ``limits.max_faithful_held`` for
     the drawn policy's poll timeout and result size (:func:`faithful_cap`),
+    late and abandoned polls may also come ``around_edges`` (:func:`poll_behaviours`),
     so the server's unscaled work fits the scaled timers; and the requests
     then go through the cap within half the trial's wall bound
     (:func:`wall_fitting_requests`).
@@ -222,8 +228,8 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = 
     held = held_count(requests, max_outstanding)
     result_tokens = draw(result_sizes(_max_tokens(limits, held, num_samples)))
     arrival, span, waves = draw(arrivals(requests, limits))
-    abandon = draw(poll_behaviours(limits.max_poll_after_s, always=limits.late_polls))
-    delay = draw(poll_behaviours(limits.max_poll_after_s - abandon.after_s))
+    abandon = draw(poll_behaviours(limits.max_poll_after_s, always=limits.late_polls, around_edges=around_edges))
+    delay = draw(poll_behaviours(limits.max_poll_after_s - abandon.after_s, around_edges=around_edges))
     policy = draw(client_policies(limits.storms))
     workers = draw(st.integers(1, max(1, min(limits.max_workers, requests))))
     accept = draw(st.sampled_from(limits.accepts))

@@ -10,7 +10,10 @@ from typing import Iterable
 from hypothesis import strategies as st
 
 from faultload.model.faults import FaultSchedule
+from faultload.model.family import CONTRACTS
+from faultload.model.target import parse_target
 from faultload.model.trial import TrialConfig
+from faultload.strategies.edges import around_edges
 from faultload.strategies.faults import fatal_kinds, fault_schedules
 from faultload.model.sdk import RETRIEVED_TTL_S
 from faultload.strategies.limits import CI, Limits
@@ -79,7 +82,9 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     see :func:`faultload.strategies.shapes.clients`) where ``target``'s results are
     readable by it (:func:`sdk_reads_results`) and its unscaled backoff fits
     the drawn faults (:func:`sdk_outlasts_faults`; otherwise the raw client
-    runs the same shape); its faults start at clock times only. A barrier router's waves must fit half the wall
+    runs the same shape); its faults start at clock times only. Where
+    ``limits.draws_around_edges``, late polls may come just inside and outside
+    ``target``'s TTLs (:func:`faultload.strategies.edges.around_edges`). A barrier router's waves must fit half the wall
     bound even if each one times out: the shape's requests are lowered after every draw
     (:func:`faultload.strategies.routers.barrier_fitting_requests`), so the draws are
     the same.
@@ -88,7 +93,8 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     no cap, no late polls, the SDK's policy, the immediate router, no faults.
     """
     regress = tuple(regress)
-    shape = draw(load_shapes(time_scale, limits, sdk=sdk_reads_results(target)))
+    edges = around_edges(CONTRACTS[parse_target(target).family]) if limits.draws_around_edges else ()
+    shape = draw(load_shapes(time_scale, limits, sdk=sdk_reads_results(target), around_edges=edges))
     router = draw(router_configs(shape, limits))
     # When an anchored fault ends is not known before the trial: an SDK shape draws clock starts only.
     faults = draw(fault_schedules(time_scale, limits.replace(fault_anchors=()) if shape.client == "sdk" else limits))
