@@ -198,3 +198,20 @@ def test_a_sampling_only_target_draws_trials_it_can_run_on_every_profile(family:
     each()
     for config in known_configs(profile, family, "tuft==0.2.2", ()):
         config.validate()
+
+
+def test_size_flood_owes_16384_results_at_once_at_full_time_on_nightly_only() -> None:
+    """Every submit comes before the first poll, so the server owes every result at once; at full time, so the
+    wait before the polls is inside every TTL; run by the combined property (every invariant), nightly only."""
+    from faultload.client.arrivals import arrival_offsets
+    from faultload.suite.families import COMBINED
+
+    (config,) = known_configs(get_profile("nightly"), COMBINED, "skyrl==0.4.0", ())
+    shape = config.shape
+    last_submit = float(arrival_offsets(shape, 0, shape.requests).max())
+    first_poll = shape.scaled(shape.delay_polls.after_s)
+    assert shape.requests >= 16384 and shape.delay_polls.fraction == 1.0 and shape.time_scale == 1.0
+    assert last_submit < first_poll
+    assert shape.delay_polls.after_s < SKYRL_CONTRACT.completed_ttl_s  # polled inside the completed TTL
+    assert config.router.mode == "immediate" and config.direct_edge
+    assert known_configs(get_profile("ci"), COMBINED, "skyrl==0.4.0", ()) == []

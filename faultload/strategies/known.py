@@ -21,7 +21,6 @@ from faultload.model.target import parse_target
 from faultload.model.trial import TrialConfig
 from faultload.model.training import TrainingMix
 from faultload.model.sdk import COMPLETED_TTL_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
-from faultload.model.target import parse_target
 from faultload.strategies.edges import EDGE_TRIALS
 from faultload.strategies.faults import fatal_kinds
 from faultload.strategies.limits import Limits
@@ -213,6 +212,34 @@ def size_burst_router(shape: LoadShape) -> RouterConfig:
                         procs=router_procs(held_at_once(shape)))
 
 
+# size_flood: 16,384 requests in SIZE_FLOOD_WAVES waves over SIZE_FLOOD_SPAN_S (182 a second: about half of what
+# the server answers on 2 cores beside the load), each first poll SIZE_FLOOD_POLL_AFTER_S after its submit, so
+# that every request has been accepted and none delivered between the last submit and the first poll: 16,384
+# results owed at once. At full time (SIZE_FLOOD_TIME_SCALE): at 0.05 the ramp's 90 real s are 1,800 SDK s, past
+# every TTL, so a poll after the last submit would meet only expired results.
+SIZE_FLOOD_REQUESTS = 16384
+SIZE_FLOOD_SPAN_S = 90.0
+SIZE_FLOOD_WAVES = 90
+SIZE_FLOOD_POLL_AFTER_S = 120.0
+SIZE_FLOOD_TIME_SCALE = 1.0
+
+
+def size_flood(time_scale: float) -> LoadShape:
+    """16,384 results owed at once, at full time (the profile's ``time_scale`` is not used: see
+    ``SIZE_FLOOD_TIME_SCALE``): a store that drops entries past a size, an index that slows as it grows,
+    a sweep that costs more per entry held, met at sixteen times ``size_burst``'s count.
+
+    The polls come after the submits, so the server holds 16,384 futures but not
+    16,384 connections (held polls and forwards at once would need ~2.5 fds each,
+    past one process's 20,000): the router answers at once, each result waits in
+    the server's store for its poll.
+    """
+    return LoadShape(requests=SIZE_FLOOD_REQUESTS, max_outstanding=0, workers=1, result_tokens=16,
+                     time_scale=SIZE_FLOOD_TIME_SCALE, arrival="waves", arrival_span_s=SIZE_FLOOD_SPAN_S,
+                     arrival_waves=SIZE_FLOOD_WAVES,
+                     delay_polls=PollBehaviour(fraction=1.0, after_s=SIZE_FLOOD_POLL_AFTER_S))
+
+
 # release_hold, in SDK seconds: 256 results of 32,768 tokens (256 KiB of proto each, 64 MiB in all, at most 8 MiB
 # in flight), arriving at a rate that ramps up over RELEASE_RAMP_S (request i at RELEASE_RAMP_S x sqrt(i/256)),
 # so that the router's 503s over the first RELEASE_ERRORS_S fail the first two forwards only and the next request
@@ -263,6 +290,7 @@ def release_hold_s(shape: LoadShape, contract: ServerContract) -> float | None:
 
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "size_burst": size_burst,
+    "size_flood": size_flood,
     "completion_burst": completion_burst,
     "cpu_sample": cpu_sample,
     "training_waves": training_waves,

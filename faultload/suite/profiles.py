@@ -9,7 +9,9 @@
             (``faultload.strategies.edges``), which draws meet only by chance.
 ``nightly`` more and larger examples, random, Hypothesis's example database in
             ``.faultload/hypothesis`` (a failure is retried first next night),
-            the known-bug trials (``faultload.strategies.known``) first, ≤ 60 minutes.
+            the known-bug trials (``faultload.strategies.known``) first, among
+            them 16,384 results owed at once (``size_flood``, at full time);
+            late polls drawn around the family's TTLs too; ≤ 60 minutes.
 ``confirm`` one example: the 131,072-request shape at time scale 1, fitted to
             this machine (``faultload.run.preflight``); the combined property only.
 
@@ -74,7 +76,8 @@ PROFILES: dict[str, Profile] = {
     "nightly": Profile(
         name="nightly", time_scale=0.05, limits=NIGHTLY, max_examples=40, derandomize=False, use_database=True,
         property_s=360.0, shrink_s=900.0, session_s=3300.0, baseline_wait_s=60.0,
-        known_examples=("completion_burst", "training_waves", "half_open_delivery", "restart_reuse") + EDGE_NAMES,
+        known_examples=("completion_burst", "training_waves", "half_open_delivery", "restart_reuse", "size_flood")
+        + EDGE_NAMES,
         min_judged_trials=40,
         compare_repeats=5,
     ),
