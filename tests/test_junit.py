@@ -12,7 +12,6 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 
 from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
-from faultload.host import workspace
 from faultload.cli.main import main
 from faultload.compare.judge import SCHEMA as COMPARE_SCHEMA, CompareSettings, judge_metric
 from faultload.compare.metrics import METRICS
@@ -190,12 +189,3 @@ def test_a_junit_path_in_a_missing_folder_is_one_line_and_exit_2(argv, capsys, t
     err = capsys.readouterr().err.strip()
     assert err == f"faultload: error: --junit-xml: no such directory: {missing.parent}"
     assert not (tmp_path / "home").exists()  # nothing installed, started or written
-
-
-def test_a_junit_path_in_a_folder_it_cannot_write_is_exit_2(monkeypatch, capsys, tmp_path: Path) -> None:
-    folder = tmp_path / "read-only"
-    folder.mkdir()
-    access = os.access  # root may write anywhere: the folder is made unwritable to the check itself
-    monkeypatch.setattr(workspace.os, "access", lambda path, mode: Path(path) != folder and access(path, mode))
-    assert main(["run", "--junit-xml", str(folder / "r.xml")], environ={"FAULTLOAD_HOME": str(tmp_path / "home")}) == 2
-    assert capsys.readouterr().err.strip() == f"faultload: error: --junit-xml: directory not writable: {folder}"

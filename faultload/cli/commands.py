@@ -18,7 +18,7 @@ from faultload.setup import doctor as doctor_mod
 from faultload.checker.budgets import apply_overrides, load_budgets
 from faultload.checker.judge import judge
 from faultload.cli.cluster import join_for
-from faultload.cli.from_args import (TRIAL_OUTPUTS, build_trial, check_output_dirs, config_path, guarded, install_sdks,
+from faultload.cli.from_args import (build_trial, config_path, guarded, install_sdks,
                                      workspace_of)
 from faultload.cli.many_trials import cmd_compare, cmd_matrix
 from faultload.cli.parser import UsageError
@@ -36,7 +36,6 @@ from faultload.store.plot import PlotUnavailable, write_timeline
 from faultload.store.html_trial import write_trial_html
 from faultload.store.repro import replay, replay_command, write_repro
 from faultload.suite.shrink import load_failure, shrink, shrunk_repro
-from faultload.host.workspace import output_folder_problem
 from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
 from faultload.run.trial import run_trial
@@ -61,13 +60,14 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
             progress.close()
     verdicts = judge(result, budgets)
     report = report_mod.build_report(result, verdicts)
+    keep = _Keeper(workspace_of(args))
     # The JSON first, before anything optional (history, plot) can fail or be
     # interrupted; written again if those add to it.
     if args.json_out:  # before printing too: a closed stdout (`| head`) must not lose the report
-        report_mod.write_json(report, args.json_out)
+        args.json_out = keep(lambda path: report_mod.write_json(report, path), args.json_out)
     if args.junit_xml:
-        write_junit([trial_suite(report, args.command)], args.junit_xml)
-    if _write_extras(args, result, report, budgets, verdicts) and args.json_out:
+        keep(lambda path: write_junit([trial_suite(report, args.command)], path), args.junit_xml)
+    if _write_extras(args, result, report, budgets, verdicts, keep) and args.json_out:
         report_mod.write_json(report, args.json_out)
     print(report_mod.render_text(report))
     if result.interrupted:
@@ -77,7 +77,28 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
     return EXIT_OK
 
 
-def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdicts) -> bool:
+class _Keeper:
+    """Writes an output where it was asked, or, when that fails after the trial (the folder was checked before
+    it, but a disk fills, a mount goes away), in the workspace's runs folder, saying where: a trial of minutes
+    is never lost to its last write."""
+
+    def __init__(self, workspace) -> None:
+        self.folder = workspace.runs / f"kept-{time.strftime('%Y%m%dT%H%M%S')}"
+
+    def __call__(self, write, path):
+        try:
+            write(path)
+            return path
+        except OSError as exc:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            kept = self.folder / Path(path).name
+            write(kept)
+            print(f"faultload: could not write {path} ({exc.strerror or exc}); written to {kept} instead",
+                  file=sys.stderr)
+            return str(kept)
+
+
+def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdicts, keep: _Keeper) -> bool:
     """The history, bundle, HTML report and plot asked for, their paths into ``report``; True if it changed.
 
     Without matplotlib the plot is skipped with one line saying why (and
@@ -85,20 +106,19 @@ def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdi
     """
     changed = False
     if args.history:
-        result.history.save(args.history)
-        report["history_path"] = str(args.history)
+        report["history_path"] = str(keep(result.history.save, args.history))
         changed = True
     if args.bundle:
 
-        report["bundle_path"] = str(write_bundle(result, budgets, verdicts, args.bundle))
+        report["bundle_path"] = str(keep(lambda path: write_bundle(result, budgets, verdicts, path), args.bundle))
         changed = True
     if args.html:
-        report["html_path"] = str(write_trial_html(result, verdicts, args.html))
+        report["html_path"] = str(keep(lambda path: write_trial_html(result, verdicts, path), args.html))
         changed = True
     if args.plot:
 
         try:
-            report["plot_path"] = str(write_timeline(result, args.plot))
+            report["plot_path"] = str(keep(lambda path: write_timeline(result, path), args.plot))
         except PlotUnavailable as exc:
             report["plot_skipped"] = str(exc)
             print(f"faultload: plot skipped: {exc}", file=sys.stderr)
@@ -121,7 +141,6 @@ def cmd_confirm(args: argparse.Namespace) -> int:
     """The full-size run: fit it to the machine (or --ray's nodes) first, say what changed, then run and
     judge it."""
 
-    check_output_dirs(args, TRIAL_OUTPUTS)  # before joining a cluster or the preflight
     cluster = join_for(args)
     try:
         return _confirm(args, cluster)
@@ -170,9 +189,6 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     """Reduce a failed trial (a bundle, a JSON report or a repro) and write the repro of the smallest one that
     still fails: 1 (the failure stands, its repro written), 0 when the source violated nothing."""
 
-    problem = output_folder_problem(Path(args.out) / "repro.json") if args.out else None
-    if problem:
-        raise UsageError(f"--out: {problem}")
     try:
         failure = load_failure(args.source)
         stored = failure.budgets if failure.budgets is not None else load_budgets(config_path(args))

@@ -14,7 +14,7 @@ from faultload.checker.budgets import load_budgets
 from faultload.cli.exits import EXIT_INTERRUPTED, EXIT_USAGE
 from faultload.cli.parser import UsageError
 from faultload.host.settings import find_config
-from faultload.host.workspace import Workspace, output_folder_problem
+from faultload.host.workspace import Workspace
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig, procs_for
 from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
@@ -85,24 +85,8 @@ def config_path(args: argparse.Namespace) -> Path | None:
     return find_config(Path.cwd(), args.config or None)
 
 
-def check_output_dirs(args: argparse.Namespace, options: tuple[str, ...]) -> None:
-    """UsageError naming the first output option whose folder does not exist: said before the work, not after a
-    trial of minutes (a confirm run with --json-out in a missing folder ran 70 s, then ended in a traceback);
-    or one this process may not write in."""
-    for option in options:
-        path = getattr(args, option, None)
-        problem = output_folder_problem(path) if path else None
-        if problem:
-            raise UsageError(f"--{option.replace('_', '-')}: {problem}")
-
-
-# every output a trial writes (run, confirm): each folder is checked before the work starts
-TRIAL_OUTPUTS = ("json_out", "plot", "history", "bundle", "junit_xml", "html")
-
-
 def build_trial(args: argparse.Namespace):
-    """(config, budgets) from args; UsageError on bad input."""
-    check_output_dirs(args, TRIAL_OUTPUTS)
+    """(config, budgets) from args; UsageError on bad input (the outputs were checked by ``cli.main``)."""
     try:
         config, budgets = config_from_args(args), load_budgets(config_path(args), args.budget)
         if config.shape.sdk:

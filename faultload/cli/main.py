@@ -19,6 +19,7 @@ from typing import Sequence
 from faultload.cli.parser import UsageError, build_parser
 from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from faultload.host.processes import Interrupts
+from faultload.host.workspace import output_problems
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "UsageError", "main"]
 
@@ -32,6 +33,9 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     interrupts = Interrupts(EXIT_INTERRUPTED).install()
     try:
         args = build_parser().parse_args(argv)
+        problem = output_problems(vars(args))  # every command's outputs, before any work
+        if problem:
+            raise UsageError(problem)
         args.home = environ.get("FAULTLOAD_HOME")  # the workspace when --workdir is not given
         args.go = environ.get("GO")  # a Go binary to build Toxiproxy with (setup, doctor)
         # --ray: the cluster `auto` names, and the path a loopback cluster's actors import faultload from

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from faultload.cli.cluster import join_rows_cluster
 from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
-from faultload.cli.from_args import build_trial, check_output_dirs, config_path, guarded, workspace_of
+from faultload.cli.from_args import build_trial, config_path, guarded, workspace_of
 from faultload.cli.parser import UsageError
 from faultload.compare import report as compare_report
 from faultload.compare.html import write_compare_html
@@ -35,7 +35,6 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         rows = matrix_mod.select_rows([n.strip() for n in args.rows.split(",") if n.strip()] if args.rows else None)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    check_output_dirs(args, ("json_out", "markdown_out", "junit_xml", "html"))
     logs = Path(args.logs).resolve() if args.logs else None
 
     def log(message: str) -> None:
@@ -74,7 +73,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
         settings = load_compare_settings(config_path(args))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    check_output_dirs(args, ("json_out", "markdown_out", "plot", "trials_out", "junit_xml", "html"))
     args.target, args.regress, args.fix = builds["baseline"].target, [], []
     config, budgets = build_trial(args)
     workspace = workspace_of(args)

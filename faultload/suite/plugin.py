@@ -155,9 +155,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER)
     config.stash[_ENVIRON] = environment(os.environ)
     html = config.getoption("faultload_html", None)
-    problem = output_folder_problem(html) if html else None
-    if problem:  # said now, not after a session of minutes
-        raise pytest.UsageError(f"--faultload-html: {problem}")
+    for option in ("faultload_html", "faultload_summary_json"):
+        path = config.getoption(option, None)
+        problem = output_folder_problem(path) if path else None
+        if problem:  # said now, not after a session of minutes
+            raise pytest.UsageError(f"--{option.replace('_', '-')}: {problem}")
     if html:
         config.stash[_HTML] = Path(html)
     # a bad target, switch, build spec, SDK release or cluster address is a usage error now, not at collection
