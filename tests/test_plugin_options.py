@@ -232,11 +232,13 @@ def test_the_plugin_imports_no_machinery() -> None:
     code = ("import sys, faultload.suite.plugin; "
             "print(sorted(m for m in sys.modules if m.startswith(('hypothesis', 'faultload.'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    # defaults, the switch names, default target and server families its help lists (plain values), and the check of an output
-    # option's folder (host.workspace): stdlib only
-    assert out.strip() == ("['faultload.host', 'faultload.host.workspace', 'faultload.model', "
-                           "'faultload.model.family', 'faultload.model.switches', 'faultload.model.target', "
-                           "'faultload.suite', 'faultload.suite.defaults', 'faultload.suite.plugin']")
+    # defaults, the switch names, default target and server families its help lists (plain values), the check of an
+    # output option's folder (host.workspace), the exit codes (cli.exits, with the replay outcomes it maps) and the
+    # harness's own error type it tells from a violation (suite.errors): stdlib only
+    assert out.strip() == ("['faultload.cli', 'faultload.cli.exits', 'faultload.host', 'faultload.host.workspace', "
+                           "'faultload.model', 'faultload.model.family', 'faultload.model.switches', "
+                           "'faultload.model.target', 'faultload.store', 'faultload.store.outcomes', 'faultload.suite', "
+                           "'faultload.suite.defaults', 'faultload.suite.errors', 'faultload.suite.plugin']")
 
 
 @pytest.mark.parametrize("options, says", [

@@ -99,11 +99,14 @@ def test_an_option_or_a_command_without_a_help_line_is_found() -> None:
     assert _without_help(parser) == ["faultload check --bare", "faultload check --hidden", "faultload silent"]
 
 
-def test_run_help_ends_with_three_examples_that_work_as_typed(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_run_help_ends_with_three_examples_that_work_as_typed_then_the_exit_codes(tmp_path: Path, monkeypatch,
+                                                                                  capsys) -> None:
+    from faultload.cli.exits import epilog
+
     with pytest.raises(SystemExit) as exited:
         build_parser().parse_args(["run", "--help"])
     assert exited.value.code == 0
-    assert capsys.readouterr().out.endswith(RUN_EXAMPLES)
+    assert capsys.readouterr().out.endswith(RUN_EXAMPLES.rstrip("\n") + "\n\n" + epilog() + "\n")
     title, body = RUN_EXAMPLES.split("\n", 1)
     examples = [[line.strip() for line in block.strip().splitlines()] for block in body.split("\n\n")]
     assert title == "examples:" and len(examples) == 3

@@ -22,7 +22,7 @@ from faultload.cli.from_args import (build_trial, config_path, guarded, install_
                                      workspace_of)
 from faultload.cli.many_trials import cmd_compare, cmd_matrix
 from faultload.cli.parser import UsageError
-from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, REPLAY_EXITS
+from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, REPLAY_EXITS, trial_exit
 from faultload.model.shape import LoadShape
 from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.run.preflight import DoesNotFit, current_limits, plan
@@ -72,9 +72,8 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
     print(report_mod.render_text(report))
     if result.interrupted:
         return EXIT_INTERRUPTED
-    if result.error or any(v.ok is False for v in verdicts) or report["completed"] < report["requested"]:
-        return EXIT_FAILED
-    return EXIT_OK
+    return trial_exit(any(v.ok is False for v in verdicts), bool(result.error),
+                      report["completed"] < report["requested"])
 
 
 class _Keeper:

@@ -5,6 +5,7 @@ from faultload.store.outcomes import ReplayStatus
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_HARNESS = 3  # pytest's own 3 (an internal error) is the rig's failure too: the suite uses the same code
 EXIT_INTERRUPTED = 130
 
 # What each code means, per command where they differ (docs/reference/cli.md is generated from it).
@@ -13,16 +14,56 @@ EXIT_CODES: dict[int, str] = {
              "nothing unknown (compare); every row as expected (matrix); the failure did not reproduce (replay); "
              "the source violated nothing, so there was nothing to shrink (shrink); "
              "everything installed (setup); every check passed (doctor)",
-    EXIT_FAILED: "a trial ran and requests failed or were lost, an invariant was violated or a load worker crashed "
-                 "(run, confirm, check); a metric worse or unknown (compare); a row not as expected (matrix); the "
-                 "failure reproduced, or the harness could not run it as asked (replay); the failure stands and its "
-                 "shrunk repro was written (shrink)",
+    EXIT_FAILED: "the server is at fault: an invariant was violated, or requests failed or were lost (run, "
+                 "confirm, check); a metric worse or unknown (compare); a row not as expected (matrix); the "
+                 "failure reproduced (replay); the failure stands and its shrunk repro was written (shrink); "
+                 "pytest: a property failed",
     EXIT_USAGE: "bad usage or setup: one line naming what is wrong, nothing left running (setup: what could not "
                 "be installed; doctor: a check failed)",
+    EXIT_HARNESS: "the harness failed, not the server (nothing violated): a load worker crashed, a fault could "
+                  "not be applied or healed, a trial could not be run as asked; the report's harness error names "
+                  "the part (run, confirm, replay); a trial of a comparison failed to run (compare); a row not "
+                  "judged (matrix); pytest: a property stopped by a harness error, reported as an error",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): a partial report is printed and written",
 }
 
 # faultload replay: its failure came back (1), did not (0: flaky, or a fix that holds), the harness could not
-# run it as asked (1, as `faultload run` with a harness error: never a pass), or Ctrl-C (130)
+# run it as asked (3, as `faultload run` with a harness error: never a pass), or Ctrl-C (130)
 REPLAY_EXITS = {ReplayStatus.REPRODUCED: EXIT_FAILED, ReplayStatus.FLAKY: EXIT_OK,
-                ReplayStatus.HARNESS_ERROR: EXIT_FAILED, ReplayStatus.INTERRUPTED: EXIT_INTERRUPTED}
+                ReplayStatus.HARNESS_ERROR: EXIT_HARNESS, ReplayStatus.INTERRUPTED: EXIT_INTERRUPTED}
+
+
+def trial_exit(violated: bool, harness_error: bool, incomplete: bool) -> int:
+    """A judged trial's code: a violation seen is the server's (1) even if the harness failed later; a harness
+    failure with nothing violated is the rig's (3); requests not completed otherwise, 1."""
+    if violated:
+        return EXIT_FAILED
+    if harness_error:
+        return EXIT_HARNESS
+    return EXIT_FAILED if incomplete else EXIT_OK
+
+
+def epilog() -> str:
+    """The exit codes, for every command's --help."""
+    return "exit codes:\n" + "\n".join(f"  {code:<4}{short}" for code, short in (
+        (EXIT_OK, "clean"), (EXIT_FAILED, "the server is at fault (a violation, a loss, a worse metric)"),
+        (EXIT_USAGE, "bad usage or setup: one line, nothing started"),
+        (EXIT_HARNESS, "the harness failed, not the server"), (EXIT_INTERRUPTED, "interrupted")))
+
+
+def matrix_exit(rows: list[dict]) -> int:
+    """A matrix's code: a row that ran and came out other than expected is a finding (1); otherwise a row
+    that could not be judged is the rig's (3)."""
+    if any(not row["as_expected"] and row["result"] != "error" for row in rows):
+        return EXIT_FAILED
+    return EXIT_HARNESS if any(not row["as_expected"] for row in rows) else EXIT_OK
+
+
+def compare_exit(result: dict) -> int:
+    """A comparison's code: a metric worse is the candidate's (1); a trial that failed to run is the rig's (3);
+    a metric left unknown otherwise is never a pass (1)."""
+    if result["worse"]:
+        return EXIT_FAILED
+    if any(trial.get("error") for trial in result.get("trials", [])):
+        return EXIT_HARNESS
+    return EXIT_OK if result["ok"] else EXIT_FAILED

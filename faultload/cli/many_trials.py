@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from faultload.cli.cluster import join_rows_cluster
-from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from faultload.cli.exits import EXIT_INTERRUPTED, EXIT_USAGE, compare_exit, matrix_exit
 from faultload.cli.from_args import build_trial, config_path, guarded, workspace_of
 from faultload.cli.parser import UsageError
 from faultload.compare import report as compare_report
@@ -61,7 +61,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         write_junit([matrix_suite(result)], args.junit_xml)
     if args.html:
         write_matrix_html(result, args.html)
-    return EXIT_OK if result["ok"] else EXIT_FAILED
+    return matrix_exit(result["rows"])
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -88,7 +88,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return stopped
     result = judge_trials(builds, trials, settings)
     write_comparison(args, result, trials)
-    return EXIT_OK if result["ok"] else EXIT_FAILED
+    return compare_exit(result)
 
 
 def write_comparison(args: argparse.Namespace, result: dict, trials) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from faultload.cli.exits import epilog as exit_epilog
 from faultload.version import installed_version as version
 from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.matrix.rows import DEFAULT_ROWS
@@ -200,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_parser(name: str, **kw):  # no prefix matching: `--request 10` must not mean --requests
         kw.setdefault("description", kw.get("help"))
+        kw["epilog"] = (kw["epilog"].rstrip("\n") + "\n\n" if kw.get("epilog") else "") + exit_epilog()
         return sub_parser(name, allow_abbrev=False, formatter_class=_HelpFormatter, **kw)
 
     sub.add_parser = add_parser

@@ -18,6 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
+from faultload.suite.errors import SuiteError  # noqa: F401 - raised here, and imported from here by others
 from faultload.checker.growth import TrialStart
 from faultload.checker.judge import judge
 from faultload.model.sdk import SDK_POLL_TIMEOUT_S
@@ -53,10 +54,6 @@ def add_phases(total: dict[str, float], phases: Mapping[str, float]) -> None:
     """Add ``phases``' seconds into ``total`` (a phase first seen is appended: the order they run in)."""
     for name, seconds in phases.items():
         total[name] = total.get(name, 0.0) + seconds
-
-
-class SuiteError(RuntimeError):
-    """The suite could not run a trial (stack did not start, harness crashed): not an invariant."""
 
 
 class Executor(Protocol):

@@ -56,7 +56,9 @@ import pytest
 from faultload.host.workspace import output_folder_problem
 from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.model.target import DEFAULT_TARGET, TARGET_FORMS
+from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS
 from faultload.suite.defaults import DEFAULT_PROFILE, PROFILE_VARIABLE
+from faultload.suite.errors import SuiteError
 
 if TYPE_CHECKING:
     from faultload.suite.session import SuiteSession
@@ -252,7 +254,12 @@ def pytest_runtest_makereport(item: pytest.Item, call):
     found = _made(item.config) if _is_property(item) else None
     if found is None:
         return
-    if call.when == "call":
+    if call.when == "call" and report.failed and call.excinfo is not None and call.excinfo.errisinstance(SuiteError):
+        # The harness failed, not the target: an error (pytest's E, JUnit's <error>, which pytest gives only
+        # outside the call phase), never a failure; the session then exits with the harness code.
+        report.when = "setup"
+        found.outcomes[item.nodeid] = "error"
+    elif call.when == "call":
         found.outcomes[item.nodeid] = report.outcome
     elif report.failed:  # setup or teardown failed: not a verdict on the target
         found.outcomes[item.nodeid] = "error"
@@ -260,6 +267,17 @@ def pytest_runtest_makereport(item: pytest.Item, call):
         section = found.failure_section(item, report)
         if section is not None:
             report.sections.append(("faultload", section))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A session whose only bad outcomes are harness errors exits with the harness code, so a CI job can
+    retry the rig's failures and not the server's (pytest's own 1 for both otherwise)."""
+    found = _made(session.config)
+    harness = found is not None and "error" in found.outcomes.values()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    failed = reporter is None or bool(reporter.stats.get("failed"))  # any test's failure, a property's or not
+    if exitstatus == EXIT_FAILED and harness and not failed:
+        session.exitstatus = EXIT_HARNESS
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

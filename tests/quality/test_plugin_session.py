@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import tests.quality.fakes  # noqa: F401 - loaded here first: each in-process session drops the modules it imported, and numpy's cannot load twice
+
 from faultload.matrix.run import judge_row, select_rows
 
 pytest_plugins = ["pytester"]
@@ -148,3 +150,44 @@ def pytest_collection_finish(session):
     result.assert_outcomes(errors=3)
     assert "the session's runner was made before faultload_executor gave its executor" in result.stdout.str()
     assert not (pytester.path / "ran.jsonl").exists()
+
+
+HARNESS_CONFTEST = """
+import pytest
+
+from tests.quality.fakes import KnownFailure
+
+
+@pytest.fixture(scope="session")
+def faultload_executor():
+    return KnownFailure(min_requests={n}, link="backend", kind="down", harness_error="{error}")
+"""
+
+
+def test_a_harness_error_is_a_pytest_error_and_the_harness_exit_code_not_a_failure(pytester) -> None:
+    """A load worker that crashed is the rig's failure: every property an error (pytest's E, JUnit's <error>),
+    none failed, and the session exits 3, so CI can retry it and not mistake it for the server's."""
+    from faultload.cli.exits import EXIT_HARNESS
+
+    pytester.makeconftest(HARNESS_CONFTEST.format(n=N, error="a load worker crashed (exit -9)"))
+    pytester.makepyfile(test_generated=PROPERTIES)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"),
+                                           f"--junitxml={junit}")
+    result.assert_outcomes(errors=3)
+    assert result.ret == EXIT_HARNESS
+    xml = junit.read_text()
+    assert xml.count("<error ") == 3 and "<failure " not in xml and "a load worker crashed" in xml
+
+
+def test_a_violation_beside_a_harness_error_is_still_a_failure(pytester) -> None:
+    """One property failed on the server while another met a harness error: exit 1, the server's."""
+    pytester.makeconftest(HARNESS_CONFTEST.format(n=N, error="boom"))
+    pytester.makepyfile(test_generated=PROPERTIES + """
+
+def test_plain_failure():
+    assert False, "a test of the user's own"
+""")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"))
+    result.assert_outcomes(errors=3, failed=1)
+    assert result.ret == 1
