@@ -141,4 +141,4 @@ def test_every_replay_outcome_has_its_exit_code_and_a_harness_error_is_never_a_p
     from faultload.store.outcomes import ReplayStatus
 
     assert set(REPLAY_EXITS) == set(ReplayStatus)
-    assert [s for s, code in REPLAY_EXITS.items() if code == EXIT_OK] == [ReplayStatus.FLAKY]
+    assert [s for s, code in REPLAY_EXITS.items() if code == EXIT_OK] == [ReplayStatus.NOT_REPRODUCED]

@@ -233,7 +233,7 @@ def _fake_comparison(factor: float, calls: list):
 
 
 @pytest.mark.parametrize("factor, code, status", [(1.5, ReplayStatus.REPRODUCED, "reproduced"),
-                                                  (1.0, ReplayStatus.FLAKY, "flaky")])
+                                                  (1.0, ReplayStatus.NOT_REPRODUCED, "not reproduced")])
 def test_replay_runs_both_builds_again_and_exits_by_the_comparison(tmp_path, monkeypatch, factor, code,
                                                                    status) -> None:
     path, _ = _failing_repro(tmp_path)

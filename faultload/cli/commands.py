@@ -34,7 +34,7 @@ from faultload.store.check import check_bundle
 from faultload.store.junit import trial_suite, write_junit
 from faultload.store.plot import PlotUnavailable, write_timeline
 from faultload.store.html_trial import write_trial_html
-from faultload.store.repro import replay, replay_command, write_repro
+from faultload.store.repro import replay_command, replay_repeated, write_repro
 from faultload.suite.shrink import load_failure, shrink, shrunk_repro
 from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
@@ -177,10 +177,11 @@ def _confirm(args: argparse.Namespace, cluster) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    """Run a repro file again: 1 if its failure reproduces, 0 if not (reported as flaky)."""
+    """Run a repro file again (``--repeats`` times): 1 if its failure reproduces in any run, 0 if in none."""
 
-    status, stopped = guarded(lambda: replay(args.file, workspace_of(args), args.json_out, target=args.target,
-                                              fixes=tuple(args.fix)), "interrupted; everything stopped")
+    status, stopped = guarded(lambda: replay_repeated(args.file, workspace_of(args), args.repeats, args.json_out,
+                                                      target=args.target, fixes=tuple(args.fix), html=args.html),
+                              "interrupted; everything stopped")
     return REPLAY_EXITS[status] if stopped is None else stopped
 
 

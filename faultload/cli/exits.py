@@ -27,9 +27,9 @@ EXIT_CODES: dict[int, str] = {
     EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): a partial report is printed and written",
 }
 
-# faultload replay: its failure came back (1), did not (0: flaky, or a fix that holds), the harness could not
+# faultload replay: its failure came back (1), did not (0: not reproduced, or a fix that holds), the harness could not
 # run it as asked (3, as `faultload run` with a harness error: never a pass), or Ctrl-C (130)
-REPLAY_EXITS = {ReplayStatus.REPRODUCED: EXIT_FAILED, ReplayStatus.FLAKY: EXIT_OK,
+REPLAY_EXITS = {ReplayStatus.REPRODUCED: EXIT_FAILED, ReplayStatus.NOT_REPRODUCED: EXIT_OK,
                 ReplayStatus.HARNESS_ERROR: EXIT_HARNESS, ReplayStatus.INTERRUPTED: EXIT_INTERRUPTED}
 
 

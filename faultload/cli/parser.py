@@ -78,6 +78,7 @@ def _value_type(convert, expectation: str, ok=lambda value: True):
 
 _whole_number = _value_type(int, "a whole number >= 0", lambda value: value >= 0)
 _integer = _value_type(int, "a whole number")
+_positive_int = _value_type(int, "a whole number >= 1", lambda value: value >= 1)
 _number = _value_type(float, "a number")
 _seconds = _value_type(float, "a number of seconds >= 0", lambda value: value >= 0)
 
@@ -237,7 +238,15 @@ def _add_replay_args(replay: argparse.ArgumentParser) -> None:
                         help="a repro JSON written by `pytest faultload` or `faultload shrink`; or a property's name "
                              "(test_no_lost_results: its newest repro in the workspace); or the name of a finding's "
                              "repro faultload ships (half_open_delivery-0.4.0)")
-    replay.add_argument("--json-out", default=None, metavar="PATH", help="write the replayed trial's JSON report (default: not written)")
+    replay.add_argument("--json-out", default=None, metavar="PATH",
+                        help="write the replayed trial's JSON report; with --repeats N, one per run, "
+                             "PATH's stem + -1 .. -N (default: not written)")
+    replay.add_argument("--html", default=None, metavar="PATH",
+                        help="write the replayed trial's report as one HTML page (a comparison's: its table); with "
+                             "--repeats N, one per run, as --json-out (default: not written)")
+    replay.add_argument("--repeats", type=_positive_int, default=1, metavar="N",
+                        help="run it N times, each on a fresh stack, and say how many reproduced it: exit 1 if any "
+                             "did")
     replay.add_argument("--target", default=None, metavar="SPEC",
                         help="replay against this build instead of the repro's, e.g. a fixed checkout: skyrl@PATH "
                              "(default: the repro's)")

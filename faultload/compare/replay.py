@@ -8,7 +8,7 @@ file: a replay asks whether *that* failure reproduces). Exit 1 when a metric
 is still worse or went unmeasured (unknown is never ok), or a trial of either
 build violated an invariant (the suite failed the example on it as on a worse
 metric); 0 when the candidate is no worse now and every trial held (reported
-as flaky).
+as not reproduced).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from faultload.compare.html import write_compare_html
 from faultload.compare.judge import CompareSettings, comparison_json
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import abba, judge_trials, run_comparison
@@ -50,9 +51,9 @@ def trials_violated(result: Mapping[str, Any]) -> list[str]:
 
 
 def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets, workspace,
-                      json_out: str | None = None, out: TextIO | None = None) -> ReplayStatus:
+                      json_out: str | None = None, out: TextIO | None = None, html: str | None = None) -> ReplayStatus:
     """Run a comparative repro's trial on both builds again: REPRODUCED while the candidate is still worse
-    (or a metric went unmeasured: unknown is not a pass) or a trial violated an invariant, FLAKY once not."""
+    (or a metric went unmeasured: unknown is not a pass) or a trial violated an invariant, NOT_REPRODUCED once not."""
     baseline, repeats, settings = compare_spec(path, data)
     builds = {"baseline": baseline, "candidate": Build(config.target, tuple(config.regress), tuple(config.fixes))}
     found = data["compare"].get("result") or {}
@@ -78,10 +79,12 @@ def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets
         status = "not judged"
         say(f"not judged: not measured: {', '.join(result['unknown'])} (unknown is not a pass)")
     else:
-        status = "flaky"
-        say(f"flaky: {builds['candidate'].text} is no worse than {baseline.text} now")
+        status = ReplayStatus.NOT_REPRODUCED.value
+        say(f"{status}: {builds['candidate'].text} is no worse than {baseline.text} now")
     if json_out:
         replayed = {**result, "replay": {"repro": str(path), "status": status, "originally_worse": list(was),
                                          "originally_violated": was_violated}}
         Path(json_out).write_text(comparison_json(replayed))
-    return ReplayStatus.FLAKY if status == "flaky" else ReplayStatus.REPRODUCED
+    if html:
+        write_compare_html(result, trials, html)
+    return ReplayStatus.NOT_REPRODUCED if status == ReplayStatus.NOT_REPRODUCED.value else ReplayStatus.REPRODUCED

@@ -6,7 +6,7 @@ budgets it was judged against — plus what failed (the invariants' verdicts
 and figures) and how it was found (property, Hypothesis profile, how far the
 shrinker got). ``faultload replay`` runs the config on a fresh stack, judges it
 against the same budgets and exits 1 when the failure reproduces, 0 when it
-does not (reported as *flaky*, with both runs' figures). The file itself is
+does not (reported as *not reproduced*, with both runs' figures). The file itself is
 never rewritten by a replay: it keeps the original figures.
 
 A comparative repro (``repro_version`` 2, from ``--faultload-baseline``) also
@@ -182,11 +182,11 @@ def _figure_line(name: str, old: Mapping[str, Any] | None, new: Mapping[str, Any
 
 
 def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.stdout, *,
-           target: str | None = None, fixes: tuple[str, ...] = ()) -> ReplayStatus:
-    """Run a repro file's trial on a fresh stack: REPRODUCED if its failure comes back, FLAKY if not.
+           target: str | None = None, fixes: tuple[str, ...] = (), html: str | None = None) -> ReplayStatus:
+    """Run a repro file's trial on a fresh stack: REPRODUCED if its failure comes back, NOT_REPRODUCED if not.
 
     ``target`` and ``fixes`` run it against another build (a checkout with a
-    fix: ``skyrl@PATH``) or with candidate fixes applied, to prove a fix: FLAKY
+    fix: ``skyrl@PATH``) or with candidate fixes applied, to prove a fix: NOT_REPRODUCED
     then means the failure is gone there. ValueError when they do not apply.
     A comparative repro runs on both builds (``target``/``fixes`` change its
     candidate): REPRODUCED if the candidate is still worse (or a metric went unmeasured).
@@ -198,7 +198,7 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
                                      fixes=tuple(dict.fromkeys(config.fixes + tuple(fixes))))
         config.validate()
     if data.get("compare") is not None:
-        return replay_comparison(path, data, config, budgets, workspace, json_out, out)
+        return replay_comparison(path, data, config, budgets, workspace, json_out, out, html)
     checked = tuple(data.get("checked") or ())
     original_failing = [v["name"] for v in data.get("failing", [])]
     print(f"replaying {path}: {config.shape.requests} requests, target {config.target}"
@@ -215,7 +215,7 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     relevant = set(checked) if checked else {v.name for v in verdicts}
     failing_now = [v.name for v in verdicts if v.ok is False and v.name in relevant]
     outcome = (ReplayStatus.REPRODUCED if failing_now else ReplayStatus.HARNESS_ERROR if result.error
-               else ReplayStatus.FLAKY)
+               else ReplayStatus.NOT_REPRODUCED)
     names = sorted(set(original_failing) | set(failing_now))
     status = outcome.value
     print(f"{status}: " + (f"failing now: {', '.join(failing_now)}" if failing_now else
@@ -231,4 +231,40 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
             "original_figures": old_figures, "replay_figures": figures,
         }
         report_mod.write_json(report, json_out)
+    if html:
+        write_trial_html(result, verdicts, html)
     return outcome
+
+
+def replay_repeated(path: Path | str, workspace, repeats: int, json_out: str | None = None, out=sys.stdout, *,
+                    target: str | None = None, fixes: tuple[str, ...] = (), html: str | None = None) -> ReplayStatus:
+    """:func:`replay` ``repeats`` times, each on a fresh stack, then "reproduced k of N": REPRODUCED if any run
+    reproduced it (flaky when not all did), HARNESS_ERROR if none did and a run could not be judged,
+    NOT_REPRODUCED if every run held. Each run's outputs get ``-K`` before their suffix when N > 1."""
+    path = repro_path(path, workspace.repros)  # a missing file is said before any run
+    statuses: list[ReplayStatus] = []
+    for k in range(1, repeats + 1):
+        if repeats > 1:
+            print(f"run {k} of {repeats}", file=out, flush=True)
+        status = replay(path, workspace, numbered(json_out, k, repeats), out, target=target, fixes=fixes,
+                        html=numbered(html, k, repeats))
+        if status is ReplayStatus.INTERRUPTED:
+            return status
+        statuses.append(status)
+    reproduced = statuses.count(ReplayStatus.REPRODUCED)
+    if repeats > 1:
+        print(f"reproduced {reproduced} of {repeats}"
+              + (" (flaky: it does not come back every time)" if 0 < reproduced < repeats else "")
+              + (f"; {statuses.count(ReplayStatus.HARNESS_ERROR)} not judged (harness error)"
+                 if ReplayStatus.HARNESS_ERROR in statuses else ""), file=out)
+    if reproduced:
+        return ReplayStatus.REPRODUCED
+    return ReplayStatus.HARNESS_ERROR if ReplayStatus.HARNESS_ERROR in statuses else ReplayStatus.NOT_REPRODUCED
+
+
+def numbered(path: str | None, k: int, n: int) -> str | None:
+    """``path`` with ``-k`` before its suffix when there are ``n`` > 1 runs (report.json -> report-2.json)."""
+    if path is None or n <= 1:
+        return path
+    p = Path(path)
+    return str(p.with_name(f"{p.stem}-{k}{p.suffix}"))
