@@ -5,6 +5,7 @@
     invariants.md      the invariants, their figures and budgets, the contract's rules, the property families
     switches.md        the regression and fix switches
     matrix-rows.md     the detection matrix's rows
+    settings.md        the settings file's tables: command options, compare thresholds, watchdog limits
     json.md            the JSON contracts' versions and keys, the trial bundle's files
 
 Usage: .faultload/venv/bin/python scripts/reference.py [--check] [--out DIR]
@@ -35,7 +36,11 @@ from faultload.checker.growth import NAME as SESSION_GROWTH, check_session_growt
 from faultload.checker.judge import collapse_verdict  # noqa: E402
 from faultload.checker.training import TRAINING_CHECKERS  # noqa: E402
 from faultload.cli.exits import EXIT_CODES, REPLAY_EXITS  # noqa: E402
+from faultload.cli.options_file import COMMANDS as FILE_COMMANDS  # noqa: E402
 from faultload.cli.parser import build_parser  # noqa: E402
+from faultload.compare.judge import CompareSettings  # noqa: E402
+from faultload.compare.metrics import METRICS  # noqa: E402
+from faultload.model.watchdog import WATCHDOG_KEYS, WatchdogLimits  # noqa: E402
 from faultload.matrix.rows import DEFAULT_ROWS, MatrixRow  # noqa: E402
 from faultload.model.family import TRAITS  # noqa: E402
 from faultload.model.switches import FIXES, REGRESSIONS  # noqa: E402
@@ -228,9 +233,41 @@ def matrix_page() -> str:
         table(["row", "build", "runs", *(f"expected on {p}" for p in profiles), "why"], rows), ""])
 
 
+def settings_page() -> str:
+    defaults, limits = CompareSettings(), WatchdogLimits()
+    return "\n".join([
+        HEADER, "# Settings file", "",
+        "faultload reads `[tool.faultload.*]` tables from the file `--config FILE` names, else from the nearest "
+        "`pyproject.toml` holding a `[tool.faultload]` table, from the current folder upward (pytest: from its "
+        "rootdir). A key the table does not know, or a value it refuses, is one line naming the file, the table "
+        "and the key (exit 2).", "",
+        "## Command options: " + ", ".join(f"`[tool.faultload.options.{c}]`" for c in FILE_COMMANDS), "",
+        "Each key is an option of the command by its own name, without the dashes (`requests = 512`, "
+        "`json-out = \"run.json\"`, a repeatable option as a list: `fault = [\"edge:down@1+2\"]`, a flag as "
+        "`true`); the defaults are the [command line's](cli.md). What is typed on the command line wins, a "
+        "repeatable option included; the command says on stderr which keys it took from which file. "
+        "`--config` itself cannot be set there.", "",
+        "## Budgets: `[tool.faultload.budgets]`", "",
+        "The invariants' budgets, each with its default: [Invariants](invariants.md#budgets). "
+        "`--budget NAME=VALUE` overrides one for a run.", "",
+        "## Compare thresholds: `[tool.faultload.compare]`", "",
+        "A metric is worse when its ratio (candidate / baseline) is past its threshold and its whole interval "
+        "is past 1.", "",
+        table(["key", "default", "worse when", "metric"],
+              [[code(m.name), code(defaults.thresholds[m.name]), "higher" if m.higher_is_worse else "lower",
+                cell(m.about)] for m in METRICS]
+              + [[code("confidence"), code(defaults.confidence), "", "the intervals' confidence"],
+                 [code("resamples"), code(defaults.resamples), "", "bootstrap resamples per interval"]]), "",
+        "## Watchdog: `[tool.faultload.watchdog]`", "",
+        table(["key", "default", "meaning"],
+              [[code(name), code(getattr(limits, name)), cell(text)] for name, text in WATCHDOG_KEYS.items()]),
+        "",
+    ])
+
+
 def pages() -> dict[str, str]:
     """File name -> text of every reference page, as the code gives them now."""
-    return {"cli.md": cli_page(build_parser()), "pytest-options.md": pytest_page(), "invariants.md": invariants_page(),
+    return {"settings.md": settings_page(), "cli.md": cli_page(build_parser()), "pytest-options.md": pytest_page(), "invariants.md": invariants_page(),
             "switches.md": switches_page(), "matrix-rows.md": matrix_page(), "json.md": json_page()}
 
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
+from faultload.cli.options_file import parse_with_file
 from faultload.cli.parser import UsageError, build_parser
 from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from faultload.host.processes import Interrupts
@@ -32,7 +34,13 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
     # second one kills every child at once.
     interrupts = Interrupts(EXIT_INTERRUPTED).install()
     try:
-        args = build_parser().parse_args(argv)
+        try:
+            args = parse_with_file(build_parser(), argv, Path.cwd())
+        except ValueError as exc:  # the settings file: one line naming the file, the table and the key
+            raise UsageError(str(exc)) from None
+        if args.options_file is not None:
+            print(f"faultload: options from {args.options_file['path']} [tool.faultload.options.{args.command}]: "
+                  f"{', '.join(args.options_file['keys'])}", file=sys.stderr)
         problem = output_problems(vars(args))  # every command's outputs, before any work
         if problem:
             raise UsageError(problem)

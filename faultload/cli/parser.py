@@ -184,7 +184,10 @@ def _add_output_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
                    help="override one invariant budget, --config's or built in (repeatable; default none)")
-    p.add_argument("--config", default=None, metavar="PYPROJECT", help="read [tool.faultload.*] from this file (default: the nearest pyproject.toml with a [tool.faultload] table, from here upward)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="read [tool.faultload.*] from this TOML file: this command's options ([tool.faultload.options.run], "
+                        "[tool.faultload.options.confirm]; typed ones win), budgets, watchdog limits (default: the nearest "
+                        "pyproject.toml with a [tool.faultload] table, from here upward)")
     p.add_argument("--fatal-fault", action="append", default=[], metavar="KIND",
                    help="fault kind whose victims may give up, e.g. router:crash (repeatable; default none)")
     p.add_argument("--no-early-stop", action="store_true", help="do not stop the trial on a recognised collapse (the verdict is still computed)")
@@ -306,8 +309,10 @@ def _add_compare_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines")
     p.add_argument("--budget", action="append", default=[], metavar="NAME=VALUE",
                    help="override one invariant budget the trials are judged by (repeatable; default none)")
-    p.add_argument("--config", default=None, metavar="PYPROJECT",
-                   help="read [tool.faultload.*] (compare thresholds, budgets) from this file (default: the nearest pyproject.toml with a [tool.faultload] table)")
+    p.add_argument("--config", default=None, metavar="FILE",
+                   help="read [tool.faultload.*] from this TOML file: this command's options "
+                        "([tool.faultload.options.compare]; typed ones win), compare thresholds, budgets (default: "
+                        "the nearest pyproject.toml with a [tool.faultload] table)")
     p.add_argument("--fatal-fault", action="append", default=[], metavar="KIND",
                    help="fault kind whose victims may give up, e.g. router:crash (repeatable; default none)")
     p.add_argument("--no-early-stop", action="store_true", help="do not stop a trial on a recognised collapse")
