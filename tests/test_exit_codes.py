@@ -6,6 +6,7 @@ kernel's OOM killer would) must exit 3 with the report naming the harness error,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -49,8 +50,21 @@ def _load_workers(tag: str) -> list[psutil.Process]:
     return [p for p in tagged_processes(tag) if "spawn_main" in " ".join(p.cmdline())]
 
 
+def _loading(tag: str) -> list[psutil.Process]:
+    """Load workers with a TCP connection up: sending the trial's requests."""
+    found = []
+    for proc in _load_workers(tag):
+        with contextlib.suppress(psutil.Error):
+            if any(c.status == psutil.CONN_ESTABLISHED for c in proc.net_connections(kind="tcp")):
+                found.append(proc)
+    return found
+
+
 @pytest.mark.integration
-def test_a_load_worker_killed_mid_trial_exits_with_the_harness_code(isolated_workdir: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("when", ["before its job", "mid-load"])
+def test_a_load_worker_killed_exits_with_the_harness_code(when, isolated_workdir: Path, tmp_path: Path) -> None:
+    """SIGKILL, as the kernel's OOM killer would: before the worker got its job (workers start while the
+    server does) the command says so in one line; mid-load the trial is reported with its harness error."""
     require_target("0.4.0")
     out, tag = tmp_path / "report.json", uuid.uuid4().hex
     # generations of 20 s keep every request outstanding while the worker is killed
@@ -60,8 +74,8 @@ def test_a_load_worker_killed_mid_trial_exits_with_the_harness_code(isolated_wor
     proc = subprocess.Popen(cmd, cwd=ROOT, env=cli_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, stdin=subprocess.DEVNULL)
     try:
-        workers = wait_until(lambda: _load_workers(tag), timeout_s=180)
-        assert workers, "no load worker started"
+        workers = wait_until(lambda: (_load_workers if when == "before its job" else _loading)(tag), timeout_s=180)
+        assert workers, f"no load worker {when}"
         os.kill(workers[0].pid, signal.SIGKILL)
         stdout, stderr = proc.communicate(timeout=240)
     finally:
@@ -69,9 +83,12 @@ def test_a_load_worker_killed_mid_trial_exits_with_the_harness_code(isolated_wor
             proc.kill()
             proc.communicate()
     assert proc.returncode == EXIT_HARNESS, stderr[-3000:]
-    report = json.loads(out.read_text())
-    assert report["error"] and "worker" in report["error"], report.get("error")
-    assert not any(v["ok"] is False for v in report["invariants"]), report["invariants"]
+    if when == "before its job":
+        assert "faultload: harness error: " in stderr and "load worker" in stderr, stderr[-3000:]
+    else:
+        report = json.loads(out.read_text())
+        assert report["error"] and "worker" in report["error"], report.get("error")
+        assert not any(v["ok"] is False for v in report["invariants"]), report["invariants"]
     assert wait_until(lambda: not tagged_processes(tag), timeout_s=15), tagged_processes(tag)
 
 

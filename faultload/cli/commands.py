@@ -22,7 +22,8 @@ from faultload.cli.from_args import (build_trial, config_path, guarded, install_
                                      workspace_of)
 from faultload.cli.many_trials import cmd_compare, cmd_matrix
 from faultload.cli.parser import UsageError
-from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, REPLAY_EXITS, trial_exit
+from faultload.cli.exits import (EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, REPLAY_EXITS,
+                                 trial_exit)
 from faultload.model.shape import LoadShape
 from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.run.preflight import DoesNotFit, current_limits, plan
@@ -49,9 +50,12 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
     pools = {"pools": cluster.pool} if cluster is not None else {}
     try:
         result = run_trial(config, workspace_of(args), progress=progress, **pools)
-    except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
+    except (ServerStartError, InstallError) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except (RuntimeError, OSError) as exc:  # the rig broke before there was a trial to judge
+        print(f"faultload: harness error: {exc}", file=sys.stderr)
+        return EXIT_HARNESS
     except KeyboardInterrupt:  # a trial interrupted once its load ran returns its partial result instead
         print("faultload: interrupted before the load started; everything stopped", file=sys.stderr)
         return EXIT_INTERRUPTED

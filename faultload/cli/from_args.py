@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from faultload.checker.budgets import load_budgets
-from faultload.cli.exits import EXIT_INTERRUPTED, EXIT_USAGE
+from faultload.cli.exits import EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_USAGE
 from faultload.cli.parser import UsageError
 from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
@@ -105,15 +105,19 @@ def install_sdks(workspace: Workspace, releases: list[str]) -> None:
 
 def guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None]:
     """(what ``work`` returned, None), or (None, the exit code) when it could not run: a bad value is a
-    UsageError; a server that did not start, an install that failed, an OS error: one line, exit 2; Ctrl-C:
-    ``interrupted``, exit 130 (what it started is stopped by then)."""
+    UsageError; a server that did not start, an install that failed: one line, exit 2; the harness breaking
+    (a load worker lost, an OS error): one line, exit 3; Ctrl-C: ``interrupted``, exit 130 (what it started
+    is stopped by then)."""
     try:
         return work(), None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    except (ServerStartError, InstallError, RuntimeError, OSError) as exc:
+    except (ServerStartError, InstallError) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return None, EXIT_USAGE
+    except (RuntimeError, OSError) as exc:
+        print(f"faultload: harness error: {exc}", file=sys.stderr)
+        return None, EXIT_HARNESS
     except KeyboardInterrupt:
         print(f"faultload: {interrupted}", file=sys.stderr)
         return None, EXIT_INTERRUPTED

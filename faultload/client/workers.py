@@ -222,6 +222,10 @@ def sys_path_first(folder: str | None) -> Iterator[None]:
         mp_spawn.get_preparation_data = original
 
 
+class WorkerLost(RuntimeError):
+    """A load worker died before it could run its job: the harness failed, not the server."""
+
+
 class WorkerPool:
     """Start, watch, stop and collect a trial's load workers.
 
@@ -268,8 +272,12 @@ class WorkerPool:
         if len(jobs) != len(self._jobs_out):
             raise ValueError(f"{len(jobs)} jobs for {len(self._jobs_out)} early-spawned workers")
         self.jobs = jobs
-        for jobs_out, job in zip(self._jobs_out, jobs):
-            jobs_out.send(job)
+        for jobs_out, job, proc in zip(self._jobs_out, jobs, self.processes):
+            try:
+                jobs_out.send(job)
+            except OSError as exc:  # it died waiting (killed, out of memory): the harness's failure, said so
+                raise WorkerLost(f"load worker {job.worker} exited before it got its job "
+                                 f"(exit code {proc.exitcode}): {exc.strerror or exc}") from None
 
     def start(self) -> None:
         for job in self.jobs:
@@ -292,8 +300,9 @@ class WorkerPool:
         while self._ready.value < self._count:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {self._ready.value}/{self._count} load workers started in {timeout_s:.0f}s")
-            if any(p.exitcode is not None for p in self.processes):
-                raise RuntimeError("a load worker exited during start-up")
+            dead = [p for p in self.processes if p.exitcode is not None]
+            if dead:
+                raise WorkerLost(f"a load worker exited during start-up (exit code {dead[0].exitcode})")
             time.sleep(0.02)
 
     def go(self, t0: float) -> None:

@@ -97,7 +97,7 @@ class Stack:
         """
         compiled = find_router(self.workspace.tools)  # the handle keeps it: it serves every one-process config
         if compiled is None:
-            raise RuntimeError(missing_advice(self.workspace.tools))
+            raise install.InstallError(missing_advice(self.workspace.tools))  # setup, not the harness: exit 2
         self.workspace.runs.mkdir(parents=True, exist_ok=True)
         self.run_dir = Path(tempfile.mkdtemp(prefix="stack-", dir=self.workspace.runs))
         try:
