@@ -131,7 +131,7 @@ def pytest_page() -> str:
     marker, _, says = plugin.MARKER.partition(":")
     groups = "; ".join(cell(description) for description in recorder.groups.values())
     return "\n".join([
-        HEADER, "# pytest faultload: the plugin's options", "", groups, "",
+        HEADER, "# pytest --pyargs faultload.suite: the plugin's options", "", groups, "",
         table(["option", "value", "default", "help"], rows), "",
         "## Environment", "", "Read once, when pytest configures the session:", "",
         table(["variable", "what for"], [[code(name), cell(what)] for name, what in plugin.ENVIRONMENT.items()]), "",
@@ -170,7 +170,7 @@ def invariants_page() -> str:
         "## The futures contract", "",
         table(["name", "says", "why"], [[code(r.name), cell(r.says), cell(r.why)] for r in RULES]), "",
         "## Property families", "",
-        "Each property of `pytest faultload` asserts its family's invariants and steers Hypothesis toward the "
+        "Each property of `pytest --pyargs faultload.suite` asserts its family's invariants and steers Hypothesis toward the "
         "figures of some; known trials run first where the profile asks.", "",
         table(["family", "asserts", "steers by", "known trials"], family_rows), ""])
 
@@ -207,7 +207,7 @@ def switches_page() -> str:
     return "\n".join([
         HEADER, "# Regression and fix switches", "",
         "A switch changes the server faultload launches: `--regress NAME` or `--fix NAME` (`faultload run`, "
-        "`confirm`), `--faultload-regress`/`--faultload-fix` (`pytest faultload`), `+regress=NAME`/`+fix=NAME` in "
+        "`confirm`), `--faultload-regress`/`--faultload-fix` (`pytest --pyargs faultload.suite`), `+regress=NAME`/`+fix=NAME` in "
         "a build (`faultload compare`). Each belongs to a server family; another family's target refuses it.", "",
         table(["switch", "family", "kind", "what it does", "matrix rows"], rows), ""])
 

@@ -115,7 +115,7 @@ def _repro_section(trial: TrialResult, verdicts) -> list[str]:
     comparative = ComparingExecutor.repro_fields(SimpleNamespace(repeats=1, settings=CompareSettings()),
                                                  SimpleNamespace(comparison=None))
     written = assigned_keys(ROOT / "faultload" / "suite" / "repros.py", "write_property_repro", "repro")
-    return ["## Repro files: `pytest faultload`, read by `faultload replay`", "",
+    return ["## Repro files: `pytest --pyargs faultload.suite`, read by `faultload replay`", "",
             f"`repro_version`: {code(repro.REPRO_VERSION)}; a comparative repro (`--faultload-baseline`): "
             f"{code(repro.COMPARE_REPRO_VERSION)}.", "",
             f"Keys: {codes(keys)}; a comparative repro's too: {codes(comparative)}; beside them, the files the "

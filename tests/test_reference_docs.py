@@ -112,7 +112,7 @@ def test_run_help_ends_with_three_examples_that_work_as_typed_then_the_exit_code
     assert title == "examples:" and len(examples) == 3
     for lines in examples:  # what it shows, then the commands
         assert lines[0].startswith("# ") and all(line.startswith("faultload ") for line in lines[1:]), lines
-    checkout = tmp_path / "SkyRL" / "skyrl"  # the checkout the examples name, beside the folder they run in
+    checkout = tmp_path / "SkyRL"  # the checkout the examples name (its pyproject at the root), beside the work folder
     checkout.mkdir(parents=True)
     (checkout / "pyproject.toml").write_text("[project]\nname = \"skyrl\"\n")
     (tmp_path / "work").mkdir()

@@ -26,11 +26,11 @@ examples:
   faultload run --requests 2000 --json-out trial.json
 
   # a SkyRL checkout in ../SkyRL: its backend down for 0.5 s, one second into the load; the JSON report
-  faultload setup --target skyrl@../SkyRL/skyrl
-  faultload run --target skyrl@../SkyRL/skyrl --fault backend:down@1+0.5 --fatal-fault backend:down --json-out fault.json
+  faultload setup --target skyrl@../SkyRL
+  faultload run --target skyrl@../SkyRL --fault backend:down@1+0.5 --fatal-fault backend:down --json-out fault.json
 
   # the checkout against its release: the same trial 3 times on each, interleaved; the table as Markdown
-  faultload compare --baseline skyrl==0.4.0 --candidate skyrl@../SkyRL/skyrl --repeats 3 --markdown-out compare.md
+  faultload compare --baseline skyrl==0.4.0 --candidate skyrl@../SkyRL --repeats 3 --markdown-out compare.md
 """
 
 
@@ -238,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_replay_args(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("file", metavar="FILE",
-                        help="a repro JSON written by `pytest faultload` or `faultload shrink`; or a property's name "
+                        help="a repro JSON written by the suite (pytest --pyargs faultload.suite) or `faultload shrink`; or a property's name "
                              "(test_no_lost_results: its newest repro in the workspace); or the name of a finding's "
                              "repro faultload ships (half_open_delivery-0.4.0)")
     replay.add_argument("--json-out", default=None, metavar="PATH",
