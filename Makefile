@@ -11,6 +11,8 @@ TARGETS ?= skyrl==0.4.0 skyrl==0.3.0 tuft==0.2.2
 SDKS ?= tinker==0.38.0
 # The HTML report's browser test opens a report in Debian's headless chromium (installed once, when missing).
 BROWSER_STAMP := .faultload/.chromium
+# tests/test_access.py puts a real TLS-terminating proxy, Debian's stunnel4, in front of a key-checking server.
+STUNNEL_STAMP := .faultload/.stunnel
 # tests/test_action.py lints the example workflows with actionlint, built from its Go module once.
 ACTIONLINT := .faultload/tools/actionlint
 ACTIONLINT_VERSION := v1.7.7
@@ -27,6 +29,12 @@ $(DEPS_STAMP): pyproject.toml
 $(ACTIONLINT):
 	@mkdir -p .faultload/tools
 	GOBIN=$(abspath .faultload/tools) $${GO:-go} install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+
+$(STUNNEL_STAMP):
+	@mkdir -p .faultload
+	command -v stunnel4 >/dev/null || apt-get install -y -q stunnel4 >/dev/null || \
+		(apt-get update -q >/dev/null && apt-get install -y -q stunnel4 >/dev/null)
+	touch $@
 
 $(BROWSER_STAMP):
 	@mkdir -p .faultload
@@ -55,7 +63,7 @@ run: setup
 # `kill -TERM -PGID`, not `kill -- -PGID`). The integration tier runs real
 # servers and trials whose timing the other core's load would change, so it
 # runs alone, after both. Each tier names its 15 slowest tests (what CI's time goes to).
-test: $(DEPS_STAMP) $(BROWSER_STAMP) $(ACTIONLINT)
+test: $(DEPS_STAMP) $(BROWSER_STAMP) $(STUNNEL_STAMP) $(ACTIONLINT)
 	@mkdir -p .faultload; \
 	setsid $(BIN)/faultload setup $(addprefix --target ,$(TARGETS)) $(addprefix --sdk ,$(SDKS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
 	trap 'kill -TERM -$$setup 2>/dev/null; exit 130' INT TERM; \
@@ -68,7 +76,7 @@ test: $(DEPS_STAMP) $(BROWSER_STAMP) $(ACTIONLINT)
 	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests -m "integration and not slow" --durations=15
 
 # All tests, the slow ones too (nightly).
-test-all: setup $(BROWSER_STAMP) $(ACTIONLINT)
+test-all: setup $(BROWSER_STAMP) $(STUNNEL_STAMP) $(ACTIONLINT)
 	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests
 
 # The docs site (MkDocs + mkdocs-material) into site/; strict: a broken link, a bad anchor or a page

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import require_built
+from faultload.host.workspace import Workspace
 from faultload.checker.budgets import Budgets
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import judge
@@ -162,7 +163,8 @@ def test_a_bad_html_path_is_refused_before_the_trial(tmp_path: Path, capsys) -> 
 def test_the_run_writes_the_page_and_names_it_in_the_report(full: TrialResult, tmp_path: Path) -> None:  # noqa: F811
     args = argparse.Namespace(history=None, bundle=None, plot=None, html=str(tmp_path / "r.html"))
     report: dict = {}
-    assert commands._write_extras(args, full, report, Budgets(), judge(full, Budgets()))
+    keep = commands._Keeper(Workspace(tmp_path / "home"))
+    assert commands._write_extras(args, full, report, Budgets(), judge(full, Budgets()), keep)
     assert report["html_path"] == str(tmp_path / "r.html") and (tmp_path / "r.html").read_text().endswith("</html>\n")
     assert not list(tmp_path.glob("*.tmp"))  # written whole, through a temporary file
 

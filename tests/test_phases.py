@@ -73,8 +73,8 @@ class _FakeMonitor:
 def doubles(monkeypatch):
     """run_trial's collaborators replaced by test doubles; ``wait_load`` returns ``doubles.wait()``."""
     box = SimpleNamespace(wait=lambda: False)
-    monkeypatch.setattr(trial_mod, "open_sampling_session", lambda url, model: "test-double-session")
-    monkeypatch.setattr(trial_mod, "retrieve_futures_advertised", lambda url: False)
+    monkeypatch.setattr(trial_mod, "open_sampling_session", lambda url, model, access: "test-double-session")
+    monkeypatch.setattr(trial_mod, "retrieve_futures_advertised", lambda url, access: False)
     monkeypatch.setattr(trial_mod, "Monitor", _FakeMonitor)
     monkeypatch.setattr(trial_mod, "LogFollower", lambda path: SimpleNamespace())
     monkeypatch.setattr(trial_mod, "wait_load", lambda *args: box.wait())

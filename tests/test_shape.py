@@ -200,7 +200,7 @@ def test_parse_url():
     "text",
     [
         "skyrl", "skyrl==", "skyrl==0.4", "skyrl==abc", "skyrl=0.4.0", "SKYRL==0.4.0", "skyrl>=0.4.0",
-        "url=", "url=https://127.0.0.1:8000", "url=http://127.0.0.1", "url=127.0.0.1:8000", "url=http://:8000",
+        "url=", "url=ftp://127.0.0.1:8000", "url=http://127.0.0.1", "url=127.0.0.1:8000", "url=http://:8000",
         "url=http://127.0.0.1:notaport", "url=http://127.0.0.1:99999", "url=http://127.0.0.1:0",
         "http://127.0.0.1:8000", "",
     ],

@@ -37,6 +37,7 @@ from faultload.store.plot import PlotUnavailable, write_timeline
 from faultload.store.html_trial import write_trial_html
 from faultload.store.repro import replay_command, replay_repeated, write_repro
 from faultload.suite.shrink import load_failure, shrink, shrunk_repro
+from faultload.client.session import AccessRefused
 from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
 from faultload.run.trial import run_trial
@@ -49,8 +50,8 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
     progress = None if args.quiet else ProgressLine(config.shape.requests, sys.stderr)
     pools = {"pools": cluster.pool} if cluster is not None else {}
     try:
-        result = run_trial(config, workspace_of(args), progress=progress, **pools)
-    except (ServerStartError, InstallError) as exc:
+        result = run_trial(config, workspace_of(args), progress=progress, access=args.access, **pools)
+    except (ServerStartError, InstallError, AccessRefused) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (RuntimeError, OSError) as exc:  # the rig broke before there was a trial to judge

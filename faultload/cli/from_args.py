@@ -15,6 +15,8 @@ from faultload.cli.exits import EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_USAGE
 from faultload.cli.parser import UsageError
 from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
+from faultload.client.session import AccessRefused
+from faultload.model.access import Access, parse_header
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig, procs_for
 from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
@@ -66,6 +68,26 @@ def config_from_args(args: argparse.Namespace):
     return config
 
 
+def access_from_args(args: argparse.Namespace, config) -> Access:
+    """How the load reaches ``config``'s server: for a url= target, ``--api-key`` (else ``$TINKER_API_KEY``,
+    read by :func:`main` into ``args.env_api_key``), ``--header`` and the TLS options; for a server faultload
+    launches, its own key (the options refused in one line). ValueError on bad input."""
+    given = [name for name, value in (("--api-key", args.api_key), ("--header", args.header),
+                                      ("--ca-cert", args.ca_cert), ("--insecure", args.insecure)) if value]
+    if config.spec.kind != "url":
+        if given:
+            raise ValueError(f"{given[0]}: only for a url= target (a server faultload launches takes its own key)")
+        return Access()
+    https = config.spec.url.startswith("https://")
+    if not https and (args.ca_cert or args.insecure):
+        raise ValueError(f"{'--ca-cert' if args.ca_cert else '--insecure'}: the target is http, not https")
+    if args.insecure and config.shape.client == "sdk":
+        raise ValueError("--insecure: the sdk client always checks certificates; give --ca-cert PEM instead")
+    key = args.api_key or getattr(args, "env_api_key", None)
+    return Access(**({"api_key": key} if key else {}), headers=tuple(parse_header(h) for h in args.header),
+                  ca_cert=args.ca_cert, insecure=args.insecure).validate()
+
+
 def training_from_args(args: argparse.Namespace) -> TrainingMix:
     """--trainers and --training-spread as a TrainingMix (none without --trainers)."""
     if args.trainers is None:
@@ -86,9 +108,11 @@ def config_path(args: argparse.Namespace) -> Path | None:
 
 
 def build_trial(args: argparse.Namespace):
-    """(config, budgets) from args; UsageError on bad input (the outputs were checked by ``cli.main``)."""
+    """(config, budgets) from args; UsageError on bad input (the outputs were checked by ``cli.main``);
+    ``args.access`` set to how the load reaches the server (:func:`access_from_args`)."""
     try:
         config, budgets = config_from_args(args), load_budgets(config_path(args), args.budget)
+        args.access = access_from_args(args, config)
         if config.shape.sdk:
             install_sdks(workspace_of(args), [config.shape.sdk])
     except (ValueError, InstallError) as exc:
@@ -112,7 +136,7 @@ def guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None]
         return work(), None
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    except (ServerStartError, InstallError) as exc:
+    except (ServerStartError, InstallError, AccessRefused) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return None, EXIT_USAGE
     except (RuntimeError, OSError) as exc:

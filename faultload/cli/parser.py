@@ -163,6 +163,15 @@ def _add_server_args(p: argparse.ArgumentParser, build: bool = True) -> None:
     p.add_argument("--server-port", type=_whole_number, metavar="PORT", default=0, help="port of the launched server; 0 = a free one")
     p.add_argument("--server-pid", type=_integer, metavar="PID", default=None, help="pid of a url= server, for process metrics (default: none)")
     p.add_argument("--allow-remote", action="store_true", help="allow a non-loopback url= target")
+    p.add_argument("--api-key", default=None, metavar="KEY",
+                   help="a url= target's API key, sent as the tinker SDK sends it (X-API-Key); never printed or "
+                        "written to a report (default: $TINKER_API_KEY, else faultload's own)")
+    p.add_argument("--header", action="append", default=[], metavar="NAME:VALUE",
+                   help="an extra request header for a url= target, e.g. a gateway's (repeatable; default none)")
+    p.add_argument("--ca-cert", default=None, metavar="PEM",
+                   help="an https url= target's CA certificates to trust (default: the system's)")
+    p.add_argument("--insecure", action="store_true",
+                   help="an https url= target without checking its certificate (the raw client only)")
     p.add_argument("--max-wall", type=_number, metavar="S", default=1800.0, help="stop the load after this many seconds")
     p.add_argument("--profile-server", default=None, metavar="PATH", help="write a cProfile of the server process (default: none)")
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 from typing import Any
 
 from faultload.client.http_conn import (
@@ -92,8 +93,10 @@ class HttpPool:
         keepalive: bool = True,
         retry_stale: bool = True,
         keepalive_expiry_s: float | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
+        self._tls = tls  # https: each connection's TLS (the server's certificate checked against its name)
         self.port = port
         self.source_ip = source_ip
         self.connect_timeout_s = connect_timeout_s
@@ -204,11 +207,12 @@ class HttpPool:
         timeout = min(self.connect_timeout_s, deadline - loop.time())
         try:
             async with asyncio.timeout(max(timeout, 0.0)):
+                tls = {} if self._tls is None else {"ssl": self._tls, "server_hostname": self.host}
                 if self._local_addr is None:
-                    await loop.create_connection(lambda: conn, self.host, self.port)
+                    await loop.create_connection(lambda: conn, self.host, self.port, **tls)
                 else:
                     sock = await self._bound_connected_socket()
-                    await loop.create_connection(lambda: conn, sock=sock)
+                    await loop.create_connection(lambda: conn, sock=sock, **tls)
         except TimeoutError as exc:
             raise ConnectTimeout(f"connect to {self.host}:{self.port} timed out after {timeout:.3g}s") from exc
         except OSError as exc:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from faultload.record.history import History
 from faultload.record.training import TrainingLog
+from faultload.model.access import Access
 from faultload.model.shape import LoadShape
 
 # Bits of a nonce below the trial salt: room for 16M requests per trial.
@@ -33,6 +34,7 @@ class WorkerJob:
     # training mix (faultload.client.training), whose bodies go in this encoding (training_bodies).
     role: str = "sample"
     training_encoding: str = "proto"
+    access: Access = Access()  # the server's key, extra headers and TLS trust (its repr hides the secrets)
 
     def nonce(self, index: int) -> int:
         return (self.nonce_salt << NONCE_INDEX_BITS) | index

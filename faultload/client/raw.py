@@ -40,7 +40,8 @@ import numpy as np
 import simdjson
 
 from faultload.model import tokens
-from faultload.model.sdk import SDK_API_KEY, SDK_REQUEST_TIMEOUT_S
+from faultload.model.access import tls_for
+from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
 from faultload.client import decode
 from faultload.client.counters import (
     ACCEPTED, ATTEMPTS, COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, POLL_TIMEOUTS, SUBMITTED, LiveCounters,
@@ -57,7 +58,9 @@ from faultload.client.sdk_rules import (
 )
 
 # As the SDK: every call carries its API key (a server that checks keys authorizes faultload's).
-JSON_HEADERS = b"Content-Type: application/json\r\nX-API-Key: %s\r\n" % SDK_API_KEY.encode()
+def json_headers(job: WorkerJob) -> bytes:
+    """A JSON POST's headers: its content type, the server's key and the extra headers (``job.access``)."""
+    return b"Content-Type: application/json\r\n" + job.access.header_block()
 # How long an abandoned poll stays open at the server before the client drops it.
 ABANDON_AFTER_S = 0.25
 # How often a running worker checks for a stop request.
@@ -80,11 +83,11 @@ def classify_error(exc: BaseException) -> ErrorClass:
 
 
 def split_base_url(base_url: str) -> tuple[str, int, str]:
-    """(host, port, path prefix) of an ``http://host[:port][/prefix]`` URL."""
+    """(host, port, path prefix) of an ``http(s)://host[:port][/prefix]`` URL."""
     parts = urlsplit(base_url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"the raw client speaks plain http to host:port, not {base_url!r}")
-    return parts.hostname, parts.port or 80, parts.path.rstrip("/")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the raw client speaks http or https to host:port, not {base_url!r}")
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), parts.path.rstrip("/")
 
 
 class RawClient:
@@ -108,7 +111,8 @@ class RawClient:
         self._url_sample = f"{prefix}/api/v1/asample"
         self._url_poll = f"{prefix}/api/v1/retrieve_future"
         accept = decode.PROTO_CONTENT_TYPE if self.shape.accept == "proto" else "application/json"
-        self._poll_headers = f"Accept: {accept}\r\n".encode() + JSON_HEADERS
+        self._json_headers = json_headers(job)
+        self._poll_headers = f"Accept: {accept}\r\n".encode() + self._json_headers
         cap = self.shape.max_outstanding
         per_worker = max(1, cap // self.shape.workers) if cap else 0
         self._outstanding = asyncio.Semaphore(per_worker) if per_worker else None
@@ -236,7 +240,7 @@ class RawClient:
             self.counters.add(ATTEMPTS)
             started = self.now()
             try:
-                status, _, payload = await self.session.post(self._url_sample, body, JSON_HEADERS, timeout_s)
+                status, _, payload = await self.session.post(self._url_sample, body, self._json_headers, timeout_s)
             except OSError as exc:  # every HttpError, and TimeoutError
                 bump_count(h["transport_errors"], row)
                 self._note(row, classify_error(exc), f"asample: {type(exc).__name__}: {exc}")
@@ -394,7 +398,8 @@ def make_session(job: WorkerJob) -> HttpPool:
     host, port, _ = split_base_url(job.base_url)
     policy = job.shape.policy
     return HttpPool(host, port, job.source_ip, policy.connect_timeout_s, keepalive=True, retry_stale=False,
-                    keepalive_expiry_s=job.shape.scaled(policy.keepalive_expiry_s))
+                    keepalive_expiry_s=job.shape.scaled(policy.keepalive_expiry_s),
+                    tls=tls_for(job.base_url, job.access))
 
 
 async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool],

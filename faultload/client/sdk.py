@@ -40,13 +40,11 @@ from faultload.client import decode
 from faultload.client.job import WorkerJob
 from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.sdk_wire import SdkWire, classify_exception, installed
-from faultload.model.sdk import SDK_API_KEY
 from faultload.record.history import ErrorClass, History, Outcome
 
-# The SDK insists on a key ("tml-" prefix). Given to ServiceClient as a value (it hands it to every holder
-# and pool), never written to os.environ, so a real TINKER_API_KEY in the environment is not sent to the
-# server under test either.
-API_KEY = SDK_API_KEY
+# The SDK insists on a key ("tml-" prefix). The job's (faultload's own, or a url= target's --api-key /
+# TINKER_API_KEY) is given to ServiceClient as a value (it hands it to every holder and pool), never written
+# to os.environ, so a TINKER_API_KEY in the environment reaches only the server it was given for.
 _STOP_CHECK_S = 0.2
 _GAVE_UP = (ErrorClass.CONNECT, ErrorClass.RESET, ErrorClass.TIMEOUT)
 
@@ -106,7 +104,9 @@ class SdkClient:
         """
         self._installed.__enter__()
         try:
-            self.service = tinker.ServiceClient(base_url=self.job.base_url, api_key=API_KEY)
+            access = self.job.access  # an https target's CA: SSL_CERT_FILE, set by the worker process's entry
+            self.service = tinker.ServiceClient(base_url=self.job.base_url, api_key=access.api_key,
+                                                default_headers=dict(access.headers))
             sampling = self.service.create_sampling_client(base_model=self.job.base_model)
             # tinker >= 0.38 answers a future of the client (its session opens in the background): waited for
             # here, so what opening it raised is the set-up's error, as on 0.25

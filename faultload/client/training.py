@@ -25,7 +25,7 @@ from typing import Callable
 from faultload.version import CLIENT_VERSION
 from faultload.client.http import HttpPool
 from faultload.client.job import WorkerJob
-from faultload.client.raw import JSON_HEADERS, classify_error, make_session, split_base_url
+from faultload.client.raw import classify_error, json_headers, make_session, split_base_url
 from faultload.client.sdk_rules import backoff_s
 from faultload.client.training_bodies import TrainingCodec
 from faultload.model.sdk import SDK_HEARTBEAT_PERIOD_S, SDK_HEARTBEAT_TIMEOUT_S, SDK_REQUEST_TIMEOUT_S
@@ -62,6 +62,7 @@ class TrainingClient:
         self.examples: dict[str, str] = {}
         _, _, prefix = split_base_url(job.base_url)
         self._api = f"{prefix}/api/v1/"
+        self._headers = json_headers(job)
         self._stop: Callable[[], bool] = lambda: False
         self._open: dict[int, _Call] = {}  # calls begun and not ended: unfinished if the trial stops them
 
@@ -117,7 +118,7 @@ class TrainingClient:
         body = json.dumps({"tags": ["faultload-trainer"], "user_metadata": {}, "type": "create_session",
                            "sdk_version": CLIENT_VERSION}).encode()
         call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)  # a trainer's set-up, as its first call
-        answer = await self._submit(call, "create_session", body, JSON_HEADERS)
+        answer = await self._submit(call, "create_session", body, self._headers)
         session_id = self._field(call, answer, "session_id")
         if session_id is None:
             self._end(call, self._unanswered(answer))
@@ -129,12 +130,12 @@ class TrainingClient:
         body = json.dumps({"session_id": session_id, "model_seq_id": 0, "base_model": self.job.base_model,
                            "lora_config": {"rank": LORA_RANK}, "type": "create_model"}).encode()
         call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)
-        answer = await self._submit(call, "create_model", body, JSON_HEADERS)
+        answer = await self._submit(call, "create_model", body, self._headers)
         request_id, model_id = self._field(call, answer, "request_id"), self._field(call, answer, "model_id")
         if request_id is None or model_id is None:
             self._end(call, self._unanswered(answer))
             return None
-        outcome, _, _ = await self._await(call, request_id, JSON_HEADERS)
+        outcome, _, _ = await self._await(call, request_id, self._headers)
         self._end(call, outcome)
         return model_id if outcome == Outcome.OK else None
 
@@ -156,11 +157,11 @@ class TrainingClient:
 
     async def _optim_step(self, trainer: int, step: int, model_id: str, seq: int) -> bool:
         call = self._begin(TrainingOp.OPTIM_STEP, trainer, step)
-        answer = await self._submit(call, "optim_step", self.codec.optim_step(model_id, seq), JSON_HEADERS)
+        answer = await self._submit(call, "optim_step", self.codec.optim_step(model_id, seq), self._headers)
         request_id = self._field(call, answer, "request_id")
         if request_id is None:
             return self._end(call, self._unanswered(answer))
-        outcome, _, payload = await self._await(call, request_id, JSON_HEADERS)
+        outcome, _, payload = await self._await(call, request_id, self._headers)
         if outcome == Outcome.OK:
             problem = self.codec.check_optim_step(payload)
             if problem is not None:
@@ -261,7 +262,7 @@ class TrainingClient:
             call = _Call(TrainingOp.HEARTBEAT, trainer, beat, self.now())
             call.attempts = 1
             try:
-                status, _, payload = await self.session.post(self._api + "session_heartbeat", body, JSON_HEADERS, timeout)
+                status, _, payload = await self.session.post(self._api + "session_heartbeat", body, self._headers, timeout)
             except OSError as exc:
                 call.note(classify_error(exc), f"session_heartbeat: {type(exc).__name__}: {exc}")
                 outcome = Outcome.FAILED

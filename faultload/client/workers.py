@@ -154,7 +154,8 @@ def _worker_main(
     job: WorkerJob | None, jobs_in: Any, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any,
     parent_pid: int,
 ) -> None:
-    """A local worker process's entry point: an edge, so it reads its one setting (``PROFILE_ENV``) here."""
+    """A local worker process's entry point: an edge, so it reads its one setting (``PROFILE_ENV``) here, and
+    sets the one its SDK client reads (``SSL_CERT_FILE``, an https target's CA)."""
     # A worker never outlives the trial that started it, even one killed with SIGKILL.
     die_with_parent(parent_pid)
     # Ctrl-C and a closed terminal's SIGHUP reach the whole foreground group: the
@@ -164,6 +165,8 @@ def _worker_main(
         job = _await_job(jobs_in)
         if job is None:
             return
+    if job.access.ca_cert is not None:  # the SDK client's httpx trusts what SSL_CERT_FILE names: this process's own
+        os.environ["SSL_CERT_FILE"] = job.access.ca_cert
     prepared, setup_error = prepare_job(job, counters)
     startup_cpu_s = process_cpu_s()
     with ready.get_lock():

@@ -12,6 +12,7 @@ import http.client
 import json
 import random
 import socket
+import ssl
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -72,11 +73,12 @@ def pick_free_port(
     raise RuntimeError(f"no free port on {host} in {low}-{high} after {attempts} tries")
 
 
-def http_get_json(url: str, timeout_s: float) -> tuple[float, dict | None]:
-    """GET ``url``; (seconds taken, parsed JSON or None on any failure)."""
+def http_get_json(url: str, timeout_s: float, tls: ssl.SSLContext | None = None) -> tuple[float, dict | None]:
+    """GET ``url`` (https with ``tls``); (seconds taken, parsed JSON or None on any failure)."""
     parts = urlsplit(url)
     start = time.monotonic()
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    conn = (http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s, context=tls)
+            if parts.scheme == "https" else http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s))
     try:
         conn.request("GET", parts.path or "/")
         resp = conn.getresponse()

@@ -22,7 +22,7 @@ from faultload.model.family import FAMILY_NAMES, TRAITS
 DEFAULT_TARGET = "skyrl==0.4.0"
 # Every form a target spec takes, for help texts and errors.
 TARGET_FORMS = tuple(form for family in FAMILY_NAMES for form in (f"{family}==X.Y.Z", f"{family}@PATH")) + (
-    "url=http://HOST:PORT", "FAMILY+url=http://HOST:PORT")
+    "url=http(s)://HOST:PORT", "FAMILY+url=http(s)://HOST:PORT")
 URL_FAMILY = "skyrl"  # the family a bare url= target is judged as
 RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|dev|rc|a|b)\d+)?$")
 
@@ -78,8 +78,10 @@ def _url_target(text: str, url_part: str, family: str) -> TargetSpec:
         port = parts.port  # raises ValueError for a non-numeric or out-of-range port
     except ValueError:
         port = None
-    if parts.scheme != "http" or not parts.hostname or port is None or not 1 <= port <= 65535:
-        raise ValueError(f"target {text!r}: expected url=http://HOST:PORT (PORT in 1-65535)")
+    if parts.scheme not in ("http", "https") or not parts.hostname or port is None or not 1 <= port <= 65535:
+        raise ValueError(f"target {text!r}: expected url=http://HOST:PORT or url=https://HOST:PORT (PORT in 1-65535)")
+    if parts.username or parts.password:
+        raise ValueError(f"target {text!r}: no credentials in the URL (give the key with --api-key or TINKER_API_KEY)")
     return TargetSpec("url", text, url=url, family=family)
 
 

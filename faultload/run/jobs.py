@@ -9,6 +9,7 @@ from faultload.client.job import WorkerJob
 from faultload.client.training_bodies import encoding_for
 from faultload.client.workers import WorkerPool, source_ip
 from faultload.host.workspace import Workspace
+from faultload.model.access import Access
 from faultload.model.sdk import sdk_version
 from faultload.model.shape import LoadShape
 from faultload.model.trial import TrialConfig
@@ -27,7 +28,7 @@ def _split(total: int, parts: int) -> list[tuple[int, int]]:
 
 
 def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, salt: int,
-               server_version: str | None = None) -> list[WorkerJob]:
+               server_version: str | None = None, access: Access = Access()) -> list[WorkerJob]:
     """The sampling workers' jobs, and one training worker's (the next source address) when the shape trains.
 
     The training worker's bodies are in the encoding the server's version takes (``encoding_for``).
@@ -37,7 +38,7 @@ def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, sal
         WorkerJob(
             worker=i, base_url=base_url, source_ip=source_ip(i), sampling_session_id=sampling_session_id,
             base_model=BASE_MODEL, first=first, count=count, nonce_salt=salt, shape=shape, t0=0.0,
-            deadline_s=config.max_wall_s,
+            deadline_s=config.max_wall_s, access=access,
         )
         for i, (first, count) in enumerate(_split(shape.requests, shape.workers))
         if count > 0
@@ -47,7 +48,8 @@ def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, sal
         jobs.append(WorkerJob(
             worker=n, base_url=base_url, source_ip=source_ip(n), sampling_session_id=sampling_session_id,
             base_model=BASE_MODEL, first=0, count=0, nonce_salt=salt, shape=shape, t0=0.0,
-            deadline_s=config.max_wall_s, role="train", training_encoding=encoding_for(server_version)))
+            deadline_s=config.max_wall_s, role="train", training_encoding=encoding_for(server_version),
+            access=access))
     return jobs
 
 

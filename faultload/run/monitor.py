@@ -20,6 +20,7 @@ from typing import Callable, Union
 
 import numpy as np
 import psutil
+import ssl
 
 from faultload.host.network import http_get_json
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
@@ -58,9 +59,11 @@ class Monitor:
         interval_s: float = 0.5,
         healthz_timeout_s: float = 10.0,
         server_port: int | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.server_pid = server_pid
         self.healthz_url = healthz_url
+        self.tls = tls  # an https server's /healthz
         self.router_stats_url = router_stats_url
         self.live_counters = live_counters
         self.t0 = t0
@@ -151,7 +154,7 @@ class Monitor:
     def _probe_loop(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            elapsed, body = http_get_json(self.healthz_url, timeout_s=self.healthz_timeout_s)
+            elapsed, body = http_get_json(self.healthz_url, timeout_s=self.healthz_timeout_s, tls=self.tls)
             self.probes.append((started - self.t0, elapsed, body is not None))
             self._stop.wait(max(0.0, self.interval_s - (time.monotonic() - started)))
 

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from faultload.faults.stack import FaultStack
 from faultload.run.monitor import snapshot
 from faultload.host.network import pick_free_port
+from faultload.model.access import Access, tls_for
 from faultload.model.router import RouterConfig
 from faultload.model.trial import StackConfig
 from faultload.router.compiled import find_router, missing_advice
@@ -70,8 +71,10 @@ def wait_fds_settle(read_fds: Callable[[], int | None], target: int, timeout_s: 
 class Stack:
     """Router (+ Toxiproxy edge/backend proxies) + server, started together, stopped together."""
 
-    def __init__(self, config: StackConfig, router_config: RouterConfig, workspace: Workspace) -> None:
+    def __init__(self, config: StackConfig, router_config: RouterConfig, workspace: Workspace,
+                 access: Access = Access()) -> None:
         self.config = config
+        self.access = access  # how a url= target is reached (its key, headers, TLS): never in the config
         self.spec: TargetSpec = config.spec
         self.workspace = workspace
         self.router_config = router_config
@@ -124,13 +127,15 @@ class Stack:
         api = urlsplit(self.spec.url).netloc if self.spec.kind == "url" else f"127.0.0.1:{server_port}"
         topology = self.faults.start_proxies(api, f"127.0.0.1:{self.router.port}", backend_port=forward_port,
                                              exclude=frozenset({server_port}))
-        self.topology = {"edge": topology.edge.url, "backend": topology.backend.url}
+        # the edge proxy passes TLS through: the load speaks the target's scheme to it
+        scheme = urlsplit(self.spec.url).scheme if self.spec.kind == "url" else "http"
+        self.topology = {"edge": f"{scheme}://{topology.edge.address}", "backend": topology.backend.url}
 
     def _start_server(self, port: int, router_url: str, while_starting: Callable[[], None]) -> ServerHandle:
         cfg = self.config
         if self.spec.kind == "url":
             while_starting()
-            return attach_url(self.spec, cfg.server_pid)
+            return attach_url(self.spec, cfg.server_pid, tls_for(self.spec.url or "", self.access))
         targets = self.workspace.targets
         if not install.is_installed(targets, self.spec):
             raise install.InstallError(f"target {self.spec.text} is not installed; run `faultload setup --target {self.spec.text}`")

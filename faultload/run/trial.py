@@ -22,6 +22,7 @@ import psutil
 from faultload.client.job import WorkerJob
 from faultload.record.trial import TrialResult, WorkerSummary
 from faultload.client.session import open_sampling_session, retrieve_futures_advertised
+from faultload.model.access import Access, tls_for
 from faultload.client.workers import WorkerPool
 from faultload.run.jobs import build_jobs, pools_for_sdk, spawn_early_workers, start_workers
 from faultload.record.history import History, Outcome
@@ -125,19 +126,19 @@ def _phase_clock(phases: dict[str, float], started: float) -> Callable[[str], fl
     return switch
 
 
-def _trial_stack(config: TrialConfig, workspace: Workspace, stack: Stack | None) -> Stack:
+def _trial_stack(config: TrialConfig, workspace: Workspace, stack: Stack | None, access: Access) -> Stack:
     """A stack of the trial's own (started now), or the shared ``stack`` switched to the trial's router mode."""
     if stack is None:
-        return Stack(config.stack_config(), config.router, workspace).start()
+        return Stack(config.stack_config(), config.router, workspace, access).start()
     stack.use_router(config.router)
     return stack
 
 
-def _monitor(stack: Stack, pool: WorkerPool, t0: float) -> Monitor:
+def _monitor(stack: Stack, pool: WorkerPool, t0: float, access: Access) -> Monitor:
     """The trial's monitor (not started): the server's samples and /healthz, the router's /stats."""
     server, router = stack.server, stack.router
     return Monitor(lambda: server.pid, server.healthz_url, f"{router.url}/stats", pool.live, t0,
-                   server_port=urlsplit(server.url).port)
+                   server_port=urlsplit(server.url).port, tls=tls_for(server.url, access))
 
 
 def run_trial(
@@ -147,9 +148,11 @@ def run_trial(
     progress_every_s: float = 2.0,
     stack: Stack | None = None,
     pools: Callable[[list[WorkerJob]], WorkerPool] = WorkerPool,
+    access: Access = Access(),
 ) -> TrialResult:
     """Run ``config`` once, on ``stack`` or on a stack of its own, its load workers from ``pools``
-    (local processes; ``faultload.cluster.RayCluster.pool``: Ray actors).
+    (local processes; ``faultload.cluster.RayCluster.pool``: Ray actors), reaching the server with
+    ``access`` (a url= target's key, headers and TLS; never recorded in the result).
 
     Raises ValueError for a bad config (or a stack that does not fit it)
     before starting anything. ``phases_s`` splits ``wall_s`` (model.trial.TRIAL_PHASES):
@@ -172,23 +175,23 @@ def run_trial(
     try:
         switch("stack_start")
         pool = spawn_early_workers(pools, config) if own_stack else None
-        stack = _trial_stack(config, workspace, stack)
+        stack = _trial_stack(config, workspace, stack, access)
         router, server = stack.router, stack.server
         assert router is not None and server is not None
         result.topology = dict(stack.topology)
         result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
         switch("session_open")
-        result.server["retrieve_futures"] = retrieve_futures_advertised(server.url)
-        sampling_id = open_sampling_session(server.url, BASE_MODEL)
+        result.server["retrieve_futures"] = retrieve_futures_advertised(server.url, access=access)
+        sampling_id = open_sampling_session(server.url, BASE_MODEL, access=access)
         switch("workers_start")
         salt = random.Random(config.shape.seed).getrandbits(16)
-        jobs = build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt, server.version)
+        jobs = build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt, server.version, access)
         pool = start_workers(pool, pools, jobs)
         switch("other")
         log = LogFollower(server.log_path)
         t0 = switch("load")
         result.start_epoch = time.time()
-        monitor = _monitor(stack, pool, t0)
+        monitor = _monitor(stack, pool, t0, access)
         monitor.start()
         router_cpu0 = _router_cpu(router.pids())
         events = _fault_events(router, pool)  # counted from before the load starts

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import ssl
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -104,12 +105,13 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def wait_healthy(url: str, timeout_s: float, process: subprocess.Popen | None = None) -> bool:
+def wait_healthy(url: str, timeout_s: float, process: subprocess.Popen | None = None,
+                 tls: ssl.SSLContext | None = None) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             return False
-        _, body = http_get_json(f"{url}/api/v1/healthz", timeout_s=2.0)
+        _, body = http_get_json(f"{url}/api/v1/healthz", timeout_s=2.0, tls=tls)
         if body is not None:
             return True
         time.sleep(0.2)
@@ -163,9 +165,9 @@ def read_launch_version(log_path: Path) -> str | None:
     return None
 
 
-def attach_url(spec: TargetSpec, server_pid: int | None) -> ServerHandle:
-    """A server someone else started: check it answers /healthz."""
+def attach_url(spec: TargetSpec, server_pid: int | None, tls: ssl.SSLContext | None = None) -> ServerHandle:
+    """A server someone else started: check it answers /healthz (over https with ``tls``)."""
     assert spec.url is not None
-    if not wait_healthy(spec.url, timeout_s=10.0):
+    if not wait_healthy(spec.url, timeout_s=10.0, tls=tls):
         raise ServerStartError(f"target {spec.text}: no answer from {spec.url}/api/v1/healthz")
     return ServerHandle(spec, spec.url, server_pid, None)

@@ -63,8 +63,10 @@ class TuftFamily:
 def launch_tuft(spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str,
                 time_scale: float = 1.0, fixes: tuple[str, ...] = (), knobs: dict[str, Any] | None = None,
                 profile_path: Path | None = None, env: dict[str, str] | None = None,
-                while_starting: Callable[[], None] | None = None, **validated: Any) -> ServerHandle:
-    """Start ``tuft launch`` serving BASE_MODEL for sampling, authorizing the key faultload's clients send, with
+                while_starting: Callable[[], None] | None = None, api_key: str = SDK_API_KEY,
+                **validated: Any) -> ServerHandle:
+    """Start ``tuft launch`` serving BASE_MODEL for sampling, authorizing ``api_key`` (the one faultload's clients
+    send, unless a test runs it as a server someone else keys), with
     the candidate ``fixes`` (``tuft_fixes.py``), under cProfile into ``profile_path`` when given, and wait for
     /healthz. ``validated``: the stack's other options (regress, engine, null_backend), whose values TuFT lacks
     ``TrialConfig.validate`` refused."""
@@ -72,7 +74,7 @@ def launch_tuft(spec: TargetSpec, python: Path, run_dir: Path, port: int, router
     config_path = run_dir / "tuft_config.json"  # JSON is YAML: TuFT reads it with OmegaConf
     config_path.write_text(json.dumps({
         "checkpoint_dir": str(run_dir / "checkpoints"),
-        "authorized_users": {SDK_API_KEY: USER_ID},
+        "authorized_users": {api_key: USER_ID},
         "supported_models": [{"model_name": BASE_MODEL, "model_path": str(run_dir / "model"),
                               "max_model_len": MAX_MODEL_LEN, "capabilities": ["sampling"]}],
     }, indent=1))
