@@ -22,9 +22,9 @@ from tests.conftest import ROOT, cli_env, python_exe, require_target, tagged_pro
 
 
 @pytest.mark.parametrize(("violated", "harness", "incomplete", "code"), [
-    (False, False, False, EXIT_OK), (True, False, False, EXIT_FAILED), (True, True, True, EXIT_FAILED),
+    (False, False, False, EXIT_OK), (True, False, False, EXIT_FAILED), (True, True, True, EXIT_HARNESS),
     (False, True, True, EXIT_HARNESS), (False, False, True, EXIT_FAILED)])
-def test_a_violation_seen_is_the_servers_and_a_harness_error_alone_the_rigs(violated, harness, incomplete, code):
+def test_a_violation_is_the_servers_and_a_harness_error_the_rigs_whatever_it_saw(violated, harness, incomplete, code):
     assert trial_exit(violated, harness, incomplete) == code
 
 
@@ -87,8 +87,7 @@ def test_a_load_worker_killed_exits_with_the_harness_code(when, isolated_workdir
         assert "faultload: harness error: " in stderr and "load worker" in stderr, stderr[-3000:]
     else:
         report = json.loads(out.read_text())
-        assert report["error"] and "worker" in report["error"], report.get("error")
-        assert not any(v["ok"] is False for v in report["invariants"]), report["invariants"]
+        assert report["error"].startswith("load worker 0 crashed: load worker 0 exited (code -9)"), report["error"]
     assert wait_until(lambda: not tagged_processes(tag), timeout_s=15), tagged_processes(tag)
 
 

@@ -20,8 +20,9 @@ EXIT_CODES: dict[int, str] = {
                  "pytest: a property failed",
     EXIT_USAGE: "bad usage or setup: one line naming what is wrong, nothing left running (setup: what could not "
                 "be installed; doctor: a check failed)",
-    EXIT_HARNESS: "the harness failed, not the server (nothing violated): a load worker crashed, a fault could "
-                  "not be applied or healed, a trial could not be run as asked; the report's harness error names "
+    EXIT_HARNESS: "the harness failed, not the server: a load worker crashed, a fault could not be applied or "
+                  "healed, a trial could not be run as asked (its verdicts, if any, are in the report but are not "
+                  "the server's); the report's harness error names "
                   "the part (run, confirm, replay); a trial of a comparison failed to run (compare); a row not "
                   "judged (matrix); pytest: a property stopped by a harness error, reported as an error",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): a partial report is printed and written",
@@ -34,13 +35,13 @@ REPLAY_EXITS = {ReplayStatus.REPRODUCED: EXIT_FAILED, ReplayStatus.NOT_REPRODUCE
 
 
 def trial_exit(violated: bool, harness_error: bool, incomplete: bool) -> int:
-    """A judged trial's code: a violation seen is the server's (1) even if the harness failed later; a harness
-    failure with nothing violated is the rig's (3); requests not completed otherwise, 1."""
-    if violated:
-        return EXIT_FAILED
+    """A trial's code: a harness failure makes it the rig's (3), whatever its verdicts say (a load worker that
+    died leaves the server holding work for requests nobody polls: what that looks like is not the server's
+    verdict; the suite calls such a trial a harness error too); else a violation, or requests not completed,
+    are the server's (1)."""
     if harness_error:
         return EXIT_HARNESS
-    return EXIT_FAILED if incomplete else EXIT_OK
+    return EXIT_FAILED if violated or incomplete else EXIT_OK
 
 
 def epilog() -> str:

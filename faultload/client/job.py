@@ -60,3 +60,11 @@ class WorkerResult:
 # Slots per worker in the shared live-counter array.
 COUNTER_SLOTS = ("submitted", "accepted", "completed", "failed", "in_flight", "attempts", "connections_peak",
                  "poll_timeouts")
+
+
+def unfinished_result(job: WorkerJob, why: str) -> WorkerResult:
+    """A worker whose result never came back: its requests as pending rows, never accepted."""
+    history = History.empty(job.count)
+    history["nonce"][:] = [job.nonce(job.first + i) for i in range(job.count)]
+    history["worker"][:] = job.worker
+    return WorkerResult(job.worker, history, {}, {}, crashed=why, address=job.source_ip)

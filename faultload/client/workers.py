@@ -26,7 +26,7 @@ import numpy as np
 
 from faultload.host import eventloop
 from faultload.host.processes import die_with_parent, ignore_terminal_signals, terminal_signals_blocked
-from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
+from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult, unfinished_result
 from faultload.client.raw import run_raw
 from faultload.client.training import run_training
 from faultload.client.training_bodies import TrainingCodec
@@ -344,6 +344,11 @@ class WorkerPool:
         while not self.finished() and time.monotonic() < deadline:
             self.poll(0.5)
         self.terminate()
+        reported = {r.worker for r in self.results}
+        for job, proc in zip(self.jobs, self.processes):  # spawned in job order
+            if job.worker not in reported:  # killed (SIGKILL, the OOM killer): its requests as unfinished
+                self.results.append(unfinished_result(
+                    job, f"load worker {job.worker} exited (code {proc.exitcode}) without handing back its history"))
         return sorted(self.results, key=lambda r: r.worker)
 
     def terminate(self) -> None:

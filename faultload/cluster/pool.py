@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult
+from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult, unfinished_result
 from faultload.cluster.actor import LoadWorker
 from faultload.cluster.nodes import Node, pinned
 from faultload.record.history import History
@@ -38,14 +38,6 @@ CLOCK_SAMPLES = 5
 LIVE_EVERY_S = 0.5
 LIVE_TIMEOUT_S = 2.0
 ACTOR_CONCURRENCY = 4  # run, live and stop at once
-
-
-def unfinished_result(job: WorkerJob, why: str) -> WorkerResult:
-    """A worker whose result never came back: its requests as pending rows, never accepted."""
-    history = History.empty(job.count)
-    history["nonce"][:] = [job.nonce(job.first + i) for i in range(job.count)]
-    history["worker"][:] = job.worker
-    return WorkerResult(job.worker, history, {}, {}, crashed=why, address=job.source_ip)
 
 
 class RayWorkerPool:
