@@ -159,12 +159,14 @@ def _forwarded(completions: int, faults=None, **row) -> bool | None:
     return check_forwarded_once(make_inputs(history=h, faults=faults, router_repeats=repeats), BUDGETS).ok
 
 
-def _at_once(router_peak: int, fault: Fault | None = None) -> bool | None:
-    """2,048 accepted within 0.5 s, all answered by the router at 10 s: all owed at once; the router's peak given."""
+def _at_once(router_peak: int, fault: Fault | None = None, hold_s: float | None = 10.0) -> bool | None:
+    """2,048 accepted within 0.5 s, all answered by the router at 10 s: all owed at once; the router's peak and
+    the least it holds a forward given."""
     from tests.test_forwards_concurrent import _inputs
 
     faults = fault_log(applied(fault, 1.0, 3.0)) if fault is not None else None
-    return check_forwards_concurrent(_inputs(2048, router_peak, faults=faults), BUDGETS).ok
+    return check_forwards_concurrent(_inputs(2048, router_peak, faults=faults, router_least_hold_s=hold_s),
+                                     BUDGETS).ok
 
 
 # -- heartbeats
@@ -194,6 +196,7 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "fatal_definite_error": (lambda: _fatal(Outcome.PENDING), lambda: _fatal(Outcome.FAILED)),
     "forwards_at_once": (lambda: _at_once(100), lambda: _at_once(2048)),
     "forward_path_fault": (lambda: _at_once(100), lambda: _at_once(100, DOWN)),
+    "router_holds_briefly": (lambda: _at_once(100), lambda: _at_once(100, hold_s=0.0)),
     "futures_resolve": (lambda: _ended_at(np.nan), lambda: _ended_at(4.0)),
     "harness_stopped": (lambda: _ended_at(np.nan, interrupted=False),
                         lambda: _ended_at(np.nan, interrupted=True, load_stopped_s=10.0)),
@@ -261,7 +264,7 @@ def test_each_rule_tells_a_history_it_breaks_from_one_it_keeps(rule: str) -> Non
 
 
 # The rules that make a request indeterminate: what they allow is "not judged" (unknown), never "ok".
-INDETERMINATE = ("harness_stopped", "router_unknown", "no_fault_cost", "forward_path_fault")
+INDETERMINATE = ("harness_stopped", "router_unknown", "no_fault_cost", "forward_path_fault", "router_holds_briefly")
 
 
 def test_every_rule_has_a_case_and_every_case_a_rule() -> None:

@@ -44,6 +44,14 @@ def test_the_configured_cap_is_what_the_server_owes_at_most() -> None:
     assert v.ok is True and "forwarding cap 400" in v.detail
 
 
+def test_unknown_when_the_router_answers_before_the_servers_own_queue_to_send_is_behind_it() -> None:
+    """An immediate router (as size_flood's): what is owed is the server's sending queue, no ceiling."""
+    v = check_forwards_concurrent(_inputs(2048, 3, router_least_hold_s=0.0), BUDGETS)
+    assert v.ok is None and "router_holds_briefly" in v.detail
+    assert check_forwards_concurrent(_inputs(2048, 3, router_least_hold_s=10.0), BUDGETS).ok is False
+    assert check_forwards_concurrent(_inputs(2048, 3, router_least_hold_s=None), BUDGETS).ok is False  # a barrier
+
+
 def test_unknown_when_small_not_our_router_or_a_fault_on_the_forwards_path() -> None:
     assert check_forwards_concurrent(_inputs(100, 10), BUDGETS).ok is None  # under forwarding_min_owed
     assert check_forwards_concurrent(_inputs(2048, None), BUDGETS).ok is None

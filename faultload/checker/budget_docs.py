@@ -180,6 +180,13 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "Below this a ceiling cannot be told from the trial's own size: the small draws hold at most a few "
         "hundred at once (ci: 256), and a ceiling that bites there bites every server's engine too; the ceilings "
         "a pull request brings (a pool's default 100, vLLM's 256 slots) bite past it."),
+    "forwarding_min_hold_s": BudgetDoc(
+        "real seconds the router holds each forward at least", ("forwards_concurrent",),
+        "A request is owed a forward from its submit's answer to the router's completion: the server's own time "
+        "to send it, then the router's hold. Only where the hold dominates is the router's peak the server's "
+        "ceiling: under a 16,384-request burst 0.4.0 owed 394 at once to an immediate router that held 3 (its "
+        "event loop's queue to send them, some 0.6 s at ~600 a second), a share of 0.01 with no ceiling. A hold "
+        "of 2 s against that queue keeps the share of a server with none above 0.75."),
     # Training
     "heartbeat_gap_s": BudgetDoc(
         "real seconds", ("heartbeats_answered",),

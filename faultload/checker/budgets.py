@@ -74,6 +74,7 @@ class Budgets:
     poll_wake_slack_s: float = 1.0
     forwarding_concurrency_share: float = 0.5
     forwarding_min_owed: int = 256
+    forwarding_min_hold_s: float = 2.0
     heartbeat_gap_s: float = 120.0
     release_held_per_delivered: float = 0.25
     release_min_result_bytes: int = 32 * MIB
@@ -101,6 +102,7 @@ class Budgets:
             ("healthz_p99_s", self.healthz_p99_s > 0, "must be > 0"),
             ("forwarding_concurrency_share", 0 <= self.forwarding_concurrency_share <= 1, "must be in [0, 1]"),
             ("forwarding_min_owed", self.forwarding_min_owed >= 1, "must be >= 1"),
+            ("forwarding_min_hold_s", self.forwarding_min_hold_s >= 0, "must be >= 0"),
             ("healthz_max_failures", self.healthz_max_failures >= 0, "must be >= 0"),
             ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),
             ("healthz_fault_recovery_s", self.healthz_fault_recovery_s >= 0, "must be >= 0"),

@@ -8,7 +8,8 @@ from __future__ import annotations
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import DETAIL_ITEMS, few, ordered, request_label
 from faultload.checker.contract.forwards import (
-    FORWARD_PATH_FAULT, FORWARDS_AT_ONCE, forward_path_faults, owed_forwards_peak, repeated_forwards,
+    FORWARD_PATH_FAULT, FORWARDS_AT_ONCE, ROUTER_HOLDS_BRIEFLY, forward_path_faults, owed_forwards_peak,
+    repeated_forwards,
 )
 from faultload.checker.inputs import CheckInputs, Verdict
 
@@ -49,12 +50,19 @@ def check_forwards_concurrent(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     them. Figure: the router's exact peak in flight over ``min(peak owed,
     configured cap)``; budget ``forwarding_concurrency_share``. Unknown when
     the router is not ours, fewer than ``forwarding_min_owed`` were owed at
-    once (a small trial cannot tell a ceiling from its own size), or a fault
-    on the forward's path (backend, router, server) was drawn.
+    once (a small trial cannot tell a ceiling from its own size), the router
+    held each forward less than ``forwarding_min_hold_s`` (the server's own
+    sending queue is then all it owes), or a fault on the forward's path
+    (backend, router, server) was drawn.
     """
     name, budget = "forwards_concurrent", budgets.forwarding_concurrency_share
     if inputs.router_completed_s is None or inputs.router_peak_in_flight is None:
         return Verdict(name, None, None, budget, "the router's peak and completions were not seen (not our router)")
+    hold = inputs.router_least_hold_s
+    if hold is not None and hold < budgets.forwarding_min_hold_s:
+        return Verdict(name, None, None, budget, f"not judged: the router holds each forward {hold:g} s "
+                                                 f"(< forwarding_min_hold_s {budgets.forwarding_min_hold_s:g}; "
+                                                 f"{ROUTER_HOLDS_BRIEFLY.name})")
     on_path = forward_path_faults(inputs)
     if on_path:
         return Verdict(name, None, None, budget, f"not judged: {', '.join(on_path)} on the forward's path "

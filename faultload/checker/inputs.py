@@ -85,6 +85,9 @@ class CheckInputs:
     # barrier's timeout), trial seconds; None when unknown. A request the router never answered is
     # released this long after its acceptance (futures_resolve).
     router_answer_bound_s: float | None = None
+    # The least the router holds a forward before answering it (its generation time; 0 for the immediate
+    # router), trial seconds; None when unknown or a barrier's (held until its wave fills)
+    router_least_hold_s: float | None = None
     # the training clients' calls; None when the trial ran no training mix (its checkers are then not run)
     training: TrainingLog | None = None
 

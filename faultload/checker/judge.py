@@ -66,6 +66,7 @@ def judge(result: TrialResult, budgets: Budgets) -> list[Verdict]:
         router_completed_s=dict(result.router_completed_s) if ours else None,
         router_repeats=dict(result.router_repeats) if ours and result.router_repeats is not None else None,
         router_answer_bound_s=config.router.answer_bound_s(config.shape.requests),
+        router_least_hold_s=config.router.least_hold_s(),
         error_examples=error_examples(result),
         training=result.training,
     )

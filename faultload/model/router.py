@@ -68,6 +68,15 @@ class RouterConfig:
             return self.barrier_timeout_s
         return 0.0
 
+    def least_hold_s(self) -> float | None:
+        """The least this router holds a forward before answering it (seconds): latency mode its generation
+        time, the immediate router none; None for a barrier (a wave waits until it fills)."""
+        if self.mode == "latency":
+            return self.gen_seconds
+        if self.mode == "barrier":
+            return None
+        return 0.0
+
     def to_argv(self) -> list[str]:
         """CLI flags that reproduce this config."""
         return [

@@ -22,7 +22,9 @@ accepted request (``futures_resolve``).
 from __future__ import annotations
 
 from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, FAULT_NOT_HEALED, NO_FAULT_COST
-from faultload.checker.contract.forwards import FORWARD_PATH_FAULT, FORWARDED_ONCE, FORWARDS_AT_ONCE, RETRIED_FORWARD
+from faultload.checker.contract.forwards import (
+    FORWARD_PATH_FAULT, FORWARDED_ONCE, FORWARDS_AT_ONCE, RETRIED_FORWARD, ROUTER_HOLDS_BRIEFLY,
+)
 from faultload.checker.contract.heartbeats import HEARTBEAT_TIMEOUT_TOLERATED, HEARTBEATS_ANSWERED
 from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN
 from faultload.checker.contract.polls import LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN
@@ -36,7 +38,7 @@ RULES: tuple[Rule, ...] = (
     FATAL_REJECTION, EDGE_UNREACHABLE, HARNESS_CUT,
     RESOLVES, HARNESS_STOPPED, ROUTER_UNKNOWN,
     LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN,
-    FORWARDED_ONCE, RETRIED_FORWARD, FORWARDS_AT_ONCE, FORWARD_PATH_FAULT,
+    FORWARDED_ONCE, RETRIED_FORWARD, FORWARDS_AT_ONCE, FORWARD_PATH_FAULT, ROUTER_HOLDS_BRIEFLY,
     HEARTBEATS_ANSWERED, HEARTBEAT_TIMEOUT_TOLERATED,
 )
 

@@ -37,6 +37,12 @@ FORWARDS_AT_ONCE = Rule(
     "a ceiling of the server's own (a connector's default pool, a semaphore) queues samples inside the server, "
     "where no timer of the contract sees them: the router and the engine behind it are there to queue, and "
     "report it")
+ROUTER_HOLDS_BRIEFLY = Rule(
+    "router_holds_briefly",
+    "how many forwards the server held at once is not judged when the router holds each for less than "
+    "forwarding_min_hold_s (the immediate router: none)",
+    "what the server then owes at once is its own queue to send the forwards, its CPU under the load, which "
+    "no ceiling explains: the router answers each as it arrives (cost and latency are judged elsewhere)")
 FORWARD_PATH_FAULT = Rule(
     "forward_path_fault",
     "how many forwards the server held at once is not judged in a trial with a fault on the forward's path "
