@@ -215,12 +215,14 @@ def cli_env(tag: str, tmpdir: Path | None = None) -> dict[str, str]:
     return env
 
 
-def run_cli(args: list[str], timeout_s: float = 240.0, tmpdir: Path | None = None, prefix: list[str] | None = None) -> CliRun:
-    """Run ``python -m faultload.cli.main ARGS`` (or ``python PREFIX... ARGS``) with a bound."""
+def run_cli(args: list[str], timeout_s: float = 240.0, tmpdir: Path | None = None, prefix: list[str] | None = None,
+            env: dict[str, str] | None = None) -> CliRun:
+    """Run ``python -m faultload.cli.main ARGS`` (or ``python PREFIX... ARGS``) with a bound (``env``: more
+    variables for it)."""
     tag = uuid.uuid4().hex
     cmd = [python_exe(), *(prefix or ["-m", "faultload.cli.main"]), *args]
     proc = subprocess.run(
-        cmd, cwd=ROOT, env=cli_env(tag, tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        cmd, cwd=ROOT, env={**cli_env(tag, tmpdir), **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
     )
     return CliRun(proc.returncode, proc.stdout, proc.stderr, tag)

@@ -16,7 +16,7 @@ from faultload.cli.parser import UsageError
 from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
 from faultload.client.session import AccessRefused
-from faultload.model.access import Access, parse_header
+from faultload.model.access import Access, access_for
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig, procs_for
 from faultload.model.shape import ClientPolicy, LoadShape, parse_poll_behaviour
@@ -69,23 +69,11 @@ def config_from_args(args: argparse.Namespace):
 
 
 def access_from_args(args: argparse.Namespace, config) -> Access:
-    """How the load reaches ``config``'s server: for a url= target, ``--api-key`` (else ``$TINKER_API_KEY``,
-    read by :func:`main` into ``args.env_api_key``), ``--header`` and the TLS options; for a server faultload
-    launches, its own key (the options refused in one line). ValueError on bad input."""
-    given = [name for name, value in (("--api-key", args.api_key), ("--header", args.header),
-                                      ("--ca-cert", args.ca_cert), ("--insecure", args.insecure)) if value]
-    if config.spec.kind != "url":
-        if given:
-            raise ValueError(f"{given[0]}: only for a url= target (a server faultload launches takes its own key)")
-        return Access()
-    https = config.spec.url.startswith("https://")
-    if not https and (args.ca_cert or args.insecure):
-        raise ValueError(f"{'--ca-cert' if args.ca_cert else '--insecure'}: the target is http, not https")
-    if args.insecure and config.shape.client == "sdk":
-        raise ValueError("--insecure: the sdk client always checks certificates; give --ca-cert PEM instead")
-    key = args.api_key or getattr(args, "env_api_key", None)
-    return Access(**({"api_key": key} if key else {}), headers=tuple(parse_header(h) for h in args.header),
-                  ca_cert=args.ca_cert, insecure=args.insecure).validate()
+    """How the load reaches ``config``'s server (:func:`faultload.model.access.access_for`), ``$TINKER_API_KEY``
+    read by :func:`main` into ``args.env_api_key``. ValueError on bad input."""
+    return access_for(config.spec.url if config.spec.kind == "url" else None, api_key=args.api_key,
+                      env_api_key=getattr(args, "env_api_key", None), headers=args.header, ca_cert=args.ca_cert,
+                      insecure=args.insecure, sdk_client=config.shape.client == "sdk")
 
 
 def training_from_args(args: argparse.Namespace) -> TrainingMix:

@@ -77,6 +77,28 @@ def parse_header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
+def access_for(url: str | None, *, api_key: str | None, env_api_key: str | None, headers: list[str],
+               ca_cert: str | None, insecure: bool, sdk_client: bool, prefix: str = "--") -> Access:
+    """How the load reaches a target (``url``: a url= target's, None for a server faultload launches), from
+    the options (named with ``prefix``: ``--`` for the CLI, ``--faultload-`` for pytest) and the
+    environment's ``TINKER_API_KEY`` (``env_api_key``). A launched server authorizes faultload's own key: the
+    options are refused for it, the variable ignored. ValueError in one line on bad input."""
+    given = [name for name, value in (("api-key", api_key), ("header", headers), ("ca-cert", ca_cert),
+                                      ("insecure", insecure)) if value]
+    if url is None:
+        if given:
+            raise ValueError(f"{prefix}{given[0]}: only for a url= target (a server faultload launches takes "
+                             "its own key)")
+        return Access()
+    if not url.startswith("https://") and (ca_cert or insecure):
+        raise ValueError(f"{prefix}{'ca-cert' if ca_cert else 'insecure'}: the target is http, not https")
+    if insecure and sdk_client:
+        raise ValueError(f"{prefix}insecure: the sdk client always checks certificates; give {prefix}ca-cert instead")
+    key = api_key or env_api_key
+    return Access(**({"api_key": key} if key else {}), headers=tuple(parse_header(h) for h in headers),
+                  ca_cert=ca_cert, insecure=insecure).validate()
+
+
 def tls_for(url: str, access: Access) -> ssl.SSLContext | None:
     """The TLS context for ``url`` (None for plain http)."""
     return access.ssl_context() if url.startswith("https://") else None

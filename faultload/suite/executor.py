@@ -18,6 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
+from faultload.model.access import Access
 from faultload.suite.errors import SuiteError  # noqa: F401 - raised here, and imported from here by others
 from faultload.checker.growth import TrialStart
 from faultload.checker.judge import judge
@@ -96,8 +97,9 @@ class StackExecutor:
 
     def __init__(self, workspace, budgets, baseline_wait_s: float,
                  log: Callable[[str], None] | None = None, keep_reports: bool = False,
-                 pools: Callable | None = None) -> None:
+                 pools: Callable | None = None, access: Access = Access()) -> None:
         self.workspace = workspace
+        self.access = access  # a url= target's key, headers and TLS: never in a trial's config or report
         # where a trial's load workers run: None, local processes; a RayCluster's pool, its nodes (--faultload-ray)
         self.pools = {"pools": pools} if pools is not None else {}
         self.keep_reports = keep_reports  # a comparison reads its metrics from every trial's report
@@ -127,7 +129,7 @@ class StackExecutor:
         self._note_start(stack)
         started = time.monotonic()
         try:
-            result = run_trial(config, self.workspace, stack=stack, **self.pools)
+            result = run_trial(config, self.workspace, stack=stack, access=self.access, **self.pools)
         except KeyboardInterrupt:  # the session ends: stop the stack without waiting on in-flight forwards
             self.close(server_grace_s=INTERRUPTED_SERVER_GRACE_S)
             raise
@@ -191,7 +193,7 @@ class StackExecutor:
             self._log(f"starting the stack: {config.target}"
                       + switches_text(config.regress, config.fixes)
                       + f", time scale {config.shape.time_scale:g}, proxies {'on' if wanted.proxies else 'off'}")
-            self.stack = Stack(wanted, config.router, self.workspace).start()
+            self.stack = Stack(wanted, config.router, self.workspace, self.access).start()
             self.stack_starts += 1
         return self.stack
 

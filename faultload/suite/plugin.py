@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 ENVIRONMENT = {
     PROFILE_VARIABLE: "the profile when --faultload-profile is not given",
     "FAULTLOAD_HOME": "faultload's folder when --faultload-workdir is not given (else .faultload)",
+    "TINKER_API_KEY": "a url= target's API key when --faultload-api-key is not given (as the tinker SDK reads it)",
     "RAY_ADDRESS": "the cluster of --faultload-ray auto",
     "PYTHONPATH": "--faultload-ray: passed on to the load worker actors on a loopback cluster, after this faultload's "
                   "own folder",
@@ -120,6 +121,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "by [tool.faultload.compare]'s thresholds (default: a skyrl@PATH target on the ci profile "
                          "is compared with its own release when that is installed, any other session skips the "
                          "property; none: never compare)")
+    group.addoption("--faultload-api-key", default=None, metavar="KEY",
+                    help="a url= target's API key (X-API-Key), never printed or written (default: $TINKER_API_KEY, "
+                         "else faultload's own)")
+    group.addoption("--faultload-header", action="append", default=[], metavar="NAME:VALUE",
+                    help="an extra request header for a url= target (repeatable; default none)")
+    group.addoption("--faultload-ca-cert", default=None, metavar="PEM",
+                    help="an https url= target's CA certificates to trust (default: the system's; the suite's "
+                         "sdk-client trials always check certificates, so there is no --faultload-insecure)")
 
 
 def session(config: pytest.Config) -> SuiteSession:
@@ -166,7 +175,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_HTML] = Path(html)
     # a bad target, switch, build spec, SDK release or cluster address is a usage error now, not at collection
     if any(config.getoption(name, None) for name in ("faultload_target", "faultload_regress", "faultload_fix",
-                                                     "faultload_baseline", "faultload_ray", "faultload_sdk")):
+                                                     "faultload_baseline", "faultload_ray", "faultload_sdk",
+                                                     "faultload_api_key", "faultload_header", "faultload_ca_cert")):
         session(config)
 
 

@@ -41,6 +41,7 @@ from typing import Any
 
 import hypothesis
 
+from faultload.model.access import Access
 from faultload.checker.growth import check_session_growth
 from faultload.checker.inputs import Verdict
 from faultload.store.repro import config_key
@@ -65,7 +66,8 @@ class SuiteRunner:
 
     def __init__(self, profile: Profile, target: str, regress: tuple[str, ...], workspace, budgets,
                  watchdog=None, shrink_s: float | None = None, log=None, fixes: tuple[str, ...] = (),
-                 executor: Executor | None = None, baseline=None, compare_settings=None, pools=None) -> None:
+                 executor: Executor | None = None, baseline=None, compare_settings=None, pools=None,
+                 access: Access = Access()) -> None:
         self.profile = profile
         self.target = target
         self.regress = regress
@@ -83,7 +85,7 @@ class SuiteRunner:
         self.phases_s: dict[str, float] = {}  # every trial run's phases, summed (the summary's breakdown)
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
         self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log,
-                                                            pools=pools)
+                                                            pools=pools, access=access)
         self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
         self._compare = (executor, compare_settings)
         self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs

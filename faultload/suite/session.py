@@ -41,13 +41,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
+from faultload.model.access import access_for
 from faultload.checker.budgets import load_budgets
 from faultload.cluster.connect import ClusterError, check_reachable, resolve_address
 from faultload.cluster.session import RayCluster, join
 from faultload.compare.judge import CompareSettings, load_compare_settings
 from faultload.host.settings import find_config
 from faultload.model.build import Build, parse_build
-from faultload.model.target import DEFAULT_TARGET
+from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.model.trial import TrialConfig
 from faultload.targets.install import InstallError, ensure_sdk_release
 from faultload.host.processes import Interrupts
@@ -91,6 +92,14 @@ class SuiteOptions:
         except ValueError as exc:
             raise pytest.UsageError(f"--faultload-target/--faultload-regress/--faultload-fix: {exc}") from None
         self.sdk: str = get("faultload_sdk") or ""  # the SDK release of the session's sdk-client trials
+        spec = parse_target(self.target)
+        try:  # a url= target's key, headers and TLS (its sdk-client trials check certificates: no --insecure)
+            self.access = access_for(spec.url if spec.kind == "url" else None, api_key=get("faultload_api_key"),
+                                     env_api_key=environ.get("TINKER_API_KEY"), headers=get("faultload_header") or [],
+                                     ca_cert=get("faultload_ca_cert"), insecure=False, sdk_client=True,
+                                     prefix="--faultload-")
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
         self.workdir: str | None = get("faultload_workdir")
         self.home: str | None = environ.get("FAULTLOAD_HOME")
         self.baseline: Build | None = None
@@ -222,7 +231,7 @@ class SuiteSession:
                 opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject), fixes=opts.fixes,
                 watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=self._terminal_log(),
                 executor=executor, baseline=opts.baseline, compare_settings=opts.compare_settings,
-                pools=self.cluster.pool if self.cluster is not None else None,
+                pools=self.cluster.pool if self.cluster is not None else None, access=opts.access,
             )
             if opts.baseline_note:
                 self.suite.note(f"target {opts.target}: {opts.baseline_note}")
