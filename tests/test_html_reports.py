@@ -23,7 +23,7 @@ import pytest
 import faultload.suite.session  # noqa: F401  loaded in this process first: pytester's runs drop what they import
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
-from faultload.cli import commands, many_trials
+from faultload.cli import many_trials
 from faultload.cli.main import main as cli_main
 from faultload.compare.html import compare_page
 from faultload.compare.judge import comparison_json

@@ -26,7 +26,7 @@ from faultload.model import tokens
 from faultload.router.bodies import completion_body
 from faultload.model.router import RouterConfig
 from faultload.router.handle import RouterHandle, start_router
-from conftest import WORKDIR, require_compiled_router
+from conftest import require_compiled_router
 
 WAIT_S = 10.0  # upper bound for any wait in these tests
 

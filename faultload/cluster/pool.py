@@ -31,7 +31,6 @@ import numpy as np
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult, unfinished_result
 from faultload.cluster.actor import LoadWorker
 from faultload.cluster.nodes import Node, pinned
-from faultload.record.history import History
 
 READY_TIMEOUT_S = 120.0  # an actor's process start-up and client set-up on a busy node
 CLOCK_SAMPLES = 5

@@ -10,7 +10,6 @@ Ctrl-C), keeping whatever history the workers had when they were stopped.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import random
 import resource
 import time

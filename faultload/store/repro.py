@@ -37,6 +37,7 @@ from faultload.store.outcomes import ReplayStatus
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.switches import switches_text
 from faultload.store import report as report_mod
+from faultload.store.html_trial import write_trial_html
 from faultload.run.trial import run_trial
 
 REPRO_VERSION = 1

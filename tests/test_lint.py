@@ -1,0 +1,18 @@
+"""ruff over the repository, with the rules ``[tool.ruff]`` selects (pyflakes' errors): an undefined name or
+an unused import is a test failure here, not a traceback in a user's run. It once found ``replay --html``
+calling a function its module never imported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_ruff_finds_nothing() -> None:
+    ruff = Path(sys.executable).with_name("ruff")
+    done = subprocess.run([str(ruff), "check", "--no-cache", str(ROOT)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
