@@ -501,7 +501,7 @@ def test_connect_that_never_completes_is_a_connect_timeout(run):
 
 
 def test_raw_client_classifies_pool_errors():
-    from faultload.client.raw import classify_error as _classify
+    from faultload.client.endpoint import classify_error as _classify
     from faultload.record.history import ErrorClass
 
     assert _classify(ConnectError("refused")) == ErrorClass.CONNECT

@@ -30,3 +30,12 @@ def test_a_missing_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "nope")], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 2 and out.stderr.strip() == f"module_sizes: no such folder: {tmp_path / 'nope'}"
+
+
+def test_the_package_meets_the_rule_architecture_states() -> None:
+    """No module over 400 lines, no function over 60 (ARCHITECTURE.md, "Sizes"): measured, not asserted in prose."""
+    out = subprocess.run([sys.executable, str(SCRIPT), "--modules", "400", "--functions", "60", str(ROOT / "faultload")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "modules over 400 lines: 0" in out.stdout and "functions over 60 lines (docstrings excluded): 0" in out.stdout, \
+        out.stdout

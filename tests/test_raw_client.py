@@ -28,7 +28,8 @@ from faultload.model import tokens
 from faultload.client import decode
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
 from faultload.client.counters import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
-from faultload.client.raw import RawClient, make_session
+from faultload.client.endpoint import make_session
+from faultload.client.raw import RawClient
 from faultload.model.sdk import SDK_API_KEY
 from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, History, Outcome, server_id_key
 from faultload.host.network import pick_free_port

@@ -26,7 +26,7 @@ from tinker._client import AsyncTinker
 from faultload.model import tokens
 from faultload.client.job import WorkerJob
 from faultload.client.sdk import final_outcome, socket_count
-from faultload.client import sdk_wire
+from faultload.client import sdk_timers
 from faultload.client.sdk_wire import (
     RecordingTransport, SdkWire, attempt_kind, classify_exception, installed, recording_client_class, status_error,
 )
@@ -357,8 +357,8 @@ def test_the_sdks_idle_connection_expiry_is_scaled_like_the_servers_keep_alive(s
     resets on reused connections before this was scaled)."""
     wire, *_ = _wire()
     built: dict = {}
-    real = sdk_wire.pyqwest.HTTPTransport
-    monkeypatch.setattr(sdk_wire.pyqwest, "HTTPTransport", lambda **kw: built.update(kw) or real(**kw))
+    real = sdk_timers.pyqwest.HTTPTransport
+    monkeypatch.setattr(sdk_timers.pyqwest, "HTTPTransport", lambda **kw: built.update(kw) or real(**kw))
 
     async def inner_transport(use_pyqwest: bool):
         config = tinker.types.ClientConfigResponse(use_pyqwest_transport=use_pyqwest)  # the server's choice
@@ -373,8 +373,8 @@ def test_the_sdks_idle_connection_expiry_is_scaled_like_the_servers_keep_alive(s
         asyncio.run(inner_transport(True))
     assert pool._keepalive_expiry == pytest.approx(5.0 * scale) and pool._max_keepalive_connections == 20
     assert built["pool_idle_timeout"] == pytest.approx(90.0 * scale)  # pyqwest's default, which the SDK keeps
-    assert sdk_wire.PYQWEST_IDLE_TIMEOUT_S == 90.0
-    assert sdk_wire.pyqwest.HTTPTransport is not real  # the spy is still there: installed put back what it found
+    assert sdk_timers.PYQWEST_IDLE_TIMEOUT_S == 90.0
+    assert sdk_timers.pyqwest.HTTPTransport is not real  # the spy is still there: installed put back what it found
 
 
 def test_socket_count_sees_this_processs_sockets():

@@ -242,7 +242,7 @@ def test_regressions_apply_and_report(monkeypatch):
 
 
 def test_the_keepalive_fix_outlasts_the_sdks_idle_connections_and_is_scaled():
-    from faultload.client.sdk_wire import PYQWEST_IDLE_TIMEOUT_S
+    from faultload.client.sdk_timers import PYQWEST_IDLE_TIMEOUT_S
 
     ns = _namespace()
     applied = skyrl_patches.apply_patches(ns, [], 0.05, ["keepalive-past-sdk"])

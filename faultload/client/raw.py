@@ -34,19 +34,18 @@ import json
 import random
 import time
 from typing import Any, Callable
-from urllib.parse import urlsplit
 
 import numpy as np
 import simdjson
 
 from faultload.model import tokens
-from faultload.model.access import tls_for
 from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
 from faultload.client import decode
+from faultload.client.endpoint import classify_error, json_headers, make_session, split_base_url
 from faultload.client.counters import (
     ACCEPTED, ATTEMPTS, COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, POLL_TIMEOUTS, SUBMITTED, LiveCounters,
 )
-from faultload.client.http import ConnectError, HttpPool, HttpTimeout, ProtocolError, ResetError
+from faultload.client.http import HttpPool
 from faultload.client.job import WorkerJob
 from faultload.record.history import (TRY_AGAIN, AttemptKind, AttemptRecorder, ErrorClass, History, Outcome,
                                       bump_count, server_id_key)
@@ -57,37 +56,11 @@ from faultload.client.sdk_rules import (
     rate_limit_pause_s,
 )
 
-# As the SDK: every call carries its API key (a server that checks keys authorizes faultload's).
-def json_headers(job: WorkerJob) -> bytes:
-    """A JSON POST's headers: its content type, the server's key and the extra headers (``job.access``)."""
-    return b"Content-Type: application/json\r\n" + job.access.header_block()
 # How long an abandoned poll stays open at the server before the client drops it.
 ABANDON_AFTER_S = 0.25
 # How often a running worker checks for a stop request.
 _STOP_CHECK_S = 0.2
 _UINT32_MAX = int(np.iinfo(np.uint32).max)  # result_bytes saturates here
-
-
-def classify_error(exc: BaseException) -> ErrorClass:
-    # Timeouts first: a connect timeout (ConnectTimeout is a ConnectError and an
-    # HttpTimeout) is TIMEOUT, as aiohttp's ConnectionTimeoutError was.
-    if isinstance(exc, (HttpTimeout, asyncio.TimeoutError)):
-        return ErrorClass.TIMEOUT
-    if isinstance(exc, ConnectError):
-        return ErrorClass.CONNECT
-    if isinstance(exc, ResetError):
-        return ErrorClass.RESET
-    if isinstance(exc, ProtocolError):
-        return ErrorClass.DECODE
-    return ErrorClass.OTHER
-
-
-def split_base_url(base_url: str) -> tuple[str, int, str]:
-    """(host, port, path prefix) of an ``http(s)://host[:port][/prefix]`` URL."""
-    parts = urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"the raw client speaks http or https to host:port, not {base_url!r}")
-    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), parts.path.rstrip("/")
 
 
 class RawClient:
@@ -388,18 +361,6 @@ class RawClient:
             self._note(row, ErrorClass.INTEGRITY, f"result of nonce {nonce}: {problem}")
             return Outcome.CORRUPT
         return Outcome.OK
-
-
-def make_session(job: WorkerJob) -> HttpPool:
-    """One keep-alive pool per worker for ``job.base_url``, bound to the worker's source address.
-
-    No connection limit (the semaphores bound concurrency); usable as ``async with``.
-    """
-    host, port, _ = split_base_url(job.base_url)
-    policy = job.shape.policy
-    return HttpPool(host, port, job.source_ip, policy.connect_timeout_s, keepalive=True, retry_stale=False,
-                    keepalive_expiry_s=job.shape.scaled(policy.keepalive_expiry_s),
-                    tls=tls_for(job.base_url, job.access))
 
 
 async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool],

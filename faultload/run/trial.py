@@ -133,6 +133,15 @@ def _trial_stack(config: TrialConfig, workspace: Workspace, stack: Stack | None,
     return stack
 
 
+def _note_stack(result: TrialResult, stack: Stack):
+    """(router, server) of the started ``stack``, its topology and server noted in ``result``."""
+    router, server = stack.router, stack.server
+    assert router is not None and server is not None
+    result.topology = dict(stack.topology)
+    result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
+    return router, server
+
+
 def _monitor(stack: Stack, pool: WorkerPool, t0: float, access: Access) -> Monitor:
     """The trial's monitor (not started): the server's samples and /healthz, the router's /stats."""
     server, router = stack.server, stack.router
@@ -175,10 +184,7 @@ def run_trial(
         switch("stack_start")
         pool = spawn_early_workers(pools, config) if own_stack else None
         stack = _trial_stack(config, workspace, stack, access)
-        router, server = stack.router, stack.server
-        assert router is not None and server is not None
-        result.topology = dict(stack.topology)
-        result.server.update({"version": server.version, "pid": server.pid, "url": server.url})
+        router, server = _note_stack(result, stack)
         switch("session_open")
         result.server["retrieve_futures"] = retrieve_futures_advertised(server.url, access=access)
         sampling_id = open_sampling_session(server.url, BASE_MODEL, access=access)
