@@ -857,3 +857,31 @@ def test_ctrl_c_heals(toxiproxy: ToxiproxyServer, control: ToxiproxyControl, pro
     assert "healed []" in out, err[-2000:]
     assert control.toxics(proxy.name) == []
     assert control.proxies()[proxy.name]["enabled"] is True
+
+
+def test_every_kind_is_stated_once_and_the_views_derive_from_it() -> None:
+    """model.faults.KINDS is the one record per kind: the parser's tables, the strategies' kinds, the fatal and
+    outage sets and the router's timed calls are views of it, and the router serves each timed kind."""
+    import importlib
+    from pathlib import Path
+
+    from faultload.model import faults as model
+
+    strategies = importlib.import_module("faultload.strategies.faults")  # the package exports a function so named
+
+    assert set(model.KIND) == {k.name for k in model.KINDS} and len(model.KIND) == len(model.KINDS)
+    for kind in model.KINDS:
+        assert set(kind.links) <= set(model.LINKS) and kind.links
+        assert not (kind.toxic and kind.process) and set(kind.fatal_on) <= set(kind.links)
+        for link in kind.links:
+            assert kind.name in model.kinds_for(link)
+    assert set(strategies.ROUTER_KINDS) | {"pause"} == set(model.ROUTER_KINDS)
+    assert strategies.FATAL == model.FATAL_FAULTS
+    from faultload.strategies.limits import NIGHTLY
+
+    drawn = set(strategies.fault_kinds(NIGHTLY))
+    assert {f"{link}:{k.name}" for k in model.KINDS for link in k.links} == drawn  # nightly draws every kind
+    root = Path(model.__file__).resolve().parent.parent / "router"
+    go = (root / "go" / "serve.go").read_text()
+    for kind in model.ROUTER_TIMED_KINDS:  # the compiled router names each timed kind it serves (Python's imports them)
+        assert f'"{kind}"' in go, kind

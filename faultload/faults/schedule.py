@@ -29,12 +29,12 @@ from faultload.model.anchors import Anchor
 
 from faultload.faults.control import FaultControlError, NotRestored, ToxiproxyControl
 from faultload.record.faults import AppliedFault, FaultLog
-from faultload.model.faults import PROXY_LINKS, Fault, FaultSchedule
+from faultload.model.faults import KIND, PROXY_LINKS, ROUTER_TIMED_KINDS, Fault, FaultSchedule
 
 MAX_FAULTS = 1000
 EVENT_POLL_S = 0.01  # how often an anchored fault reads its event's counter (a shared-memory or stat read)
 # the router's control calls that are HTTP requests (pause/resume/crash are signals; restart is its own)
-_ROUTER_HTTP_CALLS = frozenset({"stall", "errors", "truncate", "reset_faults"})
+_ROUTER_HTTP_CALLS = ROUTER_TIMED_KINDS | {"reset_faults"}
 
 
 class RouterController(Protocol):
@@ -235,10 +235,9 @@ class FaultRunner:
             self._crashed += 1
             if self._crashed == 1:
                 await self._router_call("crash")
-        elif fault.kind == "errors":
-            await self._router_call("errors", seconds, fault.attr("status"))
-        else:  # stall, truncate
-            await self._router_call(fault.kind, seconds)
+        else:  # stall, errors, truncate: the router's own timer ends each; its attributes in their stated order
+            assert fault.kind in ROUTER_TIMED_KINDS, fault.kind
+            await self._router_call(fault.kind, seconds, *(fault.attr(name) for name, _ in KIND[fault.kind].optional))
 
     async def _remove(self, index: int, by: str) -> None:
         record = self._records[index]
@@ -340,7 +339,7 @@ class FaultRunner:
         for index, record in enumerate(self._records):
             if not record.applied or record.removed_at_s is not None:
                 continue
-            router_active |= record.fault.link == "router" and record.fault.kind not in ("crash", "pause")
+            router_active |= record.fault.link == "router" and record.fault.kind in ROUTER_TIMED_KINDS
             await self._remove(index, by="heal")
             if self._records[index].remove_error:
                 errors.append(f"fault {index} ({record.fault.to_spec()}): {self._records[index].remove_error}")

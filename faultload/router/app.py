@@ -13,6 +13,7 @@ import socket
 import time
 from typing import Any
 
+from faultload.model.faults import ROUTER_TIMED_KINDS
 from faultload.router.bodies import completion_body, parse_job
 from faultload.router.completions import CompletionLog
 from faultload.router.http_server import Request, Response, Send, Server
@@ -91,10 +92,10 @@ class RouterApp:
 
     def _apply_fault(self, fault: str, body: dict[str, Any]) -> None:
         if fault == "reset":
-            for name in ("stall_until", "errors_until", "truncate_until"):
-                self._s.set_window(name, 0.0)
+            for name in sorted(ROUTER_TIMED_KINDS):
+                self._s.set_window(f"{name}_until", 0.0)
             return
-        if fault not in ("stall", "errors", "truncate"):
+        if fault not in ROUTER_TIMED_KINDS:
             raise KeyError(fault)
         seconds = body.get("seconds")
         if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not 0 <= seconds <= MAX_FAULT_S:

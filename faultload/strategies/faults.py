@@ -56,7 +56,10 @@ from typing import Any, Callable, Sequence, TypeVar
 from hypothesis import strategies as st
 
 from faultload.model.anchors import Anchor
-from faultload.model.faults import OUTAGE_KINDS, PROXY_LINKS, Fault, FaultSchedule
+from faultload.model.faults import (
+    FATAL_FAULTS, OUTAGE_KINDS, PROXY_LINKS, ROUTER_KINDS as _ROUTER, SERVER_KINDS, Fault, FaultSchedule,
+    is_process_fault,
+)
 from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_POLL_TIMEOUT_S
 from faultload.model.timescale import trial_s
 from faultload.strategies.limits import CI, Limits
@@ -66,7 +69,8 @@ T = TypeVar("T")
 # Simplest first within each link; every toxic kind on both proxy links.
 EDGE_KINDS = ("reset_peer", "down", "latency", "timeout", "slicer", "limit_data", "bandwidth", "slow_close")
 BACKEND_KINDS = ("latency", "reset_peer", "down", "timeout", "limit_data", "slicer", "bandwidth", "slow_close")
-ROUTER_KINDS = ("stall", "errors", "truncate", "crash")
+ROUTER_KINDS = tuple(kind for kind in _ROUTER if not is_process_fault("router", kind))  # router:pause: a process
+PROCESS_FAULTS = tuple(f"server:{kind}" for kind in SERVER_KINDS) + ("router:pause",)
 # Faults that cut a link off rather than degrade it (OUTAGE_KINDS): they get the long windows.
 # Directions, simplest first (downstream is Toxiproxy's default), and toxicities.
 STREAMS = ("downstream", "upstream", "both")
@@ -77,11 +81,8 @@ LONGEST_OUTAGE_S = 1.2 * COMPLETED_TTL_S
 # past the retrieved TTL (300 s) and the completed TTL (600 s).
 DURATIONS_S = (5.0, 10.0, 20.0, 40.0, 60.0, 120.0)
 OUTAGE_DURATIONS_S = DURATIONS_S + (240.0, 360.0, 480.0, 600.0, LONGEST_OUTAGE_S)
-# Faults whose victims may fail without it being a lost result ("link:kind").
-FATAL = frozenset({
-    "backend:reset_peer", "backend:down", "backend:timeout", "backend:limit_data",
-    "router:errors", "router:truncate", "router:crash", "server:restart",
-})
+# Faults whose victims may fail without it being a lost result ("link:kind"): the model's, stated per kind.
+FATAL = FATAL_FAULTS
 PAUSE_MAX_S = 60  # SDK seconds a process pause lasts at most (GC pause, VM steal, a weight sync)
 CLOCK = "clock"  # a start point that is a clock time; the others are model.anchors.ANCHOR_EVENTS
 MAX_ANCHOR_COUNT = 16  # an anchored fault starts at the 1st..16th event
@@ -182,14 +183,15 @@ def fault_kinds(limits: Limits) -> tuple[str, ...]:
     if "router" in limits.fault_links:
         kinds += [f"router:{k}" for k in ROUTER_KINDS if k != "crash" or limits.router_crash]
     if limits.process_faults:
-        kinds += ["server:pause", "server:restart"] + ["router:pause"] * ("router" in limits.fault_links)
+        kinds += [label for label in PROCESS_FAULTS
+                  if not label.startswith("router:") or "router" in limits.fault_links]
     return tuple(kinds)
 
 
 @lru_cache(maxsize=1024)  # a swarm's subset is fresh per schedule; its kinds' strategies are not
 def _fault_of(label: str, time_scale: float, limits: Limits, points: tuple[str, ...]) -> st.SearchStrategy[Fault]:
     link, kind = label.split(":")
-    if link == "server" or kind == "pause":
+    if is_process_fault(link, kind):
         return _process_fault(link, kind, time_scale, limits, points)
     if link == "router":
         attrs = st.sampled_from(({"status": 503}, {"status": 500})) if kind == "errors" else st.just({})
