@@ -58,12 +58,16 @@ class FamilyTraits:
     fixes: tuple[str, ...]  # the --fix switches its launcher applies
     engines: tuple[str, ...]  # the engines (model.trial.ENGINES) its launcher can run under it
     knobs: tuple[str, ...]  # the ServerKnobs its launcher passes to the server
+    # The first release whose results the real SDK (tinker 0.25, proto only) can read; None: every release.
+    sdk_reads_since: tuple[int, int] | None = None
 
 
 # The families faultload can install and launch, by the name a target spec starts with (skyrl==X.Y.Z).
 TRAITS = {
+    # 0.3.0 answers a result as JSON only
     "skyrl": FamilyTraits(SKYRL_CONTRACT, REGRESSIONS, SKYRL_FIXES, engines=("sleeper", "null"),
-                          knobs=("forwarding_max_connections", "forwarding_timeout_s", "retrieved_ttl_s")),
+                          knobs=("forwarding_max_connections", "forwarding_timeout_s", "retrieved_ttl_s"),
+                          sdk_reads_since=(0, 4)),
     # A TuFT launch serves sampling only (no training capability, no torch): no engine to swap, no store TTL.
     "tuft": FamilyTraits(TUFT_CONTRACT, (), TUFT_FIXES, engines=("sleeper",),
                          knobs=("forwarding_max_connections", "forwarding_timeout_s")),

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from typing import Iterable
 
 from hypothesis import strategies as st
 
 from faultload.model.faults import FaultSchedule
-from faultload.model.family import CONTRACTS
+from faultload.model.family import CONTRACTS, TRAITS
 from faultload.model.target import parse_target
 from faultload.model.trial import TrialConfig
 from faultload.strategies.edges import around_edges
@@ -38,14 +37,15 @@ def engine_for(limits: Limits) -> str:
 
 # Share of the server's (scaled) retrieved TTL the SDK's unscaled backoff may take after a fault.
 SDK_BACKOFF_SHARE = 0.75
-_RELEASE = re.compile(r"^skyrl==(\d+)\.(\d+)\.")
-
-
 def sdk_reads_results(target: str) -> bool:
-    """Whether the real SDK (tinker 0.25) can read ``target``'s results: it takes proto only,
-    which SkyRL sends from 0.4.0 on (0.3.0 answers JSON). Checkouts and urls: assumed current."""
-    m = _RELEASE.match(target.strip())
-    return m is None or (int(m.group(1)), int(m.group(2))) >= (0, 4)
+    """Whether the real SDK (tinker 0.25) can read ``target``'s results: it takes proto only, which a family
+    sends from its ``FamilyTraits.sdk_reads_since`` release on (SkyRL 0.3.0 answers JSON). Checkouts and urls:
+    assumed current."""
+    family, released, version = target.strip().partition("==")
+    since = TRAITS[family].sdk_reads_since if released and family in TRAITS else None
+    if since is None:
+        return True
+    return tuple(int(part) for part in (parse_target(target).version or "0.0").split(".")[:2]) >= since
 
 
 def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float) -> bool:
