@@ -1,6 +1,6 @@
 """ruff over the repository, with the rules ``[tool.ruff]`` selects (pyflakes' errors): an undefined name or
 an unused import is a test failure here, not a traceback in a user's run. It once found ``replay --html``
-calling a function its module never imported."""
+calling a function its module never imported. mypy over the values and the checkers (``[tool.mypy]``)."""
 
 from __future__ import annotations
 
@@ -15,4 +15,11 @@ def test_ruff_finds_nothing() -> None:
     ruff = Path(sys.executable).with_name("ruff")
     done = subprocess.run([str(ruff), "check", "--no-cache", str(ROOT)], capture_output=True, text=True,
                           timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_mypy_finds_nothing_in_the_values_and_the_checkers(tmp_path) -> None:
+    mypy = Path(sys.executable).with_name("mypy")
+    done = subprocess.run([str(mypy), "--cache-dir", str(tmp_path / "cache"), "faultload/model", "faultload/checker"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]

@@ -95,7 +95,7 @@ class Budgets:
             ("drain_rss_epsilon_bytes", self.drain_rss_epsilon_bytes >= 0, "must be >= 0"),
             ("drain_rss_growth_fraction", 0 <= self.drain_rss_growth_fraction <= 1, "must be in [0, 1]"),
             ("retention_window_s", self.retention_window_s is None or self.retention_window_s >= 0, "must be >= 0"),
-            ("expiry_window_s", None in (self.retention_window_s, self.expiry_window_s)
+            ("expiry_window_s", self.retention_window_s is None or self.expiry_window_s is None
              or self.retention_window_s <= self.expiry_window_s, "must be >= retention_window_s"),
             ("retained_result_overhead_bytes", self.retained_result_overhead_bytes >= 0, "must be >= 0"),
             ("in_flight_request_overhead_bytes", self.in_flight_request_overhead_bytes >= 0, "must be >= 0"),

@@ -16,6 +16,7 @@ from faultload.record.history import ErrorClass, History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.record.faults import FaultLog
+    from faultload.record.training import TrainingLog
     from faultload.model.faults import Fault
 
 # How many requests/classes/times a detail line names before "...".
@@ -73,14 +74,14 @@ def fault_windows(faults: FaultLog | None, keep: Callable[[Fault], bool] = lambd
     return out
 
 
-def request_spans(history: History, until: str = "done") -> tuple[np.ndarray, np.ndarray]:
+def request_spans(history: History | TrainingLog, until: str = "done") -> tuple[np.ndarray, np.ndarray]:
     """[submit start, ``until`` (done, or submit_end)] per request; unknown start -> 0, not reached -> +inf."""
     start = np.where(np.isfinite(history["submit_start"]), history["submit_start"], 0.0)
     end = np.where(np.isfinite(history[until]), history[until], np.inf)
     return start, end
 
 
-def overlaps(history: History, windows: list[tuple[float, float, Fault]],
+def overlaps(history: History | TrainingLog, windows: list[tuple[float, float, Fault]],
               among: np.ndarray | None = None,
               spans: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
     """Which requests (of ``among``) overlap any window, and the labels of the windows that hit one.

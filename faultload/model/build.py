@@ -35,7 +35,8 @@ def parse_build(text: str, what: str = "build") -> Build:
     """Parse a build spec; ValueError with one line naming what is wrong (``what``: the option, for that line)."""
     text = text.strip()
     parts = _SWITCH.split(text)
-    target, switches = parts[0], dict(regress=[], fix=[])
+    target = parts[0]
+    switches: dict[str, list[str]] = {"regress": [], "fix": []}
     if not target:
         raise ValueError(f"{what} {text!r}: no target before the switches")
     try:

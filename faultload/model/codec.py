@@ -55,7 +55,7 @@ def config_to_dict(config) -> dict[str, Any]:
         codec = _CODECS.get(f.name)
         if codec is not None:
             out[f.name] = codec[0](value)
-        elif dataclasses.is_dataclass(value):  # a nested value added to TrialConfig later
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):  # a nested value added later
             out[f.name] = dataclasses.asdict(value)
         elif isinstance(value, tuple):
             out[f.name] = list(value)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, cast
 
 from faultload.model.anchors import ANCHOR_EVENTS, Anchor
 
@@ -133,7 +133,7 @@ class Fault:
 
     link: str
     kind: str
-    attributes: tuple[tuple[str, int], ...] | Mapping[str, int] = ()
+    attributes: tuple[tuple[str, int], ...] | Mapping[str, int | float] = ()  # stored as sorted pairs
     stream: str = "downstream"
     toxicity: float = 1.0
     start_s: float = 0.0
@@ -219,6 +219,12 @@ class Fault:
             )
 
     @property
+    def attribute_items(self) -> tuple[tuple[str, int], ...]:
+        """The attributes as (name, value) pairs, sorted: the form ``__post_init__`` stored them in, whatever
+        the constructor was given."""
+        return cast("tuple[tuple[str, int], ...]", self.attributes)
+
+    @property
     def is_toxic(self) -> bool:
         """True when applied as a Toxiproxy toxic (not ``down``, not a router fault)."""
         return self.link in PROXY_LINKS and self.kind in TOXIC_KINDS
@@ -243,7 +249,7 @@ class Fault:
 
     def attr(self, name: str) -> int:
         """One attribute value (defaults are already filled in)."""
-        return dict(self.attributes)[name]
+        return dict(self.attribute_items)[name]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; :meth:`from_dict` is its exact inverse."""
@@ -273,7 +279,7 @@ class Fault:
 
     def to_spec(self) -> str:
         """The CLI form (``parse_fault(f.to_spec()) == f``)."""
-        parts = [f"{k}={v}" for k, v in self.attributes]
+        parts = [f"{k}={v}" for k, v in self.attribute_items]
         if self.is_toxic and self.stream != "downstream":
             parts.append(f"stream={self.stream}")
         if self.is_toxic and self.toxicity != 1.0:
