@@ -60,7 +60,8 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if not recorded.any():
         return Verdict(name, None, None, mean_budget, f"no attempt counts recorded ({int(started.sum())} requests started)")
     cycle = long_poll_cycle(inputs)
-    attempts = attempts - cycle.rows
+    assert cycle.counts is not None
+    attempts = attempts - cycle.counts
     overlapped, labels = overlaps(history, in_force_windows(inputs), among=recorded)
     calm = recorded & ~overlapped
     idx_max = int(np.flatnonzero(recorded)[np.argmax(attempts[recorded])])

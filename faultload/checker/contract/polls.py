@@ -92,18 +92,18 @@ def unwoken_polls(inputs: CheckInputs, slack_s: float, grace_s: float) -> Allowa
 
 
 def long_poll_cycle(inputs: CheckInputs) -> Allowance:
-    """Per request, how many of its polls were the long-poll cycle (``rows`` holds counts, not a mask)."""
+    """The requests some of whose polls were the long-poll cycle; ``counts`` says how many of each one's."""
     history, completed_s = inputs.history, inputs.router_completed_s
     out = np.zeros(len(history), dtype=np.int64)
     if not completed_s or history.attempts["row"].size == 0:
-        return Allowance(LONG_POLL_CYCLE, out)
+        return Allowance(LONG_POLL_CYCLE, out > 0, counts=out)
     rows, start, end, status = poll_attempts(history)
     waited = (status == -int(ErrorClass.TIMEOUT)) | (not_yet(status) & (end - start >= hold_s(inputs)))
     done_at = _completed(completed_s, history["nonce"][rows])
     np.add.at(out, rows[waited & (end <= done_at)], 1)
     note = (f"{int(out.sum())} polls that timed out before the engine had the result not counted "
             "(the client's long-poll cycle while it waits on the engine)") if out.any() else ""
-    return Allowance(LONG_POLL_CYCLE, out, note)
+    return Allowance(LONG_POLL_CYCLE, out > 0, note, counts=out)
 
 
 def _completed(completed_s: Mapping[int, float], nonces: np.ndarray) -> np.ndarray:

@@ -29,6 +29,9 @@ class Allowance:
     rule: Rule
     rows: np.ndarray  # bool, one per row of what the rule was applied to
     note: str = ""
+    # per row, how many of its events the rule allowed, for a rule that allows events rather than rows (a
+    # request's polls that were the long-poll cycle); None for the others
+    counts: np.ndarray | None = None
 
     @property
     def count(self) -> int:
