@@ -71,7 +71,7 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     n_lost = int(lost.sum())
     if explained.any():
         notes.insert(0, f"{int(explained.sum())} ended during fatal {'/'.join(labels)} (explained)")
-    stopped = pending & res.indeterminate[0].rows
+    stopped = pending & res.stopped.rows
     if stopped.any():
         notes.append(f"{int(stopped.sum())} unfinished (trial interrupted)")
     if (pending & ~hung & ~stopped).any():

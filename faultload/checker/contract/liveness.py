@@ -55,7 +55,13 @@ class Resolution:
     ended: np.ndarray  # trial seconds, inf when it never ended
     allowed_s: np.ndarray  # the bound for each row (scaled timers + slack + stall seconds)
     late: Allowance  # RESOLVES: rows that broke it
-    indeterminate: tuple[Allowance, ...]  # rows no rule could judge, and why
+    stopped: Allowance  # HARNESS_STOPPED: open rows the harness cut off before their bound ran out
+    unknown: Allowance  # ROUTER_UNKNOWN: rows whose router answer was never seen
+
+    @property
+    def indeterminate(self) -> tuple[Allowance, ...]:
+        """The rows no rule could judge, each with why."""
+        return (self.stopped, self.unknown)
 
 
 def resolve_bound_s(inputs: CheckInputs, budgets: Budgets) -> float:
@@ -89,7 +95,7 @@ def resolution(inputs: CheckInputs, budgets: Budgets) -> Resolution:
     # past its bound when the load stopped was late whatever came after)
     stopped = open_ & ~late if inputs.interrupted else np.zeros(n, dtype=bool)
     return Resolution(accepted, release, ended, allowed, Allowance(RESOLVES, late),
-                      (Allowance(HARNESS_STOPPED, stopped), Allowance(ROUTER_UNKNOWN, unknown)))
+                      Allowance(HARNESS_STOPPED, stopped), Allowance(ROUTER_UNKNOWN, unknown))
 
 
 def _release(inputs: CheckInputs, horizon: np.ndarray) -> np.ndarray:
