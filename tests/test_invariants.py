@@ -120,7 +120,7 @@ def fault_log(*records: AppliedFault, epoch: float | None = TRIAL_START_EPOCH) -
 
 
 def make_inputs(**changes: Any) -> CheckInputs:
-    base = CheckInputs(history=make_history(), monitor=make_monitor(), faults=None, shape=SHAPE,
+    base = CheckInputs(history=make_history(), monitor=make_monitor(), faults=None, shape=SHAPE, contract=SKYRL_CONTRACT,
                        server_log=classify_log(CLEAN_LOG), trial_start_epoch=TRIAL_START_EPOCH,
                        router_completed_s={}, router_repeats={})  # our router's log, with no completion in it
     return dataclasses.replace(base, **changes)

@@ -53,7 +53,7 @@ def monitor(held: float, until: float = DUE + 3.0, peak: float = 64 * MIB) -> Mo
 
 def inputs(h: History | None = None, m: MonitorSamples | None = None, **changes) -> CheckInputs:
     return CheckInputs(history=history() if h is None else h, monitor=monitor(4 * MIB) if m is None else m,
-                       faults=None, shape=SHAPE, **changes)
+                       faults=None, shape=SHAPE, **{"contract": SKYRL_CONTRACT, **changes})
 
 
 def test_due_is_the_last_end_plus_the_longest_ttl_and_a_sweep_scaled() -> None:

@@ -21,6 +21,7 @@ from faultload.checker.training import check_heartbeats_answered, check_training
 from faultload.client.training_bodies import TrainingCodec, encoding_for, expected_logprobs, target_tokens
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.faults import Fault
+from faultload.model.family import SKYRL_CONTRACT
 from faultload.model.shape import LoadShape
 from faultload.model.training import TrainingMix, parse_training
 from faultload.model.trial import TrialConfig
@@ -42,7 +43,7 @@ def _log(rows) -> TrainingLog:
 
 def _inputs(log: TrainingLog | None, interrupted: bool = False) -> CheckInputs:
     return CheckInputs(history=History.empty(0), monitor=None, faults=None, shape=LoadShape(), training=log,
-                       interrupted=interrupted)
+                       interrupted=interrupted, contract=SKYRL_CONTRACT)
 
 
 def test_parse_training_forms():

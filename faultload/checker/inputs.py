@@ -16,7 +16,7 @@ from faultload.checker.budgets import Budgets
 from faultload.record.history import History
 from faultload.record.serverlog import ServerLogSummary
 from faultload.record.training import TrainingLog
-from faultload.model.family import SKYRL_CONTRACT, ServerContract
+from faultload.model.family import ServerContract
 from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
@@ -64,8 +64,9 @@ class CheckInputs:
     monitor: MonitorSamples | None
     faults: FaultLog | None
     shape: LoadShape
-    # What a correct server of the target's family may answer, and when (a bare url= target: SkyRL's)
-    contract: ServerContract = SKYRL_CONTRACT
+    # What a correct server of the target's family may answer, and when (a bare url= target: SkyRL's); no
+    # default: a family's rules are never assumed to be SkyRL's
+    contract: ServerContract
     server_log: ServerLogSummary | None = None
     fatal_fault_kinds: frozenset[str] = frozenset()
     interrupted: bool = False
