@@ -13,7 +13,7 @@ SDKS ?= tinker==0.38.0
 BROWSER_STAMP := .faultload/.chromium
 # tests/test_access.py puts a real TLS-terminating proxy, Debian's stunnel4, in front of a key-checking server.
 STUNNEL_STAMP := .faultload/.stunnel
-# tests/test_action.py lints the example workflows with actionlint, built from its Go module once.
+# tests/repo/test_action.py lints the example workflows with actionlint, built from its Go module once.
 ACTIONLINT := .faultload/tools/actionlint
 ACTIONLINT_VERSION := v1.7.7
 
@@ -80,7 +80,7 @@ test-all: setup $(BROWSER_STAMP) $(STUNNEL_STAMP) $(ACTIONLINT)
 	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests
 
 # The docs site (MkDocs + mkdocs-material) into site/; strict: a broken link, a bad anchor or a page
-# missing from the nav fails it (the unit tier builds it too: tests/test_docs_site.py).
+# missing from the nav fails it (the unit tier builds it too: tests/repo/test_docs_site.py).
 docs: $(DEPS_STAMP)
 	$(BIN)/mkdocs build --strict
 

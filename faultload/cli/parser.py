@@ -18,7 +18,7 @@ from faultload.model.target import DEFAULT_TARGET, TARGET_FORMS
 from faultload.model.trial import ENGINES
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
-# `faultload run --help` ends with these: each command works as typed (tests/test_reference_docs.py parses them)
+# `faultload run --help` ends with these: each command works as typed (tests/repo/test_reference_docs.py parses them)
 RUN_EXAMPLES = """\
 examples:
   # a first trial, against the default target (faultload setup installs it)

@@ -5,5 +5,5 @@
 ``switches`` (names of the regressions and fixes), ``watchdog`` (collapse
 limits), ``sdk`` (the SDK's timers), ``trial`` (``TrialConfig``) and ``codec``
 (its JSON form). Every other room imports these; they import nothing heavy
-(``tests/test_layering.py`` checks both).
+(``tests/repo/test_layering.py`` checks both).
 """

@@ -4,7 +4,7 @@ Jepsen's store/analyze split: ``faultload run --bundle DIR`` (and the suite,
 beside every repro) writes what the trial recorded; ``faultload check DIR``
 loads it and runs the checker over it again, with the stored budgets or others,
 without starting a server, a router or a load worker. This module imports none
-of the trial runner, the stack, the router or the client (``tests/test_layering.py``).
+of the trial runner, the stack, the router or the client (``tests/repo/test_layering.py``).
 
 A bundle's files::
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "faultload"
+PACKAGE = Path(__file__).resolve().parents[2] / "faultload"
 
 
 def _imports(path: Path) -> list[str]:

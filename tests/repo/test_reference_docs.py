@@ -18,7 +18,7 @@ from faultload.cli.parser import RUN_EXAMPLES, build_parser
 from faultload.model.build import parse_build
 from faultload.model.target import parse_target
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("reference", ROOT / "scripts" / "reference.py")
 reference = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(reference)
