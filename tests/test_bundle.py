@@ -209,7 +209,7 @@ def test_check_finds_nothing_violated_when_every_verdict_held(tmp_path) -> None:
 
 def _minimal() -> dict:
     """A trial whose every request went well (the invariants' own test history and monitor)."""
-    from tests.test_invariants import make_history, make_monitor
+    from tests.invariant_doubles import make_history, make_monitor
 
     from faultload.model.trial import TrialConfig
 

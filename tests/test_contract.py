@@ -25,7 +25,7 @@ from faultload.checker.retries import check_retry_amplification, check_unprovoke
 from faultload.model.faults import Fault
 from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT, ServerContract
 from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, Outcome
-from tests.test_invariants import (
+from tests.invariant_doubles import (
     BUDGETS, CRASH, RESET, SHAPE, _stalled_monitor, applied, fault_log, make_history, make_inputs, make_monitor,
     rejected, set_row, submit_log, with_abandoned_polls, with_attempts,
 )

@@ -12,7 +12,7 @@ from faultload.checker.budgets import Budgets
 from faultload.checker.contract.forwards import owed_forwards_peak
 from faultload.checker.forwards import check_forwards_concurrent
 from faultload.model.faults import Fault
-from tests.test_invariants import applied, fault_log, make_history, make_inputs
+from tests.invariant_doubles import applied, fault_log, make_history, make_inputs
 
 BUDGETS = Budgets()
 

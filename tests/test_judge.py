@@ -10,7 +10,7 @@ from faultload.record.history import Outcome
 from faultload.store.repro import FIGURE_ALIASES, figures_of
 from faultload.model.trial import TrialConfig
 from faultload.record.trial import TrialResult, WorkerSummary
-from tests.test_invariants import NOT_LOADED, make_history, make_monitor, rejected, set_row, submit_log
+from tests.invariant_doubles import NOT_LOADED, make_history, make_monitor, rejected, set_row, submit_log
 
 
 def _result(**flags) -> TrialResult:
