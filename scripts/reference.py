@@ -157,7 +157,7 @@ def invariants_page() -> str:
              cell(docstring_figure(name, fn)), codes(by_invariant.get(name, ()))] for name, fn, note in found]
     budget_rows = [[code(name), code(_budget_value(budgets[name], doc.unit)), cell(doc.unit), codes(doc.invariants),
                     cell(doc.why)] for name, doc in BUDGET_DOCS.items()]
-    family_rows = [[code(f.name), codes(checked(f)), codes(f.targets), codes(f.known)] for f in FAMILIES]
+    family_rows = [[code(f.name), codes(checked(f)), codes(f.steers_by), codes(f.known)] for f in FAMILIES]
     table_name = ".".join(PYPROJECT_TABLE)
     return "\n".join([
         HEADER, "# Invariants", "",

@@ -28,7 +28,7 @@ class Family:
 
     name: str
     invariants: tuple[str, ...]  # () = every invariant
-    targets: tuple[str, ...]  # invariants whose verdict figure Hypothesis steers toward (hypothesis.target)
+    steers_by: tuple[str, ...]  # invariants whose verdict figure Hypothesis steers toward (hypothesis.target)
     # Changes to the profile's faultload.strategies.Limits for this family (e.g. storms=False);
     # max_result_wait_s only ever lowers the profile's.
     limits: tuple[tuple[str, Any], ...] = ()

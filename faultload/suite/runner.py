@@ -149,7 +149,7 @@ class SuiteRunner:
             if outcome.unjudged not in state.unjudged:
                 state.unjudged.append(outcome.unjudged)
             hypothesis.reject()
-        for invariant in family.targets:
+        for invariant in family.steers_by:
             value = target_figure(outcome.figures, invariant)
             if value is not None:
                 hypothesis.target(value, label=invariant)
