@@ -49,6 +49,7 @@ def test_unknown_when_the_router_answers_before_the_servers_own_queue_to_send_is
     v = check_forwards_concurrent(_inputs(2048, 3, router_least_hold_s=0.0), BUDGETS)
     assert v.ok is None and "router_holds_briefly" in v.detail
     assert check_forwards_concurrent(_inputs(2048, 3, router_least_hold_s=10.0), BUDGETS).ok is False
+    assert check_forwards_concurrent(_inputs(2048, 3, router_least_hold_s=1.0), BUDGETS).ok is False  # the default
     assert check_forwards_concurrent(_inputs(2048, 3, router_least_hold_s=None), BUDGETS).ok is False  # a barrier
 
 

@@ -185,8 +185,9 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "A request is owed a forward from its submit's answer to the router's completion: the server's own time "
         "to send it, then the router's hold. Only where the hold dominates is the router's peak the server's "
         "ceiling: under a 16,384-request burst 0.4.0 owed 394 at once to an immediate router that held 3 (its "
-        "event loop's queue to send them, some 0.6 s at ~600 a second), a share of 0.01 with no ceiling. A hold "
-        "of 2 s against that queue keeps the share of a server with none above 0.75."),
+        "event loop's queue to send them, some 0.66 s at ~600 a second), a share of 0.01 with no ceiling. A hold "
+        "of 1 s (the latency router's default generation) against that queue keeps the share of a server with "
+        "none at 1 / 1.66 = 0.60, above the 0.5 budget; the immediate router (0 s) is not judged."),
     # Training
     "heartbeat_gap_s": BudgetDoc(
         "real seconds", ("heartbeats_answered",),

@@ -74,7 +74,7 @@ class Budgets:
     poll_wake_slack_s: float = 1.0
     forwarding_concurrency_share: float = 0.5
     forwarding_min_owed: int = 256
-    forwarding_min_hold_s: float = 2.0
+    forwarding_min_hold_s: float = 1.0
     heartbeat_gap_s: float = 120.0
     release_held_per_delivered: float = 0.25
     release_min_result_bytes: int = 32 * MIB
