@@ -70,7 +70,8 @@ T = TypeVar("T")
 EDGE_KINDS = ("reset_peer", "down", "latency", "timeout", "slicer", "limit_data", "bandwidth", "slow_close")
 BACKEND_KINDS = ("latency", "reset_peer", "down", "timeout", "limit_data", "slicer", "bandwidth", "slow_close")
 ROUTER_KINDS = tuple(kind for kind in _ROUTER if not is_process_fault("router", kind))  # router:pause: a process
-PROCESS_FAULTS = tuple(f"server:{kind}" for kind in SERVER_KINDS) + ("router:pause",)
+PROCESS_FAULTS = tuple(f"server:{kind}" for kind in SERVER_KINDS) + tuple(
+    f"router:{kind}" for kind in _ROUTER if is_process_fault("router", kind))
 # Faults that cut a link off rather than degrade it (OUTAGE_KINDS): they get the long windows.
 # Directions, simplest first (downstream is Toxiproxy's default), and toxicities.
 STREAMS = ("downstream", "upstream", "both")
