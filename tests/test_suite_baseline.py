@@ -75,3 +75,14 @@ def test_the_question_is_asked_of_a_real_interpreter() -> None:
     assert ask_version(Path(sys.executable), "pytest") == installed("pytest")
     assert ask_version(Path(sys.executable), "no-such-package-here") is None
     assert ask_version(Path("/nonexistent/python"), "pytest") is None
+
+
+def test_the_sessions_fixes_run_on_the_release_too(tmp_path) -> None:
+    """--faultload-fix patches the server, not the checkout's change: both sides carry it."""
+    target, targets = _checkout(tmp_path, 'dynamic = ["version"]'), tmp_path / "targets"
+    _venv(targets, parse_target(target).venv_name, "0.4.0")
+    _venv(targets, "skyrl-0.4.0", "0.4.0")
+    build, line = default_baseline(target, "ci", targets, fixes=("retain-until-expiry", "plain-tracebacks"))
+    assert build == parse_build("skyrl==0.4.0+fix=plain-tracebacks,retain-until-expiry")
+    assert line.startswith("compared with its release skyrl==0.4.0+fix=plain-tracebacks,retain-until-expiry "
+                           "by default (its venv reports 0.4.0; the session's fixes on both sides;")

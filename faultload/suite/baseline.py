@@ -13,6 +13,12 @@ installed editable there: ``importlib.metadata``, else the package's
 has ``dynamic = ["version"]`` (read from ``skyrl.__version__``), so a
 literal ``[project] version`` is only the fallback for a checkout not
 installed yet.
+
+The session's ``--faultload-fix`` switches are faultload's patches of the
+server, not the checkout's change: the default baseline carries them too, so
+the comparison weighs the checkout's diff alone (with them on one side only,
+a clean checkout run with the fixed row's fixes is compared with the unfixed
+release and a ratio measures the patches).
 """
 
 from __future__ import annotations
@@ -77,9 +83,10 @@ def installed_version(spec: TargetSpec, targets_dir: Path, ask: Ask = ask_versio
     return release_of(ask(target_python(targets_dir, spec), family_of(spec).package))
 
 
-def default_baseline(target: str, profile: str, targets_dir: Path,
-                     ask: Ask = ask_version) -> tuple[Build | None, str]:
-    """(the build to compare ``target`` with, a line saying so or why not); (None, "") when none is due."""
+def default_baseline(target: str, profile: str, targets_dir: Path, ask: Ask = ask_version,
+                     fixes: tuple[str, ...] = ()) -> tuple[Build | None, str]:
+    """(the build to compare ``target`` with, a line saying so or why not); (None, "") when none is due.
+    ``fixes``: the session's fixes, which the release runs with too."""
     spec = parse_target(target)
     if spec.kind != "checkout" or profile != "ci":
         return None, ""
@@ -95,5 +102,6 @@ def default_baseline(target: str, profile: str, targets_dir: Path,
     if not is_installed(targets_dir, parse_target(release)):
         return None, (f"not compared with its release {release}: not installed (faultload setup --target {release},"
                       " or --faultload-baseline BUILD)")
-    return parse_build(release), (f"compared with its release {release} by default ({source} {version};"
-                                  " --faultload-baseline none: not)")
+    build = parse_build(release + (f"+fix={','.join(fixes)}" if fixes else ""))
+    return build, (f"compared with its release {build.text} by default ({source} {version};"
+                   + (" the session's fixes on both sides;" if fixes else "") + " --faultload-baseline none: not)")

@@ -141,7 +141,7 @@ class SuiteOptions:
             return None, "not compared with a baseline (--faultload-baseline none)"
         if given:
             return parse_build(given, "--faultload-baseline"), ""
-        return default_baseline(self.target, profile, self.workspace().targets)
+        return default_baseline(self.target, profile, self.workspace().targets, fixes=self.fixes)
 
     def pyproject(self) -> Path | None:
         return find_config(self.rootdir)
