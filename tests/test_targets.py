@@ -573,3 +573,17 @@ def test_the_plugins_help_names_every_switch():
     plugin.pytest_addoption(Parser())
     assert all(name in seen["--faultload-regress"] for name in REGRESSIONS)
     assert all(name in seen["--faultload-fix"] for name in FIXES)
+
+
+def test_the_shared_torch_path_is_the_real_one_through_a_symlinked_workspace(tmp_path) -> None:
+    """A scratch workspace whose targets link to the installed ones wrote the link's path into a target's .pth
+    and stamp once: the venv broke when the scratch folder went. An installed torch venv (its stamp and python,
+    no torch in it: nothing is installed here) is reached through a link and named by its real path."""
+    real = tmp_path / "real"
+    torch_venv = real / "_torch"
+    (torch_venv / "bin").mkdir(parents=True)
+    (torch_venv / "bin" / "python").write_text("")
+    (torch_venv / install.STAMP).write_text(json.dumps({"torch": install.TORCH_REQUIREMENT}))
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    site = install.ensure_shared_torch(tmp_path / "link", log=lambda message: pytest.fail(message))
+    assert site == install.site_packages(torch_venv.resolve())

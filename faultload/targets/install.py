@@ -58,8 +58,14 @@ def site_packages(venv: Path) -> Path:
 
 
 def ensure_shared_torch(targets_dir: Path, log: Log) -> Path:
-    """The shared torch venv's site-packages, installing torch if needed."""
-    venv = targets_dir / "_torch"
+    """The shared torch venv's site-packages, installing torch if needed.
+
+    The path is resolved: a workspace whose ``targets`` is a symlink (a CI
+    cache, a scratch workspace sharing installed targets) must not write the
+    link's path into a target's ``.pth`` and stamp, or the venv breaks when the
+    link goes and is reinstalled each time it is reached another way.
+    """
+    venv = targets_dir.resolve() / "_torch"
     wanted = {"torch": TORCH_REQUIREMENT}
     if not _stamp_matches(venv, wanted):
         started = time.monotonic()
