@@ -234,3 +234,14 @@ def test_the_readme_tables_are_spliced_between_their_markers() -> None:
     with pytest.raises(ValueError, match="no <!-- compare:y -->"):
         tables.splice(readme, "y", "t")
     assert set(tables.COMPARISONS) >= {"0.3.0-0.4.0-barrier", "0.3.0-0.4.0-latency", "rich-access-log"}
+
+
+def test_a_growth_of_rss_under_one_allocator_arena_is_none_and_two_such_sides_are_no_change() -> None:
+    """125 KiB over 250 in flight (the allocator touching a page) against 0 was an infinite ratio, flagged."""
+    small, none = report(peak_rss=(600 << 20) + (125 << 10), peak_in_flight=250), report(peak_rss=600 << 20)
+    assert read_metrics(small)["rss_bytes_per_in_flight"] == 0.0
+    result = judge_comparison("a", "b", [none] * 3, [small] * 3, CompareSettings())
+    rows = {r["name"]: r for r in result["metrics"]}
+    assert rows["rss_bytes_per_in_flight"]["ratio"] == 1.0 and "rss_bytes_per_in_flight" not in result["worse"]
+    grown = report(peak_rss=(600 << 20) + (2 << 20), peak_in_flight=250)
+    assert read_metrics(grown)["rss_bytes_per_in_flight"] == (2 << 20) / 250
