@@ -10,9 +10,9 @@ not). ``--faultload-baseline none`` turns it off.
 The checkout's version is the one its own venv reports (the checkout is
 installed editable there: ``importlib.metadata``, else the package's
 ``__version__``), whatever its packaging states: SkyRL's ``pyproject.toml``
-has ``dynamic = ["version"]`` (read from ``skyrl.__version__``), so a
-literal ``[project] version`` is only the fallback for a checkout not
-installed yet.
+has ``dynamic = ["version"]`` (read from ``skyrl.__version__``); for a
+checkout not installed yet the version its files state is the fallback
+(:mod:`faultload.targets.versions`).
 
 The session's ``--faultload-fix`` switches are faultload's patches of the
 server, not the checkout's change: the default baseline carries them too, so
@@ -23,9 +23,7 @@ release and a ratio measures the patches).
 
 from __future__ import annotations
 
-import re
 import subprocess
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,10 +31,10 @@ from faultload.model.build import Build, parse_build
 from faultload.model.target import TargetSpec, parse_target
 from faultload.targets.family import family_of
 from faultload.targets.install import is_installed, target_python
+from faultload.targets.versions import checkout_version, release_of
 
 # What --faultload-baseline takes to compare with nothing.
 NO_BASELINE = "none"
-_RELEASE = re.compile(r"^(\d+\.\d+\.\d+)")
 # Run by the checkout's venv python: its package's installed version, else its __version__ (argv[1]: the package).
 _ASK_VERSION = """import importlib, importlib.metadata, sys
 try:
@@ -48,21 +46,6 @@ except importlib.metadata.PackageNotFoundError:
 ASK_TIMEOUT_S = 60.0
 
 Ask = Callable[[Path, str], "str | None"]
-
-
-def release_of(version: str | None) -> str | None:
-    """The X.Y.Z a version string starts with (``0.4.0.dev3`` -> ``0.4.0``), None when it has none."""
-    match = _RELEASE.match(version or "")
-    return match.group(1) if match else None
-
-
-def checkout_version(path: str) -> str | None:
-    """The X.Y.Z of a checkout's ``[project] version`` (None when it has none, or a dynamic one)."""
-    try:
-        data = tomllib.loads((Path(path) / "pyproject.toml").read_text())
-    except (OSError, tomllib.TOMLDecodeError):
-        return None
-    return release_of(str(data.get("project", {}).get("version", "")))
 
 
 def ask_version(python: Path, package: str) -> str | None:
@@ -92,7 +75,7 @@ def default_baseline(target: str, profile: str, targets_dir: Path, ask: Ask = as
         return None, ""
     version, source = installed_version(spec, targets_dir, ask), "its venv reports"
     if version is None:
-        version, source = checkout_version(str(spec.path)), "its pyproject.toml states"
+        version, source = checkout_version(spec.path), "its pyproject.toml states"
     if version is None:
         installed = "reports no X.Y.Z version" if is_installed(targets_dir, spec) else (
             f"is not installed (faultload setup --target {spec.text})")

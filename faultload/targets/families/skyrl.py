@@ -16,6 +16,7 @@ from typing import Any, Callable
 from faultload.host.processes import child_environment
 from faultload.model.target import TargetSpec
 from faultload.targets.server import BASE_MODEL, ServerHandle, require_free_port, start_launcher
+from faultload.targets.versions import checkout_version
 
 LAUNCHER = Path(__file__).resolve().parent.parent / "skyrl_launch.py"
 # A checkout that waits this long for one of the API's DB connections (SQLAlchemy's 5 + 10, whose own
@@ -60,7 +61,9 @@ class SkyrlFamily:
     needs_torch = True  # imported at module level on the sampling path
 
     def requirements(self, spec: TargetSpec) -> list[str]:
-        return SERVER_REQUIREMENTS + RELEASE_PINS.get(spec.version or "", DEFAULT_PINS)
+        """A release's pins; a checkout's are those of the release it states (its own version, else none)."""
+        version = spec.version if spec.kind == "release" else checkout_version(spec.path) if spec.path else None
+        return SERVER_REQUIREMENTS + RELEASE_PINS.get(version or "", DEFAULT_PINS)
 
     def own_install(self, spec: TargetSpec) -> list[str]:
         """pip arguments installing the release or checkout itself (Python >= 3.12 declared, runs on 3.11)."""
