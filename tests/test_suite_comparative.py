@@ -66,9 +66,29 @@ def test_the_sides_run_abba_within_the_example_each_on_its_own_build() -> None:
     executor = comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 3,
                                              CompareSettings(), log=lambda m: None)
     outcome = executor.run(candidate())
-    assert [c.regress for c in fake.ran] == [(), ("rich-access-log",), ("rich-access-log",), (), (),
-                                             ("rich-access-log",)]
-    assert outcome.comparison["repeats"] == 3 and outcome.error is None
+    one_round = [(), ("rich-access-log",), ("rich-access-log",), (), (), ("rich-access-log",)]
+    assert [c.regress for c in fake.ran] == one_round * 2  # worse after the first: confirmed by a second
+    assert outcome.comparison["repeats"] == 6 and outcome.error is None
+    assert [t["order"] for t in outcome.comparison["trials"]] == list(range(12))
+
+
+def test_a_flagged_example_runs_once_more_and_is_judged_on_all_its_trials() -> None:
+    """A build no costlier whose first round came out worse by the draw of its trials (the test double makes
+    the candidate's first 3 trials 1.5x, later ones equal) is judged on the 6 a side: no metric worse."""
+    fake = CostlierSwitch(costlier_trials=3)
+    logged: list[str] = []
+    outcome = comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 3, CompareSettings(),
+                                            log=logged.append).run(candidate())
+    assert len(fake.ran) == 12 and outcome.comparison["repeats"] == 6
+    assert any("running the example again to confirm" in line for line in logged)
+    assert outcome.verdicts[0].ok is True
+
+
+def test_an_example_no_metric_flagged_runs_one_round() -> None:
+    fake = CostlierSwitch(factor=1.0)
+    comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 3, CompareSettings(),
+                                  log=lambda m: None).run(candidate())
+    assert len(fake.ran) == 6
 
 
 def test_the_same_build_is_no_worse_and_an_unmeasured_metric_is_unknown() -> None:

@@ -41,6 +41,7 @@ class CostlierSwitch:
     Each run's figures wobble by a tiny, fixed jitter by run number (the sides' intervals are not points).
     ``unmeasured``: the /healthz p99 is None (the prober measured nothing). ``violates``: every trial of a
     build with ``switch`` violates this invariant (its verdicts and its report say so), however cheap.
+    ``costlier_trials``: only the first that many trials of the build with ``switch`` cost more (0: every one).
     ``ran`` is every config run.
     """
 
@@ -49,11 +50,15 @@ class CostlierSwitch:
     min_requests: int = 1
     unmeasured: bool = False
     violates: str = ""
+    costlier_trials: int = 0
     ran: list = field(default_factory=list)
     closed: int = 0
 
     def costs_more(self, config) -> bool:
-        return self.switch in config.regress and config.shape.requests >= self.min_requests
+        if self.switch not in config.regress or config.shape.requests < self.min_requests:
+            return False
+        switched = sum(1 for c in self.ran if self.switch in c.regress)  # this one's number, counting from 1
+        return not self.costlier_trials or switched <= self.costlier_trials
 
     def run(self, config) -> TrialOutcome:
         self.ran.append(config)
