@@ -11,8 +11,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from faultload.cli.from_args import config_from_args  # noqa: E402
 from faultload.cli.parser import build_parser as _parser  # noqa: E402
-from faultload.run.stack import Stack  # noqa: E402
 from faultload.host.workspace import Workspace  # noqa: E402
+from faultload.run.stack import Stack  # noqa: E402
 
 
 @contextmanager

@@ -20,11 +20,12 @@ import statistics
 import sys
 
 from _figures import cpu_per_request  # bench/, beside this script
-from faultload.store import report as report_mod
+
 from faultload.cli.from_args import config_from_args
 from faultload.cli.parser import build_parser as _parser
-from faultload.run.trial import run_trial
 from faultload.host.workspace import Workspace
+from faultload.run.trial import run_trial
+from faultload.store import report as report_mod
 
 DEFAULT_ARGS = ["--requests", "20000", "--workers", "2", "--router-mode", "latency", "--gen-seconds", "2",
                 "--max-num-seqs", "2048", "--quiet"]

@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _trial import checked, fresh_stack  # noqa: E402
 
-from faultload.store import report as report_mod  # noqa: E402
-from faultload.run.trial import run_trial  # noqa: E402
 from faultload.host.workspace import Workspace  # noqa: E402
+from faultload.run.trial import run_trial  # noqa: E402
+from faultload.store import report as report_mod  # noqa: E402
 
 MODES = ("off", "on")
 

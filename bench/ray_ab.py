@@ -24,7 +24,6 @@ import tempfile
 from pathlib import Path
 
 import psutil
-
 from harness_ab import one_trial, print_table  # bench/, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -39,8 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from _figures import abba, checkouts_parser, print_ab_medians  # noqa: E402  (bench/, beside this script)
-from faultload.model import tokens  # noqa: E402
+
 from faultload.client.http import HttpPool  # noqa: E402
+from faultload.model import tokens  # noqa: E402
 from faultload.router.compiled import find_router  # noqa: E402
 
 DEFAULT_ROUTER_ARGS = ["--mode", "latency", "--max-num-seqs", "256", "--gen-seconds", "0.05"]

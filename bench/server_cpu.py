@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _trial import checked, fresh_stack  # noqa: E402
 
-from faultload.store import report as report_mod  # noqa: E402
 from faultload.checker.resources import server_http_requests  # noqa: E402
-from faultload.run.trial import run_trial  # noqa: E402
 from faultload.host.workspace import Workspace  # noqa: E402
+from faultload.run.trial import run_trial  # noqa: E402
+from faultload.store import report as report_mod  # noqa: E402
 
 
 def one_trial(run_args: list[str], mode: list[str], workspace: Workspace) -> dict[str, Any]:

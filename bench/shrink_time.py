@@ -29,10 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from faultload.checker.budgets import load_budgets  # noqa: E402
 from faultload.cli.from_args import config_from_args  # noqa: E402
 from faultload.cli.parser import build_parser  # noqa: E402
+from faultload.host.workspace import Workspace  # noqa: E402
+from faultload.suite.families import LOST  # noqa: E402
 from faultload.suite.profiles import PROFILES  # noqa: E402
 from faultload.suite.runner import SuiteRunner  # noqa: E402
-from faultload.suite.families import LOST  # noqa: E402
-from faultload.host.workspace import Workspace  # noqa: E402
 
 DEFAULT_ARGS = ["--requests", "4096", "--regress", "retention", "--abandon-polls", "0.25@75", "--time-scale", "0.05"]
 

@@ -28,11 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 # the checkout's faultload, not an install's
+from reference_json import json_page, sample_trial  # noqa: E402
+from reference_text import HEADER, cell, code, codes, default_text, docstring_figure, first_paragraph, table  # noqa: E402
+
 from faultload.checker.budget_docs import BUDGET_DOCS  # noqa: E402
 from faultload.checker.budgets import PYPROJECT_TABLE, Budgets  # noqa: E402
 from faultload.checker.compose import CHECKERS  # noqa: E402
 from faultload.checker.contract import RULES  # noqa: E402
-from faultload.checker.growth import NAME as SESSION_GROWTH, check_session_growth  # noqa: E402
+from faultload.checker.growth import NAME as SESSION_GROWTH  # noqa: E402
+from faultload.checker.growth import check_session_growth
 from faultload.checker.judge import collapse_verdict  # noqa: E402
 from faultload.checker.training import TRAINING_CHECKERS  # noqa: E402
 from faultload.cli.exits import EXIT_CODES, REPLAY_EXITS  # noqa: E402
@@ -40,15 +44,15 @@ from faultload.cli.options_file import COMMANDS as FILE_COMMANDS  # noqa: E402
 from faultload.cli.parser import build_parser  # noqa: E402
 from faultload.compare.judge import CompareSettings  # noqa: E402
 from faultload.compare.metrics import METRICS  # noqa: E402
-from faultload.model.watchdog import WATCHDOG_KEYS, WatchdogLimits  # noqa: E402
 from faultload.matrix.rows import DEFAULT_ROWS, MatrixRow  # noqa: E402
 from faultload.model.family import TRAITS  # noqa: E402
 from faultload.model.switches import FIXES, REGRESSIONS  # noqa: E402
+from faultload.model.watchdog import WATCHDOG_KEYS, WatchdogLimits  # noqa: E402
 from faultload.suite import plugin  # noqa: E402
 from faultload.suite.families import FAMILIES, checked  # noqa: E402
-from faultload.targets import skyrl_mutants as mutants, skyrl_patches as patches, tuft_fixes  # noqa: E402 (the target side's)
-from reference_json import json_page, sample_trial  # noqa: E402
-from reference_text import HEADER, cell, code, codes, default_text, docstring_figure, first_paragraph, table  # noqa: E402
+from faultload.targets import skyrl_mutants as mutants  # noqa: E402 (the target side's)
+from faultload.targets import skyrl_patches as patches
+from faultload.targets import tuft_fixes
 
 OUT = ROOT / "docs" / "reference"
 

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 
+from reference_text import HEADER, cell, code, codes, table
+
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
 from faultload.compare.judge import SCHEMA as COMPARE_SCHEMA
@@ -29,7 +31,6 @@ from faultload.record.trial import TrialResult
 from faultload.store import bundle, repro
 from faultload.store.report import CONTRACT_KEYS, REPORT_VERSION, build_report
 from faultload.suite.comparative import ComparingExecutor
-from reference_text import HEADER, cell, code, codes, table
 
 ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = ROOT / "faultload" / "cli" / "commands.py"

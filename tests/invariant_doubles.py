@@ -11,13 +11,13 @@ import numpy as np
 
 from faultload.checker.budgets import MIB, Budgets
 from faultload.checker.inputs import CheckInputs
-from faultload.record.faults import AppliedFault, FaultLog
-from faultload.model.faults import Fault
 from faultload.model.family import SKYRL_CONTRACT
+from faultload.model.faults import Fault
+from faultload.model.shape import LoadShape
+from faultload.record.faults import AppliedFault, FaultLog
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
 from faultload.record.serverlog import classify_log
-from faultload.model.shape import LoadShape
 
 BUDGETS = Budgets()
 SHAPE = LoadShape(requests=100, result_tokens=64, num_samples=1, max_outstanding=50)

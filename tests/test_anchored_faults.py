@@ -25,7 +25,14 @@ from faultload.record.faults import AppliedFault, FaultLog
 from faultload.router.completions import CompletionLog, count_completions, repeated_completions
 from faultload.run.trial import _fault_events
 from faultload.strategies.faults import (
-    RACE_DURATIONS_S, chain, delivery_races, fault_kinds, is_delivery_race, race_durations, start_points, swarm,
+    RACE_DURATIONS_S,
+    chain,
+    delivery_races,
+    fault_kinds,
+    is_delivery_race,
+    race_durations,
+    start_points,
+    swarm,
 )
 
 SCALE = 0.05

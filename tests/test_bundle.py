@@ -15,23 +15,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from faultload.cli import main as cli
 from faultload.checker.budgets import Budgets
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import judge
-from faultload.record.faults import AppliedFault, FaultLog
+from faultload.cli import main as cli
 from faultload.model.faults import parse_fault
+from faultload.model.training import TrainingMix
+from faultload.record.collapse import CollapseVerdict, Signal
+from faultload.record.faults import AppliedFault, FaultLog
+from faultload.record.history import ErrorClass, Outcome
 from faultload.record.samples import MonitorSamples, ProcessSnapshot
 from faultload.record.serverlog import ServerLogSummary, classify_log
+from faultload.record.training import TrainingOp, TrainingRecorder
+from faultload.record.trial import TrialResult
 from faultload.store import report
 from faultload.store.bundle import StoredTrial, WorkerSummary, load_bundle, write_bundle
 from faultload.store.check import check_bundle
-from faultload.record.trial import TrialResult
-from faultload.record.collapse import Signal
-from faultload.record.collapse import CollapseVerdict
-from faultload.model.training import TrainingMix
-from faultload.record.history import ErrorClass, Outcome
-from faultload.record.training import TrainingOp, TrainingRecorder
 from tests.test_report import result  # noqa: F401 - the hand-built TrialResult fixture
 
 LOG = """2026-11-30 07:50:14,170 - INFO - uvicorn.error: Started server process [6256]
@@ -209,9 +208,8 @@ def test_check_finds_nothing_violated_when_every_verdict_held(tmp_path) -> None:
 
 def _minimal() -> dict:
     """A trial whose every request went well (the invariants' own test history and monitor)."""
-    from tests.invariant_doubles import make_history, make_monitor
-
     from faultload.model.trial import TrialConfig
+    from tests.invariant_doubles import make_history, make_monitor
 
     return dict(config=TrialConfig(target="skyrl==0.4.0"), history=make_history(), workers=[],
                 monitor=make_monitor(), fault_log=None, server_log=classify_log(""), verdict=None,
@@ -282,11 +280,11 @@ def test_not_a_bundle_is_one_line_and_exit_2(full, tmp_path, capsys) -> None:
 
 
 def test_the_suite_writes_a_bundle_beside_each_repro_and_names_it(full, tmp_path, capsys) -> None:
+    from faultload.host.workspace import Workspace
     from faultload.store.repro import figures_of
     from faultload.suite.executor import TrialOutcome
     from faultload.suite.repros import write_property_repro
     from faultload.suite.state import PropertyState
-    from faultload.host.workspace import Workspace
 
     budgets = Budgets()
     verdicts = judge(full, budgets)

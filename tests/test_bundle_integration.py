@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from conftest import require_target, run_cli
 
 pytestmark = pytest.mark.integration

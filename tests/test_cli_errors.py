@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import CliRun, leftover_dirs, named_processes_since, require_target, run_cli, tagged_processes, wait_until
 
 

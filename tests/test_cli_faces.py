@@ -14,14 +14,14 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+from conftest import run_cli
 
 import faultload
-from conftest import run_cli
-from faultload.cli import main as cli
 from faultload.cli import commands as cli_commands
+from faultload.cli import main as cli
 from faultload.cli import parser as cli_parser
-from faultload.suite import plugin
 from faultload.model.target import DEFAULT_TARGET
+from faultload.suite import plugin
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from conftest import run_cli
+
 from faultload.client.job import WorkerJob
 from faultload.cluster.connect import ClusterError, connect, resolve_address
 from faultload.cluster.nodes import Node, cluster_limits, per_node, place

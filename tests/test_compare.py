@@ -9,8 +9,16 @@ import math
 import pytest
 
 from faultload.cli.main import main
-from faultload.compare.judge import (DEFAULT_THRESHOLDS, SCHEMA, CompareSettings, comparison_json, interval_of,
-                                     judge_comparison, load_compare_settings, ratio_of)
+from faultload.compare.judge import (
+    DEFAULT_THRESHOLDS,
+    SCHEMA,
+    CompareSettings,
+    comparison_json,
+    interval_of,
+    judge_comparison,
+    load_compare_settings,
+    ratio_of,
+)
 from faultload.compare.metrics import METRIC_NAMES, MIN_SAMPLES, read_metrics
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import abba
@@ -205,8 +213,8 @@ def test_an_interrupted_trial_ends_the_comparison(tmp_path) -> None:
 
     from faultload.checker.budgets import Budgets
     from faultload.compare.runner import run_comparison
-    from faultload.model.trial import TrialConfig
     from faultload.host.workspace import Workspace
+    from faultload.model.trial import TrialConfig
 
     ran = []
 

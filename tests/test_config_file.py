@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from faultload.cli import main as cli
-
 from faultload.cli import commands as cli_commands
 from faultload.cli import from_args
+from faultload.cli import main as cli
 from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
 

@@ -14,7 +14,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import leftover_dirs, require_target, run_cli, tagged_processes, wait_until
 
 pytestmark = pytest.mark.integration

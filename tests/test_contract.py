@@ -22,12 +22,25 @@ from faultload.checker.futures import check_futures_resolve, check_polls_held
 from faultload.checker.resources import check_bounded_cpu
 from faultload.checker.results import check_no_lost_results
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
-from faultload.model.faults import Fault
 from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT, ServerContract
+from faultload.model.faults import Fault
 from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, Outcome
 from tests.invariant_doubles import (
-    BUDGETS, CRASH, RESET, SHAPE, _stalled_monitor, applied, fault_log, make_history, make_inputs, make_monitor,
-    rejected, set_row, submit_log, with_abandoned_polls, with_attempts,
+    BUDGETS,
+    CRASH,
+    RESET,
+    SHAPE,
+    _stalled_monitor,
+    applied,
+    fault_log,
+    make_history,
+    make_inputs,
+    make_monitor,
+    rejected,
+    set_row,
+    submit_log,
+    with_abandoned_polls,
+    with_attempts,
 )
 
 SCALED = dataclasses.replace(SHAPE, time_scale=0.05)  # poll timeout 2.25 s, backoff cap 1.5 s, hold 15 s
@@ -316,8 +329,9 @@ def test_a_poll_past_its_result_is_not_judged_while_a_fault_was_in_force_or_the_
 def test_no_checker_decides_outside_the_contract_which_fault_allows_what() -> None:
     """Only ``checker/contract/`` picks fault windows (``fault_windows``) or reads the fatal kinds (``is_fatal``);
     the checkers take the windows and allowances it gives them."""
-    import faultload.checker as checker_pkg
     from pathlib import Path
+
+    import faultload.checker as checker_pkg
 
     root = Path(checker_pkg.__file__).parent
     offenders = [f"{path.relative_to(root)}:{n}" for path in sorted(root.glob("*.py")) if path.name != "common.py"

@@ -14,8 +14,8 @@ import subprocess
 import textwrap
 
 import pytest
-
 from conftest import TARGETS, require_target
+
 from faultload.model.target import parse_target
 from faultload.record.serverlog import classify_log
 from faultload.targets import install, skyrl_dbpool

@@ -18,7 +18,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, WORKDIR, cli_env, python_exe, require_built
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from faultload.cli.exits import (EXIT_FAILED, EXIT_HARNESS, EXIT_OK, compare_exit, matrix_exit, trial_exit)
+from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS, EXIT_OK, compare_exit, matrix_exit, trial_exit
 from tests.conftest import ROOT, cli_env, python_exe, require_target, tagged_processes, wait_until
 
 

@@ -14,8 +14,8 @@ from faultload.model.family import CONTRACTS, FAMILY_NAMES, SKYRL_CONTRACT
 from faultload.model.target import parse_target
 from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.record.history import server_id_key
-from faultload.targets.family import FAMILIES, ServerFamily, family_of
 from faultload.targets.families.skyrl import launch_skyrl
+from faultload.targets.family import FAMILIES, ServerFamily, family_of
 
 PARTS = [name for name, _ in inspect.getmembers(ServerFamily) if not name.startswith("_")] + \
         list(ServerFamily.__annotations__)

@@ -26,9 +26,18 @@ from pathlib import Path
 
 import psutil
 import pytest
+from conftest import (
+    TARGETS,
+    WORKDIR,
+    cli_env,
+    end_tagged_run,
+    python_exe,
+    require_target,
+    require_toxiproxy,
+    tagged_processes,
+    wait_until,
+)
 
-from conftest import (TARGETS, WORKDIR, cli_env, end_tagged_run, python_exe, require_target, require_toxiproxy,
-                      tagged_processes, wait_until)
 from faultload.faults.toxiproxy import process_gone
 
 NEEDLES = ("toxiproxy-server", "faultload.router", "skyrl_launch.py")

@@ -40,20 +40,19 @@ from typing import Any
 import numpy as np
 import psutil
 import pytest
+from conftest import TARGETS, WORKDIR, require_target, require_toxiproxy
 
-from faultload.store import report
 from faultload.checker.budgets import load_budgets
 from faultload.checker.judge import judge
+from faultload.host.workspace import Workspace
 from faultload.model.faults import FaultSchedule
-from faultload.record.history import Outcome
 from faultload.model.router import RouterConfig
 from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.trial import ServerKnobs, TrialConfig
+from faultload.record.history import Outcome
 from faultload.run.stack import Stack
 from faultload.run.trial import TrialResult, run_trial
-from faultload.host.workspace import Workspace
-
-from conftest import TARGETS, WORKDIR, require_target, require_toxiproxy
+from faultload.store import report
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -24,19 +24,16 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from conftest import require_toxiproxy
 
 from faultload.faults.control import FaultControlError, ToxiproxyControl
-from faultload.record.faults import AppliedFault, FaultLog
 from faultload.faults.schedule import FaultRunner
 from faultload.faults.topology import create_proxy_on_free_port, create_topology, teardown
-from faultload.faults.toxiproxy import ToxiproxyServer, check_toxiproxy, reap_stale
+from faultload.faults.toxiproxy import ToxiproxyServer, check_toxiproxy, process_gone, reap_stale
+from faultload.host.network import ephemeral_range, pick_free_port, port_is_free
 from faultload.model.faults import Fault, FaultSchedule, parse_fault
 from faultload.model.watchdog import FaultWindow
-from faultload.host.network import ephemeral_range, pick_free_port
-from faultload.host.network import port_is_free
-from faultload.faults.toxiproxy import process_gone
-
-from conftest import require_toxiproxy
+from faultload.record.faults import AppliedFault, FaultLog
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from conftest import require_built
-from faultload.host.workspace import Workspace
+
 from faultload.checker.budgets import Budgets
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import judge
 from faultload.cli import commands
 from faultload.cli.main import main as cli_main
+from faultload.host.workspace import Workspace
 from faultload.model.trial import TrialConfig
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.record.trial import TrialResult

@@ -29,6 +29,7 @@ from faultload.compare.html import compare_page
 from faultload.compare.judge import comparison_json
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import SideTrial, abba
+from faultload.host.workspace import Workspace
 from faultload.matrix.run import SCHEMA as MATRIX_SCHEMA
 from faultload.matrix.run import judge_row
 from faultload.model.build import parse_build
@@ -41,7 +42,6 @@ from faultload.suite.executor import TrialOutcome
 from faultload.suite.repros import write_property_repro
 from faultload.suite.state import PropertyState, Tally
 from faultload.suite.summary import summary_dict
-from faultload.host.workspace import Workspace
 from tests.test_bundle import full  # noqa: F401 - the hand-built TrialResult with faults and a collapse
 from tests.test_compare import _compare, report
 from tests.test_html_report import FETCH, chromium_dom

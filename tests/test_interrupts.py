@@ -24,8 +24,16 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-from conftest import ROOT, cli_env, default_signals, leftover_dirs, python_exe, require_target, tagged_processes, wait_until
+from conftest import (
+    ROOT,
+    cli_env,
+    default_signals,
+    leftover_dirs,
+    python_exe,
+    require_target,
+    tagged_processes,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -23,17 +23,34 @@ from faultload.checker.results import check_no_lost_results
 from faultload.checker.retries import check_retry_amplification
 from faultload.checker.serverlog import check_clean_server_log
 from faultload.model.faults import Fault
+from faultload.model.shape import PollBehaviour
+from faultload.model.training import TrainingMix
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 from faultload.record.samples import ProcessSnapshot
 from faultload.record.serverlog import ServerLogSummary, classify_log, classify_log_file, normalize_message
-from faultload.model.shape import PollBehaviour
-from faultload.model.training import TrainingMix
 from faultload.record.training import TrainingLog
-
 from tests.invariant_doubles import (
-    with_attempts, NO_RETENTION, BUDGETS, SHAPE, TRIAL_START_EPOCH, make_history, set_row, make_monitor, applied, CRASH, RESET, fault_log, make_inputs, log_time, CLEAN_LOG, rich_traceback, emfile_log, pool_log, forwarding_timeout_log, plain_reset_log,
+    BUDGETS,
+    CLEAN_LOG,
+    CRASH,
+    NO_RETENTION,
+    RESET,
+    SHAPE,
+    TRIAL_START_EPOCH,
+    applied,
+    emfile_log,
+    fault_log,
+    forwarding_timeout_log,
+    log_time,
+    make_history,
+    make_inputs,
+    make_monitor,
+    plain_reset_log,
+    pool_log,
+    rich_traceback,
+    set_row,
+    with_attempts,
 )
-
 
 # --------------------------------------------------------------------------- retry_amplification
 

@@ -18,15 +18,23 @@ from faultload.checker.resources import (
     server_http_requests,
 )
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
-from faultload.model.faults import Fault
 from faultload.model.family import SKYRL_CONTRACT
+from faultload.model.faults import Fault
 from faultload.record.history import AttemptKind, ErrorClass, History
 from faultload.record.samples import ProcessSnapshot
-
 from tests.invariant_doubles import (
-    with_attempts, NO_RETENTION, BUDGETS, SHAPE, make_history, make_monitor, applied, CRASH, RESET, fault_log, make_inputs,
+    BUDGETS,
+    CRASH,
+    NO_RETENTION,
+    RESET,
+    SHAPE,
+    applied,
+    fault_log,
+    make_history,
+    make_inputs,
+    make_monitor,
+    with_attempts,
 )
-
 
 # --------------------------------------------------------------------------- bounded_fds
 

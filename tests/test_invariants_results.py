@@ -10,19 +10,33 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from faultload.checker.common import DETAIL_ITEMS
 from faultload.checker.accepted import check_accepted_requests
+from faultload.checker.common import DETAIL_ITEMS
 from faultload.checker.contract.retention import stall_spans
 from faultload.checker.results import check_no_lost_results, check_result_integrity
-from faultload.model.faults import Fault
 from faultload.model.family import TUFT_CONTRACT
+from faultload.model.faults import Fault
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.serverlog import classify_log
-
 from tests.invariant_doubles import (
-    rejected, submit_log, NOT_LOADED, with_abandoned_polls, _stalled_monitor, BUDGETS, SHAPE, N, make_history, set_row, make_monitor, applied, CRASH, fault_log, make_inputs, log_time, CLEAN_LOG,
+    BUDGETS,
+    CLEAN_LOG,
+    CRASH,
+    NOT_LOADED,
+    SHAPE,
+    N,
+    _stalled_monitor,
+    applied,
+    fault_log,
+    log_time,
+    make_history,
+    make_inputs,
+    make_monitor,
+    rejected,
+    set_row,
+    submit_log,
+    with_abandoned_polls,
 )
-
 
 # --------------------------------------------------------------------------- no_lost_results
 

@@ -6,10 +6,10 @@ from faultload.checker.budgets import Budgets
 from faultload.checker.compose import overall
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import error_examples, judge
-from faultload.record.history import Outcome
-from faultload.store.repro import FIGURE_ALIASES, figures_of
 from faultload.model.trial import TrialConfig
+from faultload.record.history import Outcome
 from faultload.record.trial import TrialResult, WorkerSummary
+from faultload.store.repro import FIGURE_ALIASES, figures_of
 from tests.invariant_doubles import NOT_LOADED, make_history, make_monitor, rejected, set_row, submit_log
 
 

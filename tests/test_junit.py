@@ -13,10 +13,12 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
 from faultload.cli.main import main
-from faultload.compare.judge import SCHEMA as COMPARE_SCHEMA, CompareSettings, judge_metric
+from faultload.compare.judge import SCHEMA as COMPARE_SCHEMA
+from faultload.compare.judge import CompareSettings, judge_metric
 from faultload.compare.metrics import METRICS
 from faultload.compare.report import junit_suite
-from faultload.matrix.run import SCHEMA as MATRIX_SCHEMA, MatrixRow, judge_compare_row, judge_row
+from faultload.matrix.run import SCHEMA as MATRIX_SCHEMA
+from faultload.matrix.run import MatrixRow, judge_compare_row, judge_row
 from faultload.store.junit import matrix_suite, trial_suite, write_junit
 
 LOST = "1 of 64 accepted requests lost: nonce 7 (server id 12) polled 404 at 3.2 s … \x1b[31m"

@@ -5,13 +5,8 @@ from __future__ import annotations
 import pytest
 
 from faultload.model.codec import config_from_dict, config_to_dict
-from faultload.model.faults import FaultSchedule
-from faultload.suite.profiles import get_profile
-from faultload.suite.families import FAMILIES, LOST, TRAINING, Family, known_configs
-from faultload.strategies import known
 from faultload.model.family import SKYRL_CONTRACT
-from faultload.strategies.edges import EDGE_TRIALS
-from faultload.strategies.known import KNOWN_FAULTS, KNOWN_SHAPES, known_trial_config
+from faultload.model.faults import FaultSchedule
 from faultload.model.sdk import (
     COMPLETED_TTL_S,
     RETRIEVED_TTL_S,
@@ -19,7 +14,12 @@ from faultload.model.sdk import (
     SDK_KEEPALIVE_EXPIRY_S,
     SDK_POLL_TIMEOUT_S,
 )
+from faultload.strategies import known
+from faultload.strategies.edges import EDGE_TRIALS
+from faultload.strategies.known import KNOWN_FAULTS, KNOWN_SHAPES, known_trial_config
 from faultload.strategies.limits import NIGHTLY
+from faultload.suite.families import FAMILIES, LOST, TRAINING, Family, known_configs
+from faultload.suite.profiles import get_profile
 
 FAMILY = Family("bounded_retries", ("retry_amplification",), ("attempts_per_request",), known=("completion_burst",))
 
@@ -129,9 +129,9 @@ def test_every_family_with_known_trials_runs_them_in_its_property() -> None:
     examples; one whose property is built otherwise would never run them."""
     import inspect
     import re
+    from pathlib import Path
 
     from faultload.suite import families
-    from pathlib import Path
 
     source = (Path(families.__file__).parent / "test_properties.py").read_text()
     built = set(re.findall(r"^@_property\((\w+)", source, flags=re.M))

@@ -14,8 +14,16 @@ from pathlib import Path
 import pytest
 
 from faultload.matrix.rows import FINDING_5_INVARIANTS
-from faultload.matrix.run import (DEFAULT_ROWS, FINDING_1_INVARIANTS, MatrixRow, judge_compare_row, judge_row,
-                              row_command, run_row, select_rows)
+from faultload.matrix.run import (
+    DEFAULT_ROWS,
+    FINDING_1_INVARIANTS,
+    MatrixRow,
+    judge_compare_row,
+    judge_row,
+    row_command,
+    run_row,
+    select_rows,
+)
 from faultload.store.matrix_table import markdown_table
 
 ROW = MatrixRow("retention", "skyrl==0.4.0", ("retention",), "caught", "why", caught_by=("no_lost_results",))

@@ -16,14 +16,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
-
-from faultload.record.samples import SAMPLE_FIELDS
-
-from faultload.host.network import http_get_json
-from faultload.run.monitor import Monitor, snapshot
-from faultload.host.network import pick_free_port
-
 from conftest import wait_until
+
+from faultload.host.network import http_get_json, pick_free_port
+from faultload.record.samples import SAMPLE_FIELDS
+from faultload.run.monitor import Monitor, snapshot
 
 ROUTER_STATS = {"received": 11, "completed": 7, "in_flight": 4, "peak_in_flight": 9}
 

@@ -17,14 +17,13 @@ import time
 import types
 
 import pytest
-
-from faultload.model.target import parse_target
-from faultload.host.network import http_get_json, pick_free_port
-from faultload.targets import install, skyrl_mutants, skyrl_patches
-from faultload.targets.server import ServerStartError
-from faultload.targets.families.skyrl import launch_skyrl
-
 from conftest import TARGETS, require_target
+
+from faultload.host.network import http_get_json, pick_free_port
+from faultload.model.target import parse_target
+from faultload.targets import install, skyrl_mutants, skyrl_patches
+from faultload.targets.families.skyrl import launch_skyrl
+from faultload.targets.server import ServerStartError
 
 SCALE = 0.05
 

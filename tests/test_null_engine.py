@@ -19,14 +19,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from conftest import TARGETS, require_target, wait_until
+
 from faultload.client.sdk import close_service
-from faultload.model.target import parse_target
 from faultload.host.network import pick_free_port
+from faultload.model.target import parse_target
 from faultload.targets import install
-from faultload.targets.server import BASE_MODEL, ServerHandle, ServerStartError
 from faultload.targets.families.skyrl import launch_skyrl
+from faultload.targets.server import BASE_MODEL, ServerHandle, ServerStartError
 
 pytestmark = pytest.mark.integration
 

@@ -17,9 +17,10 @@ from types import SimpleNamespace
 import pytest
 
 from faultload.checker.budgets import Budgets
-from faultload.compare.judge import CompareSettings
-from faultload.model.build import parse_build
 from faultload.checker.judge import judge
+from faultload.compare.judge import CompareSettings
+from faultload.host.workspace import Workspace
+from faultload.model.build import parse_build
 from faultload.model.trial import TRIAL_PHASES
 from faultload.run import trial as trial_mod
 from faultload.store import report
@@ -27,7 +28,6 @@ from faultload.store.bundle import load_bundle, write_bundle
 from faultload.suite.comparative import ComparingExecutor
 from faultload.suite.executor import TrialOutcome
 from faultload.suite.families import Family
-from faultload.host.workspace import Workspace
 from tests.quality.compare_fakes import CostlierSwitch
 from tests.quality.fakes import KnownFailure, make_runner, trial
 from tests.test_judge import _result as judged_result

@@ -20,14 +20,13 @@ from typing import Callable
 
 import psutil
 import pytest
+from conftest import TARGETS, WORKDIR, cli_env, end_tagged_run, python_exe, require_target, tagged_processes, wait_until
 
-from conftest import (TARGETS, WORKDIR, cli_env, end_tagged_run, python_exe, require_target, tagged_processes,
-                      wait_until)
 from faultload.faults.control import NotRestored
 from faultload.faults.schedule import FaultRunner
-from faultload.record.faults import FaultLog
-from faultload.model.faults import Fault, FaultSchedule, parse_fault
 from faultload.host.pausing import Pauser
+from faultload.model.faults import Fault, FaultSchedule, parse_fault
+from faultload.record.faults import FaultLog
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,9 +13,9 @@ import pytest
 
 import faultload.setup.provision as provision_mod
 from faultload.faults.toxiproxy_build import ToxiproxyBuildError
+from faultload.host.workspace import Workspace
 from faultload.model.target import parse_target
 from faultload.targets.install import InstallError
-from faultload.host.workspace import Workspace
 
 REAL_ENSURE_ROUTER = provision_mod.ensure_router
 SPECS = [parse_target("skyrl==0.4.0"), parse_target("skyrl==0.3.0")]

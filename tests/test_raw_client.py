@@ -23,17 +23,17 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from tests.results import json_result, proto_result
-from faultload.model import tokens
 from faultload.client import decode
-from faultload.client.job import COUNTER_SLOTS, WorkerJob
 from faultload.client.counters import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.endpoint import make_session
+from faultload.client.job import COUNTER_SLOTS, WorkerJob
 from faultload.client.raw import RawClient
-from faultload.model.sdk import SDK_API_KEY
-from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, History, Outcome, server_id_key
 from faultload.host.network import pick_free_port
+from faultload.model import tokens
+from faultload.model.sdk import SDK_API_KEY
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
+from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, History, Outcome, server_id_key
+from tests.results import json_result, proto_result
 
 BOUND_S = 60.0  # upper bound on any one client run here (never reached when things work)
 # Time scale for tests that count retries exactly: backoffs stay short, while the

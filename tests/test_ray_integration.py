@@ -15,7 +15,6 @@ from pathlib import Path
 
 import psutil
 import pytest
-
 from conftest import require_target, run_cli, wait_until
 from test_interrupts import Started
 

@@ -12,16 +12,16 @@ import json
 import numpy as np
 import pytest
 
-from faultload.store import report
 from faultload.client.job import WorkerResult
 from faultload.model.faults import parse_fault
+from faultload.model.shape import LoadShape
+from faultload.model.trial import TrialConfig
 from faultload.record.faults import AppliedFault, FaultLog
+from faultload.record.histogram import Histogram
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot
-from faultload.model.shape import LoadShape
-from faultload.record.histogram import Histogram
-from faultload.model.trial import TrialConfig
 from faultload.record.trial import TrialResult, WorkerSummary
+from faultload.store import report
 
 REQUESTED = 12  # two more than the workers' rows: a slice of the load never reported
 

@@ -21,12 +21,12 @@ import numpy as np
 import psutil
 import pytest
 import simdjson
+from conftest import require_compiled_router
 
 from faultload.model import tokens
-from faultload.router.bodies import completion_body
 from faultload.model.router import RouterConfig
+from faultload.router.bodies import completion_body
 from faultload.router.handle import RouterHandle, start_router
-from conftest import require_compiled_router
 
 WAIT_S = 10.0  # upper bound for any wait in these tests
 

@@ -11,11 +11,10 @@ import asyncio
 import socket
 
 import pytest
+from test_http_client import BOUND_S, until
 
 from faultload.client.http import HttpPool, ResetError
 from faultload.router.http_server import Request, Response, Send, Server
-
-from test_http_client import BOUND_S, until
 
 LONG_S = 10.0
 

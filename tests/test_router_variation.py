@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_router import check_body, compiled_router, payload, post
 
 from faultload.model import tokens
 from faultload.model.router import RouterConfig
 from faultload.router.bodies import completion_body
 from faultload.router.handle import RouterHandle, start_router
-from test_router import check_body, compiled_router, payload, post
 
 # (nonce, n, max_tokens, extra prompt tokens, prompt_logprobs): plain requests, a one-token limit, many
 # samples, and every prompt_logprobs shape SkyRL and TuFT send (0: the prompt token's own; k: top k besides).

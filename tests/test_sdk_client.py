@@ -21,19 +21,24 @@ import httpx
 import numpy as np
 import pytest
 import tinker
+from conftest import WORKDIR, require_built, require_target, run_cli
 from tinker._client import AsyncTinker
 
-from faultload.model import tokens
+from faultload.client import sdk_timers
 from faultload.client.job import WorkerJob
 from faultload.client.sdk import final_outcome, socket_count
-from faultload.client import sdk_timers
 from faultload.client.sdk_wire import (
-    RecordingTransport, SdkWire, attempt_kind, classify_exception, installed, recording_client_class, status_error,
+    RecordingTransport,
+    SdkWire,
+    attempt_kind,
+    classify_exception,
+    installed,
+    recording_client_class,
+    status_error,
 )
-from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
+from faultload.model import tokens
 from faultload.model.shape import LoadShape
-
-from conftest import WORKDIR, require_built, require_target, run_cli
+from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 
 SALT = 7
 FIRST = 100

@@ -21,16 +21,16 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from conftest import WORKDIR, require_built
 
-from faultload.model import tokens
 from faultload.client import raw, sdk_rules
 from faultload.client.counters import LiveCounters
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
+from faultload.model import tokens
 from faultload.model.sdk import SDK_RELEASES, SDK_REQUEST_TIMEOUT_S
-from faultload.targets.install import sdk_folder, sdk_installed
-from conftest import WORKDIR, require_built
 from faultload.model.shape import ClientPolicy, LoadShape
 from faultload.record.history import Outcome
+from faultload.targets.install import sdk_folder, sdk_installed
 
 tinker = pytest.importorskip("tinker")
 httpx = pytest.importorskip("httpx")

@@ -9,6 +9,7 @@ import multiprocessing as mp
 from pathlib import Path
 
 import pytest
+from conftest import WORKDIR, require_built
 
 from faultload.client.job import WorkerJob
 from faultload.client.sdk import check_sdk_release
@@ -18,7 +19,6 @@ from faultload.model.sdk import SDK_RELEASES, sdk_version
 from faultload.model.shape import LoadShape
 from faultload.run.jobs import pools_for_sdk
 from faultload.targets.install import STAMP, sdk_folder, sdk_installed
-from conftest import WORKDIR, require_built
 
 OTHER = SDK_RELEASES[1]
 

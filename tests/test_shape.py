@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from faultload.cli import from_args
-
 from faultload.cli import parser as cli_parser
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour, parse_poll_behaviour
 from faultload.model.target import DEFAULT_TARGET, parse_target, require_loopback

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from faultload.model import tokens
-from faultload.record.history import COLUMNS, MAX_COUNT, ErrorClass, History, Outcome, bump_count
 from faultload.record.histogram import Histogram
+from faultload.record.history import COLUMNS, MAX_COUNT, ErrorClass, History, Outcome, bump_count
 
 BUCKET = 1.01  # the histogram's bucket growth factor: one bucket is ~1% wide
 

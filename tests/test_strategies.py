@@ -14,13 +14,13 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 import faultload.strategies as S
-from faultload.model.faults import Fault, FaultSchedule
-from faultload.model.codec import config_from_dict, config_to_dict
-from faultload.strategies.faults import LONGEST_OUTAGE_S, OUTAGE_KINDS, chain
-from faultload.store.repro import build_repro, load_repro, write_repro
-from faultload.model.router import RouterConfig
 from faultload.client.arrivals import arrival_offsets
+from faultload.model.codec import config_from_dict, config_to_dict
+from faultload.model.faults import Fault, FaultSchedule
+from faultload.model.router import RouterConfig
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
+from faultload.store.repro import build_repro, load_repro, write_repro
+from faultload.strategies.faults import LONGEST_OUTAGE_S, OUTAGE_KINDS, chain
 
 TARGET = "skyrl==0.4.0"
 SCALE = 0.05

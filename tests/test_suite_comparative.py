@@ -14,20 +14,20 @@ import json
 
 import pytest
 
-from faultload.compare.judge import CompareSettings
-from faultload.model.router import RouterConfig
-from faultload.store.outcomes import ReplayStatus
-from faultload.model.build import parse_build
-from faultload.store import repro as repro_mod
 from faultload.compare import replay as replay_mod
+from faultload.compare.judge import CompareSettings
 from faultload.compare.runner import SideTrial, abba
+from faultload.host.workspace import Workspace
+from faultload.model.build import parse_build
+from faultload.model.router import RouterConfig
+from faultload.store import repro as repro_mod
+from faultload.store.outcomes import ReplayStatus
 from faultload.suite import comparative
 from faultload.suite.executor import TrialOutcome
 from faultload.suite.families import Family
 from faultload.suite.profiles import get_profile
 from faultload.suite.reducer import with_requests
 from faultload.suite.session import SuiteOptions
-from faultload.host.workspace import Workspace
 from tests.quality.compare_fakes import CostlierSwitch, fake_report
 from tests.quality.fakes import make_runner, trial
 

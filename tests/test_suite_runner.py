@@ -16,8 +16,10 @@ import json
 
 import pytest
 
-from faultload.model.faults import Fault
 from faultload.model.codec import config_from_dict
+from faultload.model.faults import Fault
+from faultload.model.training import TrainingMix
+from faultload.model.watchdog import WatchdogLimits
 from faultload.store.repro import config_key
 from faultload.suite import runner as runner_mod
 from faultload.suite.executor import SuiteError
@@ -25,10 +27,15 @@ from faultload.suite.families import ALL, Family
 from faultload.suite.reducer import complexity, reductions, with_requests
 from faultload.suite.state import Tally
 from faultload.suite.summary import summary_dict
-from faultload.model.watchdog import WatchdogLimits
-from faultload.model.training import TrainingMix
 from tests.quality.fakes import (
-    TARGET, TIME_SCALE, FakeClock, KnownFailure, big_failure, make_runner, quality_profile, trial,
+    TARGET,
+    TIME_SCALE,
+    FakeClock,
+    KnownFailure,
+    big_failure,
+    make_runner,
+    quality_profile,
+    trial,
 )
 
 LOST = Family("lost", ("no_lost_results",), ())  # steers by nothing: check() needs no Hypothesis context
@@ -222,7 +229,8 @@ def test_a_trial_that_was_no_test_of_the_target_is_rejected_and_reported_not_fai
     """A fault the injector could not heal (fault_not_healed): the example is rejected (so it neither passes,
     nor fails the property, nor stays in Hypothesis's database to be replayed every night), the property goes
     on, and the summary says which trial was not judged and why."""
-    from hypothesis import HealthCheck, given, settings, strategies as st
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
     from hypothesis.errors import Unsatisfiable
 
     why = "not judged: the fault injector could not heal edge:latency@1+1: toxiproxy remove_toxic timed out"

@@ -21,16 +21,14 @@ from pathlib import Path
 
 import psutil
 import pytest
-
-from faultload.host.network import http_get_json
-from faultload.host.network import pick_free_port
-from faultload.targets import install, skyrl_patches
-from faultload.targets.server import ServerHandle, ServerStartError, wait_healthy
-from faultload.targets.families.skyrl import launch_skyrl
-from faultload.model.target import parse_target
-from faultload.model.sdk import COMPLETED_TTL_S
-
 from conftest import TARGETS, require_target, wait_until
+
+from faultload.host.network import http_get_json, pick_free_port
+from faultload.model.sdk import COMPLETED_TTL_S
+from faultload.model.target import parse_target
+from faultload.targets import install, skyrl_patches
+from faultload.targets.families.skyrl import launch_skyrl
+from faultload.targets.server import ServerHandle, ServerStartError, wait_healthy
 
 # --------------------------------------------------------------------------- install bookkeeping
 

@@ -20,8 +20,8 @@ from faultload.checker.inputs import CheckInputs
 from faultload.checker.training import check_heartbeats_answered, check_training_futures
 from faultload.client.training_bodies import TrainingCodec, encoding_for, expected_logprobs, target_tokens
 from faultload.model.codec import config_from_dict, config_to_dict
-from faultload.model.faults import Fault
 from faultload.model.family import SKYRL_CONTRACT
+from faultload.model.faults import Fault
 from faultload.model.shape import LoadShape
 from faultload.model.training import TrainingMix, parse_training
 from faultload.model.trial import TrialConfig

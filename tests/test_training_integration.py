@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from conftest import require_target, run_cli
 
 pytestmark = pytest.mark.integration

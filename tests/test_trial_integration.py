@@ -20,16 +20,25 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
+from conftest import (
+    ROOT,
+    cli_env,
+    default_signals,
+    leftover_dirs,
+    python_exe,
+    require_target,
+    run_cli,
+    tagged_processes,
+    wait_until,
+)
 
-from faultload.store import report
-from faultload.record.history import Outcome
+from faultload.host.workspace import Workspace
 from faultload.model.shape import LoadShape
 from faultload.model.tokens import asks
 from faultload.model.trial import TrialConfig
+from faultload.record.history import Outcome
 from faultload.run.trial import run_trial
-from faultload.host.workspace import Workspace
-
-from conftest import ROOT, cli_env, default_signals, leftover_dirs, python_exe, require_target, run_cli, tagged_processes, wait_until
+from faultload.store import report
 
 pytestmark = pytest.mark.integration
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TARGETS, WORKDIR, leftover_dirs, require_built, require_target, run_cli
 
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
@@ -22,8 +23,6 @@ from faultload.router.handle import start_router
 from faultload.run.trial import run_trial
 from faultload.targets import install
 from faultload.targets.families.tuft import launch_tuft
-
-from conftest import TARGETS, WORKDIR, leftover_dirs, require_built, require_target, run_cli
 
 pytestmark = pytest.mark.integration
 TARGET = "tuft==0.2.2"

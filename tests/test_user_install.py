@@ -21,8 +21,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, cli_env, python_exe
+
 from faultload.faults.toxiproxy import process_gone
 from faultload.faults.toxiproxy_build import ToxiproxyBuildError, ensure_toxiproxy
 

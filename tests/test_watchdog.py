@@ -6,12 +6,11 @@ import math
 
 import pytest
 
-
-from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.model.shape import LoadShape
 from faultload.model.trial import TrialConfig
-from faultload.run.watching import reconnect_s, watchdog_limits
+from faultload.model.watchdog import FaultWindow, WatchdogLimits
 from faultload.run.watchdog import Watchdog, load_watchdog_limits
+from faultload.run.watching import reconnect_s, watchdog_limits
 
 LIMITS = WatchdogLimits(stall_window_s=10, no_progress_window_s=20, accept_window_s=5, confirm_s=3)
 

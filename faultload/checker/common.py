@@ -15,9 +15,9 @@ from faultload.checker.budgets import MIB
 from faultload.record.history import ErrorClass, History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
+    from faultload.model.faults import Fault
     from faultload.record.faults import FaultLog
     from faultload.record.training import TrainingLog
-    from faultload.model.faults import Fault
 
 # How many requests/classes/times a detail line names before "...".
 DETAIL_ITEMS = 5

@@ -26,16 +26,16 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Sequence
 
+from faultload.checker.accepted import check_accepted_requests
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import one_line
-from faultload.checker.health import check_healthz_latency
 from faultload.checker.forwards import check_forwarded_once, check_forwards_concurrent
 from faultload.checker.futures import check_futures_resolve, check_polls_held
+from faultload.checker.health import check_healthz_latency
 from faultload.checker.inputs import Checker, CheckInputs, Verdict
-from faultload.checker.resources import check_bounded_cpu, check_bounded_fds, check_bounded_rss
-from faultload.checker.accepted import check_accepted_requests
-from faultload.checker.results import check_no_lost_results, check_result_integrity
 from faultload.checker.releases import check_releases_results
+from faultload.checker.resources import check_bounded_cpu, check_bounded_fds, check_bounded_rss
+from faultload.checker.results import check_no_lost_results, check_result_integrity
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.checker.serverlog import check_clean_server_log
 from faultload.checker.training import TRAINING_CHECKERS

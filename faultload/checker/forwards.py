@@ -8,7 +8,11 @@ from __future__ import annotations
 from faultload.checker.budgets import Budgets
 from faultload.checker.common import DETAIL_ITEMS, few, ordered, request_label
 from faultload.checker.contract.forwards import (
-    FORWARD_PATH_FAULT, FORWARDS_AT_ONCE, ROUTER_HOLDS_BRIEFLY, forward_path_faults, owed_forwards_peak,
+    FORWARD_PATH_FAULT,
+    FORWARDS_AT_ONCE,
+    ROUTER_HOLDS_BRIEFLY,
+    forward_path_faults,
+    owed_forwards_peak,
     repeated_forwards,
 )
 from faultload.checker.inputs import CheckInputs, Verdict

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import numpy as np
 
 from faultload.checker.budgets import Budgets
+from faultload.model.family import ServerContract
+from faultload.model.shape import LoadShape
 from faultload.record.history import History
 from faultload.record.serverlog import ServerLogSummary
 from faultload.record.training import TrainingLog
-from faultload.model.family import ServerContract
-from faultload.model.shape import LoadShape
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.record.faults import FaultLog

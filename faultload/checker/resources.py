@@ -10,8 +10,8 @@ from faultload.checker.budgets import MIB, Budgets, cpu_ms_per_request, retentio
 from faultload.checker.common import fmt_bytes, fmt_s
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
-from faultload.record.history import History, Outcome
 from faultload.model.shape import LoadShape
+from faultload.record.history import History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.record.samples import MonitorSamples

@@ -18,6 +18,7 @@ from faultload.cluster.session import RayCluster, join
 from faultload.model.target import is_loopback_host, parse_target
 from faultload.run.preflight import DoesNotFit, current_limits, plan
 
+
 def target_is_loopback(target: str) -> bool:
     spec = parse_target(target)
     return spec.kind != "url" or is_loopback_host(urlsplit(spec.url or "").hostname or "")

@@ -14,33 +14,39 @@ import sys
 import time
 from pathlib import Path
 
-from faultload.setup import doctor as doctor_mod
 from faultload.checker.budgets import apply_overrides, load_budgets
 from faultload.checker.judge import judge
 from faultload.cli.cluster import join_for
-from faultload.cli.from_args import (build_trial, config_path, guarded, install_sdks,
-                                     workspace_of)
+from faultload.cli.exits import (
+    EXIT_FAILED,
+    EXIT_HARNESS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    REPLAY_EXITS,
+    trial_exit,
+)
+from faultload.cli.from_args import build_trial, config_path, guarded, install_sdks, workspace_of
 from faultload.cli.many_trials import cmd_compare, cmd_matrix
 from faultload.cli.parser import UsageError
-from faultload.cli.exits import (EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, REPLAY_EXITS,
-                                 trial_exit)
+from faultload.client.session import AccessRefused
 from faultload.model.shape import LoadShape
 from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.run.preflight import DoesNotFit, current_limits, plan
 from faultload.run.progress import ProgressLine
+from faultload.run.trial import run_trial
+from faultload.setup import doctor as doctor_mod
 from faultload.setup.provision import provision
 from faultload.store import report as report_mod
 from faultload.store.bundle import write_bundle
 from faultload.store.check import check_bundle
+from faultload.store.html_trial import write_trial_html
 from faultload.store.junit import trial_suite, write_junit
 from faultload.store.plot import PlotUnavailable, write_timeline
-from faultload.store.html_trial import write_trial_html
 from faultload.store.repro import replay_command, replay_repeated, write_repro
 from faultload.suite.shrink import load_failure, shrink, shrunk_repro
-from faultload.client.session import AccessRefused
 from faultload.targets.install import InstallError
 from faultload.targets.server import ServerStartError
-from faultload.run.trial import run_trial
 
 
 def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> int:

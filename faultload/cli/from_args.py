@@ -13,9 +13,9 @@ from typing import Any
 from faultload.checker.budgets import load_budgets
 from faultload.cli.exits import EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_USAGE
 from faultload.cli.parser import UsageError
+from faultload.client.session import AccessRefused
 from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
-from faultload.client.session import AccessRefused
 from faultload.model.access import Access, access_for
 from faultload.model.faults import FaultSchedule
 from faultload.model.router import RouterConfig, procs_for

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from faultload.cli.options_file import parse_with_file
 from faultload.cli.parser import UsageError, build_parser
-from faultload.cli.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from faultload.host.processes import Interrupts
 from faultload.host.workspace import output_problems
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 
 from faultload.cli.exits import epilog as exit_epilog
-from faultload.version import installed_version as version
-from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.matrix.rows import DEFAULT_ROWS
+from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.model.target import DEFAULT_TARGET, TARGET_FORMS
 from faultload.model.trial import ENGINES
+from faultload.version import installed_version as version
 
 _WORKDIR_HELP = "faultload's folder (default .faultload or $FAULTLOAD_HOME)"
 # `faultload run --help` ends with these: each command works as typed (tests/repo/test_reference_docs.py parses them)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+
 class LiveCounters:
     """This worker's slots in the shared live-counter array (or a local stand-in)."""
 

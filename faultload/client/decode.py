@@ -7,10 +7,9 @@ pysimdjson straight into numpy buffers, never into Python lists.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import importlib.util
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any

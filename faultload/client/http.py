@@ -64,7 +64,14 @@ import ssl
 from typing import Any
 
 from faultload.client.http_conn import (
-    ConnectError, ConnectTimeout, HttpError, HttpTimeout, ProtocolError, ResetError, Connection, StaleConnection,
+    ConnectError,
+    Connection,
+    ConnectTimeout,
+    HttpError,
+    HttpTimeout,
+    ProtocolError,
+    ResetError,
+    StaleConnection,
 )
 
 __all__ = [

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from faultload.record.history import History
-from faultload.record.training import TrainingLog
 from faultload.model.access import Access
 from faultload.model.shape import LoadShape
+from faultload.record.history import History
+from faultload.record.training import TrainingLog
 
 # Bits of a nonce below the trial salt: room for 16M requests per trial.
 NONCE_INDEX_BITS = 24

@@ -38,22 +38,42 @@ from typing import Any, Callable
 import numpy as np
 import simdjson
 
-from faultload.model import tokens
-from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
 from faultload.client import decode
-from faultload.client.endpoint import classify_error, json_headers, make_session, split_base_url
+from faultload.client.arrivals import arrival_offsets
 from faultload.client.counters import (
-    ACCEPTED, ATTEMPTS, COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, POLL_TIMEOUTS, SUBMITTED, LiveCounters,
+    ACCEPTED,
+    ATTEMPTS,
+    COMPLETED,
+    CONNECTIONS_PEAK,
+    FAILED,
+    IN_FLIGHT,
+    POLL_TIMEOUTS,
+    SUBMITTED,
+    LiveCounters,
 )
+from faultload.client.endpoint import classify_error, json_headers, make_session, split_base_url
 from faultload.client.http import HttpPool
 from faultload.client.job import WorkerJob
-from faultload.record.history import (TRY_AGAIN, AttemptKind, AttemptRecorder, ErrorClass, History, Outcome,
-                                      bump_count, server_id_key)
-from faultload.client.arrivals import arrival_offsets
 from faultload.client.poll_plan import first_poll_plan
 from faultload.client.sdk_rules import (
-    BAD_REQUEST_RETRIES, RATE_LIMITED, RETRYABLE_SUBMIT_STATUSES, backoff_s, is_try_again,
+    BAD_REQUEST_RETRIES,
+    RATE_LIMITED,
+    RETRYABLE_SUBMIT_STATUSES,
+    backoff_s,
+    is_try_again,
     rate_limit_pause_s,
+)
+from faultload.model import tokens
+from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
+from faultload.record.history import (
+    TRY_AGAIN,
+    AttemptKind,
+    AttemptRecorder,
+    ErrorClass,
+    History,
+    Outcome,
+    bump_count,
+    server_id_key,
 )
 
 # How long an abandoned poll stays open at the server before the client drops it.

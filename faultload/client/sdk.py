@@ -34,12 +34,12 @@ from typing import Any, Callable
 import tinker
 from tinker import types
 
+from faultload.client import decode
+from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
+from faultload.client.job import WorkerJob
+from faultload.client.sdk_wire import SdkWire, classify_exception, installed
 from faultload.model import tokens
 from faultload.model.sdk import sdk_version
-from faultload.client import decode
-from faultload.client.job import WorkerJob
-from faultload.client.counters import COMPLETED, CONNECTIONS_PEAK, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
-from faultload.client.sdk_wire import SdkWire, classify_exception, installed
 from faultload.record.history import ErrorClass, History, Outcome
 
 # The SDK insists on a key ("tml-" prefix). The job's (faultload's own, or a url= target's --api-key /

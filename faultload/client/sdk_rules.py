@@ -35,7 +35,10 @@ import json
 
 from faultload.model import tokens
 from faultload.model.sdk import (
-    SDK_BYTES_PER_TOKEN, SDK_LARGE_PROMPT_BYTES, SDK_LARGE_RATE_LIMIT_PAUSE_S, SDK_RATE_LIMIT_PAUSE_S,
+    SDK_BYTES_PER_TOKEN,
+    SDK_LARGE_PROMPT_BYTES,
+    SDK_LARGE_RATE_LIMIT_PAUSE_S,
+    SDK_RATE_LIMIT_PAUSE_S,
 )
 
 # asample statuses retried besides 5xx (the SDK's _is_retryable_status_code): 408 and 409 with

@@ -30,13 +30,22 @@ import httpx
 import tinker
 from tinker import _base_client, _constants
 
-from faultload.model import tokens
+from faultload.client.counters import ACCEPTED as _ACCEPTED
+from faultload.client.counters import ATTEMPTS as _ATTEMPTS
+from faultload.client.counters import POLL_TIMEOUTS as _POLL_TIMEOUTS
 from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
 from faultload.client.sdk_rules import is_try_again
 from faultload.client.sdk_timers import scaled_limits, scaled_pyqwest_transport
-from faultload.client.counters import ACCEPTED as _ACCEPTED, ATTEMPTS as _ATTEMPTS, POLL_TIMEOUTS as _POLL_TIMEOUTS
-from faultload.record.history import TRY_AGAIN, AttemptKind, AttemptRecorder, ErrorClass, History, bump_count
-from faultload.record.history import server_id_key
+from faultload.model import tokens
+from faultload.record.history import (
+    TRY_AGAIN,
+    AttemptKind,
+    AttemptRecorder,
+    ErrorClass,
+    History,
+    bump_count,
+    server_id_key,
+)
 
 _SAMPLE_PATH = "/api/v1/asample"
 _POLL_PATH = "/api/v1/retrieve_future"

@@ -22,16 +22,15 @@ import json
 import time
 from typing import Callable
 
-from faultload.version import CLIENT_VERSION
+from faultload.client.endpoint import classify_error, json_headers, make_session, split_base_url
 from faultload.client.http import HttpPool
 from faultload.client.job import WorkerJob
-from faultload.client.endpoint import classify_error, json_headers, make_session, split_base_url
 from faultload.client.sdk_rules import backoff_s
 from faultload.client.training_bodies import TrainingCodec
 from faultload.model.sdk import SDK_HEARTBEAT_PERIOD_S, SDK_HEARTBEAT_TIMEOUT_S, SDK_REQUEST_TIMEOUT_S
 from faultload.record.history import ErrorClass, History, Outcome
 from faultload.record.training import TrainingOp, TrainingRecorder
-
+from faultload.version import CLIENT_VERSION
 
 _STOP_CHECK_S = 0.2
 LORA_RANK = 8

@@ -9,29 +9,30 @@ a shared clock, stop early when told, and hand back their history.
 
 from __future__ import annotations
 
-import cProfile
 import contextlib
-import os
+import cProfile
 import dataclasses
 import multiprocessing as mp
+import os
 import queue as queue_mod
 import resource
 import signal
 import time
 import traceback
-from multiprocessing import resource_tracker, spawn as mp_spawn
+from multiprocessing import resource_tracker
+from multiprocessing import spawn as mp_spawn
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from faultload.host import eventloop
-from faultload.host.processes import die_with_parent, ignore_terminal_signals, terminal_signals_blocked
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult, unfinished_result
 from faultload.client.raw import run_raw
 from faultload.client.training import run_training
 from faultload.client.training_bodies import TrainingCodec
-from faultload.record.history import History
+from faultload.host import eventloop
+from faultload.host.processes import die_with_parent, ignore_terminal_signals, terminal_signals_blocked
 from faultload.record.histogram import Histogram
+from faultload.record.history import History
 
 _READY_TIMEOUT_S = 60.0
 

@@ -20,8 +20,21 @@ import numpy as np
 
 from faultload.compare.judge import interval_of, ratio_of
 from faultload.compare.report import table_rows, verdict_text
-from faultload.store.html import (MAX_BINS, Interval, charts, counted, esc, facts, interval_chart, page, panel,
-                                  series, table, values, write_page)
+from faultload.store.html import (
+    MAX_BINS,
+    Interval,
+    charts,
+    counted,
+    esc,
+    facts,
+    interval_chart,
+    page,
+    panel,
+    series,
+    table,
+    values,
+    write_page,
+)
 
 if TYPE_CHECKING:
     from faultload.compare.runner import SideTrial

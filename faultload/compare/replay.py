@@ -21,8 +21,8 @@ from faultload.compare.html import write_compare_html
 from faultload.compare.judge import CompareSettings, comparison_json
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import abba, judge_trials, run_comparison
-from faultload.store.outcomes import ReplayStatus
 from faultload.model.build import Build, parse_build
+from faultload.store.outcomes import ReplayStatus
 
 
 def compare_spec(path: Path | str, data: Mapping[str, Any]) -> tuple[Build, int, CompareSettings]:

@@ -20,12 +20,12 @@ from faultload.checker.budgets import Budgets
 from faultload.checker.compose import overall
 from faultload.checker.judge import judge
 from faultload.compare.judge import CompareSettings, judge_comparison
+from faultload.host.workspace import Workspace
 from faultload.model.build import Build
 from faultload.model.trial import TrialConfig
 from faultload.run.trial import run_trial
 from faultload.store.plot import completions_per_s
 from faultload.store.report import build_report
-from faultload.host.workspace import Workspace
 
 SIDES = ("baseline", "candidate")
 

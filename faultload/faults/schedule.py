@@ -25,11 +25,10 @@ import time
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
 
-from faultload.model.anchors import Anchor
-
 from faultload.faults.control import FaultControlError, NotRestored, ToxiproxyControl
-from faultload.record.faults import AppliedFault, FaultLog
+from faultload.model.anchors import Anchor
 from faultload.model.faults import KIND, PROXY_LINKS, ROUTER_TIMED_KINDS, Fault, FaultSchedule
+from faultload.record.faults import AppliedFault, FaultLog
 
 MAX_FAULTS = 1000
 EVENT_POLL_S = 0.01  # how often an anchored fault reads its event's counter (a shared-memory or stat read)

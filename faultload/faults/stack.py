@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from faultload.faults.control import ToxiproxyControl
-from faultload.record.faults import FaultLog
 from faultload.faults.schedule import FaultRunner, RouterController, ServerController
-from faultload.model.faults import FaultSchedule
 from faultload.faults.topology import Topology, create_topology, teardown
 from faultload.faults.toxiproxy import ToxiproxyServer, find_toxiproxy
+from faultload.model.faults import FaultSchedule
+from faultload.record.faults import FaultLog
 
 _LOOP_START_TIMEOUT_S = 5.0
 

@@ -12,8 +12,8 @@ import random
 from dataclasses import dataclass
 
 from faultload.faults.control import FaultControlError, ProxyInfo, ToxiproxyControl
-from faultload.host.network import pick_free_port
 from faultload.faults.toxiproxy import ToxiproxyServer
+from faultload.host.network import pick_free_port
 
 EDGE = "edge"
 BACKEND = "backend"

@@ -22,11 +22,9 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from faultload.host.processes import popen_tied
-
 from faultload.faults.control import FaultControlError, ToxiproxyControl  # noqa: F401  (re-exported)
 from faultload.host.network import pick_free_port
-from faultload.host.processes import child_environment
+from faultload.host.processes import child_environment, popen_tied
 
 PINNED_VERSION = "2.12.0"
 BINARY_NAME = "toxiproxy-server"

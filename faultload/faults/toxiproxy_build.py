@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from faultload.host.gobuild import GoBuildError, build_into, run_go
 from faultload.faults.toxiproxy import BINARY_NAME, CONTAINER_IMAGE, PINNED_VERSION, binary_version
+from faultload.host.gobuild import GoBuildError, build_into, run_go
 
 MODULE = "github.com/Shopify/toxiproxy/v2"
 # A cold build (module download and compile) took ~1 min on 2 cores; the bound

@@ -51,11 +51,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from faultload.compare.rows import COMPARE_REPEATS, compare_command, compare_outcome
+from faultload.host.workspace import Workspace
 from faultload.matrix.rows import DEFAULT_ROWS, FINDING_1_INVARIANTS, Expectation, MatrixRow
 from faultload.model.switches import switches_text
 from faultload.store.matrix_table import shown_result
 from faultload.suite.profiles import get_profile
-from faultload.host.workspace import Workspace
 
 # The faultload package's folder: what each row's `pytest` is pointed at (the properties are in suite/).
 PACKAGE_DIR = Path(__file__).resolve().parents[1]

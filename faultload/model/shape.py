@@ -13,12 +13,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultload.model.training import TrainingMix
 from faultload.model.sdk import (
+    SDK_BACKOFF_CAP_S,
+    SDK_KEEPALIVE_EXPIRY_S,
+    SDK_POLL_TIMEOUT_S,
+    SDK_SUBMIT_CONCURRENCY,
+    SDK_SUBMIT_RETRY_WINDOW_S,
     sdk_version,
-    SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S, SDK_SUBMIT_CONCURRENCY, SDK_SUBMIT_RETRY_WINDOW_S,
 )
 from faultload.model.timescale import trial_s
+from faultload.model.training import TrainingMix
 
 CLIENTS = ("raw", "sdk")
 ACCEPTS = ("proto", "json")

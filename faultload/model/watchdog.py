@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from faultload.model.faults import is_process_fault
 
+
 @dataclass(frozen=True)
 class WatchdogLimits:
     """When the watchdog calls a collapse (``[tool.faultload.watchdog]``; each key's meaning: :data:`WATCHDOG_KEYS`)."""

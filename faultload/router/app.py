@@ -14,10 +14,10 @@ import time
 from typing import Any
 
 from faultload.model.faults import ROUTER_TIMED_KINDS
+from faultload.model.router import CLOSE_IDLE_SIGNAL, MAX_FAULT_S, SHUTDOWN_S, RouterConfig, is_int
 from faultload.router.bodies import completion_body, parse_job
 from faultload.router.completions import CompletionLog
 from faultload.router.http_server import Request, Response, Send, Server
-from faultload.model.router import CLOSE_IDLE_SIGNAL, MAX_FAULT_S, SHUTDOWN_S, RouterConfig, is_int
 from faultload.router.state import INT_INDEX, Barrier, SharedState, SlotPool
 
 LISTEN_BACKLOG = 4096

@@ -22,10 +22,9 @@ from typing import Any
 import psutil
 
 from faultload.host.pausing import Pauser
-from faultload.host.processes import popen_tied
-from faultload.router.completions import count_completions, read_completions, repeated_completions
+from faultload.host.processes import child_environment, popen_tied
 from faultload.model.router import CLOSE_IDLE_SIGNAL, SHUTDOWN_S, RouterConfig
-from faultload.host.processes import child_environment
+from faultload.router.completions import count_completions, read_completions, repeated_completions
 
 
 def _process_gone(pid: int) -> bool:

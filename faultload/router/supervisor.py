@@ -19,9 +19,9 @@ import time
 from typing import Any
 
 from faultload.host import eventloop
+from faultload.model.router import CLOSE_IDLE_SIGNAL, MODES, SHUTDOWN_S, RouterConfig
 from faultload.router.app import serve
 from faultload.router.bodies import completion_body
-from faultload.model.router import CLOSE_IDLE_SIGNAL, MODES, SHUTDOWN_S, RouterConfig
 from faultload.router.state import INT_INDEX, SharedState
 
 

@@ -14,13 +14,13 @@ rows) and are returned as numpy columns.
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from typing import Callable, Union
 
 import numpy as np
 import psutil
-import ssl
 
 from faultload.host.network import http_get_json
 from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnapshot

@@ -19,19 +19,19 @@ from typing import Callable
 from urllib.parse import urlsplit
 
 from faultload.faults.stack import FaultStack
-from faultload.run.monitor import snapshot
 from faultload.host.network import pick_free_port
+from faultload.host.workspace import Workspace
 from faultload.model.access import Access, tls_for
 from faultload.model.router import RouterConfig
+from faultload.model.target import TargetSpec
+from faultload.model.training import DB_POOL_FDS
 from faultload.model.trial import StackConfig
 from faultload.router.compiled import find_router, missing_advice
 from faultload.router.handle import RouterHandle, start_router
+from faultload.run.monitor import snapshot
 from faultload.targets import install
-from faultload.model.training import DB_POOL_FDS
 from faultload.targets.family import family_of
 from faultload.targets.server import STOP_GRACE_S, ServerHandle, attach_url
-from faultload.model.target import TargetSpec
-from faultload.host.workspace import Workspace
 
 # Fds a server has not given back for this long (none released) are kept, not draining: the stack is
 # restarted then instead of at the end of the whole wait. 0.3.0 keeps ~80 after a training trial (its

@@ -19,27 +19,25 @@ from urllib.parse import urlsplit
 import psutil
 
 from faultload.client.job import WorkerJob
-from faultload.record.trial import TrialResult, WorkerSummary
 from faultload.client.session import open_sampling_session, retrieve_futures_advertised
-from faultload.model.access import Access, tls_for
 from faultload.client.workers import WorkerPool
-from faultload.run.jobs import build_jobs, pools_for_sdk, spawn_early_workers, start_workers
-from faultload.record.history import History, Outcome
-from faultload.record.training import TrainingLog
-from faultload.record.samples import MonitorSamples
-from faultload.run.monitor import Monitor, drain_fds
-from faultload.record.serverlog import classify_log
-from faultload.model.trial import TRIAL_PHASES, TrialConfig
+from faultload.host.workspace import Workspace
+from faultload.model.access import Access, tls_for
 from faultload.model.training import DB_POOL_FDS
+from faultload.model.trial import TRIAL_PHASES, TrialConfig
+from faultload.model.watchdog import FaultWindow
+from faultload.record.history import History, Outcome
+from faultload.record.samples import MonitorSamples
+from faultload.record.serverlog import classify_log
+from faultload.record.training import TrainingLog
+from faultload.record.trial import TrialResult, WorkerSummary
+from faultload.run.jobs import build_jobs, pools_for_sdk, spawn_early_workers, start_workers
+from faultload.run.monitor import Monitor, drain_fds
 from faultload.run.server_faults import ServerFaults
 from faultload.run.stack import Stack
-from faultload.targets.server import BASE_MODEL
-from faultload.model.watchdog import FaultWindow
 from faultload.run.watchdog import Watchdog
 from faultload.run.watching import FaultWindows, LogFollower, Progress, reconnect_s, wait_load, watchdog_limits
-from faultload.host.workspace import Workspace
-
-
+from faultload.targets.server import BASE_MODEL
 
 # An interrupted trial ends within seconds (the user is waiting): its server gets
 # this long between SIGTERM and SIGKILL, its monitor threads this long to finish

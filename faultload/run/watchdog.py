@@ -40,7 +40,15 @@ from pathlib import Path
 
 from faultload.host.settings import read_faultload_table
 from faultload.model.watchdog import FaultWindow, WatchdogLimits
-from faultload.record.collapse import ACCEPT_QUEUE_OVERFLOW, CollapseVerdict, EVENT_LOOP_STALL, FD_EXHAUSTION, NO_PROGRESS, SERVER_EXIT, Signal
+from faultload.record.collapse import (
+    ACCEPT_QUEUE_OVERFLOW,
+    EVENT_LOOP_STALL,
+    FD_EXHAUSTION,
+    NO_PROGRESS,
+    SERVER_EXIT,
+    CollapseVerdict,
+    Signal,
+)
 
 # Faults outside the server process, on the path of the work: each can stop
 # progress while the server itself is well (its health is judged apart).

@@ -13,11 +13,11 @@ from faultload.client.workers import WorkerPool
 from faultload.model.sdk import SDK_BACKOFF_CAP_S, SDK_REQUEST_TIMEOUT_S
 from faultload.model.trial import TrialConfig
 from faultload.model.watchdog import FaultWindow, WatchdogLimits
+from faultload.record.collapse import FD_EXHAUSTION
 from faultload.record.samples import SAMPLE_FIELDS
 from faultload.run.monitor import Monitor
-from faultload.targets.server import ServerHandle
 from faultload.run.watchdog import Watchdog
-from faultload.record.collapse import FD_EXHAUSTION
+from faultload.targets.server import ServerHandle
 
 # progress(trial seconds, live counters, latest monitor sample)
 Progress = Callable[[float, dict[str, int], tuple], None]

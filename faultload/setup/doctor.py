@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from faultload.faults.toxiproxy import check_toxiproxy, find_go
-from faultload.router.compiled import binary_name, find_router
 from faultload.host.limits import machine_limits
-from faultload.targets import install
-from faultload.model.target import TargetSpec
 from faultload.host.workspace import Workspace
+from faultload.model.target import TargetSpec
+from faultload.router.compiled import binary_name, find_router
+from faultload.targets import install
 
 # Below these a full-size run has to shrink (see the 131k design notes in the README).
 WANT_NOFILE = 20_000

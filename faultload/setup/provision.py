@@ -20,10 +20,10 @@ from typing import Callable
 from faultload.faults.toxiproxy import find_go
 from faultload.faults.toxiproxy_build import ensure_toxiproxy
 from faultload.host.gobuild import GoBuildError
+from faultload.host.workspace import Workspace
 from faultload.model.target import TargetSpec
 from faultload.router.compiled import ensure_router
 from faultload.targets.install import InstallError, check_release_exists, ensure_shared_torch, ensure_target
-from faultload.host.workspace import Workspace
 
 Log = Callable[[str], None]
 

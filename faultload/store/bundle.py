@@ -40,19 +40,19 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from faultload.version import installed_version
 from faultload.checker.budgets import Budgets
 from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
+from faultload.model.codec import config_from_dict, config_to_dict
+from faultload.record.collapse import CollapseVerdict
 from faultload.record.faults import FaultLog
 from faultload.record.history import History
-from faultload.record.training import TrainingLog
-from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.record.samples import MonitorSamples
 from faultload.record.serverlog import ServerLogSummary
-from faultload.store.report import verdict_lines
-from faultload.record.collapse import CollapseVerdict
+from faultload.record.training import TrainingLog
 from faultload.record.trial import TrialResult, WorkerSummary
+from faultload.store.report import verdict_lines
+from faultload.version import installed_version
 
 BUNDLE_VERSION = 1
 MANIFEST = "bundle.json"

@@ -16,11 +16,11 @@ import numpy as np
 from faultload.checker.compose import to_report
 from faultload.checker.inputs import Verdict
 from faultload.checker.judge import error_examples
-from faultload.record.history import ErrorClass, Outcome
-from faultload.record.training import summarize
-from faultload.record.histogram import Histogram
 from faultload.model.switches import switches_text
 from faultload.model.trial import TRIAL_PHASES
+from faultload.record.histogram import Histogram
+from faultload.record.history import ErrorClass, Outcome
+from faultload.record.training import summarize
 from faultload.record.trial import TrialResult
 
 REPORT_VERSION = 1

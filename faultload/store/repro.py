@@ -33,12 +33,12 @@ from typing import Any, Mapping
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
 from faultload.compare.replay import replay_comparison
-from faultload.store.outcomes import ReplayStatus
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.switches import switches_text
+from faultload.run.trial import run_trial
 from faultload.store import report as report_mod
 from faultload.store.html_trial import write_trial_html
-from faultload.run.trial import run_trial
+from faultload.store.outcomes import ReplayStatus
 
 REPRO_VERSION = 1
 COMPARE_REPRO_VERSION = 2  # a comparative repro: version 1's keys plus baseline, candidate and compare

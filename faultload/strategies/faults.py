@@ -57,8 +57,16 @@ from hypothesis import strategies as st
 
 from faultload.model.anchors import Anchor
 from faultload.model.faults import (
-    FATAL_FAULTS, OUTAGE_KINDS, PROXY_LINKS, ROUTER_KINDS as _ROUTER, SERVER_KINDS, Fault, FaultSchedule,
+    FATAL_FAULTS,
+    OUTAGE_KINDS,
+    PROXY_LINKS,
+    SERVER_KINDS,
+    Fault,
+    FaultSchedule,
     is_process_fault,
+)
+from faultload.model.faults import (
+    ROUTER_KINDS as _ROUTER,
 )
 from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_POLL_TIMEOUT_S
 from faultload.model.timescale import trial_s

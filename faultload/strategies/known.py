@@ -16,11 +16,11 @@ from typing import Callable, Iterable
 from faultload.model.family import CONTRACTS, ServerContract
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
+from faultload.model.sdk import COMPLETED_TTL_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
 from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.target import parse_target
-from faultload.model.trial import TrialConfig
 from faultload.model.training import TrainingMix
-from faultload.model.sdk import COMPLETED_TTL_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
+from faultload.model.trial import TrialConfig
 from faultload.strategies.edges import EDGE_TRIALS
 from faultload.strategies.faults import fatal_kinds
 from faultload.strategies.limits import Limits

@@ -11,12 +11,11 @@ import math
 
 from hypothesis import strategies as st
 
-from faultload.model.router import RouterConfig
-from faultload.model.router import procs_for
+from faultload.model.router import RouterConfig, procs_for
 from faultload.model.shape import LoadShape
+from faultload.model.timescale import trial_s
 from faultload.strategies.limits import CI, Limits
 from faultload.strategies.shapes import held_at_once, rounds_fitting
-from faultload.model.timescale import trial_s
 
 # Generation time of one request (SDK seconds), fastest first.
 GEN_SECONDS_SDK = (1.0, 5.0, 20.0, 40.0, 80.0)

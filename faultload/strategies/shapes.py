@@ -13,11 +13,15 @@ import dataclasses
 
 from hypothesis import strategies as st
 
+from faultload.model.sdk import (
+    COMPLETED_TTL_S,
+    RETRIEVED_TTL_S,
+    SDK_BACKOFF_CAP_S,
+    SDK_KEEPALIVE_EXPIRY_S,
+    SDK_POLL_TIMEOUT_S,
+)
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 from faultload.model.training import TrainingMix
-from faultload.model.sdk import (
-    COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S,
-)
 from faultload.strategies.limits import CI, Limits
 
 # Where a late poll is interesting (SDK seconds): just past the SDK's poll

@@ -8,17 +8,17 @@ from typing import Iterable
 
 from hypothesis import strategies as st
 
-from faultload.model.faults import FaultSchedule
 from faultload.model.family import CONTRACTS, TRAITS
+from faultload.model.faults import FaultSchedule
+from faultload.model.sdk import RETRIEVED_TTL_S
 from faultload.model.target import parse_target
+from faultload.model.timescale import trial_s
 from faultload.model.trial import TrialConfig
 from faultload.strategies.edges import around_edges
 from faultload.strategies.faults import fatal_kinds, fault_schedules
-from faultload.model.sdk import RETRIEVED_TTL_S
 from faultload.strategies.limits import CI, Limits
 from faultload.strategies.routers import barrier_fitting_requests, immediate_router, router_configs
 from faultload.strategies.shapes import load_shapes, minimal_shape, with_requests
-from faultload.model.timescale import trial_s
 
 
 def _config(target: str, time_scale: float, regress: Iterable[str], limits: Limits, shape, router, faults,

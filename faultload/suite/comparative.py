@@ -32,9 +32,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from faultload.checker.compose import overall
 from faultload.checker.inputs import Verdict
 from faultload.compare.judge import CompareSettings, interval_of, judge_comparison, ratio_of, settings_dict
-from faultload.checker.compose import overall
 from faultload.compare.runner import SIDES, SideTrial, abba, config_for
 from faultload.model.build import Build
 from faultload.store.repro import config_key, figures_of

@@ -18,17 +18,17 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Protocol
 
-from faultload.model.access import Access
-from faultload.suite.errors import SuiteError  # noqa: F401 - raised here, and imported from here by others
 from faultload.checker.growth import TrialStart
 from faultload.checker.judge import judge
+from faultload.model.access import Access
 from faultload.model.sdk import SDK_POLL_TIMEOUT_S
 from faultload.model.switches import switches_text
+from faultload.run.monitor import snapshot
 from faultload.run.stack import Stack
+from faultload.run.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
 from faultload.store.report import build_report
 from faultload.store.repro import figures_of
-from faultload.run.monitor import snapshot
-from faultload.run.trial import INTERRUPTED_SERVER_GRACE_S, run_trial
+from faultload.suite.errors import SuiteError  # noqa: F401 - raised here, and imported from here by others
 
 
 @dataclass

@@ -53,10 +53,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS
 from faultload.host.workspace import output_folder_problem
 from faultload.model.switches import FIXES, REGRESSIONS
 from faultload.model.target import DEFAULT_TARGET, TARGET_FORMS
-from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS
 from faultload.suite.defaults import DEFAULT_PROFILE, PROFILE_VARIABLE
 from faultload.suite.errors import SuiteError
 

@@ -41,19 +41,20 @@ from typing import Any
 
 import hypothesis
 
-from faultload.model.access import Access
 from faultload.checker.growth import check_session_growth
 from faultload.checker.inputs import Verdict
+from faultload.model.access import Access
+from faultload.model.switches import switches_text
 from faultload.store.repro import config_key
+from faultload.suite import summary
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
-from faultload.suite.executor import Executor, SuiteError, StackExecutor, TrialOutcome, add_phases
+from faultload.suite.executor import Executor, StackExecutor, SuiteError, TrialOutcome, add_phases
 from faultload.suite.families import Family, checked, known_configs, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, greedy_reduce
 from faultload.suite.repros import write_property_repro
-from faultload.suite import summary
 from faultload.suite.state import PropertyState, Tally
-from faultload.model.switches import switches_text
+
 
 class SuiteRunner:
     """One pytest session's bookkeeping: time bounds, cache, tallies, shrinking, repros.

@@ -41,27 +41,27 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from faultload.model.access import access_for
 from faultload.checker.budgets import load_budgets
 from faultload.cluster.connect import ClusterError, check_reachable, resolve_address
 from faultload.cluster.session import RayCluster, join
 from faultload.compare.judge import CompareSettings, load_compare_settings
+from faultload.host.processes import Interrupts
 from faultload.host.settings import find_config
+from faultload.host.workspace import Workspace
+from faultload.model.access import access_for
 from faultload.model.build import Build, parse_build
 from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.model.trial import TrialConfig
-from faultload.targets.install import InstallError, ensure_sdk_release
-from faultload.host.processes import Interrupts
-from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
-from faultload.suite.families import Family, family_examples
-from faultload.suite.defaults import profile_name
-from faultload.suite.baseline import NO_BASELINE, default_baseline
-from faultload.suite.profiles import PROFILES, Profile, get_profile
+from faultload.run.watchdog import load_watchdog_limits
 from faultload.store.html_suite import write_suite_html
+from faultload.suite.baseline import NO_BASELINE, default_baseline
+from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
+from faultload.suite.defaults import profile_name
+from faultload.suite.families import Family, family_examples
+from faultload.suite.profiles import PROFILES, Profile, get_profile
 from faultload.suite.runner import SuiteRunner
 from faultload.suite.state import tally_text
-from faultload.run.watchdog import load_watchdog_limits
-from faultload.host.workspace import Workspace
+from faultload.targets.install import InstallError, ensure_sdk_release
 
 FULL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 NO_SHRINK_PHASES = (Phase.explicit, Phase.reuse, Phase.generate)

@@ -11,6 +11,7 @@ from typing import Any
 from faultload.suite.executor import TrialOutcome
 from faultload.suite.families import Family
 
+
 @dataclass
 class Tally:
     """How often one invariant was judged, left unknown, or skipped (not run) by a property's examples."""

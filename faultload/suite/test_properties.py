@@ -44,13 +44,25 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from faultload.model.target import parse_target, serves_training
 from faultload.strategies import trial_configs
 from faultload.suite import comparative, plugin
 from faultload.suite.confirm import confirm_config
-from faultload.suite.families import (COMBINED, COMPARATIVE, HEALTH, INTEGRITY, LOST, RESOURCES, RETRIES, SERVER_LOG,
-                                      TRAINING, Family, family_limits, known_configs)
+from faultload.suite.families import (
+    COMBINED,
+    COMPARATIVE,
+    HEALTH,
+    INTEGRITY,
+    LOST,
+    RESOURCES,
+    RETRIES,
+    SERVER_LOG,
+    TRAINING,
+    Family,
+    family_limits,
+    known_configs,
+)
 from faultload.suite.session import SuiteSession
-from faultload.model.target import parse_target, serves_training
 
 pytestmark = pytest.mark.faultload
 

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from faultload.model.family import FAMILY_NAMES
 from faultload.model.target import TargetSpec
-from faultload.targets.server import ServerHandle
 from faultload.targets.families.skyrl import SkyrlFamily
 from faultload.targets.families.tuft import TuftFamily
+from faultload.targets.server import ServerHandle
 
 
 class ServerFamily(Protocol):

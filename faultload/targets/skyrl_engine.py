@@ -44,8 +44,8 @@ import typing_extensions
 # Before anything loads pydantic (as skyrl_launch.py does for the API process; this is a new one).
 typing.TypedDict = typing_extensions.TypedDict  # type: ignore[misc]
 
-from pydantic import BaseModel  # noqa: E402  (after the alias)
 import skyrl.tinker.engine as engine  # noqa: E402  (the release's engine loop)
+from pydantic import BaseModel  # noqa: E402  (after the alias)
 from skyrl.backends.backend import AbstractBackend  # noqa: E402
 from skyrl.tinker import types  # noqa: E402
 

@@ -54,8 +54,8 @@ def _alias_typed_dict() -> None:
 
 
 def _seed_router_url(db_path: str, router_url: str) -> None:
-    from sqlmodel import Session, SQLModel, create_engine  # local import: pydantic, after the TypedDict alias
     from skyrl.tinker.db_models import EngineStateDB  # local import: pydantic, after the TypedDict alias
+    from sqlmodel import Session, SQLModel, create_engine  # local import: pydantic, after the TypedDict alias
 
     engine = create_engine(f"sqlite:///{db_path}")
     SQLModel.metadata.create_all(engine)

@@ -42,7 +42,10 @@ from rich.logging import RichHandler
 from starlette.requests import Request
 
 if __package__:
-    from . import skyrl_forwarding, skyrl_mutants  # the harness's tests import this module as faultload.targets.skyrl_patches
+    from . import (  # the harness's tests import this module as faultload.targets.skyrl_patches
+        skyrl_forwarding,
+        skyrl_mutants,
+    )
 else:
     import skyrl_forwarding  # inside the target: beside this file, on sys.path from skyrl_launch's __main__
     import skyrl_mutants

@@ -22,9 +22,8 @@ import sys
 import types
 import typing
 
-import tinker.types
-
 import launch_profile  # beside this file: the script's folder is sys.path[0]
+import tinker.types
 import tuft_fixes
 
 # TuFT's loss-function names (tuft/loss_fn/__init__.py's LOSS_FN keys): tuft.compat reads only the keys.

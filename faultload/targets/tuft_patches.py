@@ -20,18 +20,18 @@ import inspect
 import logging
 import sys
 import typing
-from importlib.metadata import PackageNotFoundError, version as package_version
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 
 import tuft.cli
 import tuft.futures as futures
 import tuft.persistence
 import tuft.sequence_executor as sequence_executor
+import tuft_fixes
+import tuft_forwarding
 import uvicorn.config
 from tuft.backends.base_backend import BaseSamplingBackend
 from tuft.cli import main as tuft_main
-
-import tuft_fixes
-import tuft_forwarding
 
 LAUNCH_ERROR_EXIT = 3
 LOG_FORMAT = "%(asctime)s - %(levelname)s - %(name)s: %(message)s"

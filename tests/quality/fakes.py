@@ -21,16 +21,16 @@ from hypothesis import strategies as st
 
 from faultload.checker.budgets import load_budgets
 from faultload.checker.inputs import Verdict
-from faultload.model.faults import Fault, FaultSchedule
-from faultload.store.repro import config_key
-from faultload.suite.executor import TrialOutcome, SuiteError
-from faultload.suite.profiles import Profile, get_profile
-from faultload.suite.families import ALL
-from faultload.suite.runner import SuiteRunner
 from faultload.host.workspace import Workspace
+from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.shape import PollBehaviour
-from faultload.suite.reducer import with_requests
+from faultload.store.repro import config_key
 from faultload.strategies import CI, Limits, fatal_kinds, minimal_trial_config, trial_configs
+from faultload.suite.executor import SuiteError, TrialOutcome
+from faultload.suite.families import ALL
+from faultload.suite.profiles import Profile, get_profile
+from faultload.suite.reducer import with_requests
+from faultload.suite.runner import SuiteRunner
 
 TARGET = "skyrl==0.4.0"
 TIME_SCALE = 0.05

@@ -17,9 +17,9 @@ import json
 import pytest
 from hypothesis import HealthCheck, Phase, example, given, settings
 
-from faultload.model.faults import Fault
 from faultload.matrix.run import judge_row, select_rows
 from faultload.model.codec import config_from_dict
+from faultload.model.faults import Fault
 from faultload.store.repro import config_key
 from faultload.suite.families import ALL, Family
 from tests.quality.fakes import TIME_SCALE, KnownFailure, big_failure, configs_meeting, make_runner

@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 import tests.quality.fakes  # noqa: F401 - loaded here first: each in-process session drops the modules it imported, and numpy's cannot load twice
-
 from faultload.matrix.run import judge_row, select_rows
 
 pytest_plugins = ["pytester"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 import graphlib
-from collections import deque
 import subprocess
 import sys
+from collections import deque
 from pathlib import Path
 
 import pytest

@@ -23,7 +23,11 @@ from __future__ import annotations
 
 from faultload.checker.contract.faults import FATAL_DEFINITE_ERROR, FAULT_IN_FORCE, FAULT_NOT_HEALED, NO_FAULT_COST
 from faultload.checker.contract.forwards import (
-    FORWARD_PATH_FAULT, FORWARDED_ONCE, FORWARDS_AT_ONCE, RETRIED_FORWARD, ROUTER_HOLDS_BRIEFLY,
+    FORWARD_PATH_FAULT,
+    FORWARDED_ONCE,
+    FORWARDS_AT_ONCE,
+    RETRIED_FORWARD,
+    ROUTER_HOLDS_BRIEFLY,
 )
 from faultload.checker.contract.heartbeats import HEARTBEAT_TIMEOUT_TOLERATED, HEARTBEATS_ANSWERED
 from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN

@@ -8,9 +8,9 @@ go unanswered (that is :data:`~faultload.checker.contract.liveness.RESOLVES`'s).
 
 from __future__ import annotations
 
-import numpy as np
-
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from faultload.checker.common import fault_windows, is_fatal, overlaps
 from faultload.checker.contract.retention import is_restart
