@@ -37,7 +37,9 @@ def print_ab_medians(runs: dict[str, list[float]], what: str) -> None:
     medians = {side: statistics.median(values) for side, values in runs.items()}
     for side, values in runs.items():
         spread = (max(values) - min(values)) / medians[side] if medians[side] else 0.0
-        print(f"{side}: median {medians[side]:.1f} {what} (spread {spread:.0%}): " + ", ".join(f"{v:.1f}" for v in values))
+        print(
+            f"{side}: median {medians[side]:.1f} {what} (spread {spread:.0%}): " + ", ".join(f"{v:.1f}" for v in values)
+        )
     print(f"B/A: {medians['B'] / medians['A']:.2f}")
 
 

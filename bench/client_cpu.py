@@ -65,8 +65,13 @@ async def app(scope, receive, send) -> None:
         body, ctype = b'{"request_id":"%d","model_id":"bench"}' % app.counter, b"application/json"
     else:
         body, ctype = PROTO_BODY, b"application/x-protobuf"
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", ctype), (b"content-length", b"%d" % len(body))]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", ctype), (b"content-length", b"%d" % len(body))],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -76,8 +81,17 @@ app.counter = 0
 def serve(port: int) -> None:
     import uvicorn
 
-    uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", lifespan="off",
-                access_log=False, log_level="warning", timeout_keep_alive=60)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        timeout_keep_alive=60,
+    )
 
 
 def free_port() -> int:
@@ -204,15 +218,20 @@ def main() -> int:
     proc, port = start_server()
     results: dict[str, list[tuple[float, float]]] = {name: [] for name in CLIENTS}
     try:
-        print(f"{args.requests} requests ({args.requests // 2} asample + retrieve_future pairs), "
-              f"{args.concurrency} concurrent, {args.loop} loop, client pid {os.getpid()}, server pid {proc.pid}")
+        print(
+            f"{args.requests} requests ({args.requests // 2} asample + retrieve_future pairs), "
+            f"{args.concurrency} concurrent, {args.loop} loop, client pid {os.getpid()}, server pid {proc.pid}"
+        )
         print(f"{'rep':>3}  {'client':<9} {'us CPU/req':>10} {'wall s':>7} {'req/s':>7}")
         for rep in range(args.repeat):
             order = list(CLIENTS) if rep % 2 == 0 else list(reversed(CLIENTS))
             for name in order:
                 per_req, wall = run_loop(measure(name, port, args.requests, args.concurrency), args.loop)
                 results[name].append((per_req, wall))
-                print(f"{rep + 1:>3}  {name:<9} {per_req * 1e6:>10.1f} {wall:>7.2f} {args.requests / wall:>7.0f}", flush=True)
+                print(
+                    f"{rep + 1:>3}  {name:<9} {per_req * 1e6:>10.1f} {wall:>7.2f} {args.requests / wall:>7.0f}",
+                    flush=True,
+                )
     finally:
         proc.terminate()
         try:
@@ -224,8 +243,10 @@ def main() -> int:
     for name, value in medians.items():
         print(f"median {name:<9} {value * 1e6:8.1f} us CPU per request")
     ratios = [a[0] / b[0] for a, b in zip(results["httppool"], results["aiohttp"])]
-    print(f"httppool / aiohttp: {medians['httppool'] / medians['aiohttp']:.2f} (ratio of medians); "
-          f"per repetition: {', '.join(f'{r:.2f}' for r in ratios)}")
+    print(
+        f"httppool / aiohttp: {medians['httppool'] / medians['aiohttp']:.2f} (ratio of medians); "
+        f"per repetition: {', '.join(f'{r:.2f}' for r in ratios)}"
+    )
     return 0
 
 

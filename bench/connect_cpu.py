@@ -73,13 +73,17 @@ def main() -> int:
     table: dict[str, list[float]] = {}
     with listener:
         for way in ("no_port", "bind0"):
-            table[way] = [one_round(listener, sources[way], args.per_round, way == "no_port") for _ in range(args.rounds)]
+            table[way] = [
+                one_round(listener, sources[way], args.per_round, way == "no_port") for _ in range(args.rounds)
+            ]
     print(f"{'round':<8}{'TIME_WAIT before':>18}{'no_port ms':>12}{'bind0 ms':>12}{'bind0/no_port':>15}")
     for i in range(args.rounds):
         a, b = table["no_port"][i], table["bind0"][i]
         print(f"{i + 1:<8}{i * args.per_round:>18}{a:>12.3f}{b:>12.3f}{b / a:>14.1f}x")
     # The cost grows with the crowd, so a median over rounds hides it: the last round is the figure.
-    print(f"last round (a crowded address): bind0 costs x{table['bind0'][-1] / table['no_port'][-1]:.0f} no_port's CPU per connect")
+    print(
+        f"last round (a crowded address): bind0 costs x{table['bind0'][-1] / table['no_port'][-1]:.0f} no_port's CPU per connect"
+    )
     return 0
 
 

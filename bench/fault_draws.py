@@ -57,10 +57,18 @@ def sample(limits_name: str, count: int, time_scale: float, seed: int, draw: str
     drawn: list[dict[str, Any]] = []
 
     @fixed_seed(seed)
-    @settings(max_examples=count, database=None, phases=[Phase.generate], deadline=None,
-              suppress_health_check=list(HealthCheck))
-    @given(S.trial_configs(TARGET, time_scale, limits=limits) if draw == "trials"
-           else S.fault_schedules(time_scale, limits))
+    @settings(
+        max_examples=count,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        S.trial_configs(TARGET, time_scale, limits=limits)
+        if draw == "trials"
+        else S.fault_schedules(time_scale, limits)
+    )
     def collect(value: Any) -> None:
         drawn.append((value.faults if draw == "trials" else value).to_dict())
 
@@ -70,8 +78,21 @@ def sample(limits_name: str, count: int, time_scale: float, seed: int, draw: str
 
 def sample_from(source: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
     """Sample in a child Python whose ``faultload`` is ``source``'s (checked, not assumed)."""
-    command = [sys.executable, __file__, "--dump", "--limits", args.limits, "--schedules", str(args.schedules),
-               "--time-scale", str(args.time_scale), "--seed", str(args.seed), "--draw", args.draw]
+    command = [
+        sys.executable,
+        __file__,
+        "--dump",
+        "--limits",
+        args.limits,
+        "--schedules",
+        str(args.schedules),
+        "--time-scale",
+        str(args.time_scale),
+        "--seed",
+        str(args.seed),
+        "--draw",
+        args.draw,
+    ]
     env = {**os.environ, "PYTHONPATH": str(source), "FAULT_DRAWS_SOURCE": str(source)}
     out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=SAMPLE_TIMEOUT_S, check=True)
     return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
@@ -83,23 +104,33 @@ def tally(schedules: list[Any], time_scale: float) -> dict[str, Any]:
 
     n = len(schedules)
     races = [any(is_delivery_race(f, time_scale) for f in s.faults) for s in schedules]
-    anchored = [any(is_delivery_race(f, time_scale) and f.anchor is not None and f.anchor.event == "result"
-                    for f in s.faults) for s in schedules]
-    blackhole = [any((f.link, f.kind) == ("edge", "timeout") and f.stream in ("downstream", "both")
-                     for f in s.faults) for s in schedules]
+    anchored = [
+        any(is_delivery_race(f, time_scale) and f.anchor is not None and f.anchor.event == "result" for f in s.faults)
+        for s in schedules
+    ]
+    blackhole = [
+        any((f.link, f.kind) == ("edge", "timeout") and f.stream in ("downstream", "both") for f in s.faults)
+        for s in schedules
+    ]
     kinds = [frozenset(f"{f.link}:{f.kind}" for f in s.faults) for s in schedules]
-    starts = collections.Counter(p for s in schedules for p in {f.anchor.event if f.anchor else "clock"
-                                                                for f in s.faults})
+    starts = collections.Counter(
+        p for s in schedules for p in {f.anchor.event if f.anchor else "clock" for f in s.faults}
+    )
     per_kind = collections.Counter(k for ks in kinds for k in ks)
     pairs = {pair for ks in kinds for pair in itertools.combinations(sorted(ks), 2)}
-    repeated = sum(1 for s in schedules
-                   if max(collections.Counter(f"{f.link}:{f.kind}" for f in s.faults).values(), default=0) > 1)
+    repeated = sum(
+        1 for s in schedules if max(collections.Counter(f"{f.link}:{f.kind}" for f in s.faults).values(), default=0) > 1
+    )
     return {
-        "schedules": n, "with_faults": sum(1 for s in schedules if s.faults),
-        "delivery_race": sum(races), "delivery_race_after_result": sum(anchored), "edge_blackhole": sum(blackhole),
+        "schedules": n,
+        "with_faults": sum(1 for s in schedules if s.faults),
+        "delivery_race": sum(races),
+        "delivery_race_after_result": sum(anchored),
+        "edge_blackhole": sum(blackhole),
         "p_delivery_race": sum(races) / n if n else 0.0,
         "p_delivery_race_after_result": sum(anchored) / n if n else 0.0,
-        "distinct_kind_sets": len(set(kinds) - {frozenset()}), "distinct_kind_pairs": len(pairs),
+        "distinct_kind_sets": len(set(kinds) - {frozenset()}),
+        "distinct_kind_pairs": len(pairs),
         "same_kind_twice": repeated,
         "mean_faults": sum(len(s.faults) for s in schedules) / n if n else 0.0,
         "mean_kinds": sum(len(k) for k in kinds) / n if n else 0.0,
@@ -111,12 +142,16 @@ def tally(schedules: list[Any], time_scale: float) -> dict[str, Any]:
 def show(label: str, t: dict[str, Any]) -> None:
     n = t["schedules"]
     print(f"{label}: {n} schedules, {t['with_faults']} with faults")
-    print(f"  delivery race: {t['delivery_race']} (p = {t['p_delivery_race']:.4f}); anchored after a result: "
-          f"{t['delivery_race_after_result']} (p = {t['p_delivery_race_after_result']:.4f}); "
-          f"edge response blackhole: {t['edge_blackhole']}")
-    print(f"  distinct link:kind sets {t['distinct_kind_sets']}, pairs {t['distinct_kind_pairs']}, "
-          f"schedules with one kind twice {t['same_kind_twice']}; per schedule {t['mean_faults']:.2f} faults of "
-          f"{t['mean_kinds']:.2f} kinds")
+    print(
+        f"  delivery race: {t['delivery_race']} (p = {t['p_delivery_race']:.4f}); anchored after a result: "
+        f"{t['delivery_race_after_result']} (p = {t['p_delivery_race_after_result']:.4f}); "
+        f"edge response blackhole: {t['edge_blackhole']}"
+    )
+    print(
+        f"  distinct link:kind sets {t['distinct_kind_sets']}, pairs {t['distinct_kind_pairs']}, "
+        f"schedules with one kind twice {t['same_kind_twice']}; per schedule {t['mean_faults']:.2f} faults of "
+        f"{t['mean_kinds']:.2f} kinds"
+    )
     print("  starts: " + ", ".join(f"{k} {v / n:.3f}" for k, v in t["per_start"].items()))
     print("  kinds:  " + ", ".join(f"{k} {v / n:.3f}" for k, v in t["per_kind"].items()))
 
@@ -127,8 +162,12 @@ def main() -> int:
     parser.add_argument("--schedules", type=int, default=4000)
     parser.add_argument("--time-scale", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--draw", choices=("trials", "schedules"), default="trials",
-                        help="whole trials' schedules (what a trial meets) or fault_schedules alone")
+    parser.add_argument(
+        "--draw",
+        choices=("trials", "schedules"),
+        default="trials",
+        help="whole trials' schedules (what a trial meets) or fault_schedules alone",
+    )
     parser.add_argument("--source", type=Path, help="sample another checkout's strategies (a git worktree)")
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--dump", action="store_true", help=argparse.SUPPRESS)  # the child's side of --source
@@ -144,8 +183,11 @@ def main() -> int:
         return 0
     from faultload.model.faults import FaultSchedule  # local import: never in the --source child
 
-    raw = sample_from(args.source.resolve(), args) if args.source else sample(
-        args.limits, args.schedules, args.time_scale, args.seed, args.draw)
+    raw = (
+        sample_from(args.source.resolve(), args)
+        if args.source
+        else sample(args.limits, args.schedules, args.time_scale, args.seed, args.draw)
+    )
     result = tally([FaultSchedule.from_dict(d) for d in raw], args.time_scale)
     show(f"{args.source or REPO} --limits {args.limits} --draw {args.draw} --time-scale {args.time_scale}", result)
     if args.json_out:

@@ -80,13 +80,17 @@ def main() -> int:
         return 2
     extra = {"A": shlex.split(args.a_args), "B": shlex.split(args.b_args)}
     with tempfile.TemporaryDirectory(prefix="harness-ab-") as tmp:
+
         def run(side: str) -> dict[str, float]:
             checkout = args.a if side == "A" else args.b
             figures = one_trial(checkout.resolve(), args.run_args + extra[side], args.home, Path(tmp) / "r.json")
             print(f"  {side}: wall {figures['wall_s']:.1f} s", file=sys.stderr)
             return figures
+
         runs = abba(args.repeat, run)
-    print(f"A = {args.a} {args.a_args}\nB = {args.b} {args.b_args}\nrun args: {' '.join(args.run_args) or '(make run)'}; {args.repeat} each, ABBA")
+    print(
+        f"A = {args.a} {args.a_args}\nB = {args.b} {args.b_args}\nrun args: {' '.join(args.run_args) or '(make run)'}; {args.repeat} each, ABBA"
+    )
     print_table(runs)
     return 0
 

@@ -27,8 +27,19 @@ from faultload.host.workspace import Workspace
 from faultload.run.trial import run_trial
 from faultload.store import report as report_mod
 
-DEFAULT_ARGS = ["--requests", "20000", "--workers", "2", "--router-mode", "latency", "--gen-seconds", "2",
-                "--max-num-seqs", "2048", "--quiet"]
+DEFAULT_ARGS = [
+    "--requests",
+    "20000",
+    "--workers",
+    "2",
+    "--router-mode",
+    "latency",
+    "--gen-seconds",
+    "2",
+    "--max-num-seqs",
+    "2048",
+    "--quiet",
+]
 
 
 def one_run(run_args: list[str]) -> dict[str, float]:

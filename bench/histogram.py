@@ -125,8 +125,9 @@ def latencies(n: int, seed: int) -> dict[str, np.ndarray]:
         # like the confirm run's submit latency: p50 ~40 ms, a tail to seconds (5 ms .. 4 s mostly)
         "lognormal": np.exp(rng.normal(np.log(0.04), 1.3, n)),
         # a fast mode and a slow mode (queued behind a busy engine)
-        "bimodal": np.where(rng.random(n) < 0.8, np.exp(rng.normal(np.log(0.005), 0.3, n)),
-                            np.exp(rng.normal(np.log(2.0), 0.4, n))),
+        "bimodal": np.where(
+            rng.random(n) < 0.8, np.exp(rng.normal(np.log(0.005), 0.3, n)), np.exp(rng.normal(np.log(2.0), 0.4, n))
+        ),
         # like the confirm run's e2e latency: narrow, around 15.7 s
         "e2e-like": rng.normal(15.7, 0.6, n).clip(0.001),
     }
@@ -149,7 +150,7 @@ def time_ops(values: np.ndarray, repeat: int) -> dict[str, dict[str, list[float]
     per_worker = {w: np.array_split(values, w) for w in (2, 64)}
     runs: dict[str, dict[str, list[float]]] = {c.name: {} for c in CONTENDERS}
     for i in range(repeat):
-        order = CONTENDERS[i % len(CONTENDERS):] + CONTENDERS[:i % len(CONTENDERS)]
+        order = CONTENDERS[i % len(CONTENDERS) :] + CONTENDERS[: i % len(CONTENDERS)]
         for c in order:
             row = runs[c.name]
             took, _ = _timed(lambda: c.record_state(values))
@@ -206,9 +207,13 @@ def import_costs(repeat: int) -> dict[str, tuple[float, float]]:
     modules = {"histogram.py": "faultload.record.histogram", "hdrh": "hdrh.histogram"}
     seen: dict[str, list[tuple[float, int]]] = {k: [] for k in modules}
     for i in range(repeat):
-        for name in (list(modules) if i % 2 == 0 else list(modules)[::-1]):
-            out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE.format(module=modules[name])],
-                                 capture_output=True, text=True, check=True).stdout.split()
+        for name in list(modules) if i % 2 == 0 else list(modules)[::-1]:
+            out = subprocess.run(
+                [sys.executable, "-c", _IMPORT_PROBE.format(module=modules[name])],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
             seen[name].append((float(out[0]), int(out[1])))
     return {k: (statistics.median(t for t, _ in v), statistics.median(r for _, r in v)) for k, v in seen.items()}
 
@@ -237,11 +242,21 @@ def main() -> int:
     record = {n: statistics.median(runs[n]["record+to_state"]) for n in names}
     print(_columns("ns per value recorded", [f"{1e9 * record[n] / known.values:.0f}" for n in names]))
     sizes = state_sizes(shapes["lognormal"])
-    print(_columns("state bytes, pickle", [f"{sizes[n][0]:,}" for n in names]
-                   + [f"{sizes[n][0] / sizes[base][0]:.2f}x" for n in names[1:]]))
-    print(_columns("state bytes, JSON", [f"{sizes[n][1]:,}" for n in names]
-                   + [f"{sizes[n][1] / sizes[base][1]:.2f}x" for n in names[1:]]))
-    counts = [Histogram().counts.nbytes] + [HdrHistogram(1, _HIGHEST_US, c.figures).counts_len * 8 for c in CONTENDERS[1:]]
+    print(
+        _columns(
+            "state bytes, pickle",
+            [f"{sizes[n][0]:,}" for n in names] + [f"{sizes[n][0] / sizes[base][0]:.2f}x" for n in names[1:]],
+        )
+    )
+    print(
+        _columns(
+            "state bytes, JSON",
+            [f"{sizes[n][1]:,}" for n in names] + [f"{sizes[n][1] / sizes[base][1]:.2f}x" for n in names[1:]],
+        )
+    )
+    counts = [Histogram().counts.nbytes] + [
+        HdrHistogram(1, _HIGHEST_US, c.figures).counts_len * 8 for c in CONTENDERS[1:]
+    ]
     print(_columns("counts array bytes", [f"{b:,}" for b in counts]))
     print()
     print("worst |relative error| of p50/p90/p99/max vs numpy exact (nearest rank), 2 workers merged")

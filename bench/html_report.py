@@ -97,16 +97,27 @@ def synthetic(requests: int, seed: int = 1) -> TrialResult:
     e2e_hist.record_many(h["done"] - h["submit_start"])
     submit_hist.record_many(h["submit_end"] - h["submit_start"])
     return TrialResult(
-        config=TrialConfig(target="skyrl==0.4.0", shape=LoadShape(requests=requests, workers=1),
-                           faults=FaultSchedule((fault,))),
-        history=h, workers=[WorkerSummary(0, submit_hist.to_state(), e2e_hist.to_state(),
-                                          {"reset": "asample: ServerDisconnectedError"}, cpu_s=1.0)],
+        config=TrialConfig(
+            target="skyrl==0.4.0", shape=LoadShape(requests=requests, workers=1), faults=FaultSchedule((fault,))
+        ),
+        history=h,
+        workers=[
+            WorkerSummary(
+                0, submit_hist.to_state(), e2e_hist.to_state(), {"reset": "asample: ServerDisconnectedError"}, cpu_s=1.0
+            )
+        ],
         monitor=_monitor(h, float(np.nanmax(h["done"])) + 1.0, (fault_at, fault_at + fault_s), rng),
         router_stats={"received": requests, "completed": requests, "peak_in_flight": 256},
-        server={"spec": "skyrl==0.4.0", "version": "0.4.0"}, wall_s=load_s + 10.0, load_s=load_s,
-        fault_log=FaultLog((record,)), start_epoch=0.0,
-        verdict=CollapseVerdict("event_loop_stall", fault_at + 0.3 * fault_s,
-                                ["/healthz unanswered for 2.0 s while requests were in flight"]),
+        server={"spec": "skyrl==0.4.0", "version": "0.4.0"},
+        wall_s=load_s + 10.0,
+        load_s=load_s,
+        fault_log=FaultLog((record,)),
+        start_epoch=0.0,
+        verdict=CollapseVerdict(
+            "event_loop_stall",
+            fault_at + 0.3 * fault_s,
+            ["/healthz unanswered for 2.0 s while requests were in flight"],
+        ),
     )
 
 
@@ -132,13 +143,26 @@ def _monitor(h: History, end_s: float, fault: tuple[float, float], rng: np.rando
     t = np.arange(0.0, end_s, 0.5)
     in_flight = (np.searchsorted(np.sort(h["submit_start"]), t) - np.searchsorted(np.sort(h["done"]), t)).astype(float)
     samples = {name: np.full(t.size, -1.0) for name in SAMPLE_FIELDS}
-    samples.update(t=t, router_in_flight=in_flight, client_in_flight=in_flight + 2, fds=40 + in_flight,
-                   rss=200e6 + 40e6 * t / end_s + 1e5 * in_flight, cpu_s=0.2 * t)
+    samples.update(
+        t=t,
+        router_in_flight=in_flight,
+        client_in_flight=in_flight + 2,
+        fds=40 + in_flight,
+        rss=200e6 + 40e6 * t / end_s + 1e5 * in_flight,
+        cpu_s=0.2 * t,
+    )
     during = (t >= fault[0]) & (t < fault[1])
     healthz_ok = ~(during & (rng.random(t.size) < 0.2))
     latency = rng.uniform(0.001, 0.003, t.size) + np.where(during, 0.05, 0.0) + np.where(healthz_ok, 0.0, 1.0)
-    return MonitorSamples(samples, t.copy(), latency, healthz_ok, ProcessSnapshot(200_000_000, 40, 0.0),
-                          ProcessSnapshot(240_000_000, 41, 0.2 * end_s), (1024, 4096))
+    return MonitorSamples(
+        samples,
+        t.copy(),
+        latency,
+        healthz_ok,
+        ProcessSnapshot(200_000_000, 40, 0.0),
+        ProcessSnapshot(240_000_000, 41, 0.2 * end_s),
+        (1024, 4096),
+    )
 
 
 # --------------------------------------------------------------------------- matplotlib, the other option
@@ -146,11 +170,11 @@ def _monitor(h: History, end_s: float, fault: tuple[float, float], rng: np.rando
 
 def mpl_chart(fmt: str) -> Callable[[dict[str, Any]], str]:
     """The timeline spec drawn as one matplotlib figure, inlined as SVG or as a base64 PNG."""
+
     def draw(spec: dict[str, Any]) -> str:
         plt = pyplot()
         panels = spec["panels"]
-        fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.9 * len(panels)), sharex=True,
-                                 constrained_layout=True)
+        fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.9 * len(panels)), sharex=True, constrained_layout=True)
         for ax, panel in zip(axes, panels):
             _mpl_panel(ax, panel, spec)
         axes[-1].set_xlabel("trial time (s)")
@@ -160,6 +184,7 @@ def mpl_chart(fmt: str) -> Callable[[dict[str, Any]], str]:
         if fmt == "svg":
             return '<div id="charts"><svg' + out.getvalue().split("<svg", 1)[1] + "</div>"  # past the XML prolog
         return f'<div id="charts"><img alt="timeline" src="data:image/png;base64,{base64.b64encode(out.getvalue()).decode()}"></div>'
+
     return draw
 
 
@@ -204,8 +229,20 @@ def chromium(path: Path, repeat: int, browser: str) -> tuple[list[float], list[f
     walls, in_page = [], []
     for _ in range(repeat):
         started = time.perf_counter()
-        out = subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--window-size=1200,2000",
-                              "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--disable-gpu",
+                "--no-sandbox",
+                "--window-size=1200,2000",
+                "--dump-dom",
+                path.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         walls.append(time.perf_counter() - started)
         found = re.search(r'data-charts-ms="([0-9.]+)"', out.stdout)
         if found:
@@ -215,9 +252,21 @@ def chromium(path: Path, repeat: int, browser: str) -> tuple[list[float], list[f
 
 def screenshot(path: Path, png: Path, browser: str) -> None:
     """The whole page, then reduced to 96 colours (Pillow, matplotlib's own dependency) to keep it small."""
-    subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
-                    "--window-size=1000,3250", f"--screenshot={png}", path.as_uri()],
-                   capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--hide-scrollbars",
+            "--window-size=1000,3250",
+            f"--screenshot={png}",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     with Image.open(png) as image:
         image.convert("RGB").quantize(96, method=Image.Quantize.FASTOCTREE).save(png, optimize=True)
 
@@ -231,7 +280,9 @@ def main() -> None:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     started = time.perf_counter()
     pyplot()
-    print(f"import matplotlib.pyplot: {(time.perf_counter() - started) * 1000:.0f} ms (once per process, not in the builds below)")
+    print(
+        f"import matplotlib.pyplot: {(time.perf_counter() - started) * 1000:.0f} ms (once per process, not in the builds below)"
+    )
     options = {"uplot": None, "mpl-svg": mpl_chart("svg"), "mpl-png": mpl_chart("png")}
     print(f"{'requests':>8}  {'option':<8} {'size KB':>8} {'build ms':>9} {'chromium s':>11} {'charts ms':>10}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -244,7 +295,9 @@ def main() -> None:
                 walls, in_page = chromium(path, args.browser_repeat, browser) if browser else ([], [])
                 wall = f"{statistics.median(walls):.2f}" if walls else "-"
                 charts = f"{statistics.median(in_page):.1f}" if in_page else "-"
-                print(f"{requests:>8}  {name:<8} {size / 1000:>8.0f} {statistics.median(builds):>9.1f} {wall:>11} {charts:>10}")
+                print(
+                    f"{requests:>8}  {name:<8} {size / 1000:>8.0f} {statistics.median(builds):>9.1f} {wall:>11} {charts:>10}"
+                )
                 if args.screenshot and name == "uplot" and requests == SIZES[0] and browser:
                     screenshot(path, Path(args.screenshot), browser)
     if not browser:

@@ -80,10 +80,25 @@ def one_run(how: str, run_args: list[str], after_s: float) -> dict:
         env = {**os.environ, TAG_VAR: tag, "TMPDIR": str(tmp), "PYTHONPATH": str(ROOT)}
         json_out = tmp / "report.json"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "faultload.cli.main", "run", "--workdir", str(workdir), *run_args,
-             "--json-out", str(json_out)],
-            cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            text=True, start_new_session=True, preexec_fn=default_signals,
+            [
+                sys.executable,
+                "-m",
+                "faultload.cli.main",
+                "run",
+                "--workdir",
+                str(workdir),
+                *run_args,
+                "--json-out",
+                str(json_out),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=default_signals,
         )
         started = threading.Event()
 
@@ -117,7 +132,9 @@ def one_run(how: str, run_args: list[str], after_s: float) -> dict:
         time.sleep(1.0)  # children reparented at exit get a moment to finish dying
         report = json.loads(json_out.read_text()) if json_out.exists() else None
         return {
-            "signal": how, "seconds": seconds, "exit": code,
+            "signal": how,
+            "seconds": seconds,
+            "exit": code,
             "interrupted": report.get("interrupted") if report else None,
             "left_processes": tagged(tag),
             "left_dirs": [p.name for p in tmp.iterdir() if p.name.startswith("faultload-router-")]
@@ -138,8 +155,11 @@ def main() -> int:
         for how in signals:
             r = one_run(how, args.run_args, args.after)
             results[how].append(r["seconds"])
-            print(f"repeat {repeat + 1} {how:6s} {r['seconds']:6.2f}s exit {r['exit']} interrupted={r['interrupted']} "
-                  f"left processes {r['left_processes']} dirs {r['left_dirs']}", flush=True)
+            print(
+                f"repeat {repeat + 1} {how:6s} {r['seconds']:6.2f}s exit {r['exit']} interrupted={r['interrupted']} "
+                f"left processes {r['left_processes']} dirs {r['left_dirs']}",
+                flush=True,
+            )
     for how in signals:
         print(f"median {how:6s} {statistics.median(results[how]):6.2f}s  over {results[how]}")
     return 0

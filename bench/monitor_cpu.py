@@ -75,8 +75,10 @@ def main() -> int:
     old_child = per_call_ms(run_ss, args.calls, resource.RUSAGE_CHILDREN)  # a second batch: the children's share
     new = per_call_ms(lambda: kernel.listen_state(port), args.calls)
     print(f"{'accept queue: ss (self) / listen_state':<44}{old_self:>10.3f}{new:>10.4f}{old_self / new:>9.0f}x")
-    print(f"{'accept queue: ss (self + child) / listen_state':<44}{old_self + old_child:>10.3f}{new:>10.4f}"
-          f"{(old_self + old_child) / new:>9.0f}x")
+    print(
+        f"{'accept queue: ss (self + child) / listen_state':<44}{old_self + old_child:>10.3f}{new:>10.4f}"
+        f"{(old_self + old_child) / new:>9.0f}x"
+    )
     return 0
 
 

@@ -58,7 +58,9 @@ def one_trial(run_args: list[str], proxies: str, workspace: Workspace) -> dict[s
     rep = report_mod.build_report(result)
     done = max(rep["completed"], 1)
     server_s = rep["cpu_s"].get("server_s") or 0.0
-    toxiproxy_s = (toxiproxy_cpu1 - toxiproxy_cpu0) if toxiproxy_cpu0 is not None and toxiproxy_cpu1 is not None else None
+    toxiproxy_s = (
+        (toxiproxy_cpu1 - toxiproxy_cpu0) if toxiproxy_cpu0 is not None and toxiproxy_cpu1 is not None else None
+    )
     return {
         "proxies": proxies,
         "completed": rep["completed"],
@@ -76,13 +78,17 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def _row(label: str, r: dict[str, Any]) -> str:
-    return (f"{label:<10}{r['proxies']:>4}  {r['throughput']:>10.0f}  {r['e2e_p50_ms']:>9.1f}  "
-            f"{r['server_ms_per_req']:>10.3f}  {_fmt(r['toxiproxy_ms_per_req'], '>12.3f'):>12}  "
-            f"{r['completed']:>5}/{r['requested']:<5}  {r['transport_errors']:>6}")
+    return (
+        f"{label:<10}{r['proxies']:>4}  {r['throughput']:>10.0f}  {r['e2e_p50_ms']:>9.1f}  "
+        f"{r['server_ms_per_req']:>10.3f}  {_fmt(r['toxiproxy_ms_per_req'], '>12.3f'):>12}  "
+        f"{r['completed']:>5}/{r['requested']:<5}  {r['transport_errors']:>6}"
+    )
 
 
-HEADER = (f"{'':<10}{'prox':>4}  {'req/s':>10}  {'e2e p50ms':>9}  {'server ms':>10}  {'toxiproxy ms':>12}  "
-          f"{'completed':>11}  {'t.err':>6}")
+HEADER = (
+    f"{'':<10}{'prox':>4}  {'req/s':>10}  {'e2e p50ms':>9}  {'server ms':>10}  {'toxiproxy ms':>12}  "
+    f"{'completed':>11}  {'t.err':>6}"
+)
 
 
 def main() -> int:
@@ -112,18 +118,31 @@ def main() -> int:
     print("medians over", known.repeats, "repeats")
     print(HEADER)
     for mode in MODES:
-        print(_row("median", {
-            "proxies": mode, "throughput": med(mode, "throughput"), "e2e_p50_ms": med(mode, "e2e_p50_ms"),
-            "server_ms_per_req": med(mode, "server_ms_per_req"), "toxiproxy_ms_per_req": med(mode, "toxiproxy_ms_per_req"),
-            "completed": int(med(mode, "completed")), "requested": known.requests,
-            "transport_errors": int(med(mode, "transport_errors")),
-        }))
+        print(
+            _row(
+                "median",
+                {
+                    "proxies": mode,
+                    "throughput": med(mode, "throughput"),
+                    "e2e_p50_ms": med(mode, "e2e_p50_ms"),
+                    "server_ms_per_req": med(mode, "server_ms_per_req"),
+                    "toxiproxy_ms_per_req": med(mode, "toxiproxy_ms_per_req"),
+                    "completed": int(med(mode, "completed")),
+                    "requested": known.requests,
+                    "transport_errors": int(med(mode, "transport_errors")),
+                },
+            )
+        )
     ratios = [on["throughput"] / off["throughput"] for on, off in zip(runs["on"], runs["off"]) if off["throughput"]]
     print()
-    print(f"throughput on/off: median of per-repeat ratios {statistics.median(ratios):.3f} "
-          f"({', '.join(f'{r:.3f}' for r in ratios)}); ratio of medians {med('on', 'throughput') / med('off', 'throughput'):.3f}")
-    print(f"e2e p50 on/off: {med('on', 'e2e_p50_ms') / med('off', 'e2e_p50_ms'):.2f}x; "
-          f"server CPU per request on/off: {med('on', 'server_ms_per_req') / med('off', 'server_ms_per_req'):.2f}x")
+    print(
+        f"throughput on/off: median of per-repeat ratios {statistics.median(ratios):.3f} "
+        f"({', '.join(f'{r:.3f}' for r in ratios)}); ratio of medians {med('on', 'throughput') / med('off', 'throughput'):.3f}"
+    )
+    print(
+        f"e2e p50 on/off: {med('on', 'e2e_p50_ms') / med('off', 'e2e_p50_ms'):.2f}x; "
+        f"server CPU per request on/off: {med('on', 'server_ms_per_req') / med('off', 'server_ms_per_req'):.2f}x"
+    )
     return 0
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from _figures import abba, checkouts_parser, print_ab_medians  # bench/, beside this script
 
-ONE_RUN = r'''
+ONE_RUN = r"""
 import asyncio, json, multiprocessing as mp, resource, sys, time
 import uvloop
 from faultload.client import decode
@@ -62,13 +62,14 @@ ok = int((client.history["outcome"] == Outcome.OK).sum())
 if ok != count:
     sys.exit(f"raw_client_cpu: {ok} of {count} requests OK")
 print(1e6 * (usage.ru_utime + usage.ru_stime - before) / count)
-'''
+"""
 
 
 def one_run(checkout: Path, requests: int) -> float:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    proc = subprocess.run([sys.executable, "-c", ONE_RUN, str(requests)], cwd=checkout, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", ONE_RUN, str(requests)], cwd=checkout, env=env, capture_output=True, text=True
+    )
     if proc.returncode != 0:
         raise SystemExit(f"raw_client_cpu: {checkout}: {proc.stderr.strip()[-500:]}")
     return float(proc.stdout)

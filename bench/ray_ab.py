@@ -62,12 +62,17 @@ def main() -> int:
                 report = json.loads(out.read_text())
                 ray_s = sum(after[p] - before[p] for p in after if p in before)
                 figures["ray_system_ms_per_req"] = 1000 * ray_s / max(report["completed"], 1) if side == "B" else 0.0
-                figures["harness_with_ray_ms_per_req"] = figures["harness_ms_per_req"] + figures["ray_system_ms_per_req"]
+                figures["harness_with_ray_ms_per_req"] = (
+                    figures["harness_ms_per_req"] + figures["ray_system_ms_per_req"]
+                )
                 runs[side].append(figures)
                 verdicts = " ".join(f"{v['name']}={v['ok']}" for v in report["invariants"])
                 nodes = sorted({w["node"] for w in report["workers"]})
-                print(f"  {side} {i + 1}/{args.repeat}: completed {report['completed']}/{report['requested']}, "
-                      f"attempts {report['attempts']['http_attempts']}, nodes {nodes}, {verdicts}", file=sys.stderr)
+                print(
+                    f"  {side} {i + 1}/{args.repeat}: completed {report['completed']}/{report['requested']}, "
+                    f"attempts {report['attempts']['http_attempts']}, nodes {nodes}, {verdicts}",
+                    file=sys.stderr,
+                )
     print(f"run args: {' '.join(run_args)}; A = local workers, B = --ray (2 loopback nodes); {args.repeat} each, ABBA")
     print_table(runs)
     return 0

@@ -41,18 +41,29 @@ def one_trial(run_args: list[str], mode: list[str], hold_s: float, workspace: Wo
     rss = rss[rss >= 0]
     base = result.monitor.baseline.rss if result.monitor.baseline else float(rss[0])
     delivered = float(result.history["result_bytes"].astype(np.float64).sum())
-    return {"mode": " ".join(mode).replace("--regress ", "") or "clean", "base": base / MIB,
-            "peak": float(rss.max()) / MIB, "last": float(rss[-1]) / MIB, "delivered": delivered / MIB,
-            "figure": verdict.figure, "ok": verdict.ok, "detail": verdict.detail}
+    return {
+        "mode": " ".join(mode).replace("--regress ", "") or "clean",
+        "base": base / MIB,
+        "peak": float(rss.max()) / MIB,
+        "last": float(rss[-1]) / MIB,
+        "delivered": delivered / MIB,
+        "figure": verdict.figure,
+        "ok": verdict.ok,
+        "detail": verdict.detail,
+    }
 
 
 def _row(label: str, r: dict[str, Any]) -> str:
     figure = "-" if r["figure"] is None else f"{r['figure']:.3f}"
-    return (f"{label:<7}{r['mode']:>22}  {r['base']:>8.1f}  {r['peak']:>8.1f}  {r['last']:>8.1f}  "
-            f"{r['delivered']:>9.1f}  {figure:>7}  {str(r['ok']):>5}")
+    return (
+        f"{label:<7}{r['mode']:>22}  {r['base']:>8.1f}  {r['peak']:>8.1f}  {r['last']:>8.1f}  "
+        f"{r['delivered']:>9.1f}  {figure:>7}  {str(r['ok']):>5}"
+    )
 
 
-HEADER = f"{'':<7}{'mode':>22}  {'base MiB':>8}  {'peak MiB':>8}  {'end MiB':>8}  {'deliv MiB':>9}  {'figure':>7}  {'ok':>5}"
+HEADER = (
+    f"{'':<7}{'mode':>22}  {'base MiB':>8}  {'peak MiB':>8}  {'end MiB':>8}  {'deliv MiB':>9}  {'figure':>7}  {'ok':>5}"
+)
 
 
 def main() -> int:
@@ -65,11 +76,18 @@ def main() -> int:
     other = [arg for name in known.regress or ["keep-delivered"] for arg in ("--regress", name)]
     modes: tuple[list[str], list[str]] = ([], other)
     workspace = Workspace.default(os.environ.get("FAULTLOAD_HOME"))
-    print("faultload run", " ".join(rest), f"hold {known.hold:g} s | as given vs with", " ".join(other),
-          "x", known.repeats, flush=True)
+    print(
+        "faultload run",
+        " ".join(rest),
+        f"hold {known.hold:g} s | as given vs with",
+        " ".join(other),
+        "x",
+        known.repeats,
+        flush=True,
+    )
     print(HEADER, flush=True)
     for i in range(known.repeats):
-        for m in ((0, 1) if i % 2 == 0 else (1, 0)):
+        for m in (0, 1) if i % 2 == 0 else (1, 0):
             r = one_trial(rest, modes[m], known.hold, workspace)
             print(_row(f"run {i + 1}", r), flush=True)
             if known.verbose:

@@ -50,11 +50,21 @@ _JSON = b"Content-Type: application/json\r\n"
 
 def forward_body(nonce: int, max_tokens: int) -> bytes:
     """What SkyRL 0.4.0's forwarding client posts for one sample (skyrl_train_inference_forwarding.py)."""
-    return json.dumps({
-        "model": "faultload-model", "prompt": tokens.prompt_tokens(nonce), "n": 1, "seed": nonce % (1 << 31),
-        "max_tokens": max_tokens, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": 1,
-        "stream": False, "return_token_ids": True,
-    }).encode()
+    return json.dumps(
+        {
+            "model": "faultload-model",
+            "prompt": tokens.prompt_tokens(nonce),
+            "n": 1,
+            "seed": nonce % (1 << 31),
+            "max_tokens": max_tokens,
+            "temperature": 1.0,
+            "top_p": 1.0,
+            "top_k": -1,
+            "logprobs": 1,
+            "stream": False,
+            "return_token_ids": True,
+        }
+    ).encode()
 
 
 def router_program(checkout: Path, compiled: bool) -> list[str]:
@@ -63,15 +73,22 @@ def router_program(checkout: Path, compiled: bool) -> list[str]:
         return [sys.executable, "-m", "faultload.router"]
     found = find_router(ROOT / ".faultload" / "tools", checkout / "faultload" / "router" / "go")
     if found is None:
-        raise SystemExit(f"router_cpu: {checkout}'s compiled router is not built in {ROOT / '.faultload' / 'tools'} "
-                         f"(run `faultload setup` in that checkout with FAULTLOAD_HOME={ROOT / '.faultload'})")
+        raise SystemExit(
+            f"router_cpu: {checkout}'s compiled router is not built in {ROOT / '.faultload' / 'tools'} "
+            f"(run `faultload setup` in that checkout with FAULTLOAD_HOME={ROOT / '.faultload'})"
+        )
     return [str(found)]
 
 
 def start_router(checkout: Path, router_args: list[str], compiled: bool) -> tuple[subprocess.Popen, int]:
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    proc = subprocess.Popen([*router_program(checkout, compiled), "--port", "0", *router_args],
-                            cwd=checkout, env=env, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*router_program(checkout, compiled), "--port", "0", *router_args],
+        cwd=checkout,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline() if proc.stdout else ""
     if not line.startswith("READY "):
         proc.kill()
@@ -83,14 +100,18 @@ async def drive(port: int, first: int, count: int, concurrency: int, max_tokens:
     """``count`` completions, ``concurrency`` at once; a share ``fresh`` of them each on a new connection that
     the router closes after its answer (``Connection: close``), the rest over kept-alive ones."""
     gate = asyncio.Semaphore(concurrency)
-    async with HttpPool("127.0.0.1", port, None, 10.0) as kept, \
-            HttpPool("127.0.0.1", port, None, 10.0, keepalive=False) as closing:
+    async with (
+        HttpPool("127.0.0.1", port, None, 10.0) as kept,
+        HttpPool("127.0.0.1", port, None, 10.0, keepalive=False) as closing,
+    ):
+
         async def one(i: int) -> None:
             pool = closing if int((i + 1) * fresh) > int(i * fresh) else kept  # the fresh share, spread evenly
             async with gate:
                 status, _, body = await pool.post("/v1/completions", forward_body(first + i, max_tokens), _JSON, 120.0)
             if status != 200 or b'"finish_reason"' not in body:
                 raise SystemExit(f"router_cpu: completion {first + i}: HTTP {status}: {body[:200]!r}")
+
         await asyncio.gather(*(one(i) for i in range(count)))
 
 
@@ -104,8 +125,15 @@ def pin(router: psutil.Process) -> None:
         os.sched_setaffinity(0, {cpus[0]})
 
 
-def one_run(checkout: Path, compiled: bool, router_args: list[str], requests: int, concurrency: int,
-            max_tokens: int, fresh: float) -> float:
+def one_run(
+    checkout: Path,
+    compiled: bool,
+    router_args: list[str],
+    requests: int,
+    concurrency: int,
+    max_tokens: int,
+    fresh: float,
+) -> float:
     """The router's microseconds of CPU per completion (after a warm-up of ``concurrency`` completions)."""
     proc, port = start_router(checkout, router_args, compiled)
     try:
@@ -126,12 +154,21 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=16384)
     parser.add_argument("--concurrency", type=int, default=2000)
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--fresh-connections", type=float, default=0.0, metavar="F",
-                        help="share of completions sent each on a new connection (0.4.0's forwarding pool, "
-                             "keepalive_timeout=2 s, opened one for ~70%% of forwards in latency mode)")
-    parser.add_argument("--compiled", choices=("none", "a", "b", "both"), default="none",
-                        help="which side runs its checkout's compiled router (faultload/router/go) instead of "
-                             "python -m faultload.router")
+    parser.add_argument(
+        "--fresh-connections",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="share of completions sent each on a new connection (0.4.0's forwarding pool, "
+        "keepalive_timeout=2 s, opened one for ~70%% of forwards in latency mode)",
+    )
+    parser.add_argument(
+        "--compiled",
+        choices=("none", "a", "b", "both"),
+        default="none",
+        help="which side runs its checkout's compiled router (faultload/router/go) instead of "
+        "python -m faultload.router",
+    )
     parser.add_argument("router_args", nargs="*")
     args = parser.parse_args()
     for path in (args.a, args.b):
@@ -146,12 +183,23 @@ def main() -> int:
         return 2
     router_args = args.router_args or DEFAULT_ROUTER_ARGS
     compiled = {"A": args.compiled in ("a", "both"), "B": args.compiled in ("b", "both")}
-    runs = abba(args.repeat, lambda side: one_run((args.a if side == "A" else args.b).resolve(), compiled[side],
-                                                  router_args, args.requests, args.concurrency, args.max_tokens,
-                                                  args.fresh_connections))
+    runs = abba(
+        args.repeat,
+        lambda side: one_run(
+            (args.a if side == "A" else args.b).resolve(),
+            compiled[side],
+            router_args,
+            args.requests,
+            args.concurrency,
+            args.max_tokens,
+            args.fresh_connections,
+        ),
+    )
     kind = {True: "compiled router", False: "Python router"}
-    print(f"A = {args.a} ({kind[compiled['A']]})\nB = {args.b} ({kind[compiled['B']]})\nrouter args: {' '.join(router_args)}; {args.requests} completions at "
-          f"{args.concurrency} in flight, {args.fresh_connections:.0%} on fresh connections, {args.repeat} each, ABBA")
+    print(
+        f"A = {args.a} ({kind[compiled['A']]})\nB = {args.b} ({kind[compiled['B']]})\nrouter args: {' '.join(router_args)}; {args.requests} completions at "
+        f"{args.concurrency} in flight, {args.fresh_connections:.0%} on fresh connections, {args.repeat} each, ABBA"
+    )
     print_ab_medians(runs, "us CPU per completion")
     return 0
 

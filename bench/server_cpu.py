@@ -51,8 +51,10 @@ def one_trial(run_args: list[str], mode: list[str], workspace: Workspace) -> dic
 
 
 def _row(label: str, r: dict[str, Any]) -> str:
-    return (f"{label:<8}{r['mode']:>18}  {r['ms_per_http']:>9.3f}  {r['ms_per_sample']:>10.3f}  "
-            f"{r['throughput']:>8.0f}  {r['http']:>7}  {r['completed']:>7}")
+    return (
+        f"{label:<8}{r['mode']:>18}  {r['ms_per_http']:>9.3f}  {r['ms_per_sample']:>10.3f}  "
+        f"{r['throughput']:>8.0f}  {r['http']:>7}  {r['completed']:>7}"
+    )
 
 
 HEADER = f"{'':<8}{'mode':>18}  {'ms/http':>9}  {'ms/sample':>10}  {'req/s':>8}  {'http':>7}  {'done':>7}"
@@ -68,8 +70,11 @@ def main() -> int:
         parser.error("--repeats must be >= 1")
     if known.regress and known.against:
         parser.error("--regress and --against are two ways to name the other mode: give one")
-    other = (shlex.split(known.against) if known.against
-             else [arg for name in known.regress or ["rich-access-log"] for arg in ("--regress", name)])
+    other = (
+        shlex.split(known.against)
+        if known.against
+        else [arg for name in known.regress or ["rich-access-log"] for arg in ("--regress", name)]
+    )
     modes: tuple[list[str], list[str]] = ([], other)
     workspace = Workspace.default(os.environ.get("FAULTLOAD_HOME"))
     print("faultload run", " ".join(rest), "| as given vs with", " ".join(other), "x", known.repeats, flush=True)
@@ -88,12 +93,24 @@ def main() -> int:
     print()
     print(HEADER)
     for m in (0, 1):
-        print(_row("median", {"mode": runs[m][0]["mode"], "ms_per_http": med(m, "ms_per_http"),
-                              "ms_per_sample": med(m, "ms_per_sample"), "throughput": med(m, "throughput"),
-                              "http": int(med(m, "http")), "completed": int(med(m, "completed"))}))
+        print(
+            _row(
+                "median",
+                {
+                    "mode": runs[m][0]["mode"],
+                    "ms_per_http": med(m, "ms_per_http"),
+                    "ms_per_sample": med(m, "ms_per_sample"),
+                    "throughput": med(m, "throughput"),
+                    "http": int(med(m, "http")),
+                    "completed": int(med(m, "completed")),
+                },
+            )
+        )
     ratios = [b["ms_per_http"] / a["ms_per_http"] for a, b in zip(runs[0], runs[1]) if a["ms_per_http"]]
-    print(f"\nserver CPU per HTTP request other/clean: median of per-repeat ratios {statistics.median(ratios):.2f} "
-          f"({', '.join(f'{x:.2f}' for x in ratios)}); throughput ratio {med(1, 'throughput') / med(0, 'throughput'):.2f}")
+    print(
+        f"\nserver CPU per HTTP request other/clean: median of per-repeat ratios {statistics.median(ratios):.2f} "
+        f"({', '.join(f'{x:.2f}' for x in ratios)}); throughput ratio {med(1, 'throughput') / med(0, 'throughput'):.2f}"
+    )
     return 0
 
 

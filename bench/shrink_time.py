@@ -43,12 +43,20 @@ def main() -> int:
     known, rest = parser.parse_known_args()
     config = config_from_args(build_parser().parse_args(["run", *(rest or DEFAULT_ARGS)]))
     root = Path(__file__).resolve().parent.parent
-    runner = SuiteRunner(PROFILES[known.profile], config.target, config.regress,
-                         Workspace.default(os.environ.get("FAULTLOAD_HOME")), load_budgets(root / "pyproject.toml"))
+    runner = SuiteRunner(
+        PROFILES[known.profile],
+        config.target,
+        config.regress,
+        Workspace.default(os.environ.get("FAULTLOAD_HOME")),
+        load_budgets(root / "pyproject.toml"),
+    )
     state = runner.begin("bench/shrink_time.py")
     started = time.monotonic()
+
     # check() steers Hypothesis (hypothesis.target), so it runs inside a one-example test, as in the suite
-    @hypothesis.settings(max_examples=1, database=None, deadline=None, suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.settings(
+        max_examples=1, database=None, deadline=None, suppress_health_check=list(hypothesis.HealthCheck)
+    )
     @hypothesis.given(hypothesis.strategies.just(config))
     def one_example(drawn) -> None:
         runner.check(LOST, drawn)
@@ -65,13 +73,17 @@ def main() -> int:
     ended = time.monotonic()
     first = state.first_failure_at or started
     for step in state.reduce_log:
-        print(f"  {step['step']:<32} {step['requests']:>6} requests  {'fails' if step['still_fails'] else 'passes':<6}"
-              f" {step['seconds']:>6.1f} s")
+        print(
+            f"  {step['step']:<32} {step['requests']:>6} requests  {'fails' if step['still_fails'] else 'passes':<6}"
+            f" {step['seconds']:>6.1f} s"
+        )
     best = state.best[0] if state.best else config
-    print(f"first failure: {config.shape.requests} requests after {first - started:.1f} s; reduced to "
-          f"{best.shape.requests} requests ({', '.join(f.to_spec() for f in best.faults.faults) or 'no fault'}) in {ended - first:.1f} s "
-          f"({len(state.reduce_log)} steps, {runner.trials} trials, {runner.stack_starts} stack starts); "
-          f"{ended - started:.1f} s in all")
+    print(
+        f"first failure: {config.shape.requests} requests after {first - started:.1f} s; reduced to "
+        f"{best.shape.requests} requests ({', '.join(f.to_spec() for f in best.faults.faults) or 'no fault'}) in {ended - first:.1f} s "
+        f"({len(state.reduce_log)} steps, {runner.trials} trials, {runner.stack_starts} stack starts); "
+        f"{ended - started:.1f} s in all"
+    )
     return 0
 
 

@@ -63,8 +63,12 @@ def run_steps(action: dict, inputs: dict[str, str], log=print) -> int:
             continue
         log(f"action_steps: {step.get('name') or step.get('id')}")
         with tempfile.NamedTemporaryFile("r", suffix=".out", delete=False) as out:
-            env = {**os.environ, "GITHUB_ACTION_PATH": str(ROOT), "GITHUB_OUTPUT": out.name,
-                   **{k: fill(str(v), inputs, outputs) for k, v in (step.get("env") or {}).items()}}
+            env = {
+                **os.environ,
+                "GITHUB_ACTION_PATH": str(ROOT),
+                "GITHUB_OUTPUT": out.name,
+                **{k: fill(str(v), inputs, outputs) for k, v in (step.get("env") or {}).items()},
+            }
             code = subprocess.run(["bash", "-e", "-c", fill(step["run"], inputs, outputs)], env=env).returncode
             written = Path(out.name).read_text()
         os.unlink(out.name)
@@ -78,8 +82,14 @@ def run_steps(action: dict, inputs: dict[str, str], log=print) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--with", dest="given", action="append", default=[], metavar="NAME=VALUE",
-                        help="an input of the action (repeatable; default: the input's default)")
+    parser.add_argument(
+        "--with",
+        dest="given",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an input of the action (repeatable; default: the input's default)",
+    )
     args = parser.parse_args(argv)
     given = dict(item.split("=", 1) for item in args.given)
     action = load_action()

@@ -43,9 +43,25 @@ COMPARISONS: dict[str, tuple[str, str, list[str]]] = {
 
 def run(name: str, repeats: int, out: Path) -> int:
     baseline, candidate, trial = COMPARISONS[name]
-    command = [sys.executable, "-m", "faultload", "compare", "--baseline", baseline, "--candidate", candidate,
-               "--repeats", str(repeats), *trial, "--json-out", str(out / f"{name}.json"),
-               "--markdown-out", str(out / f"{name}.md"), "--plot", str(out / f"{name}.png")]
+    command = [
+        sys.executable,
+        "-m",
+        "faultload",
+        "compare",
+        "--baseline",
+        baseline,
+        "--candidate",
+        candidate,
+        "--repeats",
+        str(repeats),
+        *trial,
+        "--json-out",
+        str(out / f"{name}.json"),
+        "--markdown-out",
+        str(out / f"{name}.md"),
+        "--plot",
+        str(out / f"{name}.png"),
+    ]
     print(" ".join(command[1:]), file=sys.stderr, flush=True)
     return subprocess.run(command, cwd=ROOT).returncode
 

@@ -62,8 +62,12 @@ def measure(roots: list[Path]) -> list[LocalImport]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("roots", nargs="*", default=list(DEFAULT_ROOTS), help="folders to measure (default: %(default)s)")
-    parser.add_argument("--limit", type=int, default=10, help="how many are allowed, for the summary line (default: %(default)s)")
+    parser.add_argument(
+        "roots", nargs="*", default=list(DEFAULT_ROOTS), help="folders to measure (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--limit", type=int, default=10, help="how many are allowed, for the summary line (default: %(default)s)"
+    )
     args = parser.parse_args(argv)
     roots = [Path(r) for r in args.roots]
     missing = [str(r) for r in roots if not r.is_dir()]

@@ -22,8 +22,12 @@ DEFAULT_ROOTS = ("faultload",)
 
 def _docstring_lines(node: ast.AST) -> int:
     body = getattr(node, "body", None)
-    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(getattr(body[0], "value", None), ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         return body[0].end_lineno - body[0].lineno + 1
     return 0
 
@@ -58,7 +62,9 @@ def measure(roots: list[Path]) -> tuple[list[tuple[str, int]], list[tuple[str, s
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("roots", nargs="*", default=list(DEFAULT_ROOTS), help="folders to measure (default: %(default)s)")
+    parser.add_argument(
+        "roots", nargs="*", default=list(DEFAULT_ROOTS), help="folders to measure (default: %(default)s)"
+    )
     parser.add_argument("--modules", type=int, default=400, help="module line limit (default: %(default)s)")
     parser.add_argument("--functions", type=int, default=60, help="function line limit (default: %(default)s)")
     args = parser.parse_args(argv)

@@ -84,8 +84,15 @@ def subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPa
 
 def _value(choices, metavar: str, flag: bool, repeatable: bool, positional: bool = False) -> str:
     """What an option takes: its choices, a positional value, a flag's nothing, or its metavar."""
-    text = (", ".join(code(c) for c in choices) if choices else "positional" if positional else "flag" if flag
-            else code(metavar))
+    text = (
+        ", ".join(code(c) for c in choices)
+        if choices
+        else "positional"
+        if positional
+        else "flag"
+        if flag
+        else code(metavar)
+    )
     return text + (", repeatable" if repeatable else "")
 
 
@@ -97,8 +104,13 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
             continue
         name = ", ".join(code(o) for o in action.option_strings) or code(action.metavar or action.dest)
         flag = isinstance(action, argparse._StoreConstAction)  # store_true and store_false among them
-        value = _value(action.choices, action.metavar or action.dest.upper(), action.nargs == 0,
-                       isinstance(action, argparse._AppendAction), not action.option_strings)
+        value = _value(
+            action.choices,
+            action.metavar or action.dest.upper(),
+            action.nargs == 0,
+            isinstance(action, argparse._AppendAction),
+            not action.option_strings,
+        )
         default = "required" if action.required else default_text(action.default, flag)
         rows.append([name, value, default, cell(expand(action) if action.help else "")])
     return rows
@@ -107,18 +119,37 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[list[str]]:
 def cli_page(parser: argparse.ArgumentParser) -> str:
     commands = subparsers(parser)
     helps = {choice.dest: choice.help for choice in _commands(parser)._choices_actions}
-    lines = [HEADER, f"# {parser.prog}: the command line", "", cell(parser.description or ""), "",
-             table(["option", "value", "default", "help"], _option_rows(parser)), "",
-             table(["command", "what it does"], [[code(f"{parser.prog} {n}"), cell(helps.get(n, ""))]
-                                                 for n in commands]), ""]
+    lines = [
+        HEADER,
+        f"# {parser.prog}: the command line",
+        "",
+        cell(parser.description or ""),
+        "",
+        table(["option", "value", "default", "help"], _option_rows(parser)),
+        "",
+        table(["command", "what it does"], [[code(f"{parser.prog} {n}"), cell(helps.get(n, ""))] for n in commands]),
+        "",
+    ]
     for name, command in commands.items():
-        lines += [f"## {parser.prog} {name}", "", cell(command.description or ""), "",
-                  table(["option", "value", "default", "help"], _option_rows(command)), ""]
+        lines += [
+            f"## {parser.prog} {name}",
+            "",
+            cell(command.description or ""),
+            "",
+            table(["option", "value", "default", "help"], _option_rows(command)),
+            "",
+        ]
         if command.epilog:
             lines += ["```", command.epilog.strip("\n"), "```", ""]
-    lines += ["## Exit codes", "", table(["code", "meaning"], [[code(c), cell(t)] for c, t in EXIT_CODES.items()]),
-              "", f"`{parser.prog} replay`, by what the replay came to:", "",
-              table(["replay", "code"], [[status.value, code(c)] for status, c in REPLAY_EXITS.items()])]
+    lines += [
+        "## Exit codes",
+        "",
+        table(["code", "meaning"], [[code(c), cell(t)] for c, t in EXIT_CODES.items()]),
+        "",
+        f"`{parser.prog} replay`, by what the replay came to:",
+        "",
+        table(["replay", "code"], [[status.value, code(c)] for status, c in REPLAY_EXITS.items()]),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -128,26 +159,53 @@ def pytest_page() -> str:
     rows = []
     for names, attrs in recorder.options:
         flag = attrs.get("action") in ("store_true", "store_false")
-        value = _value(attrs.get("choices"), attrs.get("metavar") or names[0].lstrip("-").upper(), flag,
-                       attrs.get("action") == "append")
-        rows.append([", ".join(code(n) for n in names), value, default_text(attrs.get("default"), flag),
-                     cell(attrs.get("help", ""))])
+        value = _value(
+            attrs.get("choices"),
+            attrs.get("metavar") or names[0].lstrip("-").upper(),
+            flag,
+            attrs.get("action") == "append",
+        )
+        rows.append(
+            [
+                ", ".join(code(n) for n in names),
+                value,
+                default_text(attrs.get("default"), flag),
+                cell(attrs.get("help", "")),
+            ]
+        )
     marker, _, says = plugin.MARKER.partition(":")
     groups = "; ".join(cell(description) for description in recorder.groups.values())
-    return "\n".join([
-        HEADER, "# pytest --pyargs faultload.suite: the plugin's options", "", groups, "",
-        table(["option", "value", "default", "help"], rows), "",
-        "## Environment", "", "Read once, when pytest configures the session:", "",
-        table(["variable", "what for"], [[code(name), cell(what)] for name, what in plugin.ENVIRONMENT.items()]), "",
-        "## Marker", "", f"{code(marker)}: {cell(says.strip())}", ""])
+    return "\n".join(
+        [
+            HEADER,
+            "# pytest --pyargs faultload.suite: the plugin's options",
+            "",
+            groups,
+            "",
+            table(["option", "value", "default", "help"], rows),
+            "",
+            "## Environment",
+            "",
+            "Read once, when pytest configures the session:",
+            "",
+            table(["variable", "what for"], [[code(name), cell(what)] for name, what in plugin.ENVIRONMENT.items()]),
+            "",
+            "## Marker",
+            "",
+            f"{code(marker)}: {cell(says.strip())}",
+            "",
+        ]
+    )
 
 
 def invariants() -> list[tuple[str, object, str]]:
     """(name, what judges it, what it judges beside every trial), in the order they are judged."""
     collapse = collapse_verdict(sample_trial()).name  # the name the watchdog's verdict carries
-    return ([(name, fn, "") for name, fn in CHECKERS]
-            + [(name, fn, " (a trial that trained)") for name, fn in TRAINING_CHECKERS]
-            + [(collapse, collapse_verdict, ""), (SESSION_GROWTH, check_session_growth, " (a suite session)")])
+    return (
+        [(name, fn, "") for name, fn in CHECKERS]
+        + [(name, fn, " (a trial that trained)") for name, fn in TRAINING_CHECKERS]
+        + [(collapse, collapse_verdict, ""), (SESSION_GROWTH, check_session_growth, " (a suite session)")]
+    )
 
 
 def invariants_page() -> str:
@@ -157,26 +215,50 @@ def invariants_page() -> str:
     for name, doc in BUDGET_DOCS.items():
         for invariant in doc.invariants:
             by_invariant.setdefault(invariant, []).append(name)
-    rows = [[code(name) + note, cell(first_paragraph(fn)),
-             cell(docstring_figure(name, fn)), codes(by_invariant.get(name, ()))] for name, fn, note in found]
-    budget_rows = [[code(name), code(_budget_value(budgets[name], doc.unit)), cell(doc.unit), codes(doc.invariants),
-                    cell(doc.why)] for name, doc in BUDGET_DOCS.items()]
+    rows = [
+        [
+            code(name) + note,
+            cell(first_paragraph(fn)),
+            cell(docstring_figure(name, fn)),
+            codes(by_invariant.get(name, ())),
+        ]
+        for name, fn, note in found
+    ]
+    budget_rows = [
+        [code(name), code(_budget_value(budgets[name], doc.unit)), cell(doc.unit), codes(doc.invariants), cell(doc.why)]
+        for name, doc in BUDGET_DOCS.items()
+    ]
     family_rows = [[code(f.name), codes(checked(f)), codes(f.steers_by), codes(f.known)] for f in FAMILIES]
     table_name = ".".join(PYPROJECT_TABLE)
-    return "\n".join([
-        HEADER, "# Invariants", "",
-        "Every trial is judged by each invariant below, in this order; the JSON report's `invariants` holds each "
-        "verdict as `{name, ok, figure, budget, detail}`.", "",
-        table(["invariant", "holds when", "figure", "budgets"], rows), "",
-        "## Budgets", "",
-        f"Defaults; set them in `[{table_name}]` of `pyproject.toml` or per run with `--budget NAME=VALUE`.", "",
-        table(["budget", "default", "unit", "invariants", "why"], budget_rows), "",
-        "## The futures contract", "",
-        table(["name", "says", "why"], [[code(r.name), cell(r.says), cell(r.why)] for r in RULES]), "",
-        "## Property families", "",
-        "Each property of `pytest --pyargs faultload.suite` asserts its family's invariants and steers Hypothesis toward the "
-        "figures of some; known trials run first where the profile asks.", "",
-        table(["family", "asserts", "steers by", "known trials"], family_rows), ""])
+    return "\n".join(
+        [
+            HEADER,
+            "# Invariants",
+            "",
+            "Every trial is judged by each invariant below, in this order; the JSON report's `invariants` holds each "
+            "verdict as `{name, ok, figure, budget, detail}`.",
+            "",
+            table(["invariant", "holds when", "figure", "budgets"], rows),
+            "",
+            "## Budgets",
+            "",
+            f"Defaults; set them in `[{table_name}]` of `pyproject.toml` or per run with `--budget NAME=VALUE`.",
+            "",
+            table(["budget", "default", "unit", "invariants", "why"], budget_rows),
+            "",
+            "## The futures contract",
+            "",
+            table(["name", "says", "why"], [[code(r.name), cell(r.says), cell(r.why)] for r in RULES]),
+            "",
+            "## Property families",
+            "",
+            "Each property of `pytest --pyargs faultload.suite` asserts its family's invariants and steers Hypothesis toward the "
+            "figures of some; known trials run first where the profile asks.",
+            "",
+            table(["family", "asserts", "steers by", "known trials"], family_rows),
+            "",
+        ]
+    )
 
 
 def _budget_value(value, unit: str) -> str:
@@ -195,8 +277,10 @@ def switches_page() -> str:
     described = {**patches.FIXES, **patches.REGRESSIONS, **mutants.MUTANTS, **tuft_fixes.FIXES}
     for name in (*REGRESSIONS, *FIXES):
         if name not in described:
-            raise SystemExit(f"reference: switch {name!r} (faultload/model/switches.py) has no patch in "
-                             "faultload/targets/skyrl_patches.py, skyrl_mutants.py or tuft_fixes.py to describe it")
+            raise SystemExit(
+                f"reference: switch {name!r} (faultload/model/switches.py) has no patch in "
+                "faultload/targets/skyrl_patches.py, skyrl_mutants.py or tuft_fixes.py to describe it"
+            )
         if name in FIXES:
             kind = "fix: a candidate fix"
         elif name in mutants.MUTANTS:
@@ -206,14 +290,22 @@ def switches_page() -> str:
         families = [family for family, traits in TRAITS.items() if name in traits.regressions + traits.fixes]
         used = [row.name for row in DEFAULT_ROWS if name in row.regress or name in row.fixes]
         switch = described[name]
-        rows.append([code(name), ", ".join(families), kind, cell(first_paragraph(getattr(switch, "func", switch))),
-                     codes(used)])
-    return "\n".join([
-        HEADER, "# Regression and fix switches", "",
-        "A switch changes the server faultload launches: `--regress NAME` or `--fix NAME` (`faultload run`, "
-        "`confirm`), `--faultload-regress`/`--faultload-fix` (`pytest --pyargs faultload.suite`), `+regress=NAME`/`+fix=NAME` in "
-        "a build (`faultload compare`). Each belongs to a server family; another family's target refuses it.", "",
-        table(["switch", "family", "kind", "what it does", "matrix rows"], rows), ""])
+        rows.append(
+            [code(name), ", ".join(families), kind, cell(first_paragraph(getattr(switch, "func", switch))), codes(used)]
+        )
+    return "\n".join(
+        [
+            HEADER,
+            "# Regression and fix switches",
+            "",
+            "A switch changes the server faultload launches: `--regress NAME` or `--fix NAME` (`faultload run`, "
+            "`confirm`), `--faultload-regress`/`--faultload-fix` (`pytest --pyargs faultload.suite`), `+regress=NAME`/`+fix=NAME` in "
+            "a build (`faultload compare`). Each belongs to a server family; another family's target refuses it.",
+            "",
+            table(["switch", "family", "kind", "what it does", "matrix rows"], rows),
+            "",
+        ]
+    )
 
 
 def _expectation(row: MatrixRow, profile: str) -> str:
@@ -227,58 +319,107 @@ def matrix_page() -> str:
     profiles = next(a.choices for a in matrix._actions if "--profile" in a.option_strings)
     rows = []
     for row in DEFAULT_ROWS:
-        runs = (f"`faultload compare` with {code(row.baseline)}: {code(' '.join(row.compare_trial))}"
-                if row.baseline else f"the suite, `-k {row.only}`" if row.only else "the suite")
-        rows.append([code(row.name), code(row.build), runs] + [cell(_expectation(row, p)) for p in profiles]
-                    + [cell(row.why)])
-    return "\n".join([
-        HEADER, "# The detection matrix's rows", "",
-        "`faultload matrix` runs each row on a profile and checks it comes out as expected there.", "",
-        table(["row", "build", "runs", *(f"expected on {p}" for p in profiles), "why"], rows), ""])
+        runs = (
+            f"`faultload compare` with {code(row.baseline)}: {code(' '.join(row.compare_trial))}"
+            if row.baseline
+            else f"the suite, `-k {row.only}`"
+            if row.only
+            else "the suite"
+        )
+        rows.append(
+            [code(row.name), code(row.build), runs] + [cell(_expectation(row, p)) for p in profiles] + [cell(row.why)]
+        )
+    return "\n".join(
+        [
+            HEADER,
+            "# The detection matrix's rows",
+            "",
+            "`faultload matrix` runs each row on a profile and checks it comes out as expected there.",
+            "",
+            table(["row", "build", "runs", *(f"expected on {p}" for p in profiles), "why"], rows),
+            "",
+        ]
+    )
 
 
 def settings_page() -> str:
     defaults, limits = CompareSettings(), WatchdogLimits()
-    return "\n".join([
-        HEADER, "# Settings file", "",
-        "faultload reads `[tool.faultload.*]` tables from the file `--config FILE` names, else from the nearest "
-        "`pyproject.toml` holding a `[tool.faultload]` table, from the current folder upward (pytest: from its "
-        "rootdir). A key the table does not know, or a value it refuses, is one line naming the file, the table "
-        "and the key (exit 2).", "",
-        "## Command options: " + ", ".join(f"`[tool.faultload.options.{c}]`" for c in FILE_COMMANDS), "",
-        "Each key is an option of the command by its own name, without the dashes (`requests = 512`, "
-        "`json-out = \"run.json\"`, a repeatable option as a list: `fault = [\"edge:down@1+2\"]`, a flag as "
-        "`true`); the defaults are the [command line's](cli.md). What is typed on the command line wins, a "
-        "repeatable option included; the command says on stderr which keys it took from which file. "
-        "`--config` itself cannot be set there.", "",
-        "## Budgets: `[tool.faultload.budgets]`", "",
-        "The invariants' budgets, each with its default: [Invariants](invariants.md#budgets). "
-        "`--budget NAME=VALUE` overrides one for a run.", "",
-        "## Compare thresholds: `[tool.faultload.compare]`", "",
-        "A metric is worse when its ratio (candidate / baseline) is past its threshold and its whole interval "
-        "is past 1.", "",
-        table(["key", "default", "worse when", "metric"],
-              [[code(m.name), code(defaults.thresholds[m.name]), "higher" if m.higher_is_worse else "lower",
-                cell(m.about)] for m in METRICS]
-              + [[code("confidence"), code(defaults.confidence), "", "the intervals' confidence"],
-                 [code("resamples"), code(defaults.resamples), "", "bootstrap resamples per interval"]]), "",
-        "## Watchdog: `[tool.faultload.watchdog]`", "",
-        table(["key", "default", "meaning"],
-              [[code(name), code(getattr(limits, name)), cell(text)] for name, text in WATCHDOG_KEYS.items()]),
-        "",
-    ])
+    return "\n".join(
+        [
+            HEADER,
+            "# Settings file",
+            "",
+            "faultload reads `[tool.faultload.*]` tables from the file `--config FILE` names, else from the nearest "
+            "`pyproject.toml` holding a `[tool.faultload]` table, from the current folder upward (pytest: from its "
+            "rootdir). A key the table does not know, or a value it refuses, is one line naming the file, the table "
+            "and the key (exit 2).",
+            "",
+            "## Command options: " + ", ".join(f"`[tool.faultload.options.{c}]`" for c in FILE_COMMANDS),
+            "",
+            "Each key is an option of the command by its own name, without the dashes (`requests = 512`, "
+            '`json-out = "run.json"`, a repeatable option as a list: `fault = ["edge:down@1+2"]`, a flag as '
+            "`true`); the defaults are the [command line's](cli.md). What is typed on the command line wins, a "
+            "repeatable option included; the command says on stderr which keys it took from which file. "
+            "`--config` itself cannot be set there.",
+            "",
+            "## Budgets: `[tool.faultload.budgets]`",
+            "",
+            "The invariants' budgets, each with its default: [Invariants](invariants.md#budgets). "
+            "`--budget NAME=VALUE` overrides one for a run.",
+            "",
+            "## Compare thresholds: `[tool.faultload.compare]`",
+            "",
+            "A metric is worse when its ratio (candidate / baseline) is past its threshold and its whole interval "
+            "is past 1.",
+            "",
+            table(
+                ["key", "default", "worse when", "metric"],
+                [
+                    [
+                        code(m.name),
+                        code(defaults.thresholds[m.name]),
+                        "higher" if m.higher_is_worse else "lower",
+                        cell(m.about),
+                    ]
+                    for m in METRICS
+                ]
+                + [
+                    [code("confidence"), code(defaults.confidence), "", "the intervals' confidence"],
+                    [code("resamples"), code(defaults.resamples), "", "bootstrap resamples per interval"],
+                ],
+            ),
+            "",
+            "## Watchdog: `[tool.faultload.watchdog]`",
+            "",
+            table(
+                ["key", "default", "meaning"],
+                [[code(name), code(getattr(limits, name)), cell(text)] for name, text in WATCHDOG_KEYS.items()],
+            ),
+            "",
+        ]
+    )
 
 
 def pages() -> dict[str, str]:
     """File name -> text of every reference page, as the code gives them now."""
-    return {"settings.md": settings_page(), "cli.md": cli_page(build_parser()), "pytest-options.md": pytest_page(), "invariants.md": invariants_page(),
-            "switches.md": switches_page(), "matrix-rows.md": matrix_page(), "json.md": json_page()}
+    return {
+        "settings.md": settings_page(),
+        "cli.md": cli_page(build_parser()),
+        "pytest-options.md": pytest_page(),
+        "invariants.md": invariants_page(),
+        "switches.md": switches_page(),
+        "matrix-rows.md": matrix_page(),
+        "json.md": json_page(),
+    }
 
 
 def stale(out: Path, wanted: dict[str, str]) -> list[str]:
     """The pages under ``out`` that are missing or differ from ``wanted``."""
-    return [name for name, text in wanted.items()
-            if not (out / name).is_file() or (out / name).read_text(encoding="utf-8") != text]
+    return [
+        name
+        for name, text in wanted.items()
+        if not (out / name).is_file() or (out / name).read_text(encoding="utf-8") != text
+    ]
 
 
 def _shown(path: Path) -> str:
@@ -297,8 +438,11 @@ def main(argv: list[str] | None = None) -> int:
         names = stale(out, wanted)
         for name in names:
             state = "stale" if (out / name).is_file() else "missing"
-            print(f"reference: {_shown(out / name)} is {state}: run `python scripts/reference.py` to write it from "
-                  "the code", file=sys.stderr)
+            print(
+                f"reference: {_shown(out / name)} is {state}: run `python scripts/reference.py` to write it from "
+                "the code",
+                file=sys.stderr,
+            )
         return 1 if names else 0
     out.mkdir(parents=True, exist_ok=True)
     for name, text in wanted.items():

@@ -48,9 +48,16 @@ def assigned_keys(path: Path, function: str, variable: str) -> list[str]:
     """The keys ``variable["key"] = ...`` sets in ``function`` of ``path``, in source order."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     (fn,) = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == function]
-    found = sorted((t.lineno, t.col_offset, t.slice.value) for n in ast.walk(fn) if isinstance(n, ast.Assign)
-                   for t in n.targets if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name)
-                   and t.value.id == variable and isinstance(t.slice, ast.Constant))
+    found = sorted(
+        (t.lineno, t.col_offset, t.slice.value)
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Subscript)
+        and isinstance(t.value, ast.Name)
+        and t.value.id == variable
+        and isinstance(t.slice, ast.Constant)
+    )
     return list(dict.fromkeys(key for _, _, key in found))
 
 
@@ -74,28 +81,43 @@ def _report_section(report: dict) -> list[str]:
     extras = assigned_keys(COMMANDS, "_write_extras", "report")
     replayed = assigned_keys(ROOT / "faultload" / "store" / "repro.py", "replay", "report")
     rows = [[code(key), "yes" if key in CONTRACT_KEYS else ""] for key in report]
-    return ["## `faultload run --json-out`: the trial report", "",
-            f"`report_version`: {code(REPORT_VERSION)}. Keys marked as contract are only ever added to.", "",
-            table(["key", "contract"], rows), "",
-            f"Added when their output is asked for: {codes(extras)}; by `faultload replay --json-out`: "
-            f"{codes(replayed)}.", ""]
+    return [
+        "## `faultload run --json-out`: the trial report",
+        "",
+        f"`report_version`: {code(REPORT_VERSION)}. Keys marked as contract are only ever added to.",
+        "",
+        table(["key", "contract"], rows),
+        "",
+        f"Added when their output is asked for: {codes(extras)}; by `faultload replay --json-out`: {codes(replayed)}.",
+        "",
+    ]
 
 
 def _compare_section(report: dict) -> list[str]:
     result = judge_comparison(DEFAULT_TARGET, DEFAULT_TARGET, [report], [report], CompareSettings())
     extras = assigned_keys(MANY_TRIALS, "write_comparison", "result")
-    return [f"## `{COMPARE_SCHEMA}`: `faultload compare --json-out`", "",
-            f"Keys: {codes(result)}; with `--plot`: {codes(extras)}.", "",
-            f"Each of `metrics`: {codes(result['metrics'][0])}.", "",
-            f"Metrics: {codes(METRIC_NAMES)}.", ""]
+    return [
+        f"## `{COMPARE_SCHEMA}`: `faultload compare --json-out`",
+        "",
+        f"Keys: {codes(result)}; with `--plot`: {codes(extras)}.",
+        "",
+        f"Each of `metrics`: {codes(result['metrics'][0])}.",
+        "",
+        f"Metrics: {codes(METRIC_NAMES)}.",
+        "",
+    ]
 
 
 def _matrix_section(scratch: Path) -> list[str]:
-    result = run_matrix([], "ci", workdir=scratch / "matrix", log=lambda message: None,
-                        spread=lambda rows, run: [])
-    return [f"## `{MATRIX_SCHEMA}`: `faultload matrix --json-out`", "",
-            f"Keys: {codes(result)}.", "",
-            f"Each of `rows`: {codes(f.name for f in dataclasses.fields(RowResult))}.", ""]
+    result = run_matrix([], "ci", workdir=scratch / "matrix", log=lambda message: None, spread=lambda rows, run: [])
+    return [
+        f"## `{MATRIX_SCHEMA}`: `faultload matrix --json-out`",
+        "",
+        f"Keys: {codes(result)}.",
+        "",
+        f"Each of `rows`: {codes(f.name for f in dataclasses.fields(RowResult))}.",
+        "",
+    ]
 
 
 def _bundle_section(trial: TrialResult, verdicts, scratch: Path) -> list[str]:
@@ -106,21 +128,32 @@ def _bundle_section(trial: TrialResult, verdicts, scratch: Path) -> list[str]:
     if missing:
         raise ValueError(f"faultload/store/bundle.py's docstring does not describe {', '.join(missing)}")
     rows = [[code(name), described[name]] for name in [bundle.MANIFEST, *manifest["files"]]]
-    return ["## Trial bundles: `faultload run --bundle DIR`", "",
-            f"`bundle_version`: {code(bundle.BUNDLE_VERSION)}; `{bundle.MANIFEST}` keys: {codes(manifest)}.", "",
-            table(["file", "holds"], rows), ""]
+    return [
+        "## Trial bundles: `faultload run --bundle DIR`",
+        "",
+        f"`bundle_version`: {code(bundle.BUNDLE_VERSION)}; `{bundle.MANIFEST}` keys: {codes(manifest)}.",
+        "",
+        table(["file", "holds"], rows),
+        "",
+    ]
 
 
 def _repro_section(trial: TrialResult, verdicts) -> list[str]:
     keys = repro.build_repro(trial.config, verdicts, repro.figures_of(verdicts), Budgets())
-    comparative = ComparingExecutor.repro_fields(SimpleNamespace(repeats=1, settings=CompareSettings()),
-                                                 SimpleNamespace(comparison=None))
+    comparative = ComparingExecutor.repro_fields(
+        SimpleNamespace(repeats=1, settings=CompareSettings()), SimpleNamespace(comparison=None)
+    )
     written = assigned_keys(ROOT / "faultload" / "suite" / "repros.py", "write_property_repro", "repro")
-    return ["## Repro files: `pytest --pyargs faultload.suite`, read by `faultload replay`", "",
-            f"`repro_version`: {code(repro.REPRO_VERSION)}; a comparative repro (`--faultload-baseline`): "
-            f"{code(repro.COMPARE_REPRO_VERSION)}.", "",
-            f"Keys: {codes(keys)}; a comparative repro's too: {codes(comparative)}; beside them, the files the "
-            f"suite wrote and the commands to use them: {codes(written)}.", ""]
+    return [
+        "## Repro files: `pytest --pyargs faultload.suite`, read by `faultload replay`",
+        "",
+        f"`repro_version`: {code(repro.REPRO_VERSION)}; a comparative repro (`--faultload-baseline`): "
+        f"{code(repro.COMPARE_REPRO_VERSION)}.",
+        "",
+        f"Keys: {codes(keys)}; a comparative repro's too: {codes(comparative)}; beside them, the files the "
+        f"suite wrote and the commands to use them: {codes(written)}.",
+        "",
+    ]
 
 
 def json_page() -> str:
@@ -128,6 +161,11 @@ def json_page() -> str:
     verdicts = judge(trial, Budgets())
     report = build_report(trial, verdicts)
     with tempfile.TemporaryDirectory() as scratch:
-        sections = (_report_section(report) + _compare_section(report) + _matrix_section(Path(scratch))
-                    + _bundle_section(trial, verdicts, Path(scratch)) + _repro_section(trial, verdicts))
+        sections = (
+            _report_section(report)
+            + _compare_section(report)
+            + _matrix_section(Path(scratch))
+            + _bundle_section(trial, verdicts, Path(scratch))
+            + _repro_section(trial, verdicts)
+        )
     return "\n".join([HEADER, "# JSON contracts", "", *sections])

@@ -66,13 +66,18 @@ def pytest_report_header(config: pytest.Config) -> str:
     from faultload.faults.toxiproxy import find_toxiproxy
     from faultload.router.compiled import find_router
 
-    parts = {"compiled router": find_router(WORKDIR / "tools") is not None,
-             "toxiproxy": find_toxiproxy(WORKDIR / "tools") is not None,
-             **{f"skyrl=={v}": target_installed(v) for v in ("0.4.0", "0.3.0")},
-             "tuft==0.2.2": target_installed("0.2.2", "tuft")}
+    parts = {
+        "compiled router": find_router(WORKDIR / "tools") is not None,
+        "toxiproxy": find_toxiproxy(WORKDIR / "tools") is not None,
+        **{f"skyrl=={v}": target_installed(v) for v in ("0.4.0", "0.3.0")},
+        "tuft==0.2.2": target_installed("0.2.2", "tuft"),
+    }
     missing = [name for name, there in parts.items() if not there]
-    policy = "a missing part fails the tests that need it" if REQUIRE_BUILT else \
-        "tests that need a missing part are skipped (`make setup`, `make targets`)"
+    policy = (
+        "a missing part fails the tests that need it"
+        if REQUIRE_BUILT
+        else "tests that need a missing part are skipped (`make setup`, `make targets`)"
+    )
     return f"faultload parts: {'all built' if not missing else 'missing ' + ', '.join(missing)}; {policy}"
 
 
@@ -215,14 +220,25 @@ def cli_env(tag: str, tmpdir: Path | None = None) -> dict[str, str]:
     return env
 
 
-def run_cli(args: list[str], timeout_s: float = 240.0, tmpdir: Path | None = None, prefix: list[str] | None = None,
-            env: dict[str, str] | None = None) -> CliRun:
+def run_cli(
+    args: list[str],
+    timeout_s: float = 240.0,
+    tmpdir: Path | None = None,
+    prefix: list[str] | None = None,
+    env: dict[str, str] | None = None,
+) -> CliRun:
     """Run ``python -m faultload.cli.main ARGS`` (or ``python PREFIX... ARGS``) with a bound (``env``: more
     variables for it)."""
     tag = uuid.uuid4().hex
     cmd = [python_exe(), *(prefix or ["-m", "faultload.cli.main"]), *args]
     proc = subprocess.run(
-        cmd, cwd=ROOT, env={**cli_env(tag, tmpdir), **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, timeout=timeout_s, stdin=subprocess.DEVNULL,
+        cmd,
+        cwd=ROOT,
+        env={**cli_env(tag, tmpdir), **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
     )
     return CliRun(proc.returncode, proc.stdout, proc.stderr, tag)

@@ -27,6 +27,7 @@ TRIAL_START_EPOCH = datetime(2026, 11, 30, 7, 50, 0).timestamp()  # local time, 
 
 # --------------------------------------------------------------------------- builders
 
+
 def make_history(n: int = N, **columns: Any) -> History:
     """``n`` requests that all went well: submitted every 10 ms, done 100 ms later, 2 attempts."""
     h = History.empty(n)
@@ -80,9 +81,15 @@ def make_monitor(
 
 
 def applied(fault: Fault, at: float, until: float | None, index: int = 0, error: str | None = None) -> AppliedFault:
-    return AppliedFault(index, fault, applied_at_s=at, removed_at_s=until,
-                        applied_at_epoch=TRIAL_START_EPOCH + at,
-                        removed_at_epoch=None if until is None else TRIAL_START_EPOCH + until, error=error)
+    return AppliedFault(
+        index,
+        fault,
+        applied_at_s=at,
+        removed_at_s=until,
+        applied_at_epoch=TRIAL_START_EPOCH + at,
+        removed_at_epoch=None if until is None else TRIAL_START_EPOCH + until,
+        error=error,
+    )
 
 
 CRASH = Fault("router", "crash", start_s=0.2, duration_s=0.3)
@@ -94,9 +101,17 @@ def fault_log(*records: AppliedFault, epoch: float | None = TRIAL_START_EPOCH) -
 
 
 def make_inputs(**changes: Any) -> CheckInputs:
-    base = CheckInputs(history=make_history(), monitor=make_monitor(), faults=None, shape=SHAPE, contract=SKYRL_CONTRACT,
-                       server_log=classify_log(CLEAN_LOG), trial_start_epoch=TRIAL_START_EPOCH,
-                       router_completed_s={}, router_repeats={})  # our router's log, with no completion in it
+    base = CheckInputs(
+        history=make_history(),
+        monitor=make_monitor(),
+        faults=None,
+        shape=SHAPE,
+        contract=SKYRL_CONTRACT,
+        server_log=classify_log(CLEAN_LOG),
+        trial_start_epoch=TRIAL_START_EPOCH,
+        router_completed_s={},
+        router_repeats={},
+    )  # our router's log, with no completion in it
     return dataclasses.replace(base, **changes)
 
 
@@ -113,7 +128,7 @@ def log_time(seconds: float) -> str:
 CLEAN_LOG = f"""\
 faultload-launch: patches {{"router_url": "seeded", "engine": "sleeper", "time_scale": 1.0}}
 faultload-launch: version 0.4.0
-{log_time(-6.0)} - INFO - uvicorn.error: Started server process [6256]{' ' * 180}
+{log_time(-6.0)} - INFO - uvicorn.error: Started server process [6256]{" " * 180}
 {log_time(-6.0)} - INFO - uvicorn.error: Waiting for application startup.
 {log_time(-5.9)} - INFO - skyrl: Using external inference forwarding to http://127.0.0.1:40123 (request timeout 30s)
 {log_time(-5.8)} - INFO - uvicorn.error: Application startup complete.
@@ -160,8 +175,10 @@ def pool_log(t: float) -> str:
             "  165 │   │   │   │   raise exc.TimeoutError(",
             '❱ 168 │   │   │   │   │   "QueuePool limit of size %d overflow %d reached, "',
         ],
-        ["TimeoutError: QueuePool limit of size 5 overflow 10 reached, connection timed out, timeout 30.00 "
-         "(Background on this error at: https://sqlalche.me/e/20/3o7r)"],
+        [
+            "TimeoutError: QueuePool limit of size 5 overflow 10 reached, connection timed out, timeout 30.00 "
+            "(Background on this error at: https://sqlalche.me/e/20/3o7r)"
+        ],
     )
 
 
@@ -169,17 +186,29 @@ def forwarding_timeout_log(t: float) -> str:
     first = rich_traceback(
         f"{log_time(t)} - ERROR - skyrl: Backend-forwarded sample failed (request_id=17)",
         ["/opt/skyrl/tinker/extra/skyrl_train_inference_forwarding.py:140 in _forward_with_retry"],
-        ["SocketTimeoutError: Timeout on reading data from socket", "",
-         "The above exception was the direct cause of the following exception:", ""],
+        [
+            "SocketTimeoutError: Timeout on reading data from socket",
+            "",
+            "The above exception was the direct cause of the following exception:",
+            "",
+        ],
     )
     # Rich wraps the long exception line at 250 columns
-    second = "\n".join([BOX_TOP, "│ /opt/skyrl/tinker/extra/skyrl_train_inference_forwarding.py:146 in _forward_with_retry │",
-                        BOX_BOTTOM,
-                        "RuntimeError: Inference request to http://127.0.0.1:40123 timed out after 30s waiting for a "
-                        "response (read timeout). The request was not retried because vLLM may still be executing it. "
-                        "If requests are expected to take this long (long prompts, large",
-                        "max_tokens, or queueing behind other requests), increase the deadline with "
-                        "`--forwarding-inference-timeout-sec`."]) + "\n"
+    second = (
+        "\n".join(
+            [
+                BOX_TOP,
+                "│ /opt/skyrl/tinker/extra/skyrl_train_inference_forwarding.py:146 in _forward_with_retry │",
+                BOX_BOTTOM,
+                "RuntimeError: Inference request to http://127.0.0.1:40123 timed out after 30s waiting for a "
+                "response (read timeout). The request was not retried because vLLM may still be executing it. "
+                "If requests are expected to take this long (long prompts, large",
+                "max_tokens, or queueing behind other requests), increase the deadline with "
+                "`--forwarding-inference-timeout-sec`.",
+            ]
+        )
+        + "\n"
+    )
     return first + second
 
 
@@ -225,19 +254,23 @@ def rejected(h: History, rows: Any, error: ErrorClass = ErrorClass.HTTP_4XX, sub
 
 def submit_log(h: History, statuses: dict[int, list[int]]) -> History:
     """An attempt log holding only the submits of ``statuses`` (row -> each attempt's status)."""
-    rows = [(row, AttemptKind.SUBMIT, float(h["submit_end"][row]), status)
-            for row, codes in statuses.items() for status in codes]
+    rows = [
+        (row, AttemptKind.SUBMIT, float(h["submit_end"][row]), status)
+        for row, codes in statuses.items()
+        for status in codes
+    ]
     return with_attempts(h, *rows)
 
 
-NOT_LOADED = "asample: HTTP 400: b'{\"detail\":\"base model not loaded\"}'"
+NOT_LOADED = 'asample: HTTP 400: b\'{"detail":"base model not loaded"}\''
 
 
 def with_abandoned_polls(h: History, drops: dict[int, float]) -> History:
     """Record one abandoned first poll (dropped at the given trial second) per row."""
     rows = np.array(sorted(drops), dtype=np.int32)
     h.attempts = {
-        "row": rows, "kind": np.full(rows.size, AttemptKind.ABANDONED, dtype=np.uint8),
+        "row": rows,
+        "kind": np.full(rows.size, AttemptKind.ABANDONED, dtype=np.uint8),
         "start": np.array([drops[r] - 0.25 for r in rows], dtype=np.float32),
         "end": np.array([drops[r] for r in rows], dtype=np.float32),
         "status": np.zeros(rows.size, dtype=np.int16),
@@ -249,5 +282,4 @@ def _stalled_monitor(stall: tuple[float, float]) -> MonitorSamples:
     """Probes every 0.5 s over 60 s; those starting in ``stall`` time out after 10 s."""
     ht = np.arange(0.0, 60.0, 0.5)
     inside = (ht >= stall[0]) & (ht < stall[1])
-    return make_monitor(seconds=60.0, healthz_t=ht, healthz_latency=np.where(inside, 10.0, 0.01),
-                        healthz_ok=~inside)
+    return make_monitor(seconds=60.0, healthz_t=ht, healthz_latency=np.where(inside, 10.0, 0.01), healthz_ok=~inside)

@@ -63,8 +63,15 @@ def make_app(retrieve_futures: bool = False):
 
     async def create_session(request):
         await request.read()
-        return web.json_response({"type": "create_session", "session_id": f"standin-session-{next(ids)}",
-                                  "info_message": None, "warning_message": None, "error_message": None})
+        return web.json_response(
+            {
+                "type": "create_session",
+                "session_id": f"standin-session-{next(ids)}",
+                "info_message": None,
+                "warning_message": None,
+                "error_message": None,
+            }
+        )
 
     async def heartbeat(request):
         return web.json_response({"type": "session_heartbeat"})
@@ -73,8 +80,9 @@ def make_app(retrieve_futures: bool = False):
         body = await request.json()
         if not body.get("session_id"):
             return web.json_response({"detail": "Session not found"}, status=404)
-        return web.json_response({"type": "create_sampling_session",
-                                  "sampling_session_id": f"standin-sampler-{next(ids)}"})
+        return web.json_response(
+            {"type": "create_sampling_session", "sampling_session_id": f"standin-sampler-{next(ids)}"}
+        )
 
     async def capabilities(request):
         return web.json_response({"supported_models": [{"model_name": "standin"}]})
@@ -86,8 +94,9 @@ def make_app(retrieve_futures: bool = False):
         return web.json_response({"status": "accepted"})
 
     async def sampler(request):
-        return web.json_response({"sampler_id": request.match_info["sampler_id"], "base_model": "standin",
-                                  "model_path": None})
+        return web.json_response(
+            {"sampler_id": request.match_info["sampler_id"], "base_model": "standin", "model_path": None}
+        )
 
     async def asample(request):
         await request.read()
@@ -101,19 +110,21 @@ def make_app(retrieve_futures: bool = False):
         return web.json_response(dict(counts))
 
     app = web.Application(middlewares=[count])
-    app.add_routes([
-        web.get("/api/v1/healthz", healthz),
-        web.post("/api/v1/create_session", create_session),
-        web.post("/api/v1/session_heartbeat", heartbeat),
-        web.post("/api/v1/create_sampling_session", create_sampling_session),
-        web.get("/api/v1/get_server_capabilities", capabilities),
-        web.post("/api/v1/client/config", client_config),
-        web.post("/api/v1/telemetry", telemetry),
-        web.get("/api/v1/samplers/{sampler_id}", sampler),
-        web.post("/api/v1/asample", asample),
-        web.post("/api/v1/retrieve_future", retrieve_future),
-        web.get("/standin/stats", stats),
-    ])
+    app.add_routes(
+        [
+            web.get("/api/v1/healthz", healthz),
+            web.post("/api/v1/create_session", create_session),
+            web.post("/api/v1/session_heartbeat", heartbeat),
+            web.post("/api/v1/create_sampling_session", create_sampling_session),
+            web.get("/api/v1/get_server_capabilities", capabilities),
+            web.post("/api/v1/client/config", client_config),
+            web.post("/api/v1/telemetry", telemetry),
+            web.get("/api/v1/samplers/{sampler_id}", sampler),
+            web.post("/api/v1/asample", asample),
+            web.post("/api/v1/retrieve_future", retrieve_future),
+            web.get("/standin/stats", stats),
+        ]
+    )
     return app
 
 
@@ -139,8 +150,11 @@ async def serve(port: int, retrieve_futures: bool = False) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")
-    parser.add_argument("--retrieve-futures", action="store_true",
-                        help="client/config turns on tinker 0.38's per-session retrieve_futures polls")
+    parser.add_argument(
+        "--retrieve-futures",
+        action="store_true",
+        help="client/config turns on tinker 0.38's per-session retrieve_futures polls",
+    )
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port {args.port}: expected 0-65535")
@@ -182,14 +196,19 @@ def _banner(proc: subprocess.Popen, timeout_s: float) -> str:
 def running(port: int = 0, python: str = sys.executable, retrieve_futures: bool = False) -> Iterator[Standin]:
     """Start the stand-in in its own process; stop it (bounded) when the block ends."""
     flags = ["--retrieve-futures"] if retrieve_futures else []
-    proc = subprocess.Popen([python, str(Path(__file__).resolve()), "--port", str(port), *flags],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [python, str(Path(__file__).resolve()), "--port", str(port), *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         line = _banner(proc, START_TIMEOUT_S)
         if not line.startswith(BANNER):
             err = proc.stderr.read() if proc.poll() is not None and proc.stderr else ""
             raise RuntimeError(f"the stand-in server did not start: {line!r} {err[-500:]!r}")
-        url, _, pid = line[len(BANNER):].split()
+        url, _, pid = line[len(BANNER) :].split()
         yield Standin(url, int(url.rsplit(":", 1)[1]), int(pid))
     finally:
         if proc.poll() is None:

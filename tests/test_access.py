@@ -33,13 +33,16 @@ def test_the_key_and_header_values_never_show_in_the_values_repr() -> None:
     assert access.header_block() == f"X-API-Key: {KEY}\r\nX-Gateway: tok-123\r\n".encode()
 
 
-@pytest.mark.parametrize(("access", "needle"), [
-    (Access(headers=(("bad name", "x"),)), "not an HTTP header name"),
-    (Access(headers=(("X-A", "a\r\nb"),)), "line break"),
-    (Access(headers=(("X-API-Key", "x"),)), "--api-key or TINKER_API_KEY"),
-    (Access(api_key="a\nb"), "line break"),
-    (Access(ca_cert="/nonexistent.pem"), "no such file"),
-])
+@pytest.mark.parametrize(
+    ("access", "needle"),
+    [
+        (Access(headers=(("bad name", "x"),)), "not an HTTP header name"),
+        (Access(headers=(("X-A", "a\r\nb"),)), "line break"),
+        (Access(headers=(("X-API-Key", "x"),)), "--api-key or TINKER_API_KEY"),
+        (Access(api_key="a\nb"), "line break"),
+        (Access(ca_cert="/nonexistent.pem"), "no such file"),
+    ],
+)
 def test_bad_access_is_one_line(access, needle) -> None:
     with pytest.raises(ValueError, match=needle):
         access.validate()
@@ -60,10 +63,13 @@ def _stunnel(tmp_path: Path, ca, accept: int, connect: int) -> subprocess.Popen:
     cert.cert_chain_pems[0].write_to_path(str(pem))
     cert.private_key_pem.write_to_path(str(key))
     conf = tmp_path / "stunnel.conf"
-    conf.write_text(f"foreground = yes\npid =\noutput = {tmp_path / 'stunnel.log'}\n[tinker]\n"
-                    f"accept = 127.0.0.1:{accept}\nconnect = 127.0.0.1:{connect}\ncert = {pem}\nkey = {key}\n")
-    return subprocess.Popen([shutil.which("stunnel4") or "stunnel4", str(conf)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    conf.write_text(
+        f"foreground = yes\npid =\noutput = {tmp_path / 'stunnel.log'}\n[tinker]\n"
+        f"accept = 127.0.0.1:{accept}\nconnect = 127.0.0.1:{connect}\ncert = {pem}\nkey = {key}\n"
+    )
+    return subprocess.Popen(
+        [shutil.which("stunnel4") or "stunnel4", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def _asamples(log: Path) -> int:
@@ -98,8 +104,9 @@ def tls_server(tmp_path_factory) -> Iterator[TlsServer]:
     served.mkdir()
     with start_router(RouterConfig(mode="immediate")) as router:
         port = pick_free_port()
-        server = launch_tuft(spec, install.target_python(TARGETS, spec), served, port, router.url,
-                             time_scale=0.05, api_key=KEY)
+        server = launch_tuft(
+            spec, install.target_python(TARGETS, spec), served, port, router.url, time_scale=0.05, api_key=KEY
+        )
         tls_port = pick_free_port(exclude=frozenset({port}))
         tunnel = _stunnel(tmp_path, ca, tls_port, port)
         try:
@@ -114,13 +121,30 @@ def tls_server(tmp_path_factory) -> Iterator[TlsServer]:
 
 @pytest.mark.integration
 def test_a_key_checking_tls_server_is_judged_with_its_key_and_refused_in_one_line_without(
-        tls_server: TlsServer, tmp_path: Path, isolated_workdir: Path) -> None:
+    tls_server: TlsServer, tmp_path: Path, isolated_workdir: Path
+) -> None:
     (tmp_path / "tmp").mkdir()
-    common = ["run", "--target", tls_server.target, "--ca-cert", str(tls_server.ca_pem), "--requests", "8",
-              "--time-scale", "0.05", "--max-wall", "60", "--workdir", str(isolated_workdir)]
+    common = [
+        "run",
+        "--target",
+        tls_server.target,
+        "--ca-cert",
+        str(tls_server.ca_pem),
+        "--requests",
+        "8",
+        "--time-scale",
+        "0.05",
+        "--max-wall",
+        "60",
+        "--workdir",
+        str(isolated_workdir),
+    ]
     out, bundle = tmp_path / "report.json", tmp_path / "bundle"
-    right = run_cli([*common, "--api-key", KEY, "--json-out", str(out), "--bundle", str(bundle),
-                     "--header", "X-Team: faultload"], timeout_s=300, tmpdir=tmp_path)
+    right = run_cli(
+        [*common, "--api-key", KEY, "--json-out", str(out), "--bundle", str(bundle), "--header", "X-Team: faultload"],
+        timeout_s=300,
+        tmpdir=tmp_path,
+    )
     report = json.loads(out.read_text())
     assert report["completed"] == 8, right.stderr[-2000:]
     assert right.returncode in (0, 1) and report["invariants"]  # judged: a verdict either way
@@ -140,15 +164,36 @@ def test_a_key_checking_tls_server_is_judged_with_its_key_and_refused_in_one_lin
 
 
 @pytest.mark.integration
-def test_the_suite_reaches_it_with_the_key_from_the_environment(tls_server: TlsServer, tmp_path: Path,
-                                                                 isolated_workdir: Path) -> None:
+def test_the_suite_reaches_it_with_the_key_from_the_environment(
+    tls_server: TlsServer, tmp_path: Path, isolated_workdir: Path
+) -> None:
     """``TINKER_API_KEY`` as the tinker SDK reads it: one property's ci session judges the server through TLS."""
     summary = tmp_path / "summary.json"
-    run = run_cli(["faultload/suite", "-p", "no:cacheprovider", "-q", "--faultload-profile", "ci",
-                   "--faultload-target", tls_server.target, "--faultload-ca-cert", str(tls_server.ca_pem),
-                   "--faultload-workdir", str(isolated_workdir), "--faultload-summary-json", str(summary),
-                   "-k", "test_result_integrity", "--faultload-examples", "2"],
-                  timeout_s=600, prefix=["-m", "pytest"], env={"TINKER_API_KEY": KEY})
+    run = run_cli(
+        [
+            "faultload/suite",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--faultload-profile",
+            "ci",
+            "--faultload-target",
+            tls_server.target,
+            "--faultload-ca-cert",
+            str(tls_server.ca_pem),
+            "--faultload-workdir",
+            str(isolated_workdir),
+            "--faultload-summary-json",
+            str(summary),
+            "-k",
+            "test_result_integrity",
+            "--faultload-examples",
+            "2",
+        ],
+        timeout_s=600,
+        prefix=["-m", "pytest"],
+        env={"TINKER_API_KEY": KEY},
+    )
     data = json.loads(summary.read_text())
     (prop,) = [p for p in data["properties"] if p["name"] == "test_result_integrity"]
     assert prop["judged_trials"] >= 1 and prop["error"] is None, run.stdout[-3000:]

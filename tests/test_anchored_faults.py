@@ -37,23 +37,34 @@ from faultload.strategies.faults import (
 
 SCALE = 0.05
 NO_EXPLAIN = tuple(p for p in Phase if p is not Phase.explain)
-FIND = settings(database=None, max_examples=5000, derandomize=True, phases=NO_EXPLAIN,
-                suppress_health_check=list(HealthCheck))
+FIND = settings(
+    database=None, max_examples=5000, derandomize=True, phases=NO_EXPLAIN, suppress_health_check=list(HealthCheck)
+)
 FAST = settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
 
 # ---------------------------------------------------------------- the spec and its JSON
 
-@pytest.mark.parametrize("spec, expect", [
-    ("edge:timeout:timeout=0@result:1+0.2+20",
-     Fault("edge", "timeout", {"timeout": 0}, start_s=0.2, duration_s=20, anchor=Anchor("result", 1))),
-    ("edge:down@completion:5", Fault("edge", "down", anchor=Anchor("completion", 5))),
-    ("edge:down@completion:5+1.5", Fault("edge", "down", start_s=1.5, anchor=Anchor("completion", 5))),
-    ("router:stall@poll_timeout:2+0+3", Fault("router", "stall", duration_s=3, anchor=Anchor("poll_timeout", 2))),
-    ("server:restart@result:3", Fault("server", "restart", anchor=Anchor("result", 3))),
-    ("edge:latency:latency=100,stream=both@result:2+1+4",
-     Fault("edge", "latency", {"latency": 100}, stream="both", start_s=1, duration_s=4, anchor=Anchor("result", 2))),
-])
+
+@pytest.mark.parametrize(
+    "spec, expect",
+    [
+        (
+            "edge:timeout:timeout=0@result:1+0.2+20",
+            Fault("edge", "timeout", {"timeout": 0}, start_s=0.2, duration_s=20, anchor=Anchor("result", 1)),
+        ),
+        ("edge:down@completion:5", Fault("edge", "down", anchor=Anchor("completion", 5))),
+        ("edge:down@completion:5+1.5", Fault("edge", "down", start_s=1.5, anchor=Anchor("completion", 5))),
+        ("router:stall@poll_timeout:2+0+3", Fault("router", "stall", duration_s=3, anchor=Anchor("poll_timeout", 2))),
+        ("server:restart@result:3", Fault("server", "restart", anchor=Anchor("result", 3))),
+        (
+            "edge:latency:latency=100,stream=both@result:2+1+4",
+            Fault(
+                "edge", "latency", {"latency": 100}, stream="both", start_s=1, duration_s=4, anchor=Anchor("result", 2)
+            ),
+        ),
+    ],
+)
 def test_anchored_spec_round_trips(spec: str, expect: Fault) -> None:
     fault = parse_fault(spec)
     assert fault == expect
@@ -69,20 +80,23 @@ def test_a_clock_faults_dict_has_no_anchor_and_an_old_one_loads() -> None:
     assert FaultSchedule.from_json(schedule.to_json()) == schedule
 
 
-@pytest.mark.parametrize("spec, field", [
-    ("edge:down@result", "fault.anchor"),
-    ("edge:down@result:", "fault.anchor"),
-    ("edge:down@result:x", "fault.anchor"),
-    ("edge:down@result:1.5", "fault.anchor"),
-    ("edge:down@result:0", "fault.anchor.count"),
-    ("edge:down@lunch:1", "fault.anchor.event"),
-    ("edge:down@result:1+1+2+3", "fault.start_s/duration_s"),
-    ("edge:down@result:1+soon", "fault.start_s/duration_s"),
-    ("edge:down@result:1+-1", "fault.start_s"),
-    ("edge:down@result:1+0+0", "fault.duration_s"),
-    ("server:pause@result:1", "fault.duration_s"),
-    ("edge:down@soon", "fault.start_s/duration_s"),
-])
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        ("edge:down@result", "fault.anchor"),
+        ("edge:down@result:", "fault.anchor"),
+        ("edge:down@result:x", "fault.anchor"),
+        ("edge:down@result:1.5", "fault.anchor"),
+        ("edge:down@result:0", "fault.anchor.count"),
+        ("edge:down@lunch:1", "fault.anchor.event"),
+        ("edge:down@result:1+1+2+3", "fault.start_s/duration_s"),
+        ("edge:down@result:1+soon", "fault.start_s/duration_s"),
+        ("edge:down@result:1+-1", "fault.start_s"),
+        ("edge:down@result:1+0+0", "fault.duration_s"),
+        ("server:pause@result:1", "fault.duration_s"),
+        ("edge:down@soon", "fault.start_s/duration_s"),
+    ],
+)
 def test_bad_anchored_spec_is_one_line_naming_the_field(spec: str, field: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_fault(spec)
@@ -99,8 +113,10 @@ def test_anchor_from_dict_rejects_unknown_fields() -> None:
 
 def test_applied_record_round_trips_with_its_event_and_reason() -> None:
     fault = parse_fault("edge:down@result:1+0+1")
-    records = (AppliedFault(0, fault, event_at_s=1.5, applied_at_s=1.5, removed_at_s=2.5),
-               AppliedFault(1, fault, not_applied="result:1 never came"))
+    records = (
+        AppliedFault(0, fault, event_at_s=1.5, applied_at_s=1.5, removed_at_s=2.5),
+        AppliedFault(1, fault, not_applied="result:1 never came"),
+    )
     log = FaultLog(records, 100.0)
     assert FaultLog.from_dict(json.loads(json.dumps(log.to_dict()))) == log
     old = {k: v for k, v in records[0].to_dict().items() if k not in ("event_at_s", "not_applied")}
@@ -109,6 +125,7 @@ def test_applied_record_round_trips_with_its_event_and_reason() -> None:
 
 
 # ---------------------------------------------------------------- the runner, with doubles
+
 
 class RouterDouble:
     """A test double of the router's control calls: records each call's time (the runner's clock)."""
@@ -144,8 +161,14 @@ class Counter:
             self.reached[self.value] = time.monotonic()
 
 
-def _run(schedule: FaultSchedule, counters: dict[str, Counter], ticks: int, every_s: float, wait_s: float,
-         events_until_s: float | None = None) -> tuple[FaultRunner, RouterDouble, list[str]]:
+def _run(
+    schedule: FaultSchedule,
+    counters: dict[str, Counter],
+    ticks: int,
+    every_s: float,
+    wait_s: float,
+    events_until_s: float | None = None,
+) -> tuple[FaultRunner, RouterDouble, list[str]]:
     router = RouterDouble()
 
     async def run() -> tuple[FaultRunner, list[str]]:
@@ -173,7 +196,8 @@ def test_an_anchored_fault_applies_after_its_event_and_ends_its_duration_later()
     assert record.event_at_s + offset <= record.applied_at_s < record.event_at_s + offset + every
     assert record.event_at_s + offset + duration <= record.removed_at_s and record.removed_by == "schedule"
     assert router.calls[0][0] == "stall" and router.calls[0][1] - runner.trial_start == pytest.approx(
-        record.applied_at_s, abs=every)
+        record.applied_at_s, abs=every
+    )
 
 
 def test_a_fault_whose_event_never_comes_is_recorded_not_applied() -> None:
@@ -239,6 +263,7 @@ def test_the_trial_counts_every_anchor_event_from_the_loads_start(tmp_path: Path
 
 # ---------------------------------------------------------------- strategies: anchored starts, swarm, race
 
+
 def test_anchored_starts_are_drawn_and_shrink_to_the_first_event() -> None:
     for event in ANCHOR_EVENTS:
         fault = find(S.faults(SCALE), lambda f, e=event: f.anchor is not None and f.anchor.event == e, settings=FIND)
@@ -277,8 +302,11 @@ def test_the_swarm_is_a_non_empty_subset_in_order_and_shrinks_to_everything() ->
 def test_a_schedule_of_one_later_kind_shrinks_as_without_a_swarm() -> None:
     """The swarm's flags shrink away: two faults of the last kind enabled, at clock 0, the shortest window."""
     kind = fault_kinds(S.NIGHTLY)[-1]
-    found = find(S.fault_schedules(SCALE, S.NIGHTLY),
-                 lambda s: len(s.faults) >= 2 and all(f"{f.link}:{f.kind}" == kind for f in s.faults), settings=FIND)
+    found = find(
+        S.fault_schedules(SCALE, S.NIGHTLY),
+        lambda s: len(s.faults) >= 2 and all(f"{f.link}:{f.kind}" == kind for f in s.faults),
+        settings=FIND,
+    )
     shortest = min(f.duration_s for f in found.faults)
     assert len(found.faults) == 2 and found.faults[0] == found.faults[1]
     assert all(f.anchor is None and f.start_s == 0.0 and f.duration_s == shortest for f in found.faults)
@@ -293,8 +321,9 @@ def test_the_delivery_race_is_drawn_on_nightly_only_and_is_what_its_predicate_na
         return any(is_delivery_race(f, SCALE) and f.anchor == Anchor("result", 1) for f in schedule.faults)
 
     found = find(S.fault_schedules(SCALE, S.NIGHTLY), raced, settings=FIND)
-    assert found == FaultSchedule((parse_fault(
-        f"edge:timeout:timeout=0,stream=both@result:1+0+{min(RACE_DURATIONS_S) * SCALE!r}"),))
+    assert found == FaultSchedule(
+        (parse_fault(f"edge:timeout:timeout=0,stream=both@result:1+0+{min(RACE_DURATIONS_S) * SCALE!r}"),)
+    )
 
     @FAST
     @given(delivery_races(SCALE, S.NIGHTLY), S.fault_schedules(SCALE, S.CI))

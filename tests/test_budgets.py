@@ -62,7 +62,9 @@ def test_the_projects_own_pyproject_loads() -> None:
 
 
 def test_file_then_overrides(tmp_path: Path) -> None:
-    path = write_pyproject(tmp_path, """
+    path = write_pyproject(
+        tmp_path,
+        """
 [project]
 name = "x"
 
@@ -71,7 +73,8 @@ fds_slack = 100
 rss_slack_bytes = "512MiB"
 healthz_p99_s = 0.5
 clean_log_allow = ["CancelledError", "shutdown"]
-""")
+""",
+    )
     budgets = load_budgets(path, {})
     assert budgets.fds_slack == 100
     assert budgets.rss_slack_bytes == 512 * MIB

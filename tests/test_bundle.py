@@ -39,11 +39,21 @@ OSError: [Errno 24] Too many open files
 2026-11-30 07:50:21,500 - ERROR - skyrl: something odd 0x7f00 happened
 2026-11-30 07:50:22,000 - WARNING - skyrl: slow
 """
-COLLAPSE = CollapseVerdict("fd_exhaustion", 12.4996, ["server fds 970 >= 97% of its limit 1000 at t=12.5s"],
-                           [Signal("event_loop_stall", 13.4991, "/healthz failing from t=13.5s")])
-FAULTS = FaultLog((AppliedFault(0, parse_fault("edge:reset_peer:timeout=0@1+2"), 1.0012, 3.0034, 100.0, 102.0,
-                                removed_by="schedule"),
-                   AppliedFault(1, parse_fault("router:stall@2+60"), 2.5, None, 101.5, None, error="boom")), 99.0)
+COLLAPSE = CollapseVerdict(
+    "fd_exhaustion",
+    12.4996,
+    ["server fds 970 >= 97% of its limit 1000 at t=12.5s"],
+    [Signal("event_loop_stall", 13.4991, "/healthz failing from t=13.5s")],
+)
+FAULTS = FaultLog(
+    (
+        AppliedFault(
+            0, parse_fault("edge:reset_peer:timeout=0@1+2"), 1.0012, 3.0034, 100.0, 102.0, removed_by="schedule"
+        ),
+        AppliedFault(1, parse_fault("router:stall@2+60"), 2.5, None, 101.5, None, error="boom"),
+    ),
+    99.0,
+)
 
 
 def _dicts(verdicts) -> list[dict]:
@@ -86,7 +96,11 @@ def test_monitor_samples_round_trip(result: TrialResult) -> None:  # noqa: F811
         np.testing.assert_array_equal(getattr(back, name), getattr(monitor, name))
     assert back.healthz_ok.dtype == bool
     assert (back.baseline, back.drained, back.fd_limit, back.notes) == (
-        monitor.baseline, monitor.drained, (1024, 4096), ["a note"])
+        monitor.baseline,
+        monitor.drained,
+        (1024, 4096),
+        ["a note"],
+    )
     assert ProcessSnapshot.from_dict(None) is None
 
 
@@ -120,11 +134,25 @@ def full(result: TrialResult) -> TrialResult:  # noqa: F811
 
 
 def test_a_trained_trial_bundle_keeps_its_training_log_and_judges_it_again(full: TrialResult, tmp_path: Path) -> None:
-    full.config = dataclasses.replace(full.config, engine="null", shape=dataclasses.replace(
-        full.config.shape, training=TrainingMix(trainers=1, steps=1)))
+    full.config = dataclasses.replace(
+        full.config,
+        engine="null",
+        shape=dataclasses.replace(full.config.shape, training=TrainingMix(trainers=1, steps=1)),
+    )
     recorder = TrainingRecorder()
-    recorder.add(TrainingOp.FORWARD_BACKWARD, 0, 0, 0.5, 0.6, math.nan, 3, Outcome.LOST, ErrorClass.HTTP_404, 404,
-                 "retrieve_future 7: HTTP 404")
+    recorder.add(
+        TrainingOp.FORWARD_BACKWARD,
+        0,
+        0,
+        0.5,
+        0.6,
+        math.nan,
+        3,
+        Outcome.LOST,
+        ErrorClass.HTTP_404,
+        404,
+        "retrieve_future 7: HTTP 404",
+    )
     recorder.add(TrainingOp.HEARTBEAT, 0, 0, 1.0, 1.1, 1.1, 1, Outcome.OK)
     full.training = recorder.log()
     verdicts = judge(full, Budgets())
@@ -172,7 +200,9 @@ def test_a_bundle_judges_and_reports_as_the_trial_it_stores(full: TrialResult, t
     assert stored.versions["target"] == "skyrl==0.4.0" and stored.versions["faultload"]
     printed = report.render_text(report.build_report(full, verdicts)).splitlines()
     lines = (tmp_path / "b" / "verdicts.txt").read_text().splitlines()
-    assert lines == [ln for ln in printed if ln in lines] and len(lines) == len(verdicts) + 3  # + VERDICT, evidence, then
+    assert (
+        lines == [ln for ln in printed if ln in lines] and len(lines) == len(verdicts) + 3
+    )  # + VERDICT, evidence, then
 
 
 def _bundle(full: TrialResult, tmp_path: Path, budgets: Budgets = Budgets()) -> Path:
@@ -211,22 +241,36 @@ def _minimal() -> dict:
     from faultload.model.trial import TrialConfig
     from tests.invariant_doubles import make_history, make_monitor
 
-    return dict(config=TrialConfig(target="skyrl==0.4.0"), history=make_history(), workers=[],
-                monitor=make_monitor(), fault_log=None, server_log=classify_log(""), verdict=None,
-                router_completed_s={}, budgets=Budgets(), verdicts=[], versions={},
-                router_stats={"peak_in_flight": 50}, load_s=10.0, load_stopped_s=10.0)
+    return dict(
+        config=TrialConfig(target="skyrl==0.4.0"),
+        history=make_history(),
+        workers=[],
+        monitor=make_monitor(),
+        fault_log=None,
+        server_log=classify_log(""),
+        verdict=None,
+        router_completed_s={},
+        budgets=Budgets(),
+        verdicts=[],
+        versions={},
+        router_stats={"peak_in_flight": 50},
+        load_s=10.0,
+        load_stopped_s=10.0,
+    )
 
 
 def test_a_budget_changes_a_verdict_and_check_says_which(full, tmp_path, capsys) -> None:
     path = _bundle(full, tmp_path)
     code, out, _ = _check(capsys, str(path))
     assert "[ok      ] retry_amplification" in "\n".join(out)
-    code, out, _ = _check(capsys, str(path), "--budget", "attempts_per_request_max=2",
-                          "--budget", "attempts_per_request=2")
+    code, out, _ = _check(
+        capsys, str(path), "--budget", "attempts_per_request_max=2", "--budget", "attempts_per_request=2"
+    )
     assert code == 1
     assert any(line.startswith("[VIOLATED] retry_amplification") for line in out)
-    assert out[0].endswith("judged again with the stored budgets with attempts_per_request_max=2, "
-                           "attempts_per_request=2")
+    assert out[0].endswith(
+        "judged again with the stored budgets with attempts_per_request_max=2, attempts_per_request=2"
+    )
     assert out[-1] == "changed by the budgets: retry_amplification (ok -> VIOLATED)"
 
 
@@ -243,12 +287,15 @@ def test_check_says_when_the_verdicts_differ_from_the_stored_ones(full, tmp_path
 # --------------------------------------------------------------------------- bad input: exit 2, one line
 
 
-@pytest.mark.parametrize("budget, needle", [
-    ("nonsense=1", "budget override: unknown budget 'nonsense'; known: fds_per_in_flight"),
-    ("fds_slack=abc", "budget override: budget fds_slack: 'abc' is not a whole number"),
-    ("fds_slack", "budget override: 'fds_slack' is not NAME=VALUE"),
-    ("healthz_p99_s=0", "budget override: budget healthz_p99_s: 0.0 must be > 0"),
-])
+@pytest.mark.parametrize(
+    "budget, needle",
+    [
+        ("nonsense=1", "budget override: unknown budget 'nonsense'; known: fds_per_in_flight"),
+        ("fds_slack=abc", "budget override: budget fds_slack: 'abc' is not a whole number"),
+        ("fds_slack", "budget override: 'fds_slack' is not NAME=VALUE"),
+        ("healthz_p99_s=0", "budget override: budget healthz_p99_s: 0.0 must be > 0"),
+    ],
+)
 def test_a_bad_budget_is_one_line_and_exit_2(full, tmp_path, capsys, budget, needle) -> None:
     path = _bundle(full, tmp_path)
     code, out, err = _check(capsys, str(path), "--budget", budget)
@@ -258,20 +305,26 @@ def test_a_bad_budget_is_one_line_and_exit_2(full, tmp_path, capsys, budget, nee
 
 
 def test_not_a_bundle_is_one_line_and_exit_2(full, tmp_path, capsys) -> None:
-    cases = {"missing": f"{tmp_path / 'missing'}: no such directory",
-             "empty": f"{tmp_path / 'empty'}: no bundle.json (not a faultload bundle?)"}
+    cases = {
+        "missing": f"{tmp_path / 'missing'}: no such directory",
+        "empty": f"{tmp_path / 'empty'}: no bundle.json (not a faultload bundle?)",
+    }
     (tmp_path / "empty").mkdir()
     for name, message in cases.items():
         assert _check(capsys, str(tmp_path / name)) == (2, [], f"faultload: error: {message}\n")
     path = _bundle(full, tmp_path)
     (path / "bundle.json").write_text(json.dumps({"bundle_version": 99}))
-    assert _check(capsys, str(path))[2] == f"faultload: error: {path / 'bundle.json'}: bundle_version 99; this faultload reads 1\n"
+    assert (
+        _check(capsys, str(path))[2]
+        == f"faultload: error: {path / 'bundle.json'}: bundle_version 99; this faultload reads 1\n"
+    )
     (path / "bundle.json").write_text(json.dumps({"bundle_version": 1}))
     (path / "trial.json").write_text("{")
     assert _check(capsys, str(path))[2].startswith(f"faultload: error: {path / 'trial.json'}: not JSON")
     (path / "trial.json").write_text("{}")
-    assert _check(capsys, str(path))[2] == (f"faultload: error: {path}: not a whole faultload bundle "
-                                            "(KeyError: 'workers')\n")
+    assert _check(capsys, str(path))[2] == (
+        f"faultload: error: {path}: not a whole faultload bundle (KeyError: 'workers')\n"
+    )
     code, out, err = _check(capsys)
     assert code == 2 and err == "faultload: error: the following arguments are required: BUNDLE\n"
 

@@ -18,8 +18,20 @@ from conftest import require_target, run_cli
 pytestmark = pytest.mark.integration
 
 VERDICT_LINE = re.compile(r"^(\[(ok      |VIOLATED|unknown )\] |VERDICT: |  evidence: |  then: )")
-RETENTION = ["--requests", "64", "--time-scale", "0.05", "--router-mode", "latency", "--gen-seconds", "2",
-             "--abandon-polls", "0.3@400", "--regress", "retention"]
+RETENTION = [
+    "--requests",
+    "64",
+    "--time-scale",
+    "0.05",
+    "--router-mode",
+    "latency",
+    "--gen-seconds",
+    "2",
+    "--abandon-polls",
+    "0.3@400",
+    "--regress",
+    "retention",
+]
 
 
 def verdict_lines(text: str) -> list[str]:
@@ -42,8 +54,9 @@ def test_check_of_a_make_run_trial_prints_its_verdicts_and_a_budget_rejudges_it(
     assert live and checked == live
     assert (live_code, check_code) == (0, 0), live
     assert "[ok      ] bounded_fds" in "\n".join(checked)
-    tight = run_cli(["check", str(bundle), "--budget", "fds_per_in_flight=0", "--budget", "fds_slack=0"],
-                    timeout_s=60.0)
+    tight = run_cli(
+        ["check", str(bundle), "--budget", "fds_per_in_flight=0", "--budget", "fds_slack=0"], timeout_s=60.0
+    )
     assert tight.returncode == 1, tight.stdout + tight.stderr
     assert any(line.startswith("[VIOLATED] bounded_fds: ") for line in tight.stdout.splitlines())
     assert tight.stdout.splitlines()[-1].startswith("changed by the budgets: bounded_fds (ok -> VIOLATED)")
@@ -51,8 +64,7 @@ def test_check_of_a_make_run_trial_prints_its_verdicts_and_a_budget_rejudges_it(
 
 def test_check_of_a_failing_retention_trial_prints_the_violation_and_exits_1(isolated_workdir, tmp_path):
     require_target("0.4.0")
-    live, checked, live_code, check_code = _run_then_check(isolated_workdir, tmp_path / "retention.bundle",
-                                                           RETENTION)
+    live, checked, live_code, check_code = _run_then_check(isolated_workdir, tmp_path / "retention.bundle", RETENTION)
     assert live and checked == live
     assert any(line.startswith("[VIOLATED] no_lost_results: ") for line in checked), checked
     assert (live_code, check_code) == (1, 1)

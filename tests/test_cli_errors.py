@@ -30,7 +30,9 @@ def cli(isolated_workdir: Path, tmp_path: Path):
     runs: list[CliRun] = []
 
     def call(*args: str, timeout_s: float = 240.0, prefix: list[str] | None = None) -> CliRun:
-        result = run_cli(["run", "--workdir", str(isolated_workdir), *args], timeout_s=timeout_s, tmpdir=tmpdir, prefix=prefix)
+        result = run_cli(
+            ["run", "--workdir", str(isolated_workdir), *args], timeout_s=timeout_s, tmpdir=tmpdir, prefix=prefix
+        )
         runs.append(result)
         return result
 
@@ -64,8 +66,13 @@ def assert_usage_error(result: CliRun, *needles: str, one_line: bool = True) -> 
 
 @pytest.mark.parametrize(
     "target, needle",
-    [("skyrl=0.4.0", "skyrl=0.4.0"), ("skyrl==latest", "skyrl==latest"), ("url=http://127.0.0.1", "url=http://127.0.0.1"),
-     ("skyrl@/no/such/checkout", "not a directory"), ("twinkle+url=http://127.0.0.1:9", "not a server family")],
+    [
+        ("skyrl=0.4.0", "skyrl=0.4.0"),
+        ("skyrl==latest", "skyrl==latest"),
+        ("url=http://127.0.0.1", "url=http://127.0.0.1"),
+        ("skyrl@/no/such/checkout", "not a directory"),
+        ("twinkle+url=http://127.0.0.1:9", "not a server family"),
+    ],
 )
 def test_malformed_target(cli, target, needle):
     assert_usage_error(cli("--target", target, "--quiet"), "target", needle)
@@ -189,7 +196,7 @@ def test_target_that_fails_to_start_shows_its_log_tail(cli):
     result = cli("--target", "skyrl==0.3.0", "--retrieved-ttl", "5", "--requests", "10", "--quiet")
     line = assert_usage_error(result, "skyrl==0.3.0", "failed to start", one_line=False)
     assert line.startswith("faultload: ")
-    tail = result.stderr[result.stderr.index(line) + len(line):]
+    tail = result.stderr[result.stderr.index(line) + len(line) :]
     assert "external_future_retrieved_ttl_sec" in tail
 
 
@@ -204,10 +211,16 @@ def _repro_file(tmp_path: Path) -> Path:
     return write_repro(repro, tmp_path, "r")
 
 
-@pytest.mark.parametrize("extra, needle", [
-    (["--fix", "nonsense"], "unknown fix 'nonsense'"),
-    (["--target", "url=http://127.0.0.1:9", "--fix", "plain-tracebacks"], "--regress/--fix need a target faultload launches"),
-])
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--fix", "nonsense"], "unknown fix 'nonsense'"),
+        (
+            ["--target", "url=http://127.0.0.1:9", "--fix", "plain-tracebacks"],
+            "--regress/--fix need a target faultload launches",
+        ),
+    ],
+)
 def test_replay_refuses_a_fix_or_target_that_does_not_apply(tmp_path: Path, isolated_workdir: Path, extra, needle):
     path = _repro_file(tmp_path)
     result = run_cli(["replay", str(path), "--workdir", str(isolated_workdir), *extra], timeout_s=60.0)
@@ -218,12 +231,18 @@ def test_replay_refuses_a_fix_or_target_that_does_not_apply(tmp_path: Path, isol
 def test_a_finding_repro_is_replayed_by_name_and_a_missing_file_names_them(tmp_path: Path, isolated_workdir: Path):
     """A shipped finding repro is found by its name wherever faultload is installed (here checked with a fix that
     does not apply, so nothing runs); a file that is neither says so, naming the shipped ones."""
-    result = run_cli(["replay", "half_open_delivery-0.4.0", "--fix", "nonsense", "--workdir", str(isolated_workdir)],
-                     timeout_s=60.0, tmpdir=tmp_path)
+    result = run_cli(
+        ["replay", "half_open_delivery-0.4.0", "--fix", "nonsense", "--workdir", str(isolated_workdir)],
+        timeout_s=60.0,
+        tmpdir=tmp_path,
+    )
     assert_usage_error(result, "unknown fix 'nonsense'")
     result = run_cli(["replay", "no_such_repro", "--workdir", str(isolated_workdir)], timeout_s=60.0, tmpdir=tmp_path)
-    assert_usage_error(result, "no_such_repro: no such file (nor a property with a repro in the workspace, "
-                               "nor a finding repro faultload ships: half_open_delivery-0.4.0, restart_sessions-tuft-0.2.2)")
+    assert_usage_error(
+        result,
+        "no_such_repro: no such file (nor a property with a repro in the workspace, "
+        "nor a finding repro faultload ships: half_open_delivery-0.4.0, restart_sessions-tuft-0.2.2)",
+    )
 
 
 def test_a_property_name_replays_its_newest_repro_in_the_workspace(tmp_path: Path):

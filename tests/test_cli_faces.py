@@ -22,6 +22,7 @@ from faultload.cli import main as cli
 from faultload.cli import parser as cli_parser
 from faultload.model.target import DEFAULT_TARGET
 from faultload.suite import plugin
+from faultload.suite.defaults import DEFAULT_PROFILE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -32,7 +33,11 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))]
+    return [
+        a
+        for a in parser._actions
+        if a.option_strings and not isinstance(a, (argparse._HelpAction, argparse._VersionAction))
+    ]
 
 
 SUBCOMMANDS = sorted(_subparsers(cli_parser.build_parser()))
@@ -63,15 +68,18 @@ def test_confirm_shows_its_own_defaults():
     assert "(default: 131072)" in confirm._get_formatter()._expand_help(requests)
 
 
-@pytest.mark.parametrize("argv, line", [
-    (["run", "--requests", "abc"], "faultload: error: --requests: expected a whole number >= 0, got 'abc'"),
-    (["run", "--requests", "-5"], "faultload: error: --requests: expected a whole number >= 0, got '-5'"),
-    (["run", "--time-scale", "fast"], "faultload: error: --time-scale: expected a number, got 'fast'"),
-    (["run", "--seed", "1.5"], "faultload: error: --seed: expected a whole number, got '1.5'"),
-    (["confirm", "--max-wall", ""], "faultload: error: --max-wall: expected a number, got ''"),
-    (["matrix", "--session-s", "-1"], "faultload: error: --session-s: expected a number of seconds >= 0, got '-1'"),
-    (["run", "--client", "grpc"], "faultload: error: --client: invalid choice: 'grpc' (choose from 'raw', 'sdk')"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["run", "--requests", "abc"], "faultload: error: --requests: expected a whole number >= 0, got 'abc'"),
+        (["run", "--requests", "-5"], "faultload: error: --requests: expected a whole number >= 0, got '-5'"),
+        (["run", "--time-scale", "fast"], "faultload: error: --time-scale: expected a number, got 'fast'"),
+        (["run", "--seed", "1.5"], "faultload: error: --seed: expected a whole number, got '1.5'"),
+        (["confirm", "--max-wall", ""], "faultload: error: --max-wall: expected a number, got ''"),
+        (["matrix", "--session-s", "-1"], "faultload: error: --session-s: expected a number of seconds >= 0, got '-1'"),
+        (["run", "--client", "grpc"], "faultload: error: --client: invalid choice: 'grpc' (choose from 'raw', 'sdk')"),
+    ],
+)
 def test_a_bad_value_names_the_option_and_the_expectation(capsys, argv: list[str], line: str):
     assert cli.main(argv) == cli.EXIT_USAGE
     captured = capsys.readouterr()
@@ -133,7 +141,7 @@ def test_every_plugin_option_has_a_help_line_that_shows_its_default():
     for name, text in helps.items():
         assert "default" in text, f"{name}: no default shown in {text!r}"
     assert f"default {DEFAULT_TARGET}" in helps["--faultload-target"]
-    assert f"default {plugin.DEFAULT_PROFILE}" in helps["--faultload-profile"]
+    assert f"default {DEFAULT_PROFILE}" in helps["--faultload-profile"]
 
 
 def test_every_replay_outcome_has_its_exit_code_and_a_harness_error_is_never_a_pass():

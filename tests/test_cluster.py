@@ -23,22 +23,35 @@ LIMITS = {"nofile_soft": 1024, "nofile_hard": 20000, "somaxconn": 4096, "ephemer
 
 
 def _job(worker: int, first: int = 0, count: int = 10) -> WorkerJob:
-    return WorkerJob(worker=worker, base_url="http://127.0.0.1:1", source_ip=f"127.0.1.{worker + 1}",
-                     sampling_session_id="s", base_model="m", first=first, count=count, nonce_salt=7,
-                     shape=LoadShape(), t0=0.0, deadline_s=10.0)
+    return WorkerJob(
+        worker=worker,
+        base_url="http://127.0.0.1:1",
+        source_ip=f"127.0.1.{worker + 1}",
+        sampling_session_id="s",
+        base_model="m",
+        first=first,
+        count=count,
+        nonce_salt=7,
+        shape=LoadShape(),
+        t0=0.0,
+        deadline_s=10.0,
+    )
 
 
 def _node(address: str, **limits: int) -> Node:
     return Node(f"id-{address}", address, {**LIMITS, **limits}, "1.0")
 
 
-@pytest.mark.parametrize("address, message", [
-    ("auto", "RAY_ADDRESS is not set"),
-    ("ray://127.0.0.3:10001", "ray:// clients are not supported"),
-    ("127.0.0.3", "expected HOST:PORT"),
-    ("127.0.0.3:0", "expected HOST:PORT"),
-    ("127.0.0.3:http", "expected HOST:PORT"),
-])
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("auto", "RAY_ADDRESS is not set"),
+        ("ray://127.0.0.3:10001", "ray:// clients are not supported"),
+        ("127.0.0.3", "expected HOST:PORT"),
+        ("127.0.0.3:0", "expected HOST:PORT"),
+        ("127.0.0.3:http", "expected HOST:PORT"),
+    ],
+)
 def test_bad_addresses_are_named(address: str, message: str):
     with pytest.raises(ClusterError, match=message):
         resolve_address(address, {})
@@ -48,11 +61,14 @@ def test_auto_reads_ray_address():
     assert resolve_address("auto", {"RAY_ADDRESS": "127.0.0.3:26379"}) == "127.0.0.3:26379"
 
 
-@pytest.mark.parametrize("address, message", [
-    ("10.1.2.3:6379", "not a loopback address"),
-    ("127.0.0.1:6379", "Ray rewrites 127.0.0.1/localhost"),
-    ("localhost:6379", "Ray rewrites 127.0.0.1/localhost"),
-])
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("10.1.2.3:6379", "not a loopback address"),
+        ("127.0.0.1:6379", "Ray rewrites 127.0.0.1/localhost"),
+        ("localhost:6379", "Ray rewrites 127.0.0.1/localhost"),
+    ],
+)
 def test_connect_refuses_what_leaves_loopback_before_importing_ray(address: str, message: str):
     with pytest.raises(ClusterError, match=message):
         connect(address, allow_remote=False, environ={})
@@ -100,9 +116,15 @@ def test_ray_missing_is_one_line_with_the_install_command(tmp_path):
         listener.bind(("127.0.0.3", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        result = run_cli(["run", "--ray", f"127.0.0.3:{port}", "--requests", "4"], timeout_s=60.0,
-                         prefix=["-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
-                                       "from faultload.cli.main import main; sys.exit(main())"])
+        result = run_cli(
+            ["run", "--ray", f"127.0.0.3:{port}", "--requests", "4"],
+            timeout_s=60.0,
+            prefix=[
+                "-c",
+                f"import sys; sys.path.insert(0, {str(tmp_path)!r}); "
+                "from faultload.cli.main import main; sys.exit(main())",
+            ],
+        )
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'faultload[ray]'" in lines[0], result.stderr
@@ -115,10 +137,13 @@ def test_no_cluster_at_the_address_is_one_line(tmp_path):
     assert len(lines) == 1 and "no Ray cluster answers there" in lines[0], result.stderr
 
 
-@pytest.mark.parametrize("address, message", [
-    ("127.0.0.3:9", "--faultload-ray 127.0.0.3:9: no Ray cluster answers there"),
-    ("auto", "--faultload-ray auto: RAY_ADDRESS is not set"),
-])
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("127.0.0.3:9", "--faultload-ray 127.0.0.3:9: no Ray cluster answers there"),
+        ("auto", "--faultload-ray auto: RAY_ADDRESS is not set"),
+    ],
+)
 def test_the_suite_refuses_a_cluster_it_cannot_use_before_any_trial(address: str, message: str, tmp_path):
     import subprocess
     import sys
@@ -126,9 +151,26 @@ def test_the_suite_refuses_a_cluster_it_cannot_use_before_any_trial(address: str
     from conftest import ROOT
 
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "faultload", "-p", "no:cacheprovider", "-q",
-                           "--faultload-ray", address, "--faultload-workdir", str(tmp_path / "fl")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "faultload",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--faultload-ray",
+            address,
+            "--faultload-workdir",
+            str(tmp_path / "fl"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]  # pytest's usage error
     assert message in proc.stderr, proc.stderr
     assert not (tmp_path / "fl").exists()  # nothing started, nothing written

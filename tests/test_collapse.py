@@ -16,15 +16,37 @@ from tests.conftest import leftover_dirs, require_target, run_cli, tagged_proces
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SHAPE = ["run", "--target", "skyrl==0.4.0", "--requests", "20000", "--workers", "2", "--router-mode", "barrier", "--quiet"]
+SHAPE = [
+    "run",
+    "--target",
+    "skyrl==0.4.0",
+    "--requests",
+    "20000",
+    "--workers",
+    "2",
+    "--router-mode",
+    "barrier",
+    "--quiet",
+]
 
 
 def test_twenty_thousand_held_requests_end_in_fd_exhaustion(tmp_path, isolated_workdir):
     require_target("0.4.0")
     out = tmp_path / "r.json"
     result = run_cli(
-        [*SHAPE, "--barrier", "20000", "--max-outstanding", "0", "--max-wall", "600",
-         "--workdir", str(isolated_workdir), "--json-out", str(out)],
+        [
+            *SHAPE,
+            "--barrier",
+            "20000",
+            "--max-outstanding",
+            "0",
+            "--max-wall",
+            "600",
+            "--workdir",
+            str(isolated_workdir),
+            "--json-out",
+            str(out),
+        ],
         timeout_s=900,
     )
     assert result.returncode == 1, result.stderr[-2000:]
@@ -44,8 +66,19 @@ def test_capped_at_8192_outstanding_the_same_load_completes_without_a_verdict(tm
     require_target("0.4.0")
     out = tmp_path / "r.json"
     result = run_cli(
-        [*SHAPE, "--barrier", "8192", "--max-outstanding", "8192", "--max-wall", "600",
-         "--workdir", str(isolated_workdir), "--json-out", str(out)],
+        [
+            *SHAPE,
+            "--barrier",
+            "8192",
+            "--max-outstanding",
+            "8192",
+            "--max-wall",
+            "600",
+            "--workdir",
+            str(isolated_workdir),
+            "--json-out",
+            str(out),
+        ],
         timeout_s=900,
     )
     report = json.loads(out.read_text())

@@ -32,10 +32,31 @@ SESSION_TIMEOUT_S = 1200
 def _session(tmp_path, workdir, *options: str) -> tuple[subprocess.CompletedProcess, dict]:
     summary = tmp_path / "summary.json"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--pyargs", "faultload.suite", "-k",
-         "comparative", "--faultload-profile", "ci", "--faultload-workdir", str(workdir),
-         "--faultload-summary-json", str(summary), "--faultload-baseline", "skyrl==0.4.0", *options],
-        capture_output=True, text=True, timeout=SESSION_TIMEOUT_S, cwd=ROOT)  # ROOT: its pyproject's settings
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--pyargs",
+            "faultload.suite",
+            "-k",
+            "comparative",
+            "--faultload-profile",
+            "ci",
+            "--faultload-workdir",
+            str(workdir),
+            "--faultload-summary-json",
+            str(summary),
+            "--faultload-baseline",
+            "skyrl==0.4.0",
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=SESSION_TIMEOUT_S,
+        cwd=ROOT,
+    )  # ROOT: its pyproject's settings
     assert summary.is_file(), result.stdout[-3000:] + result.stderr[-2000:]
     return result, json.loads(summary.read_text())
 
@@ -56,8 +77,7 @@ def test_clean_against_clean_passes(tmp_path, isolated_workdir):
     require_target("0.4.0")
     result, summary = _session(tmp_path, isolated_workdir)
     (prop,) = summary["properties"]
-    assert result.returncode == 0 and prop["outcome"] == "passed" and prop["judged_trials"] > 0, \
-        result.stdout[-3000:]
+    assert result.returncode == 0 and prop["outcome"] == "passed" and prop["judged_trials"] > 0, result.stdout[-3000:]
 
 
 def test_an_examples_repeats_on_one_stack_are_judged_against_their_own_completions(isolated_workdir):
@@ -67,10 +87,18 @@ def test_an_examples_repeats_on_one_stack_are_judged_against_their_own_completio
     last completions (under a second before its load) as its own."""
     require_target("0.4.0")
     config = with_requests(minimal_trial_config("skyrl==0.4.0", 0.05), 250)
-    config = dataclasses.replace(config, shape=dataclasses.replace(config.shape, num_samples=2, max_outstanding=100),
-                                 router=RouterConfig(mode="latency", max_num_seqs=64, gen_seconds=4.0))
-    executor = StackExecutor(Workspace(isolated_workdir), load_budgets(ROOT / "pyproject.toml"), 20.0,
-                             log=lambda message: None, keep_reports=True)
+    config = dataclasses.replace(
+        config,
+        shape=dataclasses.replace(config.shape, num_samples=2, max_outstanding=100),
+        router=RouterConfig(mode="latency", max_num_seqs=64, gen_seconds=4.0),
+    )
+    executor = StackExecutor(
+        Workspace(isolated_workdir),
+        load_budgets(ROOT / "pyproject.toml"),
+        20.0,
+        log=lambda message: None,
+        keep_reports=True,
+    )
     try:
         held = [next(v for v in executor.run(config).verdicts if v.name == "polls_held") for _ in range(2)]
     finally:

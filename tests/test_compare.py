@@ -26,17 +26,40 @@ from faultload.compare.stats import ratio_of_medians
 from faultload.model.build import Build, parse_build
 
 
-def report(cpu_s: float = 2.0, attempts: int = 2000, throughput: float = 500.0, p50: float = 0.5,
-           p99: float = 1.5, healthz_p99: float = 0.01, peak_fds: int = 1100, peak_rss: int = 700 << 20,
-           peak_in_flight: int = 1000, requested: int = 1000, samples: int = 5, submit_p50: float = 0.02) -> dict:
+def report(
+    cpu_s: float = 2.0,
+    attempts: int = 2000,
+    throughput: float = 500.0,
+    p50: float = 0.5,
+    p99: float = 1.5,
+    healthz_p99: float = 0.01,
+    peak_fds: int = 1100,
+    peak_rss: int = 700 << 20,
+    peak_in_flight: int = 1000,
+    requested: int = 1000,
+    samples: int = 5,
+    submit_p50: float = 0.02,
+) -> dict:
     """The parts of a trial's JSON report the comparison reads (a 2 s load: 5 monitor samples, 5 probes)."""
-    return {"requested": requested, "completed": requested, "load_s": 2.0, "throughput_per_s": throughput,
-            "attempts": {"http_attempts": attempts},
-            "latency_s": {"submit": {"p50": submit_p50, "p99": 2 * submit_p50}, "e2e": {"p50": p50, "p99": p99}},
-            "router": {"peak_in_flight": peak_in_flight},
-            "server": {"cpu_s": cpu_s, "healthz_latency_s": {"p99": healthz_p99}, "peak_fds": peak_fds,
-                       "baseline_fds": 100, "peak_rss_bytes": peak_rss, "baseline_rss_bytes": 600 << 20,
-                       "samples": samples, "healthz_probes": samples}}
+    return {
+        "requested": requested,
+        "completed": requested,
+        "load_s": 2.0,
+        "throughput_per_s": throughput,
+        "attempts": {"http_attempts": attempts},
+        "latency_s": {"submit": {"p50": submit_p50, "p99": 2 * submit_p50}, "e2e": {"p50": p50, "p99": p99}},
+        "router": {"peak_in_flight": peak_in_flight},
+        "server": {
+            "cpu_s": cpu_s,
+            "healthz_latency_s": {"p99": healthz_p99},
+            "peak_fds": peak_fds,
+            "baseline_fds": 100,
+            "peak_rss_bytes": peak_rss,
+            "baseline_rss_bytes": 600 << 20,
+            "samples": samples,
+            "healthz_probes": samples,
+        },
+    }
 
 
 def test_a_build_is_a_target_and_its_switches_in_a_fixed_order() -> None:
@@ -47,13 +70,16 @@ def test_a_build_is_a_target_and_its_switches_in_a_fixed_order() -> None:
     assert parse_build("skyrl==0.3.0") == Build("skyrl==0.3.0")
 
 
-@pytest.mark.parametrize("text, says", [
-    ("skyrl==9.9", "version '9.9' is not X.Y.Z"),
-    ("skyrl==0.4.0+regress=nope", "unknown regression 'nope'"),
-    ("skyrl==0.4.0+fix=", "+fix= needs switch names"),
-    ("+fix=plain-tracebacks", "no target before the switches"),
-    ("url=http://127.0.0.1:8000+regress=retention", "switches need a target faultload launches"),
-])
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        ("skyrl==9.9", "version '9.9' is not X.Y.Z"),
+        ("skyrl==0.4.0+regress=nope", "unknown regression 'nope'"),
+        ("skyrl==0.4.0+fix=", "+fix= needs switch names"),
+        ("+fix=plain-tracebacks", "no target before the switches"),
+        ("url=http://127.0.0.1:8000+regress=retention", "switches need a target faultload launches"),
+    ],
+)
 def test_a_bad_build_names_what_is_wrong(text: str, says: str) -> None:
     with pytest.raises(ValueError, match="--baseline") as info:
         parse_build(text, "--baseline")
@@ -70,16 +96,24 @@ def test_metrics_are_read_from_the_report_and_none_when_not_measured() -> None:
     blind = report()
     blind["server"] = {}
     assert {k for k, v in read_metrics(blind).items() if v is None} == {
-        "server_cpu_ms_per_request", "healthz_p99_s", "fds_per_in_flight", "rss_bytes_per_in_flight",
-        "rss_bytes_per_result"}
+        "server_cpu_ms_per_request",
+        "healthz_p99_s",
+        "fds_per_in_flight",
+        "rss_bytes_per_in_flight",
+        "rss_bytes_per_result",
+    }
 
 
 def test_a_load_too_short_to_sample_measures_no_server_figure() -> None:
     """A 0.6 s trial: the monitor sampled the server twice at most, its CPU read 0 (one sample)."""
     short = read_metrics(report(samples=MIN_SAMPLES - 1))
     assert {k for k, v in short.items() if v is None} == {
-        "server_cpu_ms_per_request", "healthz_p99_s", "fds_per_in_flight", "rss_bytes_per_in_flight",
-        "rss_bytes_per_result"}
+        "server_cpu_ms_per_request",
+        "healthz_p99_s",
+        "fds_per_in_flight",
+        "rss_bytes_per_in_flight",
+        "rss_bytes_per_result",
+    }
     assert read_metrics(report(cpu_s=0.0))["server_cpu_ms_per_request"] is None  # a serving server spends CPU
     assert read_metrics(report(peak_in_flight=0))["router_peak_in_flight"] is None
 
@@ -107,8 +141,9 @@ def test_the_ratio_of_medians_and_its_interval() -> None:
 
 
 def _compare(baseline: list[dict], candidate: list[dict], settings: CompareSettings | None = None) -> dict:
-    return judge_comparison("skyrl==0.4.0", "skyrl==0.4.0+regress=rich-access-log", baseline, candidate,
-                            settings or CompareSettings())
+    return judge_comparison(
+        "skyrl==0.4.0", "skyrl==0.4.0+regress=rich-access-log", baseline, candidate, settings or CompareSettings()
+    )
 
 
 def test_worse_needs_the_ratio_past_the_threshold_and_the_interval_past_one() -> None:
@@ -166,8 +201,12 @@ def test_thresholds_come_from_pyproject_and_bad_ones_are_one_line(tmp_path) -> N
     assert settings.thresholds["server_cpu_ms_per_request"] == 1.2 and settings.confidence == 0.9
     assert settings.thresholds["throughput_per_s"] == DEFAULT_THRESHOLDS["throughput_per_s"]
     assert load_compare_settings(None) == CompareSettings()
-    for bad, says in (("nope = 1.2", "unknown metric"), ("throughput_per_s = 1.2", "must be <= 1"),
-                      ("e2e_p99_s = 0.5", "must be >= 1"), ("confidence = 1.5", "not in [0.5, 1)")):
+    for bad, says in (
+        ("nope = 1.2", "unknown metric"),
+        ("throughput_per_s = 1.2", "must be <= 1"),
+        ("e2e_p99_s = 0.5", "must be >= 1"),
+        ("confidence = 1.5", "not in [0.5, 1)"),
+    ):
         path.write_text(f"[tool.faultload.compare]\n{bad}\n")
         with pytest.raises(ValueError) as info:
             load_compare_settings(path)
@@ -187,14 +226,19 @@ def test_the_default_thresholds_cover_every_metric() -> None:
     assert all(math.isfinite(v) for v in DEFAULT_THRESHOLDS.values())
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["--baseline", "skyrl==9.9", "--candidate", "skyrl==0.4.0"], "--baseline: target 'skyrl==9.9'"),
-    (["--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0+regress=nope"], "unknown regression 'nope'"),
-    (["--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0", "--repeats", "0"], "--repeats 0"),
-    (["--candidate", "skyrl==0.4.0"], "the following arguments are required: --baseline"),
-    (["--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0", "--json-out", "/nonexistent/x.json"],
-     "--json-out: no such directory"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--baseline", "skyrl==9.9", "--candidate", "skyrl==0.4.0"], "--baseline: target 'skyrl==9.9'"),
+        (["--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0+regress=nope"], "unknown regression 'nope'"),
+        (["--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0", "--repeats", "0"], "--repeats 0"),
+        (["--candidate", "skyrl==0.4.0"], "the following arguments are required: --baseline"),
+        (
+            ["--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0", "--json-out", "/nonexistent/x.json"],
+            "--json-out: no such directory",
+        ),
+    ],
+)
 def test_bad_compare_usage_is_one_line_and_exit_2(argv, says, capsys, tmp_path) -> None:
     assert main(["compare", *argv, "--workdir", str(tmp_path / "home")], environ={}) == 2
     err = capsys.readouterr().err.strip()
@@ -224,8 +268,9 @@ def test_an_interrupted_trial_ends_the_comparison(tmp_path) -> None:
 
     builds = {"baseline": parse_build("skyrl==0.4.0"), "candidate": parse_build("skyrl==0.3.0")}
     with pytest.raises(KeyboardInterrupt):
-        run_comparison(TrialConfig(target="skyrl==0.4.0"), builds, 2, Workspace(tmp_path), Budgets(),
-                       run=interrupted_trial)
+        run_comparison(
+            TrialConfig(target="skyrl==0.4.0"), builds, 2, Workspace(tmp_path), Budgets(), run=interrupted_trial
+        )
     assert ran == ["skyrl==0.4.0"]  # nothing after the interrupted trial
 
 

@@ -35,8 +35,9 @@ def _run_without_matplotlib(args: list[str], workdir: Path, tmp_path: Path):
     require_target("0.4.0")
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    result = run_cli([*args, "--workdir", str(workdir), "--target", "skyrl==0.4.0"], tmpdir=tmpdir,
-                     prefix=WITHOUT_MATPLOTLIB)
+    result = run_cli(
+        [*args, "--workdir", str(workdir), "--target", "skyrl==0.4.0"], tmpdir=tmpdir, prefix=WITHOUT_MATPLOTLIB
+    )
     assert result.returncode in (0, 1), (result.returncode, result.stderr[-2000:])  # a judged trial, not an error
     assert "Traceback" not in result.stderr
     skipped = [line for line in result.stderr.splitlines() if "plot skipped" in line]
@@ -65,7 +66,10 @@ def test_confirm_writes_its_json_and_history_without_matplotlib(tmp_path: Path, 
 
 def test_run_with_plot_writes_its_json_without_matplotlib(tmp_path: Path, isolated_workdir: Path):
     json_out, png = tmp_path / "run.json", tmp_path / "run.png"
-    _run_without_matplotlib(["run", "--requests", "32", "--quiet", "--plot", str(png), "--json-out", str(json_out)],
-                            isolated_workdir, tmp_path)
+    _run_without_matplotlib(
+        ["run", "--requests", "32", "--quiet", "--plot", str(png), "--json-out", str(json_out)],
+        isolated_workdir,
+        tmp_path,
+    )
     _assert_report(json_out, 32)
     assert not png.exists()

@@ -23,9 +23,15 @@ def run_with_nofile(limit: int, args: list[str], timeout_s: float = 600) -> tupl
         resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
     proc = subprocess.run(
-        [python_exe(), "-m", "faultload.cli.main", "confirm", *args], cwd=ROOT, env=cli_env(tag),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout_s,
-        stdin=subprocess.DEVNULL, preexec_fn=lower,
+        [python_exe(), "-m", "faultload.cli.main", "confirm", *args],
+        cwd=ROOT,
+        env=cli_env(tag),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lower,
     )
     return proc, tag
 
@@ -41,8 +47,9 @@ def test_confirm_refuses_a_machine_where_nothing_fits(isolated_workdir):
 
 def test_confirm_refuses_an_output_in_a_missing_folder_before_its_preflight(tmp_path, isolated_workdir):
     missing = tmp_path / "no-such-folder"
-    proc, tag = run_with_nofile(20_000, ["--workdir", str(isolated_workdir), "--quiet", "--json-out",
-                                         str(missing / "c.json")])
+    proc, tag = run_with_nofile(
+        20_000, ["--workdir", str(isolated_workdir), "--quiet", "--json-out", str(missing / "c.json")]
+    )
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert lines == [f"faultload: error: --json-out: no such directory: {missing}"], proc.stderr
@@ -56,11 +63,24 @@ def test_confirm_resizes_to_what_the_fd_limit_holds_and_says_so(tmp_path, isolat
     out = tmp_path / "c.json"
     proc, tag = run_with_nofile(
         1024,
-        ["--requests", "600", "--max-outstanding", "1000", "--gen-seconds", "0.2", "--workdir", str(isolated_workdir),
-         "--json-out", str(out), "--quiet"],
+        [
+            "--requests",
+            "600",
+            "--max-outstanding",
+            "1000",
+            "--gen-seconds",
+            "0.2",
+            "--workdir",
+            str(isolated_workdir),
+            "--json-out",
+            str(out),
+            "--quiet",
+        ],
     )
     notes = [line for line in proc.stderr.splitlines() if line.startswith("faultload: preflight:")]
-    assert any("outstanding capped at 307 (asked 600)" in n and "fd limit 1024" in n for n in notes), proc.stderr[-2000:]
+    assert any("outstanding capped at 307 (asked 600)" in n and "fd limit 1024" in n for n in notes), proc.stderr[
+        -2000:
+    ]
     report = json.loads(out.read_text())
     assert report["config"]["shape"]["max_outstanding"] == 307
     assert report["server"]["fd_limit"][0] == 1024

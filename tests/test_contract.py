@@ -75,7 +75,9 @@ def test_a_dropped_poll_allows_a_404_only_once_its_retention_window_has_passed()
 
 def _stall(stall: tuple[float, float]) -> bool | None:
     h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=38.0)
-    return _lost(history=h, shape=SCALED, monitor=_stalled_monitor(stall), router_completed_s={int(h["nonce"][40]): 9.0})
+    return _lost(
+        history=h, shape=SCALED, monitor=_stalled_monitor(stall), router_completed_s={int(h["nonce"][40]): 9.0}
+    )
 
 
 def _expired(answered_at: float, contract: ServerContract = SKYRL_CONTRACT) -> bool | None:
@@ -84,8 +86,15 @@ def _expired(answered_at: float, contract: ServerContract = SKYRL_CONTRACT) -> b
 
 
 def _restart(accepted_at: float) -> bool | None:
-    h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, submit_start=accepted_at - 0.1,
-                submit_end=accepted_at, done=12.0)
+    h = set_row(
+        make_history(),
+        40,
+        outcome=Outcome.LOST,
+        error=ErrorClass.HTTP_404,
+        submit_start=accepted_at - 0.1,
+        submit_end=accepted_at,
+        done=12.0,
+    )
     return _lost(history=h, faults=fault_log(applied(RESTART, 5.0, 7.0)), fatal_fault_kinds=frozenset({"restart"}))
 
 
@@ -94,10 +103,21 @@ def _restart(accepted_at: float) -> bool | None:
 
 def _fatal(outcome: Outcome) -> bool | None:
     """An accepted request in flight during a fatal backend outage ends as ``outcome``."""
-    h = set_row(make_history(), 40, outcome=outcome, submit_start=4.0, submit_end=4.1,
-                done=np.nan if outcome == Outcome.PENDING else 8.5, error=ErrorClass.SERVER_FAILED)
-    inputs = make_inputs(history=h, faults=fault_log(applied(DOWN, 5.0, 8.0)), fatal_fault_kinds=frozenset({"down"}),
-                         load_stopped_s=120.0)
+    h = set_row(
+        make_history(),
+        40,
+        outcome=outcome,
+        submit_start=4.0,
+        submit_end=4.1,
+        done=np.nan if outcome == Outcome.PENDING else 8.5,
+        error=ErrorClass.SERVER_FAILED,
+    )
+    inputs = make_inputs(
+        history=h,
+        faults=fault_log(applied(DOWN, 5.0, 8.0)),
+        fatal_fault_kinds=frozenset({"down"}),
+        load_stopped_s=120.0,
+    )
     return check_no_lost_results(inputs, BUDGETS).ok and check_futures_resolve(inputs, BUDGETS).ok
 
 
@@ -106,8 +126,14 @@ def _fatal(outcome: Outcome) -> bool | None:
 
 def _ended_at(done: float, **changes) -> bool | None:
     """Row 40 accepted at 1.0 s, answered by the router at 1.5 s, ends at ``done`` (NaN: never) at scale 0.05."""
-    h = set_row(make_history(), 40, submit_start=0.9, submit_end=1.0, done=done,
-                outcome=Outcome.PENDING if np.isnan(done) else Outcome.OK)
+    h = set_row(
+        make_history(),
+        40,
+        submit_start=0.9,
+        submit_end=1.0,
+        done=done,
+        outcome=Outcome.PENDING if np.isnan(done) else Outcome.OK,
+    )
     base = dict(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 1.5}, load_stopped_s=120.0)
     return _resolve(**{**base, **changes})
 
@@ -115,43 +141,58 @@ def _ended_at(done: float, **changes) -> bool | None:
 # -- polls
 
 
-def _polls(status: int, held_s: float, completed_at: float = 50.0,
-           contract: ServerContract = SKYRL_CONTRACT) -> tuple[bool | None, float]:
+def _polls(
+    status: int, held_s: float, completed_at: float = 50.0, contract: ServerContract = SKYRL_CONTRACT
+) -> tuple[bool | None, float]:
     """Row 40 polled once and was answered ``status`` after ``held_s``, then got its result: (polls_held, mean)."""
     h = make_history()
     with_attempts(h, (40, AttemptKind.POLL, 2.0 + held_s, status))
     h.attempts["start"][0] = 2.0
     set_row(h, 40, attempts=3)
-    inputs = make_inputs(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): completed_at},
-                         contract=contract)
+    inputs = make_inputs(
+        history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): completed_at}, contract=contract
+    )
     return check_polls_held(inputs, BUDGETS).ok, check_retry_amplification(inputs, BUDGETS).figure
 
 
 # -- submits and faults in force
 
 
-def _rejected(fatal: bool, submit_end: float = 0.45, error: ErrorClass = ErrorClass.HTTP_5XX,
-              statuses: list[int] | None = None, faults=None, **changes) -> bool | None:
+def _rejected(
+    fatal: bool,
+    submit_end: float = 0.45,
+    error: ErrorClass = ErrorClass.HTTP_5XX,
+    statuses: list[int] | None = None,
+    faults=None,
+    **changes,
+) -> bool | None:
     """Row 6 rejected (its submit ended at ``submit_end``) during a router crash 0.2-0.5 s."""
     h = rejected(make_history(), [6], error, submit_end=submit_end)
     h = submit_log(h, {6: statuses or [503]})
     kinds = frozenset({"crash"}) if fatal else frozenset()
     faults = faults or fault_log(applied(CRASH, 0.2, 0.5))
-    return check_accepted_requests(make_inputs(history=h, faults=faults, fatal_fault_kinds=kinds, **changes),
-                                   BUDGETS).ok
+    return check_accepted_requests(
+        make_inputs(history=h, faults=faults, fatal_fault_kinds=kinds, **changes), BUDGETS
+    ).ok
 
 
 def _unreachable(last_attempt_at: float) -> bool | None:
     """Row 6 gave up on its asample with a connect error; an edge outage lasted 0-24 s."""
     refused = -int(ErrorClass.CONNECT)
     down = Fault("edge", "down", start_s=0.0, duration_s=24.0)
-    return _rejected(False, submit_end=last_attempt_at, error=ErrorClass.CONNECT, statuses=[refused],
-                     faults=fault_log(applied(down, 0.0, 24.0)))
+    return _rejected(
+        False,
+        submit_end=last_attempt_at,
+        error=ErrorClass.CONNECT,
+        statuses=[refused],
+        faults=fault_log(applied(down, 0.0, 24.0)),
+    )
 
 
 def _reset(fault: bool) -> bool | None:
-    h = with_attempts(make_history(), (3, AttemptKind.POLL, 0.5, -int(ErrorClass.RESET)),
-                      (3, AttemptKind.POLL, 0.6, 200))
+    h = with_attempts(
+        make_history(), (3, AttemptKind.POLL, 0.5, -int(ErrorClass.RESET)), (3, AttemptKind.POLL, 0.6, 200)
+    )
     faults = fault_log(applied(RESET, 0.2, 0.3)) if fault else None
     return check_unprovoked_resets(make_inputs(history=h, faults=faults), BUDGETS).ok
 
@@ -178,8 +219,7 @@ def _at_once(router_peak: int, fault: Fault | None = None, hold_s: float | None 
     from tests.test_forwards_concurrent import _inputs
 
     faults = fault_log(applied(fault, 1.0, 3.0)) if fault is not None else None
-    return check_forwards_concurrent(_inputs(2048, router_peak, faults=faults, router_least_hold_s=hold_s),
-                                     BUDGETS).ok
+    return check_forwards_concurrent(_inputs(2048, router_peak, faults=faults, router_least_hold_s=hold_s), BUDGETS).ok
 
 
 # -- heartbeats
@@ -195,8 +235,18 @@ def _beats(last: tuple) -> bool | None:
         recorder.add(TrainingOp.HEARTBEAT, 0, i, 10.0 * i, 10.0 * i + 0.1, 10.0 * i + 0.1, 1, Outcome.OK)
     start, end, error = last
     ok = error == ErrorClass.NONE
-    recorder.add(TrainingOp.HEARTBEAT, 0, 4, start, end, end if ok else np.nan, 1, Outcome.OK if ok else Outcome.FAILED,
-                 error, 200 if ok else (500 if error == ErrorClass.HTTP_5XX else 0))
+    recorder.add(
+        TrainingOp.HEARTBEAT,
+        0,
+        4,
+        start,
+        end,
+        end if ok else np.nan,
+        1,
+        Outcome.OK if ok else Outcome.FAILED,
+        error,
+        200 if ok else (500 if error == ErrorClass.HTTP_5XX else 0),
+    )
     return check_heartbeats_answered(make_inputs(training=recorder.log()), BUDGETS).ok
 
 
@@ -211,34 +261,53 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "forward_path_fault": (lambda: _at_once(100), lambda: _at_once(100, DOWN)),
     "router_holds_briefly": (lambda: _at_once(100), lambda: _at_once(100, hold_s=0.0)),
     "futures_resolve": (lambda: _ended_at(np.nan), lambda: _ended_at(4.0)),
-    "harness_stopped": (lambda: _ended_at(np.nan, interrupted=False),
-                        lambda: _ended_at(np.nan, interrupted=True, load_stopped_s=10.0)),
+    "harness_stopped": (
+        lambda: _ended_at(np.nan, interrupted=False),
+        lambda: _ended_at(np.nan, interrupted=True, load_stopped_s=10.0),
+    ),
     "router_unknown": (lambda: _ended_at(np.nan), lambda: _ended_at(np.nan, router_completed_s=None)),
     # a timed-out poll is discounted (the mean stays the baseline 2) only while the engine had no result
-    "long_poll_cycle": (lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=1.0)[1] == 2.0,
-                        lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25)[1] == 2.0),
+    "long_poll_cycle": (
+        lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=1.0)[1] == 2.0,
+        lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25)[1] == 2.0,
+    ),
     "polls_held": (lambda: _polls(408, 0.05)[0], lambda: _polls(408, 15.0)[0]),
     # a poll that timed out 2.05 s after its result existed was not woken; one that ended 0.75 s after may be
-    "polls_woken": (lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=2.2)[0],
-                    lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=3.5)[0]),
+    "polls_woken": (
+        lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=2.2)[0],
+        lambda: _polls(-int(ErrorClass.TIMEOUT), 2.25, completed_at=3.5)[0],
+    ),
     "fatal_rejection": (lambda: _rejected(fatal=False), lambda: _rejected(fatal=True)),
     "edge_unreachable": (lambda: _unreachable(30.0), lambda: _unreachable(15.0)),
-    "harness_cut": (lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=1.0),
-                    lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=0.4)),
+    "harness_cut": (
+        lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=1.0),
+        lambda: _rejected(False, submit_end=0.45, faults=fault_log(), load_stopped_s=0.4),
+    ),
     "fault_in_force": (lambda: _reset(fault=False), lambda: _reset(fault=True)),
     # a request never answered after an edge fault healed at 3 s is late; one whose removal failed still holds it
-    "fault_not_healed": (lambda: _ended_at(np.nan, faults=fault_log(applied(RESET, 2.0, 3.0))),
-                         lambda: _ended_at(np.nan, faults=fault_log(
-                             dataclasses.replace(applied(RESET, 2.0, 3.0), remove_error="did not finish within 5.0 s")))),
+    "fault_not_healed": (
+        lambda: _ended_at(np.nan, faults=fault_log(applied(RESET, 2.0, 3.0))),
+        lambda: _ended_at(
+            np.nan,
+            faults=fault_log(dataclasses.replace(applied(RESET, 2.0, 3.0), remove_error="did not finish within 5.0 s")),
+        ),
+    ),
     "no_fault_cost": (lambda: _cpu(fault=False), lambda: _cpu(fault=True)),
     "forwarded_once": (lambda: _forwarded(2), lambda: _forwarded(1)),
     # a router crash can lose the first answer; an edge reset (client to server) cannot
-    "retried_forward": (lambda: _forwarded(2, fault_log(applied(RESET, 0.2, 0.3))),
-                        lambda: _forwarded(2, fault_log(applied(CRASH, 0.2, 0.5)))),
-    "heartbeats_answered": (lambda: _beats((40.0, 40.1, ErrorClass.HTTP_5XX)), lambda: _beats((40.0, 40.1, ErrorClass.NONE))),
+    "retried_forward": (
+        lambda: _forwarded(2, fault_log(applied(RESET, 0.2, 0.3))),
+        lambda: _forwarded(2, fault_log(applied(CRASH, 0.2, 0.5))),
+    ),
+    "heartbeats_answered": (
+        lambda: _beats((40.0, 40.1, ErrorClass.HTTP_5XX)),
+        lambda: _beats((40.0, 40.1, ErrorClass.NONE)),
+    ),
     # a timeout that ends 20 s after the last answered beat is invisible; one that leaves 160 s is not
-    "heartbeat_timeout_tolerated": (lambda: _beats((180.0, 190.0, ErrorClass.TIMEOUT)),
-                                    lambda: _beats((40.0, 50.0, ErrorClass.TIMEOUT))),
+    "heartbeat_timeout_tolerated": (
+        lambda: _beats((180.0, 190.0, ErrorClass.TIMEOUT)),
+        lambda: _beats((40.0, 50.0, ErrorClass.TIMEOUT)),
+    ),
 }
 
 
@@ -287,11 +356,18 @@ def test_every_rule_has_a_case_and_every_case_a_rule() -> None:
 
 def test_a_hang_under_a_fatal_fault_is_named_never_ended_with_its_release() -> None:
     h = set_row(make_history(), 40, outcome=Outcome.PENDING, submit_start=4.0, submit_end=4.1, done=np.nan)
-    inputs = make_inputs(history=h, shape=SCALED, faults=fault_log(applied(DOWN, 5.0, 8.0)),
-                         fatal_fault_kinds=frozenset({"down"}), load_stopped_s=120.0)
+    inputs = make_inputs(
+        history=h,
+        shape=SCALED,
+        faults=fault_log(applied(DOWN, 5.0, 8.0)),
+        fatal_fault_kinds=frozenset({"down"}),
+        load_stopped_s=120.0,
+    )
     verdict = check_futures_resolve(inputs, BUDGETS)
     assert verdict.ok is False and verdict.figure == 1
-    assert "(1 never ended)" in verdict.detail and "nonce 1040" in verdict.detail and "released at 8.0s" in verdict.detail
+    assert (
+        "(1 never ended)" in verdict.detail and "nonce 1040" in verdict.detail and "released at 8.0s" in verdict.detail
+    )
     lost = check_no_lost_results(inputs, BUDGETS)
     assert lost.ok is False and "never finished" in lost.detail
 
@@ -304,8 +380,9 @@ def test_a_fault_still_in_force_when_the_load_ended_leaves_the_request_unjudged_
 
 def test_the_clients_own_late_poll_moves_the_release() -> None:
     """A request whose client re-polls on purpose 400 SDK s after dropping its poll is not late for it."""
-    shape = dataclasses.replace(SCALED, abandon_polls=dataclasses.replace(SCALED.abandon_polls, fraction=0.5,
-                                                                           after_s=400.0))
+    shape = dataclasses.replace(
+        SCALED, abandon_polls=dataclasses.replace(SCALED.abandon_polls, fraction=0.5, after_s=400.0)
+    )
     h = set_row(make_history(), 40, submit_start=0.9, submit_end=1.0, done=22.0)
     with_abandoned_polls(h, {40: 1.25})
     base = dict(history=h, shape=shape, router_completed_s={int(h["nonce"][40]): 1.5}, load_stopped_s=120.0)
@@ -321,8 +398,10 @@ def test_a_poll_past_its_result_is_not_judged_while_a_fault_was_in_force_or_the_
     assert check_polls_held(base, BUDGETS).ok is False
     faulted = dataclasses.replace(base, faults=fault_log(applied(RESET, 0.2, 0.3)))  # within the 5 s grace
     assert check_polls_held(faulted, BUDGETS).ok is True
-    slow = dataclasses.replace(base, monitor=make_monitor(healthz_t=np.array([3.0]), healthz_latency=np.array([1.5]),
-                                                         healthz_ok=np.array([True])))
+    slow = dataclasses.replace(
+        base,
+        monitor=make_monitor(healthz_t=np.array([3.0]), healthz_latency=np.array([1.5]), healthz_ok=np.array([True])),
+    )
     assert check_polls_held(slow, BUDGETS).ok is True
 
 
@@ -334,9 +413,13 @@ def test_no_checker_decides_outside_the_contract_which_fault_allows_what() -> No
     import faultload.checker as checker_pkg
 
     root = Path(checker_pkg.__file__).parent
-    offenders = [f"{path.relative_to(root)}:{n}" for path in sorted(root.glob("*.py")) if path.name != "common.py"
-                 for n, line in enumerate(path.read_text().splitlines(), 1)
-                 if "fault_windows(" in line or "is_fatal(" in line or "inputs.fatal_fault_kinds" in line]
+    offenders = [
+        f"{path.relative_to(root)}:{n}"
+        for path in sorted(root.glob("*.py"))
+        if path.name != "common.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "fault_windows(" in line or "is_fatal(" in line or "inputs.fatal_fault_kinds" in line
+    ]
     assert offenders == []
 
 
@@ -354,8 +437,9 @@ def test_a_request_already_past_its_bound_when_the_harness_stopped_the_load_is_l
     """Router answered at 1.5 s; bound 3.75 + 10 s at scale 0.05: overdue from 15.25 s on."""
     assert _ended_at(np.nan, interrupted=True, load_stopped_s=60.0) is False
     h = set_row(make_history(), 40, submit_start=0.9, submit_end=1.0, done=np.nan, outcome=Outcome.PENDING)
-    inputs = make_inputs(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 1.5}, load_stopped_s=10.0,
-                         interrupted=True)
+    inputs = make_inputs(
+        history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 1.5}, load_stopped_s=10.0, interrupted=True
+    )
     verdict = check_futures_resolve(inputs, BUDGETS)
     assert verdict.ok is True and "1 indeterminate (harness_stopped" in verdict.detail
 
@@ -373,10 +457,12 @@ def test_a_fault_the_injector_could_not_heal_stays_in_force_and_ends_the_load_as
     it in force), the load's wait ends at once, and the trial's error names the fault and why."""
     import math
 
-    from faultload.run.trial import unhealed_error
+    from faultload.run.gather import unhealed_error
     from faultload.run.watching import wait_load
 
-    stuck = dataclasses.replace(applied(RESET, 2.0, 3.0), remove_error="toxiproxy remove_toxic did not finish within 5.0 s")
+    stuck = dataclasses.replace(
+        applied(RESET, 2.0, 3.0), remove_error="toxiproxy remove_toxic did not finish within 5.0 s"
+    )
     log = fault_log(applied(CRASH, 0.2, 0.5, index=1), stuck)
     assert log.unhealed() == (stuck,) and fault_log(applied(RESET, 2.0, 3.0)).unhealed() == ()
     assert [w.end_s for w in log.windows()] == [0.5, math.inf]
@@ -390,5 +476,7 @@ def test_a_fault_the_injector_could_not_heal_stays_in_force_and_ends_the_load_as
             return False
 
     # the wait checks the injector before anything else: no watchdog, monitor or log is touched
-    assert wait_load(NeverDone(), float("inf"), None, None, 1.0, None, None, None, True,
-                     harness_failed=lambda: True) is False
+    assert (
+        wait_load(NeverDone(), float("inf"), None, None, 1.0, None, None, None, True, harness_failed=lambda: True)
+        is False
+    )

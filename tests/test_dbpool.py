@@ -34,7 +34,13 @@ class FakePool:
     """A double of SQLAlchemy's QueuePool: only what the observer reads, and a checkout that takes ``takes_s``."""
 
     def __init__(self, clock: list[float], free: int, overflow: int, takes_s: float, fails: bool = False) -> None:
-        self.clock, self._pool, self._overflow, self._max_overflow, self._timeout = clock, FakeQueue(free), overflow, 10, 30.0
+        self.clock, self._pool, self._overflow, self._max_overflow, self._timeout = (
+            clock,
+            FakeQueue(free),
+            overflow,
+            10,
+            30.0,
+        )
         self.takes_s, self.fails = takes_s, fails
 
     def size(self) -> int:
@@ -136,13 +142,23 @@ REAL_POOL = textwrap.dedent("""
 def test_a_real_exhausted_sqlalchemy_pool_is_written_to_the_log(tmp_path):
     require_target("0.4.0")
     python = install.target_python(TARGETS, parse_target("skyrl==0.4.0"))
-    done = subprocess.run([str(python), "-c", REAL_POOL, str(skyrl_dbpool.__file__).rsplit("/", 1)[0],
-                           str(tmp_path / "t.db")], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [str(python), "-c", REAL_POOL, str(skyrl_dbpool.__file__).rsplit("/", 1)[0], str(tmp_path / "t.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "raised TimeoutError" in done.stdout
     summary = classify_log(done.stderr)
     assert list(summary.notes) == ["pool_exhausted"] and summary.clean, done.stderr[-2000:]
-    lines = [m.groups() for m in re.finditer(r"(\d+) checkouts waited >= 0.2 s .*?, (\d+) timed out\); "
-                                             r"QueuePool size 1, overflow 0, timeout 0.6 s", done.stderr)]
+    lines = [
+        m.groups()
+        for m in re.finditer(
+            r"(\d+) checkouts waited >= 0.2 s .*?, (\d+) timed out\); "
+            r"QueuePool size 1, overflow 0, timeout 0.6 s",
+            done.stderr,
+        )
+    ]
     assert summary.notes["pool_exhausted"].count == len(lines) >= 1
     assert sum(int(n) for n, _ in lines) == 2 and sum(int(t) for _, t in lines) == 1, done.stderr

@@ -29,8 +29,22 @@ def _env_without_go(tmp_path: Path) -> dict[str, str]:
 def _doctor(tmp_path: Path, workdir: Path) -> tuple[int, list[str]]:
     env = {**cli_env(uuid.uuid4().hex), **_env_without_go(tmp_path)}
     result = subprocess.run(
-        [python_exe(), "-m", "faultload.cli.main", "doctor", "--workdir", str(workdir), "--target", "url=http://127.0.0.1:1"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        [
+            python_exe(),
+            "-m",
+            "faultload.cli.main",
+            "doctor",
+            "--workdir",
+            str(workdir),
+            "--target",
+            "url=http://127.0.0.1:1",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert "Traceback" not in result.stderr, result.stderr
     return result.returncode, result.stdout.splitlines()
@@ -43,8 +57,9 @@ def _line(lines: list[str], name: str) -> str:
 
 
 def test_go_missing_is_a_warning_when_toxiproxy_is_built(tmp_path: Path) -> None:
-    require_built("toxiproxy-server (in .faultload/tools)", (WORKDIR / "tools" / "toxiproxy-server").exists(),
-                  "make setup")
+    require_built(
+        "toxiproxy-server (in .faultload/tools)", (WORKDIR / "tools" / "toxiproxy-server").exists(), "make setup"
+    )
     workdir = tmp_path / "fl"
     workdir.mkdir()
     (workdir / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
@@ -65,6 +80,8 @@ def test_go_missing_is_an_error_when_toxiproxy_is_not_built(tmp_path: Path) -> N
     code, lines = _doctor(tmp_path, workdir)
     assert _line(lines, "toxiproxy").startswith("[SHORT]")
     assert "no `go` to build it" in _line(lines, "toxiproxy")
-    assert _line(lines, "compiled router").startswith("[SHORT]") and "faultload setup" in _line(lines, "compiled router")
+    assert _line(lines, "compiled router").startswith("[SHORT]") and "faultload setup" in _line(
+        lines, "compiled router"
+    )
     assert _line(lines, "go toolchain").startswith("[SHORT]")
     assert code == 2

@@ -68,6 +68,9 @@ def test_nightly_draws_poll_just_inside_and_just_outside_each_ttl_of_the_family(
     assert max(around_edges(SKYRL_CONTRACT)) <= NIGHTLY.max_poll_after_s
     quick = settings(database=None, max_examples=3000, suppress_health_check=list(HealthCheck))
     outside = max(around_edges(SKYRL_CONTRACT))
-    found = find(trial_configs("skyrl==0.4.0", 0.05, (), NIGHTLY),
-                 lambda c: c.shape.delay_polls.after_s == outside, settings=quick)
+    found = find(
+        trial_configs("skyrl==0.4.0", 0.05, (), NIGHTLY),
+        lambda c: c.shape.delay_polls.after_s == outside,
+        settings=quick,
+    )
     assert found.shape.delay_polls.after_s == outside

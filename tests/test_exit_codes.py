@@ -21,9 +21,16 @@ from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS, EXIT_OK, compare_exit
 from tests.conftest import ROOT, cli_env, python_exe, require_target, tagged_processes, wait_until
 
 
-@pytest.mark.parametrize(("violated", "harness", "incomplete", "code"), [
-    (False, False, False, EXIT_OK), (True, False, False, EXIT_FAILED), (True, True, True, EXIT_HARNESS),
-    (False, True, True, EXIT_HARNESS), (False, False, True, EXIT_FAILED)])
+@pytest.mark.parametrize(
+    ("violated", "harness", "incomplete", "code"),
+    [
+        (False, False, False, EXIT_OK),
+        (True, False, False, EXIT_FAILED),
+        (True, True, True, EXIT_HARNESS),
+        (False, True, True, EXIT_HARNESS),
+        (False, False, True, EXIT_FAILED),
+    ],
+)
 def test_a_violation_is_the_servers_and_a_harness_error_the_rigs_whatever_it_saw(violated, harness, incomplete, code):
     assert trial_exit(violated, harness, incomplete) == code
 
@@ -68,11 +75,36 @@ def test_a_load_worker_killed_exits_with_the_harness_code(when, isolated_workdir
     require_target("0.4.0")
     out, tag = tmp_path / "report.json", uuid.uuid4().hex
     # generations of 20 s keep every request outstanding while the worker is killed
-    cmd = [python_exe(), "-m", "faultload.cli.main", "run", "--requests", "64", "--router-mode", "latency",
-           "--gen-seconds", "20", "--time-scale", "0.05", "--quiet", "--max-wall", "120",
-           "--workdir", str(isolated_workdir), "--json-out", str(out)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=cli_env(tag), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, stdin=subprocess.DEVNULL)
+    cmd = [
+        python_exe(),
+        "-m",
+        "faultload.cli.main",
+        "run",
+        "--requests",
+        "64",
+        "--router-mode",
+        "latency",
+        "--gen-seconds",
+        "20",
+        "--time-scale",
+        "0.05",
+        "--quiet",
+        "--max-wall",
+        "120",
+        "--workdir",
+        str(isolated_workdir),
+        "--json-out",
+        str(out),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=cli_env(tag),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         workers = wait_until(lambda: (_load_workers if when == "before its job" else _loading)(tag), timeout_s=180)
         assert workers, f"no load worker {when}"

@@ -17,8 +17,9 @@ from faultload.record.history import server_id_key
 from faultload.targets.families.skyrl import launch_skyrl
 from faultload.targets.family import FAMILIES, ServerFamily, family_of
 
-PARTS = [name for name, _ in inspect.getmembers(ServerFamily) if not name.startswith("_")] + \
-        list(ServerFamily.__annotations__)
+PARTS = [name for name, _ in inspect.getmembers(ServerFamily) if not name.startswith("_")] + list(
+    ServerFamily.__annotations__
+)
 
 
 @pytest.mark.parametrize("name", FAMILY_NAMES)
@@ -43,7 +44,12 @@ def test_a_url_target_is_judged_as_skyrl_unless_it_names_its_family():
     FAMILY+url= names another, and a name that is no family is refused in one line."""
     bare, tuft = parse_target("url=http://127.0.0.1:9"), parse_target("tuft+url=http://127.0.0.1:9/")
     assert (bare.kind, bare.family, bare.url) == ("url", "skyrl", "http://127.0.0.1:9")
-    assert (tuft.kind, tuft.family, tuft.url, tuft.text) == ("url", "tuft", "http://127.0.0.1:9", "tuft+url=http://127.0.0.1:9/")
+    assert (tuft.kind, tuft.family, tuft.url, tuft.text) == (
+        "url",
+        "tuft",
+        "http://127.0.0.1:9",
+        "tuft+url=http://127.0.0.1:9/",
+    )
     assert parse_target("skyrl+url=http://127.0.0.1:9").family == "skyrl"
     with pytest.raises(ValueError, match=r"'twinkle' is not a server family \(skyrl, tuft\)"):
         parse_target("twinkle+url=http://127.0.0.1:9")
@@ -63,8 +69,11 @@ def test_skyrls_adapter_installs_and_launches_as_before():
 
 def test_the_sdk_modules_server_timers_are_skyrls_contract_stated_once():
     assert (sdk.SERVER_POLL_HOLD_S, sdk.RETRIEVED_TTL_S, sdk.COMPLETED_TTL_S, sdk.SESSION_TIMEOUT_S) == (
-        SKYRL_CONTRACT.poll_hold_s, SKYRL_CONTRACT.retrieved_ttl_s, SKYRL_CONTRACT.completed_ttl_s,
-        SKYRL_CONTRACT.session_timeout_s)
+        SKYRL_CONTRACT.poll_hold_s,
+        SKYRL_CONTRACT.retrieved_ttl_s,
+        SKYRL_CONTRACT.completed_ttl_s,
+        SKYRL_CONTRACT.session_timeout_s,
+    )
 
 
 def test_tufts_adapter_installs_the_release_without_its_training_stacks():
@@ -73,16 +82,26 @@ def test_tufts_adapter_installs_the_release_without_its_training_stacks():
     assert release.family == "tuft" and release.venv_name == "tuft-0.2.2" and family_of(release) is tuft
     assert tuft.own_install(release) == ["--no-deps", "tuft==0.2.2", "tinker>=0.25,<0.26"]
     assert not tuft.needs_torch
-    assert not {"torch", "vllm", "ray"} & {req.split("[")[0].split(">")[0].split("=")[0]
-                                          for req in tuft.requirements(release)}
+    assert not {"torch", "vllm", "ray"} & {
+        req.split("[")[0].split(">")[0].split("=")[0] for req in tuft.requirements(release)
+    }
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"regress": ("retention",)}, "tuft==0.2.2 has no regression switch 'retention' \\(regression switches it has: none\\)"),
-    ({"fixes": ("plain-tracebacks",)}, "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence\\)"),
-    ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
-    ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"regress": ("retention",)},
+            "tuft==0.2.2 has no regression switch 'retention' \\(regression switches it has: none\\)",
+        ),
+        (
+            {"fixes": ("plain-tracebacks",)},
+            "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence\\)",
+        ),
+        ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
+        ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),
+    ],
+)
 def test_what_a_family_lacks_is_refused_in_one_line(changes: dict, message: str):
     with pytest.raises(ValueError, match=message):
         TrialConfig(target="tuft==0.2.2", **changes).validate()
@@ -95,7 +114,7 @@ def test_what_a_family_lacks_is_refused_in_one_line(changes: dict, message: str)
 def test_a_request_id_keys_the_history_as_an_integer_or_a_digest():
     assert server_id_key("12") == 12 and server_id_key("-7") == -7  # SkyRL's, which its log lines name
     uuid = "306134b7-6249-4a9e-a13f-63f13d484a6d"  # TuFT's
-    assert server_id_key(uuid) == server_id_key(uuid) and 0 < server_id_key(uuid) < 2 ** 62
+    assert server_id_key(uuid) == server_id_key(uuid) and 0 < server_id_key(uuid) < 2**62
     assert server_id_key(uuid) != server_id_key(uuid.replace("d", "e")) and server_id_key("0") != 0
 
 
@@ -108,8 +127,14 @@ def test_tufts_candidate_fix_takes_the_newest_sdks_asample_and_answers_a_sequenc
 
     for name in ("SampleRequest", "UntypedAPIFuture"):  # restored after the test: the fix replaces them
         monkeypatch.setattr(types, name, getattr(types, name))
-    body = {"prompt": {"chunks": [{"tokens": [1, 2], "type": "encoded_text"}]}, "sampling_params": {"max_tokens": 4},
-            "num_samples": 2, "base_model": "m", "topk_sample_logprobs": 0, "record_stability_info": False}
+    body = {
+        "prompt": {"chunks": [{"tokens": [1, 2], "type": "encoded_text"}]},
+        "sampling_params": {"max_tokens": 4},
+        "num_samples": 2,
+        "base_model": "m",
+        "topk_sample_logprobs": 0,
+        "record_stability_info": False,
+    }
     with pytest.raises(ValueError, match="extra_forbidden|Extra inputs"):
         types.SampleRequest.model_validate(body)
     tuft_fixes.BEFORE_IMPORT["newest-sdk-samples"](types)

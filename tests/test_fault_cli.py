@@ -70,8 +70,14 @@ def _run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subproces
     tag = uuid.uuid4().hex
     env = cli_env(tag, cwd)
     proc = subprocess.run(
-        [python_exe(), "-m", "faultload.cli.main", "run", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout_s,
+        [python_exe(), "-m", "faultload.cli.main", "run", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout_s,
     )
     return proc, tag
 
@@ -142,8 +148,23 @@ def test_router_fault_with_proxies_off_is_applied_or_refused(home: Path, tmp_pat
     show in the report's faults block) or be refused as bad usage - never silently ignored."""
     require_target("0.4.0")
     out = tmp_path / "report.json"
-    proc, tag = _run(home, ["--fault", "router:stall@0.5+2", "--proxies", "off", "--requests", "200",
-                            "--time-scale", "0.1", "--quiet", "--json-out", str(out)], timeout_s=240.0)
+    proc, tag = _run(
+        home,
+        [
+            "--fault",
+            "router:stall@0.5+2",
+            "--proxies",
+            "off",
+            "--requests",
+            "200",
+            "--time-scale",
+            "0.1",
+            "--quiet",
+            "--json-out",
+            str(out),
+        ],
+        timeout_s=240.0,
+    )
     wait_until(lambda: not tagged_processes(tag), timeout_s=15.0)
     if proc.returncode == 2:
         lines = [line for line in proc.stderr.splitlines() if line.strip()]
@@ -212,11 +233,30 @@ def killed_mid_fault(tmp_path_factory) -> Killed:
     (cwd / ".faultload" / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
     tag = uuid.uuid4().hex
     cmd = [
-        python_exe(), "-m", "faultload.cli.main", "run", "--requests", "2000", "--router-mode", "barrier",
-        "--barrier", "100000", "--barrier-timeout", "600", "--fault", "edge:latency:latency=100@1+600", "--quiet",
+        python_exe(),
+        "-m",
+        "faultload.cli.main",
+        "run",
+        "--requests",
+        "2000",
+        "--router-mode",
+        "barrier",
+        "--barrier",
+        "100000",
+        "--barrier-timeout",
+        "600",
+        "--fault",
+        "edge:latency:latency=100@1+600",
+        "--quiet",
     ]
-    proc = subprocess.Popen(cmd, cwd=cwd, env=cli_env(tag, cwd), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=cli_env(tag, cwd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         api = wait_until(lambda: _toxiproxy_api(tag), timeout_s=120.0, every_s=0.2)
         assert api, "toxiproxy-server never started"
@@ -229,8 +269,11 @@ def killed_mid_fault(tmp_path_factory) -> Killed:
         proxies = wait_until(toxic_in_force, timeout_s=120.0, every_s=0.2)
         assert proxies, f"the edge toxic never appeared: {_proxies(api_port)}"
         assert proc.poll() is None, "the run ended before it was killed"
-        addresses = {"api": f"127.0.0.1:{api_port}", "edge": proxies["edge"]["listen"],
-                     "backend": proxies["backend"]["listen"]}
+        addresses = {
+            "api": f"127.0.0.1:{api_port}",
+            "edge": proxies["edge"]["listen"],
+            "backend": proxies["backend"]["listen"],
+        }
         assert all(_listening(a) for a in addresses.values()), addresses
         state = Killed(tag, pid, addresses, _tagged_named(tag))
         proc.send_signal(signal.SIGKILL)
@@ -277,11 +320,36 @@ def test_both_streams_and_upstream_toxics_are_applied_and_healed(home: Path, tmp
     require_target("0.4.0")
     out = tmp_path / "report.json"
     tag = uuid.uuid4().hex
-    cmd = [python_exe(), "-m", "faultload.cli.main", "run", "--requests", "64", "--time-scale", "0.05",
-           "--router-mode", "latency", "--gen-seconds", "5", "--quiet", "--json-out", str(out),
-           "--fault", "edge:latency:latency=200,stream=both@0.5+2", "--fault", "edge:latency:latency=100,stream=upstream@0.5+2"]
-    proc = subprocess.Popen(cmd, cwd=home, env=cli_env(tag, home), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    cmd = [
+        python_exe(),
+        "-m",
+        "faultload.cli.main",
+        "run",
+        "--requests",
+        "64",
+        "--time-scale",
+        "0.05",
+        "--router-mode",
+        "latency",
+        "--gen-seconds",
+        "5",
+        "--quiet",
+        "--json-out",
+        str(out),
+        "--fault",
+        "edge:latency:latency=200,stream=both@0.5+2",
+        "--fault",
+        "edge:latency:latency=100,stream=upstream@0.5+2",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=home,
+        env=cli_env(tag, home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         api = wait_until(lambda: _toxiproxy_api(tag), timeout_s=120.0, every_s=0.1)
         assert api, "toxiproxy-server never started"
@@ -292,10 +360,15 @@ def test_both_streams_and_upstream_toxics_are_applied_and_healed(home: Path, tmp
         during = wait_until(lambda: edge_toxics() if len(edge_toxics()) == 3 else None, timeout_s=120.0, every_s=0.1)
         assert during, f"the toxics never appeared: {edge_toxics()}"
         assert sorted((t["name"], t["stream"]) for t in during) == [
-            ("fl0_latency_downstream", "downstream"), ("fl0_latency_upstream", "upstream"),
-            ("fl1_latency_upstream", "upstream")]
-        healed = wait_until(lambda: proc.poll() is None and _proxies(api[1]).get("edge") and not edge_toxics(),
-                            timeout_s=30.0, every_s=0.1)
+            ("fl0_latency_downstream", "downstream"),
+            ("fl0_latency_upstream", "upstream"),
+            ("fl1_latency_upstream", "upstream"),
+        ]
+        healed = wait_until(
+            lambda: proc.poll() is None and _proxies(api[1]).get("edge") and not edge_toxics(),
+            timeout_s=30.0,
+            every_s=0.1,
+        )
         assert healed, f"toxics left after their windows: {edge_toxics()} (run ended: {proc.poll() is not None})"
         _, err = proc.communicate(timeout=240)
     finally:
@@ -305,5 +378,7 @@ def test_both_streams_and_upstream_toxics_are_applied_and_healed(home: Path, tmp
     rep = json.loads(out.read_text())
     applied = rep["faults"]["applied"]
     assert [(f["fault"]["stream"], f["streams"], f["removed_by"], f["error"], f["remove_error"]) for f in applied] == [
-        ("both", ["downstream", "upstream"], "schedule", None, None), ("upstream", ["upstream"], "schedule", None, None)]
+        ("both", ["downstream", "upstream"], "schedule", None, None),
+        ("upstream", ["upstream"], "schedule", None, None),
+    ]
     assert rep["completed"] == 64, (rep["completed"], rep["failed"], err[-2000:])

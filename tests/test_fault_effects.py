@@ -61,7 +61,9 @@ TIME_SCALE = 0.1  # client poll timeout 4.5 s, asample timeout 6 s, backoff 0.1 
 # A read deadline on forwards so that a held backend connection can never hang a trial
 # for the default 2048 s; far above any forward here (the slowest, bandwidth, keeps reading).
 KNOBS = ServerKnobs(forwarding_timeout_s=5.0)
-ROUTER = RouterConfig(gen_seconds=0.05)  # latency mode: 256 generate at once, 50 ms each (effects are measured against a fast engine)
+ROUTER = RouterConfig(
+    gen_seconds=0.05
+)  # latency mode: 256 generate at once, 50 ms each (effects are measured against a fast engine)
 SMALL = dict(requests=300, max_outstanding=16, result_tokens=16)
 BIG = dict(requests=32, max_outstanding=16, result_tokens=4096)  # ~32 KB proto results
 
@@ -72,9 +74,15 @@ BIG = dict(requests=32, max_outstanding=16, result_tokens=4096)  # ~32 KB proto 
 def _config(faults: tuple[str, ...] = (), fatal: tuple[str, ...] = (), **shape: Any) -> TrialConfig:
     shape.setdefault("seed", 7)
     return TrialConfig(
-        target=TARGET, shape=LoadShape(time_scale=TIME_SCALE, **shape), router=ROUTER,
-        faults=FaultSchedule.parse(list(faults)), proxies="on", knobs=KNOBS,
-        drain_s=1.0, max_wall_s=90.0, fatal_faults=fatal,
+        target=TARGET,
+        shape=LoadShape(time_scale=TIME_SCALE, **shape),
+        router=ROUTER,
+        faults=FaultSchedule.parse(list(faults)),
+        proxies="on",
+        knobs=KNOBS,
+        drain_s=1.0,
+        max_wall_s=90.0,
+        fatal_faults=fatal,
     )
 
 
@@ -129,10 +137,12 @@ class Trial:
 
     def summary(self) -> str:
         rep = self.rep
-        return (f"outcomes={ {k: v for k, v in rep['outcomes'].items() if v} } errors={ {k: v['count'] for k, v in rep['errors'].items()} } "
-                f"attempts={rep['attempts']} e2e_p50={self.p50() if self.e2e().size else None} "
-                f"faults={[(f['spec'], f['applied_at_s'], f['removed_at_s'], f['error']) for f in rep['faults']['applied']]} "
-                f"log={ {n: c.count for n, c in self.log_classes().items()} } examples={self.examples()}")
+        return (
+            f"outcomes={ {k: v for k, v in rep['outcomes'].items() if v} } errors={ {k: v['count'] for k, v in rep['errors'].items()} } "
+            f"attempts={rep['attempts']} e2e_p50={self.p50() if self.e2e().size else None} "
+            f"faults={[(f['spec'], f['applied_at_s'], f['removed_at_s'], f['error']) for f in rep['faults']['applied']]} "
+            f"log={ {n: c.count for n, c in self.log_classes().items()} } examples={self.examples()}"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +163,9 @@ def shared(tmp_path_factory):
         assert errors == [], errors
 
 
-def _run(shared, faults: tuple[str, ...] = (), fatal: tuple[str, ...] = (), check_faults: bool = True, **shape) -> Trial:
+def _run(
+    shared, faults: tuple[str, ...] = (), fatal: tuple[str, ...] = (), check_faults: bool = True, **shape
+) -> Trial:
     stack, workspace = shared
     before = stack.router.stats()
     result = run_trial(_config(faults, fatal, **shape), workspace, stack=stack)
@@ -420,7 +432,9 @@ def test_reset_peer_backend_fails_forwards(shared):
     requests end FAILED with the server's error (server_failed); after the window forwards
     succeed again."""
     fatal = ("backend:reset_peer",)
-    trial = _run(shared, ("backend:reset_peer:timeout=0@0.5+1",), fatal, requests=200, max_outstanding=4, result_tokens=16)
+    trial = _run(
+        shared, ("backend:reset_peer:timeout=0@0.5+1",), fatal, requests=200, max_outstanding=4, result_tokens=16
+    )
     rep = trial.rep
     record = trial.record()
     assert rep["outcomes"]["failed"] > 0, trial.summary()
@@ -454,12 +468,16 @@ def test_limit_data_backend_fails_forwards(shared):
     cannot read the body, the forward fails (not retried: it may have executed) and the request
     ends FAILED with the server's error message as its result (server_failed)."""
     fatal = ("backend:limit_data",)
-    trial = _run(shared, ("backend:limit_data:bytes=100@0.5+1",), fatal, requests=200, max_outstanding=4, result_tokens=16)
+    trial = _run(
+        shared, ("backend:limit_data:bytes=100@0.5+1",), fatal, requests=200, max_outstanding=4, result_tokens=16
+    )
     rep = trial.rep
     assert rep["outcomes"]["failed"] > 0, trial.summary()
     assert set(rep["errors"]) == {"server_failed"}, trial.summary()
     assert rep["errors"]["server_failed"]["count"] == rep["outcomes"]["failed"], trial.summary()
-    assert "Backend-forwarded sample failed" in "".join(c.example for c in trial.log_classes().values()), trial.summary()
+    assert "Backend-forwarded sample failed" in "".join(c.example for c in trial.log_classes().values()), (
+        trial.summary()
+    )
     record = trial.record()
     after = trial.started_after(record.removed_at_s + 0.5)
     assert after.sum() > 0 and np.all(trial.history["outcome"][after] == Outcome.OK), trial.summary()
@@ -528,7 +546,9 @@ def test_router_errors_are_retried_once_then_fail(shared):
     rep = trial.rep
     failed = rep["outcomes"]["failed"]
     assert failed > 0, trial.summary()
-    assert set(rep["errors"]) == {"server_failed"} and rep["errors"]["server_failed"]["count"] == failed, trial.summary()
+    assert set(rep["errors"]) == {"server_failed"} and rep["errors"]["server_failed"]["count"] == failed, (
+        trial.summary()
+    )
     assert "503" in rep["errors"]["server_failed"]["example"], rep["errors"]
     injected = trial.router_delta("errors_injected")
     assert injected >= 2 * failed, (injected, failed, trial.summary())

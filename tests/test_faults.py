@@ -49,25 +49,38 @@ LATENCY_S = LATENCY_MS / 1000
 # spec: parsing, validation, JSON
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec, expect", [
-    ("edge:reset_peer:timeout=0@5+3", Fault("edge", "reset_peer", {"timeout": 0}, start_s=5, duration_s=3)),
-    ("backend:latency:latency=2000@0+30", Fault("backend", "latency", {"latency": 2000, "jitter": 0}, duration_s=30)),
-    ("edge:down@2+1", Fault("edge", "down", start_s=2, duration_s=1)),
-    ("router:stall@5+60", Fault("router", "stall", start_s=5, duration_s=60)),
-    ("router:errors", Fault("router", "errors", {"status": 503})),
-    ("router:crash@1.5", Fault("router", "crash", start_s=1.5)),
-    ("edge:latency:latency=100,jitter=10,stream=upstream,toxicity=0.5",
-     Fault("edge", "latency", {"latency": 100, "jitter": 10}, stream="upstream", toxicity=0.5)),
-    ("backend:slicer:average_size=64,delay=10", Fault("backend", "slicer", {"average_size": 64, "delay": 10})),
-    ("edge:limit_data:bytes=100", Fault("edge", "limit_data", {"bytes": 100})),
-    ("edge:bandwidth:rate=10", Fault("edge", "bandwidth", {"rate": 10})),
-    ("edge:slow_close:delay=10", Fault("edge", "slow_close", {"delay": 10})),
-    ("edge:timeout:timeout=0", Fault("edge", "timeout", {"timeout": 0})),
-    ("edge:latency:latency=2000,stream=both@1+5",
-     Fault("edge", "latency", {"latency": 2000}, stream="both", start_s=1, duration_s=5)),
-    ("backend:limit_data:bytes=0,stream=upstream,toxicity=0.1@0+720",
-     Fault("backend", "limit_data", {"bytes": 0}, stream="upstream", toxicity=0.1, duration_s=720)),
-])
+
+@pytest.mark.parametrize(
+    "spec, expect",
+    [
+        ("edge:reset_peer:timeout=0@5+3", Fault("edge", "reset_peer", {"timeout": 0}, start_s=5, duration_s=3)),
+        (
+            "backend:latency:latency=2000@0+30",
+            Fault("backend", "latency", {"latency": 2000, "jitter": 0}, duration_s=30),
+        ),
+        ("edge:down@2+1", Fault("edge", "down", start_s=2, duration_s=1)),
+        ("router:stall@5+60", Fault("router", "stall", start_s=5, duration_s=60)),
+        ("router:errors", Fault("router", "errors", {"status": 503})),
+        ("router:crash@1.5", Fault("router", "crash", start_s=1.5)),
+        (
+            "edge:latency:latency=100,jitter=10,stream=upstream,toxicity=0.5",
+            Fault("edge", "latency", {"latency": 100, "jitter": 10}, stream="upstream", toxicity=0.5),
+        ),
+        ("backend:slicer:average_size=64,delay=10", Fault("backend", "slicer", {"average_size": 64, "delay": 10})),
+        ("edge:limit_data:bytes=100", Fault("edge", "limit_data", {"bytes": 100})),
+        ("edge:bandwidth:rate=10", Fault("edge", "bandwidth", {"rate": 10})),
+        ("edge:slow_close:delay=10", Fault("edge", "slow_close", {"delay": 10})),
+        ("edge:timeout:timeout=0", Fault("edge", "timeout", {"timeout": 0})),
+        (
+            "edge:latency:latency=2000,stream=both@1+5",
+            Fault("edge", "latency", {"latency": 2000}, stream="both", start_s=1, duration_s=5),
+        ),
+        (
+            "backend:limit_data:bytes=0,stream=upstream,toxicity=0.1@0+720",
+            Fault("backend", "limit_data", {"bytes": 0}, stream="upstream", toxicity=0.1, duration_s=720),
+        ),
+    ],
+)
 def test_parse_fault(spec: str, expect: Fault) -> None:
     fault = parse_fault(spec)
     assert fault == expect
@@ -76,7 +89,10 @@ def test_parse_fault(spec: str, expect: Fault) -> None:
 
 def test_both_streams_are_the_pair_of_toxics() -> None:
     both = parse_fault("edge:latency:latency=2000,stream=both@1+5")
-    assert both.streams == ("downstream", "upstream") and both.to_spec() == "edge:latency:jitter=0,latency=2000,stream=both@1.0+5.0"
+    assert (
+        both.streams == ("downstream", "upstream")
+        and both.to_spec() == "edge:latency:jitter=0,latency=2000,stream=both@1.0+5.0"
+    )
     assert Fault.from_dict(json.loads(json.dumps(both.to_dict()))) == both
     assert parse_fault("backend:reset_peer:stream=upstream").streams == ("upstream",)
     assert parse_fault("edge:slicer:average_size=1").streams == ("downstream",)
@@ -90,33 +106,36 @@ def test_parse_without_window_lasts_whole_trial() -> None:
     assert (fault.start_s, fault.duration_s, fault.end_s) == (0.0, None, float("inf"))
 
 
-@pytest.mark.parametrize("spec, field", [
-    ("lan:latency:latency=1", "fault.link"),
-    ("edge:jitter", "fault.kind"),
-    ("router:latency:latency=1", "fault.kind"),      # toxic kind on the router link
-    ("backend:crash", "fault.kind"),                  # router kind on a proxy link
-    ("edge:latency", "fault.attributes"),             # missing required attribute
-    ("edge:latency:latency=1,rate=2", "fault.attributes"),  # unknown attribute
-    ("edge:latency:latency=fast", "fault.attributes.latency"),
-    ("edge:latency:latency=-5", "fault.attributes.latency"),
-    ("edge:latency:latency=1.5", "fault.attributes.latency"),
-    ("edge:bandwidth:rate=inf", "fault.attributes.rate"),
-    ("router:errors:status=404", "fault.attributes.status"),
-    ("edge:latency:latency=1,toxicity=1.5", "fault.toxicity"),
-    ("edge:latency:latency=1,toxicity=-0.1", "fault.toxicity"),
-    ("edge:latency:latency=1,stream=sideways", "fault.stream"),
-    ("edge:latency:latency=1,stream=both,stream=upstream", "fault.stream"),
-    ("edge:latency:latency=1,toxicity=1,toxicity=0.5", "fault.toxicity"),
-    ("edge:down:toxicity=0.5", "fault.stream/toxicity"),
-    ("edge:down:stream=both", "fault.stream/toxicity"),
-    ("router:stall:stream=upstream", "fault.stream/toxicity"),
-    ("edge:latency:latency=1@-1+2", "fault.start_s"),
-    ("edge:latency:latency=1@1+0", "fault.duration_s"),
-    ("edge:latency:latency=1@1+-2", "fault.duration_s"),
-    ("edge:latency:latency=1@soon", "fault.start_s/duration_s"),
-    ("edge", "fault spec"),
-    ("", "fault spec"),
-])
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        ("lan:latency:latency=1", "fault.link"),
+        ("edge:jitter", "fault.kind"),
+        ("router:latency:latency=1", "fault.kind"),  # toxic kind on the router link
+        ("backend:crash", "fault.kind"),  # router kind on a proxy link
+        ("edge:latency", "fault.attributes"),  # missing required attribute
+        ("edge:latency:latency=1,rate=2", "fault.attributes"),  # unknown attribute
+        ("edge:latency:latency=fast", "fault.attributes.latency"),
+        ("edge:latency:latency=-5", "fault.attributes.latency"),
+        ("edge:latency:latency=1.5", "fault.attributes.latency"),
+        ("edge:bandwidth:rate=inf", "fault.attributes.rate"),
+        ("router:errors:status=404", "fault.attributes.status"),
+        ("edge:latency:latency=1,toxicity=1.5", "fault.toxicity"),
+        ("edge:latency:latency=1,toxicity=-0.1", "fault.toxicity"),
+        ("edge:latency:latency=1,stream=sideways", "fault.stream"),
+        ("edge:latency:latency=1,stream=both,stream=upstream", "fault.stream"),
+        ("edge:latency:latency=1,toxicity=1,toxicity=0.5", "fault.toxicity"),
+        ("edge:down:toxicity=0.5", "fault.stream/toxicity"),
+        ("edge:down:stream=both", "fault.stream/toxicity"),
+        ("router:stall:stream=upstream", "fault.stream/toxicity"),
+        ("edge:latency:latency=1@-1+2", "fault.start_s"),
+        ("edge:latency:latency=1@1+0", "fault.duration_s"),
+        ("edge:latency:latency=1@1+-2", "fault.duration_s"),
+        ("edge:latency:latency=1@soon", "fault.start_s/duration_s"),
+        ("edge", "fault spec"),
+        ("", "fault spec"),
+    ],
+)
 def test_bad_spec_is_one_line_naming_the_field(spec: str, field: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_fault(spec)
@@ -125,15 +144,18 @@ def test_bad_spec_is_one_line_naming_the_field(spec: str, field: str) -> None:
     assert message.startswith(field + ":"), message
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(link="edge", kind="latency", attributes={"latency": True}), "fault.attributes.latency"),
-    (dict(link="edge", kind="latency", attributes={"latency": "1"}), "fault.attributes.latency"),
-    (dict(link="edge", kind="latency", attributes=(("latency", 1), ("latency", 2))), "fault.attributes"),
-    (dict(link="edge", kind="latency", attributes=5), "fault.attributes"),
-    (dict(link="edge", kind="down", start_s="1"), "fault.start_s"),
-    (dict(link="edge", kind="down", duration_s=float("nan")), "fault.duration_s"),
-    (dict(link=None, kind="down"), "fault.link"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(link="edge", kind="latency", attributes={"latency": True}), "fault.attributes.latency"),
+        (dict(link="edge", kind="latency", attributes={"latency": "1"}), "fault.attributes.latency"),
+        (dict(link="edge", kind="latency", attributes=(("latency", 1), ("latency", 2))), "fault.attributes"),
+        (dict(link="edge", kind="latency", attributes=5), "fault.attributes"),
+        (dict(link="edge", kind="down", start_s="1"), "fault.start_s"),
+        (dict(link="edge", kind="down", duration_s=float("nan")), "fault.duration_s"),
+        (dict(link=None, kind="down"), "fault.link"),
+    ],
+)
 def test_bad_fault_values(kwargs: dict, field: str) -> None:
     with pytest.raises(ValueError) as info:
         Fault(**kwargs)
@@ -150,11 +172,16 @@ def test_lists_what_is_allowed() -> None:
 
 
 def test_schedule_json_round_trip_is_exact() -> None:
-    schedule = FaultSchedule.parse([
-        "edge:reset_peer:timeout=0@5+3", "backend:latency:latency=2000,jitter=7@0+30",
-        "edge:down@2.25+1", "router:stall@5+60", "router:errors:status=502@1",
-        "edge:slicer:average_size=10,size_variation=3,delay=5,stream=upstream,toxicity=0.25",
-    ])
+    schedule = FaultSchedule.parse(
+        [
+            "edge:reset_peer:timeout=0@5+3",
+            "backend:latency:latency=2000,jitter=7@0+30",
+            "edge:down@2.25+1",
+            "router:stall@5+60",
+            "router:errors:status=502@1",
+            "edge:slicer:average_size=10,size_variation=3,delay=5,stream=upstream,toxicity=0.25",
+        ]
+    )
     text = schedule.to_json()
     back = FaultSchedule.from_json(text)
     assert back == schedule
@@ -175,11 +202,14 @@ def test_from_dict_rejects_unknown_fields() -> None:
 
 def test_fault_log_active_at_and_round_trip() -> None:
     a, b = parse_fault("edge:down@1+1"), parse_fault("router:stall@1.5")
-    log = FaultLog((
-        AppliedFault(0, a, applied_at_s=1.0, removed_at_s=2.1, applied_at_epoch=101.0, removed_at_epoch=102.1),
-        AppliedFault(1, b, applied_at_s=1.5, applied_at_epoch=101.5),
-        AppliedFault(2, a, applied_at_s=3.0, error="boom"),
-    ), trial_start_epoch=100.0)
+    log = FaultLog(
+        (
+            AppliedFault(0, a, applied_at_s=1.0, removed_at_s=2.1, applied_at_epoch=101.0, removed_at_epoch=102.1),
+            AppliedFault(1, b, applied_at_s=1.5, applied_at_epoch=101.5),
+            AppliedFault(2, a, applied_at_s=3.0, error="boom"),
+        ),
+        trial_start_epoch=100.0,
+    )
     assert log.active_at(0.5) == []
     assert log.active_at(1.2) == [a]
     assert log.active_at(2.0) == [a, b]
@@ -206,6 +236,7 @@ def test_doctor_messages(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------
 # real toxiproxy
 # ---------------------------------------------------------------------------
+
 
 def _binary() -> Path:
     return require_toxiproxy()
@@ -442,6 +473,7 @@ def test_errors_are_one_clear_exception(proxy, control: ToxiproxyControl) -> Non
 # FaultRunner against the real server
 # ---------------------------------------------------------------------------
 
+
 class FakeRouter:
     """Records calls with their times; optionally async."""
 
@@ -482,13 +514,15 @@ def topology(control: ToxiproxyControl, echo: EchoServer):
 
 
 def test_runner_applies_and_removes_on_schedule(control: ToxiproxyControl, topology) -> None:
-    schedule = FaultSchedule.parse([
-        "edge:latency:latency=50@0.1+0.5",
-        "backend:down@0.2+0.3",
-        "router:stall@0.1+0.2",
-        "router:crash@0.2+0.3",
-        "router:errors:status=502@0+0.4",
-    ])
+    schedule = FaultSchedule.parse(
+        [
+            "edge:latency:latency=50@0.1+0.5",
+            "backend:down@0.2+0.3",
+            "router:stall@0.1+0.2",
+            "router:crash@0.2+0.3",
+            "router:errors:status=502@0+0.4",
+        ]
+    )
     router = FakeRouter()
 
     async def run() -> tuple[FaultRunner, list, dict]:
@@ -562,16 +596,18 @@ def test_a_control_call_that_waits_on_a_paused_router_does_not_hold_its_resume()
 
 
 def test_heal_removes_everything(control: ToxiproxyControl, topology) -> None:
-    schedule = FaultSchedule.parse([
-        "edge:latency:latency=1000",
-        "edge:limit_data:bytes=10,stream=upstream",
-        "backend:down",
-        "backend:down@0.05",           # overlapping downs on one link
-        "backend:reset_peer:timeout=100",
-        "router:crash",
-        "router:stall",
-        "edge:timeout:timeout=0@100",  # never reached
-    ])
+    schedule = FaultSchedule.parse(
+        [
+            "edge:latency:latency=1000",
+            "edge:limit_data:bytes=10,stream=upstream",
+            "backend:down",
+            "backend:down@0.05",  # overlapping downs on one link
+            "backend:reset_peer:timeout=100",
+            "router:crash",
+            "router:stall",
+            "edge:timeout:timeout=0@100",  # never reached
+        ]
+    )
     router = FakeRouter()
 
     async def run() -> tuple[FaultRunner, list[str]]:
@@ -600,11 +636,13 @@ def test_heal_removes_everything(control: ToxiproxyControl, topology) -> None:
 
 
 def test_both_streams_apply_two_toxics_and_remove_both(control: ToxiproxyControl, topology) -> None:
-    schedule = FaultSchedule.parse([
-        "edge:latency:latency=50,stream=both@0+0.4",
-        "backend:reset_peer:stream=upstream@0+0.4",
-        "backend:limit_data:bytes=0,stream=both",  # to the end: heal removes the pair
-    ])
+    schedule = FaultSchedule.parse(
+        [
+            "edge:latency:latency=50,stream=both@0+0.4",
+            "backend:reset_peer:stream=upstream@0+0.4",
+            "backend:limit_data:bytes=0,stream=both",  # to the end: heal removes the pair
+        ]
+    )
 
     async def run() -> tuple[FaultRunner, list, list, list[str]]:
         runner = FaultRunner(schedule, control, topology.names, None)
@@ -620,10 +658,14 @@ def test_both_streams_apply_two_toxics_and_remove_both(control: ToxiproxyControl
 
     runner, (edge_mid, backend_mid), edge_after, errors = asyncio.run(run())
     assert sorted((t["name"], t["stream"], t["attributes"]["latency"]) for t in edge_mid) == [
-        ("fl0_latency_downstream", "downstream", 50), ("fl0_latency_upstream", "upstream", 50)]
+        ("fl0_latency_downstream", "downstream", 50),
+        ("fl0_latency_upstream", "upstream", 50),
+    ]
     assert sorted((t["name"], t["stream"]) for t in backend_mid) == [
         ("fl1_reset_peer_upstream", "upstream"),
-        ("fl2_limit_data_downstream", "downstream"), ("fl2_limit_data_upstream", "upstream")]
+        ("fl2_limit_data_downstream", "downstream"),
+        ("fl2_limit_data_upstream", "upstream"),
+    ]
     assert edge_after == [] and errors == []
     assert control.toxics(topology.backend.name) == []
     assert [r.removed_by for r in runner.records()] == ["schedule", "schedule", "heal"]
@@ -641,7 +683,7 @@ def test_half_applied_pair_is_taken_back(control: ToxiproxyControl, topology) ->
         assert await runner.wait(5.0)
         return runner
 
-    record, = asyncio.run(run()).records()  # the topology fixture deletes the proxy and its toxics
+    (record,) = asyncio.run(run()).records()  # the topology fixture deletes the proxy and its toxics
     assert record.error and "fl0_latency_upstream" in record.error and not record.applied
     assert [t["name"] for t in control.toxics(topology.edge.name)] == ["fl0_latency_upstream"]
 
@@ -672,6 +714,7 @@ def test_runner_validates_before_any_call(control: ToxiproxyControl) -> None:
 # ---------------------------------------------------------------------------
 # process cleanup
 # ---------------------------------------------------------------------------
+
 
 def _gone(pid: int) -> bool:
     return process_gone(pid)
@@ -735,7 +778,10 @@ def _read_line(child: subprocess.Popen, seconds: float) -> str:
 def _child_holding_server(tmp_path: Path, die_with_parent: bool) -> tuple[subprocess.Popen, dict]:
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(_binary()), str(tmp_path), "1" if die_with_parent else "0"],
-        stdout=subprocess.PIPE, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     line = _read_line(child, 20.0)
     if not line:
@@ -782,8 +828,14 @@ def test_the_edge_proxy_takes_neither_the_servers_port_nor_the_backends(tmp_path
             def randint(self, a: int, b: int) -> int:
                 return self.offers.pop(0) if self.offers else super().randint(a, b)
 
-        topo = create_topology(control, f"127.0.0.1:{api_port}", "127.0.0.1:9", rng=FirstTheTakenPorts(1),
-                               backend_port=backend_port, exclude=frozenset({api_port}))
+        topo = create_topology(
+            control,
+            f"127.0.0.1:{api_port}",
+            "127.0.0.1:9",
+            rng=FirstTheTakenPorts(1),
+            backend_port=backend_port,
+            exclude=frozenset({api_port}),
+        )
         assert topo.edge.listen_port not in (api_port, backend_port)
         assert topo.backend.listen_port == backend_port
     finally:
@@ -831,9 +883,14 @@ _CTRL_C_CHILD = textwrap.dedent("""
 
 def test_ctrl_c_heals(toxiproxy: ToxiproxyServer, control: ToxiproxyControl, proxy) -> None:
     """SIGINT to a process running a trial: asyncio.run cancels it and heal() runs in finally."""
-    child = subprocess.Popen([sys.executable, "-c", _CTRL_C_CHILD, str(toxiproxy.port), proxy.name],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                             env={**os.environ, "PYTHONPATH": str(REPO)})
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CTRL_C_CHILD, str(toxiproxy.port), proxy.name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     try:
         assert _read_line(child, 20.0).strip() == "applied"
         assert len(control.toxics(proxy.name)) == 2

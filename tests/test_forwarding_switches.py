@@ -27,10 +27,10 @@ class _StandInClient:
     """Stand-in for SkyRLTrainInferenceForwardingClient: its session attribute and config."""
 
     def __init__(self, max_connections: int | None) -> None:
-        self.engine_config = types.SimpleNamespace(forwarding_inference_max_connections=max_connections,
-                                                   forwarding_inference_timeout_sec=2048.0)
+        self.engine_config = types.SimpleNamespace(
+            forwarding_inference_max_connections=max_connections, forwarding_inference_timeout_sec=2048.0
+        )
         self._session = None
-
 
 
 def _aiohttp_session(self):
@@ -66,17 +66,27 @@ class _SampleOutput(pydantic.BaseModel):
 def ns(monkeypatch) -> dict:
     """A stand-in api namespace whose forwarding client lives in a stand-in module, as in 0.4.0."""
     module = types.ModuleType("standin_forwarding")
-    client_cls = type("SkyRLTrainInferenceForwardingClient", (_StandInClient,),
-                      {"__module__": module.__name__, "_get_session": _aiohttp_session})
-    module.__dict__.update({
-        "SkyRLTrainInferenceForwardingClient": client_cls, "_ROUTER_CONNECT_TIMEOUT_SECONDS": 60.0,
-        "orjson": orjson, "serialize_sample_output": lambda *a: b"proto",
-        "types": types.SimpleNamespace(GeneratedSequence=_GeneratedSequence, SampleOutput=_SampleOutput),
-    })
+    client_cls = type(
+        "SkyRLTrainInferenceForwardingClient",
+        (_StandInClient,),
+        {"__module__": module.__name__, "_get_session": _aiohttp_session},
+    )
+    module.__dict__.update(
+        {
+            "SkyRLTrainInferenceForwardingClient": client_cls,
+            "_ROUTER_CONNECT_TIMEOUT_SECONDS": 60.0,
+            "orjson": orjson,
+            "serialize_sample_output": lambda *a: b"proto",
+            "types": types.SimpleNamespace(GeneratedSequence=_GeneratedSequence, SampleOutput=_SampleOutput),
+        }
+    )
     monkeypatch.setitem(sys.modules, module.__name__, module)
     store_cls = type("ExternalFutureStore", (_StandInStore,), {"cache_proto": _cache_proto})
-    return {"SkyRLTrainInferenceForwardingClient": client_cls, "ExternalFutureStore": store_cls,
-            "_serialize_proto_result": lambda request_type, result_data: b"proto"}
+    return {
+        "SkyRLTrainInferenceForwardingClient": client_cls,
+        "ExternalFutureStore": store_cls,
+        "_serialize_proto_result": lambda request_type, result_data: b"proto",
+    }
 
 
 def _module(ns: dict) -> dict:
@@ -107,6 +117,7 @@ def _post(handler) -> tuple[int, str, bytes]:
                 return r.status, r.headers.get("content-type"), await r.read()
         finally:
             await session.close()
+
     return asyncio.run(go())
 
 
@@ -118,12 +129,15 @@ def test_httpx_session_answers_like_an_aiohttp_response():
     assert _post(handler) == (503, "application/json", b'{"choices": []}')
 
 
-@pytest.mark.parametrize("raised, caught_as", [
-    (httpx.ConnectError("refused"), aiohttp.ClientConnectorError),  # the release retries these once
-    (httpx.ConnectTimeout("slow accept"), aiohttp.ConnectionTimeoutError),
-    (httpx.ReadTimeout("no answer"), aiohttp.SocketTimeoutError),  # the release's read-timeout message
-    (httpx.ReadError("reset"), httpx.ReadError),  # not retried, like aiohttp's read errors
-])
+@pytest.mark.parametrize(
+    "raised, caught_as",
+    [
+        (httpx.ConnectError("refused"), aiohttp.ClientConnectorError),  # the release retries these once
+        (httpx.ConnectTimeout("slow accept"), aiohttp.ConnectionTimeoutError),
+        (httpx.ReadTimeout("no answer"), aiohttp.SocketTimeoutError),  # the release's read-timeout message
+        (httpx.ReadError("reset"), httpx.ReadError),  # not retried, like aiohttp's read errors
+    ],
+)
 def test_httpx_errors_reach_the_release_as_the_aiohttp_errors_it_handles(raised, caught_as):
     def handler(request: httpx.Request) -> httpx.Response:
         raise raised
@@ -146,21 +160,27 @@ def test_proto_per_poll_keeps_json_and_caches_no_proto(ns):
     skyrl_patches.apply_patches(ns, ["proto-per-poll"], 1.0)
     result = _module(ns)["serialize_sample_output"]([("stop", [1, 2], [-0.5, -0.25])], None, None)
     assert isinstance(result, pydantic.BaseModel)  # so the store keeps model_dump_json(), not bytes
-    assert json.loads(result.model_dump_json())["sequences"][0] == {"stop_reason": "stop", "tokens": [1, 2],
-                                                                    "logprobs": [-0.5, -0.25]}
+    assert json.loads(result.model_dump_json())["sequences"][0] == {
+        "stop_reason": "stop",
+        "tokens": [1, 2],
+        "logprobs": [-0.5, -0.25],
+    }
     store = ns["ExternalFutureStore"]()
     store.cache_proto(1, b"proto")
     assert not hasattr(store, "cached")
 
 
-@pytest.mark.parametrize("name, remove, message", [
-    ("httpx-forwarding", "client", "no 'SkyRLTrainInferenceForwardingClient'"),
-    ("httpx-forwarding", "_get_session", "no '_get_session' .*forwards through httpx already"),
-    ("json-decode", "orjson", "no 'orjson'"),
-    ("proto-per-poll", "serialize_sample_output", "no 'serialize_sample_output'"),
-    ("proto-per-poll", "_serialize_proto_result", "no '_serialize_proto_result'"),
-    ("proto-per-poll", "cache_proto", "no 'cache_proto'"),
-])
+@pytest.mark.parametrize(
+    "name, remove, message",
+    [
+        ("httpx-forwarding", "client", "no 'SkyRLTrainInferenceForwardingClient'"),
+        ("httpx-forwarding", "_get_session", "no '_get_session' .*forwards through httpx already"),
+        ("json-decode", "orjson", "no 'orjson'"),
+        ("proto-per-poll", "serialize_sample_output", "no 'serialize_sample_output'"),
+        ("proto-per-poll", "_serialize_proto_result", "no '_serialize_proto_result'"),
+        ("proto-per-poll", "cache_proto", "no 'cache_proto'"),
+    ],
+)
 def test_a_version_without_the_patch_point_is_refused(ns, name, remove, message):
     """0.3.0 has none of them: httpx already, stdlib json, no proto, no in-memory store."""
     client_cls = ns["SkyRLTrainInferenceForwardingClient"]

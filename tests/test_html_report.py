@@ -36,8 +36,9 @@ from tests.test_bundle import full  # noqa: F401 - the hand-built TrialResult wi
 from tests.test_report import result  # noqa: F401 - what ``full`` builds on
 
 # A fetch of anything: a script or style or image by URL (absolute or protocol-relative), a CSS import.
-FETCH = re.compile(r"""(?:\bsrc|\bhref|\baction)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|@import""",
-                   re.IGNORECASE)
+FETCH = re.compile(
+    r"""(?:\bsrc|\bhref|\baction)\s*=\s*["']?\s*(?:https?:)?//|url\(\s*["']?\s*(?:https?:)?//|@import""", re.IGNORECASE
+)
 
 
 def _spec(page: str) -> dict:
@@ -68,7 +69,7 @@ def test_the_page_fetches_nothing_and_has_a_row_per_verdict_in_its_state(full: T
     assert "VIOLATED" in collapse and "t=12.50 s" in collapse  # the watchdog's onset, kept in the record
     for name in ("training_futures", "heartbeats_answered"):  # not judged: the trial ran no training mix
         assert _row(page, name).startswith('<tr class="skipped">') and "no training mix" in _row(page, name)
-    assert "VIOLATED" in page[:page.index("<h2>")]  # the header's summary
+    assert "VIOLATED" in page[: page.index("<h2>")]  # the header's summary
 
 
 def test_only_a_violation_the_record_times_is_marked(full: TrialResult) -> None:  # noqa: F811
@@ -79,7 +80,9 @@ def test_only_a_violation_the_record_times_is_marked(full: TrialResult) -> None:
     untimed = [v.name for v in verdicts if v.ok is False and v.name != "no_collapse"]
     assert untimed and all(name in page.split("Not placed in time", 1)[1].split("</p>")[0] for name in untimed)
     # applied -> healed; the fault whose apply failed has no window
-    assert spec["faults"] == [{"start": 1.001, "end": 3.003, "label": "edge:reset_peer:timeout=0@1.0+2.0", "color": "#d62728"}]
+    assert spec["faults"] == [
+        {"start": 1.001, "end": 3.003, "label": "edge:reset_peer:timeout=0@1.0+2.0", "color": "#d62728"}
+    ]
     ids = [p["id"] for p in spec["panels"]]
     assert ids == ["latency", "completions", "errors", "retries", "in_flight", "fds", "rss", "healthz"]
 
@@ -124,15 +127,27 @@ def test_errors_and_retries_are_read_from_the_attempt_log() -> None:
     h["error"][:] = [ErrorClass.NONE, ErrorClass.INTEGRITY]
     h.attempts = {
         "row": np.array([0, 0, 0, 1, 1, 1], dtype=np.int32),
-        "kind": np.array([AttemptKind.SUBMIT, AttemptKind.SUBMIT, AttemptKind.POLL, AttemptKind.SUBMIT,
-                          AttemptKind.POLL, AttemptKind.POLL], dtype=np.uint8),
+        "kind": np.array(
+            [
+                AttemptKind.SUBMIT,
+                AttemptKind.SUBMIT,
+                AttemptKind.POLL,
+                AttemptKind.SUBMIT,
+                AttemptKind.POLL,
+                AttemptKind.POLL,
+            ],
+            dtype=np.uint8,
+        ),
         "start": np.array([0.1, 0.2, 0.3, 0.1, 0.4, 0.9], dtype=np.float32),
         "end": np.array([0.15, 0.25, 0.5, 0.2, 0.8, 1.9], dtype=np.float32),
         "status": np.array([-ErrorClass.RESET, 200, 200, 200, 408, 503], dtype=np.int16),
     }
     found = {cls: times.tolist() for cls, times in error_times(h).items()}
-    assert found == {ErrorClass.RESET: [pytest.approx(0.15)], ErrorClass.HTTP_5XX: [pytest.approx(1.9)],
-                     ErrorClass.INTEGRITY: [2.0]}  # a 408 is the poll's hold ending, not an error
+    assert found == {
+        ErrorClass.RESET: [pytest.approx(0.15)],
+        ErrorClass.HTTP_5XX: [pytest.approx(1.9)],
+        ErrorClass.INTEGRITY: [2.0],
+    }  # a 408 is the poll's hold ending, not an error
     again = retry_times(h)
     assert again["submit"].tolist() == [pytest.approx(0.2)] and again["poll"].tolist() == [pytest.approx(0.9)]
 
@@ -144,12 +159,16 @@ def test_the_vendored_chart_library_carries_its_license() -> None:
 
 def test_the_html_report_loads_no_trial_runner_nor_matplotlib() -> None:
     """A stored trial's page is built as its report is (offline), and ``--html`` needs no ``plot`` extra."""
-    code = ("import json, sys, faultload.store.html_trial\n"
-            "print(json.dumps(sorted(sys.modules)))")
-    loaded = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                       text=True).stdout.splitlines()[-1])
-    heavy = [m for m in loaded if m in ("aiohttp", "toxiproxy", "requests", "httpx", "psutil", "tinker")
-             or m.startswith(("matplotlib", "faultload.run", "faultload.faults", "faultload.client", "faultload.router"))]
+    code = "import json, sys, faultload.store.html_trial\nprint(json.dumps(sorted(sys.modules)))"
+    loaded = json.loads(
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.splitlines()[-1]
+    )
+    heavy = [
+        m
+        for m in loaded
+        if m in ("aiohttp", "toxiproxy", "requests", "httpx", "psutil", "tinker")
+        or m.startswith(("matplotlib", "faultload.run", "faultload.faults", "faultload.client", "faultload.router"))
+    ]
     assert not heavy
 
 
@@ -157,7 +176,9 @@ def test_a_bad_html_path_is_refused_before_the_trial(tmp_path: Path, capsys) -> 
     for command in ("run", "confirm"):
         code = cli_main([command, "--html", str(tmp_path / "missing" / "r.html"), "--quiet"], environ={})
         err = capsys.readouterr().err
-        assert code == 2 and err.strip().splitlines() == [f"faultload: error: --html: no such directory: {tmp_path / 'missing'}"]
+        assert code == 2 and err.strip().splitlines() == [
+            f"faultload: error: --html: no such directory: {tmp_path / 'missing'}"
+        ]
 
 
 def test_the_run_writes_the_page_and_names_it_in_the_report(full: TrialResult, tmp_path: Path) -> None:  # noqa: F811
@@ -175,9 +196,23 @@ def chromium_dom(path: Path, tmp_path: Path) -> str:
     Chromium, failed under ``make test`` (conftest's ``require_built``)."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     require_built("chromium (headless, for the HTML report)", browser is not None, "apt-get install -y chromium")
-    out = subprocess.run([browser, "--headless", "--disable-gpu", "--no-sandbox", "--enable-logging=stderr", "--v=0",
-                          f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,2000", "--dump-dom",
-                          path.as_uri()], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--disable-gpu",
+            "--no-sandbox",
+            "--enable-logging=stderr",
+            "--v=0",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1200,2000",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     console = [line for line in out.stderr.splitlines() if ":CONSOLE" in line]
     assert not console, console

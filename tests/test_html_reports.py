@@ -68,8 +68,9 @@ def _tr(page: str, anchor: str) -> str:
 def _cell(page: str, row_label: str, invariant: str) -> str:
     """The state of ``invariant``'s cell in the grid row labelled ``row_label``."""
     grid = page.split('<div class="scroll grid">', 1)[1].split("</div>", 1)[0]
-    row = re.search(rf"<tr class=\"\w*\"><td class=\"\">(?:<a [^>]*>|<strong>)?{re.escape(row_label)}<.*?</tr>",
-                    grid, re.S)
+    row = re.search(
+        rf"<tr class=\"\w*\"><td class=\"\">(?:<a [^>]*>|<strong>)?{re.escape(row_label)}<.*?</tr>", grid, re.S
+    )
     assert row, f"no grid row {row_label}"
     found = re.search(rf'<span class="cell (\w+)" data-invariant="{re.escape(invariant)}">', row.group(0))
     assert found, f"no {invariant} cell in {row_label}"
@@ -88,8 +89,13 @@ def comparison() -> tuple[dict, list[SideTrial]]:
     rng = np.random.default_rng(5)
     trials, seen = [], {"baseline": iter(base), "candidate": iter(cand)}
     for i, side in enumerate(abba(5)):
-        rep = {**next(seen[side]), "completed": 1000, "wall_s": 9.5, "load_s": 4.0,
-               "invariants": [{"name": "no_collapse", "ok": i != 3}]}
+        rep = {
+            **next(seen[side]),
+            "completed": 1000,
+            "wall_s": 9.5,
+            "load_s": 4.0,
+            "invariants": [{"name": "no_collapse", "ok": i != 3}],
+        }
         t = np.arange(0.0, 60.0, 1.0)
         build = parse_build("skyrl==0.4.0" if side == "baseline" else "skyrl==0.4.0+regress=rich-access-log")
         trials.append(SideTrial(side, build, i, rep, (t, rng.poisson(250, t.size).astype(float)), i != 3))
@@ -137,8 +143,14 @@ def test_the_comparison_page_from_its_json_alone_has_no_script_and_draws_an_unbo
 
 def test_the_comparison_is_written_after_its_json(tmp_path: Path) -> None:
     result, trials = comparison()
-    args = argparse.Namespace(trials_out=None, plot=None, json_out=str(tmp_path / "c.json"), markdown_out=None,
-                              junit_xml=None, html=str(tmp_path / "c.html"))
+    args = argparse.Namespace(
+        trials_out=None,
+        plot=None,
+        json_out=str(tmp_path / "c.json"),
+        markdown_out=None,
+        junit_xml=None,
+        html=str(tmp_path / "c.html"),
+    )
     many_trials.write_comparison(args, result, trials)
     assert json.loads((tmp_path / "c.json").read_text())["worse"] == ["server_cpu_ms_per_request"]
     assert 'data-label="server_cpu_ms_per_request"' in (tmp_path / "c.html").read_text()
@@ -151,19 +163,48 @@ def test_the_comparison_is_written_after_its_json(tmp_path: Path) -> None:
 def matrix(logs: Path) -> dict:
     """Three rows: caught as expected (one invariant left unknown, one only skipped), clean as expected, and a
     row caught by another invariant than its own (not as expected)."""
-    tallies = {"no_lost_results": {"judged": 5, "unknown": 0, "skipped": 1},
-               "bounded_cpu": {"judged": 0, "unknown": 5, "skipped": 1},
-               "healthz_latency": {"judged": 0, "unknown": 0, "skipped": 6}}
-    caught = {"profile": "ci", "trials": 5, "judged_trials": 5, "invariants": tallies, "properties": [
-        {**prop("test_no_lost_results", "failed", ["no_lost_results"], 3), "evidence": {"no_lost_results": "3 lost"}}]}
-    clean = {"profile": "ci", "trials": 9, "judged_trials": 9, "properties": [prop(f"p{i}", "passed") for i in range(9)],
-             "invariants": {"no_lost_results": {"judged": 9, "unknown": 0, "skipped": 0},
-                            "bounded_cpu": {"judged": 0, "unknown": 9, "skipped": 0}}}
+    tallies = {
+        "no_lost_results": {"judged": 5, "unknown": 0, "skipped": 1},
+        "bounded_cpu": {"judged": 0, "unknown": 5, "skipped": 1},
+        "healthz_latency": {"judged": 0, "unknown": 0, "skipped": 6},
+    }
+    caught = {
+        "profile": "ci",
+        "trials": 5,
+        "judged_trials": 5,
+        "invariants": tallies,
+        "properties": [
+            {
+                **prop("test_no_lost_results", "failed", ["no_lost_results"], 3),
+                "evidence": {"no_lost_results": "3 lost"},
+            }
+        ],
+    }
+    clean = {
+        "profile": "ci",
+        "trials": 9,
+        "judged_trials": 9,
+        "properties": [prop(f"p{i}", "passed") for i in range(9)],
+        "invariants": {
+            "no_lost_results": {"judged": 9, "unknown": 0, "skipped": 0},
+            "bounded_cpu": {"judged": 0, "unknown": 9, "skipped": 0},
+        },
+    }
     wrong = {**caught, "properties": [prop("test_health", "failed", ["healthz_latency"], 5)]}
-    rows = [judge_row(ROW, caught, 1, 120.0), judge_row(CLEAN, clean, 0, 300.0),
-            dataclasses.replace(judge_row(ROW, wrong, 1, 60.0), row="retention-again")]
-    return {"schema": MATRIX_SCHEMA, "profile": "ci", "session_s": None, "wall_s": 480.0,
-            "ok": all(r.as_expected for r in rows), "logs": str(logs), "rows": [dataclasses.asdict(r) for r in rows]}
+    rows = [
+        judge_row(ROW, caught, 1, 120.0),
+        judge_row(CLEAN, clean, 0, 300.0),
+        dataclasses.replace(judge_row(ROW, wrong, 1, 60.0), row="retention-again"),
+    ]
+    return {
+        "schema": MATRIX_SCHEMA,
+        "profile": "ci",
+        "session_s": None,
+        "wall_s": 480.0,
+        "ok": all(r.as_expected for r in rows),
+        "logs": str(logs),
+        "rows": [dataclasses.asdict(r) for r in rows],
+    }
 
 
 def test_the_matrix_page_shows_each_row_and_cell_in_its_state(tmp_path: Path) -> None:
@@ -199,48 +240,93 @@ def test_a_cell_is_clean_only_when_a_trial_judged_it() -> None:
 def test_the_matrix_command_writes_its_page(tmp_path: Path, monkeypatch) -> None:
     data = matrix(tmp_path)
     monkeypatch.setattr(many_trials.matrix_mod, "run_matrix", lambda *args, **kwargs: data)  # no row runs
-    code = cli_main(["matrix", "--rows", "retention", "--json-out", str(tmp_path / "m.json"),
-                     "--html", str(tmp_path / "m.html")], environ={})
+    code = cli_main(
+        ["matrix", "--rows", "retention", "--json-out", str(tmp_path / "m.json"), "--html", str(tmp_path / "m.html")],
+        environ={},
+    )
     assert code == 1  # not every row as expected
     assert json.loads((tmp_path / "m.json").read_text())["rows"][0]["row"] == "retention"
     assert 'id="row-retention-again"' in (tmp_path / "m.html").read_text()
 
 
-@pytest.mark.parametrize("command", [["matrix"], ["compare", "--baseline", "skyrl==0.4.0", "--candidate",
-                                                  "skyrl==0.4.0+regress=rich-access-log"]])
+@pytest.mark.parametrize(
+    "command",
+    [["matrix"], ["compare", "--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0+regress=rich-access-log"]],
+)
 def test_a_bad_html_path_is_refused_before_anything_runs(tmp_path: Path, capsys, command: list[str]) -> None:
     code = cli_main([*command, "--html", str(tmp_path / "missing" / "r.html")], environ={})
     err = capsys.readouterr().err
-    assert code == 2 and err.strip().splitlines() == [f"faultload: error: --html: no such directory: {tmp_path / 'missing'}"]
+    assert code == 2 and err.strip().splitlines() == [
+        f"faultload: error: --html: no such directory: {tmp_path / 'missing'}"
+    ]
 
 
 # --------------------------------------------------------------------------- the suite session
 
-STEPS = [{"step": "1 request", "requests": 1, "still_fails": False, "seconds": 1.4},
-         {"step": "96 requests", "requests": 96, "still_fails": True, "seconds": 22.8},
-         {"step": "48 requests", "requests": 48, "still_fails": True, "seconds": 13.9},
-         {"step": "no delayed polls", "requests": 48, "still_fails": True, "seconds": 12.2},
-         {"step": "24 requests", "requests": 24, "still_fails": False, "seconds": 3.0}]
+STEPS = [
+    {"step": "1 request", "requests": 1, "still_fails": False, "seconds": 1.4},
+    {"step": "96 requests", "requests": 96, "still_fails": True, "seconds": 22.8},
+    {"step": "48 requests", "requests": 48, "still_fails": True, "seconds": 13.9},
+    {"step": "no delayed polls", "requests": 48, "still_fails": True, "seconds": 12.2},
+    {"step": "24 requests", "requests": 24, "still_fails": False, "seconds": 3.0},
+]
 
 
 def session_summary(repros: Path) -> dict:
     """A session of two properties: one failed (shrunk 192 -> 48 requests, its repro written with its page),
     one passed with an invariant no trial judged."""
-    failed = {**prop("test_no_lost_results", "failed", ["no_lost_results"], 48),
-              "evidence": {"no_lost_results": "3 lost of 3 accepted"}, "trials": 12, "cached": 3, "not_run": 4,
-              "judged_trials": 10, "first_failure_requests": 192, "shrink_s": 55.0, "failing_examples": 7,
-              "shrink_cut": True, "reduce_steps": STEPS, "repro_path": str(repros / "r.json"),
-              "html_path": str(repros / "r.html"), "bundle_path": str(repros / "r.bundle"), "unjudged": [],
-              "invariants": {"no_lost_results": {"judged": 10, "unknown": 1, "skipped": 4},
-                             "futures_resolve": {"judged": 10, "unknown": 1, "skipped": 4}}}
-    passed = {**prop("test_bounded_resources", "passed"), "trials": 6, "cached": 0, "not_run": 0,
-              "judged_trials": 6, "unjudged": [], "failing_examples": 0, "reduce_steps": [],
-              "invariants": {"bounded_fds": {"judged": 6, "unknown": 0, "skipped": 0},
-                             "bounded_cpu": {"judged": 0, "unknown": 6, "skipped": 0}}}
+    failed = {
+        **prop("test_no_lost_results", "failed", ["no_lost_results"], 48),
+        "evidence": {"no_lost_results": "3 lost of 3 accepted"},
+        "trials": 12,
+        "cached": 3,
+        "not_run": 4,
+        "judged_trials": 10,
+        "first_failure_requests": 192,
+        "shrink_s": 55.0,
+        "failing_examples": 7,
+        "shrink_cut": True,
+        "reduce_steps": STEPS,
+        "repro_path": str(repros / "r.json"),
+        "html_path": str(repros / "r.html"),
+        "bundle_path": str(repros / "r.bundle"),
+        "unjudged": [],
+        "invariants": {
+            "no_lost_results": {"judged": 10, "unknown": 1, "skipped": 4},
+            "futures_resolve": {"judged": 10, "unknown": 1, "skipped": 4},
+        },
+    }
+    passed = {
+        **prop("test_bounded_resources", "passed"),
+        "trials": 6,
+        "cached": 0,
+        "not_run": 0,
+        "judged_trials": 6,
+        "unjudged": [],
+        "failing_examples": 0,
+        "reduce_steps": [],
+        "invariants": {
+            "bounded_fds": {"judged": 6, "unknown": 0, "skipped": 0},
+            "bounded_cpu": {"judged": 0, "unknown": 6, "skipped": 0},
+        },
+    }
     total = {name: t for p in (failed, passed) for name, t in p["invariants"].items()}
-    return {"profile": "ci", "target": "skyrl==0.4.0", "regress": ["retention"], "fixes": [], "baseline": None,
-            "trials": 18, "wall_s": 400.0, "stack_starts": 1, "judged_trials": 16, "phases_s": {"load": 300.0},
-            "trial_wall_s": 320.0, "load_share": 0.94, "invariants": total, "properties": [failed, passed]}
+    return {
+        "profile": "ci",
+        "target": "skyrl==0.4.0",
+        "regress": ["retention"],
+        "fixes": [],
+        "baseline": None,
+        "trials": 18,
+        "wall_s": 400.0,
+        "stack_starts": 1,
+        "judged_trials": 16,
+        "phases_s": {"load": 300.0},
+        "trial_wall_s": 320.0,
+        "load_share": 0.94,
+        "invariants": total,
+        "properties": [failed, passed],
+    }
 
 
 def test_the_suite_page_shows_each_property_its_cells_and_a_failures_shrink_path(tmp_path: Path) -> None:
@@ -270,21 +356,38 @@ def test_the_shrink_path_ends_at_the_repro() -> None:
     assert shrink_path(prop_) == [192, 96, 48, 12]  # Hypothesis shrank past the last reduction kept
 
 
-def test_a_failed_propertys_repro_has_its_trial_page_and_the_summary_links_it(full: TrialResult,  # noqa: F811
-                                                                               tmp_path: Path) -> None:
+def test_a_failed_propertys_repro_has_its_trial_page_and_the_summary_links_it(
+    full: TrialResult,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     budgets = Budgets()
     verdicts = judge(full, budgets)
-    state = PropertyState("faultload/suite/test_properties.py::test_p", first_failure_requests=24, failures=3,
-                          shrink_cut=False, reduce_log=STEPS[:2])
+    state = PropertyState(
+        "faultload/suite/test_properties.py::test_p",
+        first_failure_requests=24,
+        failures=3,
+        shrink_cut=False,
+        reduce_log=STEPS[:2],
+    )
     state.best = (full.config, TrialOutcome(verdicts, figures_of(verdicts), 12, 5.0, result=full))
     state.tally = {"no_collapse": Tally(judged=2)}
     path = write_property_repro(state, "ci", Workspace(tmp_path), budgets)
     repro = json.loads(path.read_text())
     assert repro["html"] == str(state.html_path) == str(path.with_suffix(".html"))
     assert state.html_path.read_text().count('id="inv-no_collapse"') == 1  # the trial's own page
-    runner = SimpleNamespace(states={state.nodeid: state}, profile=SimpleNamespace(name="ci"), target="skyrl==0.4.0",
-                             regress=(), fixes=(), baseline=None, trials=3, session_started=0.0, stack_starts=1,
-                             phases_s={}, not_judged=lambda nodeid: None)
+    runner = SimpleNamespace(
+        states={state.nodeid: state},
+        profile=SimpleNamespace(name="ci"),
+        target="skyrl==0.4.0",
+        regress=(),
+        fixes=(),
+        baseline=None,
+        trials=3,
+        session_started=0.0,
+        stack_starts=1,
+        phases_s={},
+        not_judged=lambda nodeid: None,
+    )
     (found,) = summary_dict(runner, {state.nodeid: "failed"})["properties"]
     assert (found["failing_examples"], found["shrink_cut"], found["reduce_steps"]) == (3, False, STEPS[:2])
     assert found["html_path"] == str(state.html_path) and found["repro_path"] == str(path)
@@ -295,15 +398,18 @@ def test_a_failed_propertys_repro_has_its_trial_page_and_the_summary_links_it(fu
 def test_the_plugin_writes_the_page_and_refuses_a_bad_path_at_once(pytester: pytest.Pytester, monkeypatch) -> None:
     monkeypatch.delenv("FAULTLOAD_HOME", raising=False)
     bad = pytester.path / "missing" / "s.html"
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--pyargs",
-                                          "faultload.suite", "--faultload-html", str(bad))
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--collect-only", "-q", "--pyargs", "faultload.suite", "--faultload-html", str(bad)
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert [line for line in result.stderr.lines if line.strip()] == [
-        f"ERROR: --faultload-html: no such directory: {bad.parent}"]
+        f"ERROR: --faultload-html: no such directory: {bad.parent}"
+    ]
     assert not bad.parent.exists()
     good = pytester.path / "s.html"
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--collect-only", "-q", "--pyargs",
-                                          "faultload.suite", "--faultload-html", str(good))
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--collect-only", "-q", "--pyargs", "faultload.suite", "--faultload-html", str(good)
+    )
     assert result.ret == 0, result.stdout.str()
     page = good.read_text()
     _offline(page)

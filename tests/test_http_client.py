@@ -47,9 +47,7 @@ Responder = Callable[[Req, asyncio.StreamReader, asyncio.StreamWriter, "StubHttp
 
 
 def response(status: int = 200, body: bytes = b"{}", ctype: str = "application/json", extra: str = "") -> bytes:
-    return (
-        f"HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {len(body)}\r\n{extra}\r\n".encode() + body
-    )
+    return f"HTTP/1.1 {status} X\r\ncontent-type: {ctype}\r\ncontent-length: {len(body)}\r\n{extra}\r\n".encode() + body
 
 
 async def echo(req: Req, reader, writer, stub) -> bool:
@@ -165,7 +163,10 @@ def test_plain_200_with_content_length(run):
     async def main():
         async with StubHttp() as stub, stub.pool() as pool:
             status, ctype, body = await pool.post(
-                "/api/v1/asample", b'{"a":1}', b"Content-Type: application/json\r\nAccept: application/x-protobuf\r\n", LONG_S
+                "/api/v1/asample",
+                b'{"a":1}',
+                b"Content-Type: application/json\r\nAccept: application/x-protobuf\r\n",
+                LONG_S,
             )
             assert (status, ctype, body) == (200, "application/json", b'/api/v1/asample|{"a":1}')
             req = stub.requests[0]
@@ -194,7 +195,9 @@ def test_error_status_and_empty_body(run):
 
 def test_chunked_body(run):
     async def respond(req, reader, writer, stub):
-        writer.write(b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
         for piece in (b"Internal ", b"Server ", b"Error " * 1000):
             writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             await writer.drain()
@@ -217,7 +220,9 @@ def test_multi_megabyte_body(run):
     big = bytes(range(256)) * (6 * 4096)  # 6 MiB
 
     async def respond(req, reader, writer, stub):
-        writer.write(f"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: {len(big)}\r\n\r\n".encode())
+        writer.write(
+            f"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: {len(big)}\r\n\r\n".encode()
+        )
         view = memoryview(big)
         for start in range(0, len(big), 1 << 20):
             writer.write(view[start : start + (1 << 20)])
@@ -525,7 +530,9 @@ def test_connection_lost_mid_body_is_a_reset(run, how):
     async def respond(req, reader, writer, stub):
         if req.conn > 0:
             return await echo(req, reader, writer, stub)
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n" + b"x" * 5000)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n" + b"x" * 5000
+        )
         await writer.drain()
         await asyncio.sleep(0.05)
         if how == "reset":

@@ -39,9 +39,24 @@ pytestmark = pytest.mark.integration
 
 # Latency router at 64 results/s: ~47 s uninterrupted.
 REQUESTS = 3000
-RUN_ARGS = ["--target", "skyrl==0.4.0", "--requests", str(REQUESTS), "--router-mode", "latency",
-            "--max-num-seqs", "64", "--gen-seconds", "1", "--max-outstanding", "512", "--time-scale", "0.1",
-            "--max-wall", "120"]
+RUN_ARGS = [
+    "--target",
+    "skyrl==0.4.0",
+    "--requests",
+    str(REQUESTS),
+    "--router-mode",
+    "latency",
+    "--max-num-seqs",
+    "64",
+    "--gen-seconds",
+    "1",
+    "--max-outstanding",
+    "512",
+    "--time-scale",
+    "0.1",
+    "--max-wall",
+    "120",
+]
 START_TIMEOUT_S = 240.0
 EXIT_TIMEOUT_S = 60.0
 
@@ -55,13 +70,21 @@ class Started:
         self.tmpdir.mkdir()
         self.lines: list[str] = []
         self.proc = subprocess.Popen(
-            [python_exe(), *args], cwd=ROOT, env=cli_env(self.tag, self.tmpdir), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+            [python_exe(), *args],
+            cwd=ROOT,
+            env=cli_env(self.tag, self.tmpdir),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
             preexec_fn=default_signals,
         )
         self.stdout = ""
-        self._readers = [threading.Thread(target=self._read_err, daemon=True),
-                         threading.Thread(target=self._read_out, daemon=True)]
+        self._readers = [
+            threading.Thread(target=self._read_err, daemon=True),
+            threading.Thread(target=self._read_out, daemon=True),
+        ]
         for reader in self._readers:
             reader.start()
 
@@ -105,23 +128,27 @@ class Started:
 def _load_running(run: Started) -> bool:
     """A progress line with requests in flight (the load workers are sending), or the run ended."""
     return run.proc.poll() is not None or any(
-        "completed" in line and "in-flight 0 " not in line for line in list(run.lines) if line.startswith("["))
+        "completed" in line and "in-flight 0 " not in line for line in list(run.lines) if line.startswith("[")
+    )
 
 
 def _start_run(tmp_path: Path, workdir: Path) -> tuple[Started, Path]:
     require_target("0.4.0")
     json_out = tmp_path / "report.json"
-    run = Started(["-m", "faultload.cli.main", "run", "--workdir", str(workdir), *RUN_ARGS, "--json-out", str(json_out)],
-                  tmp_path)
+    run = Started(
+        ["-m", "faultload.cli.main", "run", "--workdir", str(workdir), *RUN_ARGS, "--json-out", str(json_out)], tmp_path
+    )
     assert wait_until(lambda: _load_running(run), timeout_s=START_TIMEOUT_S, every_s=0.2), run.stderr()
     assert run.proc.poll() is None, f"the run ended before the signal: {run.stderr()}"
     return run, json_out
 
 
 # CI's 30 minutes: one signal of each path runs in `make test`, the others nightly (`make test-all`)
-@pytest.mark.parametrize("sig, group", [(signal.SIGINT, True), (signal.SIGTERM, False),
-                                        pytest.param(signal.SIGHUP, True, marks=pytest.mark.slow)],
-                         ids=["SIGINT-group", "SIGTERM", "SIGHUP-group"])
+@pytest.mark.parametrize(
+    "sig, group",
+    [(signal.SIGINT, True), (signal.SIGTERM, False), pytest.param(signal.SIGHUP, True, marks=pytest.mark.slow)],
+    ids=["SIGINT-group", "SIGTERM", "SIGHUP-group"],
+)
 def test_one_signal_ends_the_run_with_its_partial_report(tmp_path: Path, isolated_workdir: Path, sig, group):
     run, json_out = _start_run(tmp_path, isolated_workdir)
     run.send(sig, group)
@@ -163,12 +190,28 @@ def _trial_running(run: Started) -> bool:
 
 
 # CI's 30 minutes: one signal of each path runs in `make test`, the others nightly (`make test-all`)
-@pytest.mark.parametrize("sig", [signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.slow)],
-                         ids=["SIGTERM", "SIGHUP"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGTERM, pytest.param(signal.SIGHUP, marks=pytest.mark.slow)], ids=["SIGTERM", "SIGHUP"]
+)
 def test_suite_session_closes_its_stack_on_a_signal(tmp_path: Path, isolated_workdir: Path, sig):
     require_target("0.4.0")
-    run = Started(["-m", "pytest", "faultload", "-p", "no:cacheprovider", "-q", "--faultload-profile", "ci",
-                   "--faultload-target", "skyrl==0.4.0", "--faultload-workdir", str(isolated_workdir)], tmp_path)
+    run = Started(
+        [
+            "-m",
+            "pytest",
+            "faultload",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--faultload-profile",
+            "ci",
+            "--faultload-target",
+            "skyrl==0.4.0",
+            "--faultload-workdir",
+            str(isolated_workdir),
+        ],
+        tmp_path,
+    )
     assert wait_until(lambda: _trial_running(run), timeout_s=START_TIMEOUT_S, every_s=0.2), run.stderr()
     assert run.proc.poll() is None, f"the session ended before the signal: {run.stdout[-2000:]}"
     run.send(sig, group=sig == signal.SIGHUP)

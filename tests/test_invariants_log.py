@@ -54,6 +54,7 @@ from tests.invariant_doubles import (
 
 # --------------------------------------------------------------------------- retry_amplification
 
+
 def test_retries_at_baseline() -> None:
     v = check_retry_amplification(make_inputs(), BUDGETS)
     assert v.ok is True and v.figure == 2.0 and v.budget == 3.0
@@ -127,6 +128,7 @@ def test_retries_unknown_without_attempt_counts() -> None:
 
 # --------------------------------------------------------------------------- server log classifier
 
+
 def test_classify_clean_log() -> None:
     summary = classify_log(CLEAN_LOG)
     assert summary.clean and summary.errors == 0
@@ -154,8 +156,10 @@ def test_classify_queuepool_timeout() -> None:
     assert "QueuePool limit of size 5 overflow 10 reached" in summary.classes["pool_timeout"].example
 
 
-_OBSERVED = ("2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 3 checkouts waited >= 1 s "
-             "for a connection in the last 1 s (longest 2.10 s, 0 timed out); QueuePool size 5, overflow 10\n")
+_OBSERVED = (
+    "2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 3 checkouts waited >= 1 s "
+    "for a connection in the last 1 s (longest 2.10 s, 0 timed out); QueuePool size 5, overflow 10\n"
+)
 
 
 def test_the_observed_pool_exhaustion_is_a_note_apart_from_the_pool_timeout_error() -> None:
@@ -194,8 +198,7 @@ def test_classify_plain_python_traceback() -> None:
 
 
 def test_classify_message_wrapped_by_rich() -> None:
-    text = (f"{log_time(1.0)} - ERROR - skyrl: Forwarding task failed: ClientOSError(104, 'Connection\n"
-            "reset by peer')\n")
+    text = f"{log_time(1.0)} - ERROR - skyrl: Forwarding task failed: ClientOSError(104, 'Connection\nreset by peer')\n"
     assert list(classify_log(text).classes) == ["connection_reset"]
 
 
@@ -213,22 +216,27 @@ def test_classify_untimed_last_resort_output() -> None:
 
 
 def test_classify_warnings_levels_and_generic_errors() -> None:
-    text = "".join([
-        f"{log_time(1.0)} - WARNING - skyrl: Transient error talking to http://127.0.0.1:40123 "
-        "(ClientConnectorError: Cannot connect to host 127.0.0.1:40123 ssl:default [Connection refused]) "
-        "— refreshing proxy URL and retrying once\n",
-        f"{log_time(1.1)} - WARNING - skyrl: Requested prompt logprobs but vLLM /v1/completions returned none\n",
-        f"{log_time(1.2)} - WARNING - skyrl: External future 77 was evicted before its result arrived — dropping\n",
-        f"{log_time(1.3)} - INFO - uvicorn.access: 127.0.0.2:50312 - \"POST /api/v1/retrieve_future HTTP/1.1\" 500\n",
-        f"{log_time(1.4)} - ERROR - skyrl: Background engine crashed with exit code 137, exiting API server\n",
-        f"{log_time(1.5)} - ERROR - skyrl: Background engine crashed with exit code 1, exiting API server\n",
-        rich_traceback(f"{log_time(1.6)} - ERROR - skyrl: Future poller iteration failed",
-                       ["/opt/skyrl/tinker/api.py:205 in _poll"], ["KeyError: 123456"]),
-        "ERROR:    Exception in ASGI application\n",
-        "Traceback (most recent call last):\n",
-        '  File "x.py", line 1, in f\n',
-        "ValueError: bad request 0x7f3a\n",
-    ])
+    text = "".join(
+        [
+            f"{log_time(1.0)} - WARNING - skyrl: Transient error talking to http://127.0.0.1:40123 "
+            "(ClientConnectorError: Cannot connect to host 127.0.0.1:40123 ssl:default [Connection refused]) "
+            "— refreshing proxy URL and retrying once\n",
+            f"{log_time(1.1)} - WARNING - skyrl: Requested prompt logprobs but vLLM /v1/completions returned none\n",
+            f"{log_time(1.2)} - WARNING - skyrl: External future 77 was evicted before its result arrived — dropping\n",
+            f'{log_time(1.3)} - INFO - uvicorn.access: 127.0.0.2:50312 - "POST /api/v1/retrieve_future HTTP/1.1" 500\n',
+            f"{log_time(1.4)} - ERROR - skyrl: Background engine crashed with exit code 137, exiting API server\n",
+            f"{log_time(1.5)} - ERROR - skyrl: Background engine crashed with exit code 1, exiting API server\n",
+            rich_traceback(
+                f"{log_time(1.6)} - ERROR - skyrl: Future poller iteration failed",
+                ["/opt/skyrl/tinker/api.py:205 in _poll"],
+                ["KeyError: 123456"],
+            ),
+            "ERROR:    Exception in ASGI application\n",
+            "Traceback (most recent call last):\n",
+            '  File "x.py", line 1, in f\n',
+            "ValueError: bad request 0x7f3a\n",
+        ]
+    )
     summary = classify_log(text)
     assert summary.warnings == 1  # the logprobs warning is not an error
     names = list(summary.classes)
@@ -251,6 +259,7 @@ def test_normalize_message() -> None:
 
 # --------------------------------------------------------------------------- clean_server_log
 
+
 def test_clean_log_holds() -> None:
     v = check_clean_server_log(make_inputs(), BUDGETS)
     assert v.ok is True and v.figure == 0
@@ -260,14 +269,17 @@ def test_errors_without_faults_violate() -> None:
     log = classify_log(CLEAN_LOG + emfile_log(3.0) + pool_log(4.0))
     v = check_clean_server_log(make_inputs(server_log=log), BUDGETS)
     assert v.ok is False and v.figure == 2
-    assert v.detail.startswith(f"2 error lines with no fault injected: too_many_open_files ×1: {log_time(3.0)} ERROR skyrl")
+    assert v.detail.startswith(
+        f"2 error lines with no fault injected: too_many_open_files ×1: {log_time(3.0)} ERROR skyrl"
+    )
     assert "pool_timeout ×1" in v.detail
 
 
 def test_errors_inside_fault_windows_are_attributed() -> None:
     log = classify_log(CLEAN_LOG + plain_reset_log(2.5) + plain_reset_log(7.0))
-    faults = fault_log(applied(RESET, 2.0, 3.0, 0), applied(Fault("backend", "down", start_s=6.5, duration_s=1.0),
-                                                            6.5, 7.5, 1))
+    faults = fault_log(
+        applied(RESET, 2.0, 3.0, 0), applied(Fault("backend", "down", start_s=6.5, duration_s=1.0), 6.5, 7.5, 1)
+    )
     v = check_clean_server_log(make_inputs(server_log=log, faults=faults), BUDGETS)
     assert v.ok is True and "2 error lines, all while faults were active" in v.detail
     # the start epoch may come from the fault log alone
@@ -293,8 +305,10 @@ def test_grace_after_fault_removal() -> None:
 
 
 def forward_failed_log(t: float, request_id: int) -> str:
-    return (f"{log_time(t)} - ERROR - skyrl: Backend-forwarded sample failed (request_id={request_id}) | "
-            "ServerDisconnectedError: Server disconnected\n")
+    return (
+        f"{log_time(t)} - ERROR - skyrl: Backend-forwarded sample failed (request_id={request_id}) | "
+        "ServerDisconnectedError: Server disconnected\n"
+    )
 
 
 def test_errors_naming_a_request_in_flight_during_a_fault_are_attributed() -> None:
@@ -314,8 +328,9 @@ def test_errors_naming_a_request_in_flight_during_a_fault_are_attributed() -> No
     v = check_clean_server_log(make_inputs(history=h, server_log=log, faults=faults), BUDGETS)
     assert v.ok is False and "1 of 1 error lines outside fault windows (router:crash), first at 11.0s" in v.detail
     # nor one that names no request
-    v = check_clean_server_log(make_inputs(history=h, server_log=classify_log(plain_reset_log(11.0)),
-                                           faults=faults), BUDGETS)
+    v = check_clean_server_log(
+        make_inputs(history=h, server_log=classify_log(plain_reset_log(11.0)), faults=faults), BUDGETS
+    )
     assert v.ok is False
 
 
@@ -324,7 +339,7 @@ def test_log_not_attributable_with_faults_is_unknown() -> None:
     faults = fault_log(applied(RESET, 2.0, 3.0), epoch=None)
     v = check_clean_server_log(make_inputs(server_log=log, faults=faults, trial_start_epoch=None), BUDGETS)
     assert v.ok is None and v.detail.startswith("faults were active; log not attributable")
-    untimed = classify_log("Traceback (most recent call last):\n  File \"x\", line 1\nConnectionResetError: reset\n")
+    untimed = classify_log('Traceback (most recent call last):\n  File "x", line 1\nConnectionResetError: reset\n')
     v = check_clean_server_log(make_inputs(server_log=untimed, faults=fault_log(applied(RESET, 2.0, 3.0))), BUDGETS)
     assert v.ok is None and "without timestamps" in v.detail
     # without faults, the same untimed error is a violation
@@ -349,15 +364,21 @@ def test_allowed_patterns_and_missing_log() -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(peak=st.integers(40, 2000), in_flight=st.integers(0, 400), idle=st.integers(0, 100),
-       rss_growth_mib=st.floats(0, 2000))
+@given(
+    peak=st.integers(40, 2000),
+    in_flight=st.integers(0, 400),
+    idle=st.integers(0, 100),
+    rss_growth_mib=st.floats(0, 2000),
+)
 def test_resource_figures_cross_their_budgets_exactly_when_the_peak_rule_fails(
-        peak: int, in_flight: int, idle: int, rss_growth_mib: float) -> None:
+    peak: int, in_flight: int, idle: int, rss_growth_mib: float
+) -> None:
     """One definition: the steering figure is the judged one, so figure > budget iff "over budget"."""
     fds = np.full(20, 40.0)
     fds[7] = peak
-    monitor = make_monitor(fds=fds, rss=np.full(20, 200 * MIB + rss_growth_mib * MIB),
-                           client_in_flight=np.full(20, float(in_flight)))
+    monitor = make_monitor(
+        fds=fds, rss=np.full(20, 200 * MIB + rss_growth_mib * MIB), client_in_flight=np.full(20, float(in_flight))
+    )
     monitor.samples["client_connections_peak"] = np.full(20, float(in_flight + idle))
     for check in (check_bounded_fds, check_bounded_rss):
         v = check(make_inputs(monitor=monitor), NO_RETENTION)
@@ -365,6 +386,7 @@ def test_resource_figures_cross_their_budgets_exactly_when_the_peak_rule_fails(
 
 
 # --------------------------------------------------------------------------- composition
+
 
 def clean_attempt_log(h: History) -> History:
     """Attach the attempt log of a trial where every request took one asample and one poll, both 200."""
@@ -394,8 +416,18 @@ def test_check_all_on_a_healthy_trial() -> None:
 def test_check_all_on_an_empty_trial_is_never_ok_about_requests() -> None:
     inputs = make_inputs(history=History.empty(0), monitor=None, server_log=None)
     verdicts = {v.name: v for v in check_all(inputs, BUDGETS)}
-    for name in ("no_lost_results", "accepted_requests", "result_integrity", "bounded_fds", "bounded_rss",
-                 "healthz_latency", "bounded_cpu", "retry_amplification", "unprovoked_resets", "clean_server_log"):
+    for name in (
+        "no_lost_results",
+        "accepted_requests",
+        "result_integrity",
+        "bounded_fds",
+        "bounded_rss",
+        "healthz_latency",
+        "bounded_cpu",
+        "retry_amplification",
+        "unprovoked_resets",
+        "clean_server_log",
+    ):
         assert verdicts[name].ok is None, verdicts[name]
     assert overall(verdicts.values()) is None
 
@@ -407,8 +439,11 @@ def test_a_crashing_checker_is_unknown_never_ok() -> None:
     def returns_junk(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return True  # type: ignore[return-value]
 
-    verdicts = check_all(make_inputs(), BUDGETS, [("crashes", crashes), ("junk", returns_junk),
-                                                 ("no_lost_results", check_no_lost_results)])
+    verdicts = check_all(
+        make_inputs(),
+        BUDGETS,
+        [("crashes", crashes), ("junk", returns_junk), ("no_lost_results", check_no_lost_results)],
+    )
     assert verdicts[0] == Verdict("crashes", None, None, None, "checker crashed: ZeroDivisionError: division by zero")
     assert verdicts[1].ok is None and verdicts[1].detail.startswith("checker crashed: TypeError")
     assert verdicts[2].ok is True
@@ -421,9 +456,12 @@ def test_real_checkers_crash_to_unknown_on_broken_inputs() -> None:
     by_name = {v.name: v for v in verdicts}
     assert by_name["no_lost_results"].ok is None
     assert by_name["no_lost_results"].detail.startswith("checker crashed: KeyError")
-    assert not any(v.ok is True and v.name in ("no_lost_results", "accepted_requests", "result_integrity",
-                                                "retry_amplification", "unprovoked_resets")
-                   for v in verdicts)
+    assert not any(
+        v.ok is True
+        and v.name
+        in ("no_lost_results", "accepted_requests", "result_integrity", "retry_amplification", "unprovoked_resets")
+        for v in verdicts
+    )
 
 
 def test_overall_merges_like_jepsen() -> None:
@@ -435,8 +473,10 @@ def test_overall_merges_like_jepsen() -> None:
 
 
 def test_to_report_is_json_ready() -> None:
-    verdicts = check_all(make_inputs(), BUDGETS) + [Verdict("x", None, math.nan, np.float64(math.inf), "d"),
-                                                    Verdict("y", False, np.int64(3), np.float32(2.5), "d")]
+    verdicts = check_all(make_inputs(), BUDGETS) + [
+        Verdict("x", None, math.nan, np.float64(math.inf), "d"),
+        Verdict("y", False, np.int64(3), np.float32(2.5), "d"),
+    ]
     report = to_report(verdicts)
     assert all(set(r) == {"name", "ok", "figure", "budget", "detail"} for r in report)
     assert report[-2]["figure"] is None and report[-2]["budget"] is None
@@ -470,7 +510,9 @@ def test_a_restart_excuses_what_the_old_process_held_but_not_what_was_accepted_a
     set_row(h, 50, submit_start=0.5, submit_end=0.7, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=2.0)
     set_row(h, 60, submit_start=0.5, submit_end=0.7, outcome=Outcome.GAVE_UP, done=2.0)
     faults = fault_log(applied(restart, 0.3, 0.6))
-    v = check_no_lost_results(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"server:restart"})), BUDGETS)
+    v = check_no_lost_results(
+        make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"server:restart"})), BUDGETS
+    )
     assert v.ok is False and v.figure == 2, v.detail
     assert "nonce 1050" in v.detail and "nonce 1060" in v.detail and "nonce 1020" not in v.detail
     assert "2 ended during fatal server:restart (explained)" in v.detail

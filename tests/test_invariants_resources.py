@@ -38,6 +38,7 @@ from tests.invariant_doubles import (
 
 # --------------------------------------------------------------------------- bounded_fds
 
+
 def test_fds_within_budget() -> None:
     v = check_bounded_fds(make_inputs(), BUDGETS)
     assert v.ok is True
@@ -58,8 +59,9 @@ def test_fds_reaching_the_servers_limit_is_a_collapse() -> None:
     m = make_monitor()
     if not hasattr(m, "fd_limit"):
         pytest.skip("MonitorSamples has no fd_limit")
-    big = dataclasses.replace(make_monitor(fds=np.full(20, 1024.0), client_in_flight=np.full(20, 8192.0)),
-                              fd_limit=(1024, 1024))
+    big = dataclasses.replace(
+        make_monitor(fds=np.full(20, 1024.0), client_in_flight=np.full(20, 8192.0)), fd_limit=(1024, 1024)
+    )
     v = check_bounded_fds(make_inputs(monitor=big), BUDGETS)  # within 3 fds per in-flight, but at the limit
     assert v.ok is False and v.figure == pytest.approx((1024 - 40) / 8192) and v.figure <= v.budget
     assert v.detail.startswith("reached the server's fd limit (1024)")
@@ -104,7 +106,6 @@ def test_fds_baseline_from_first_sample_when_missing() -> None:
 # --------------------------------------------------------------------------- bounded_rss
 
 
-
 def test_rss_within_budget() -> None:
     v = check_bounded_rss(make_inputs(), NO_RETENTION)
     # figure and budget: growth over the baseline in MiB (the peak's, and what that sample allows)
@@ -112,7 +113,9 @@ def test_rss_within_budget() -> None:
     # results of 600 B observed beat the proto formula (64 tokens × 8 B = 512 B)
     assert v.budget == pytest.approx((256 * MIB + 4.0 * 50 * 600) / MIB)
     assert "600 B/result observed" in v.detail
-    with_overhead = check_bounded_rss(make_inputs(), dataclasses.replace(NO_RETENTION, in_flight_request_overhead_bytes=1000))
+    with_overhead = check_bounded_rss(
+        make_inputs(), dataclasses.replace(NO_RETENTION, in_flight_request_overhead_bytes=1000)
+    )
     assert with_overhead.budget == pytest.approx(v.budget + 50 * 1000 / MIB)
     proto_sized = make_history(result_bytes=500)
     v = check_bounded_rss(make_inputs(history=proto_sized), NO_RETENTION)
@@ -175,15 +178,21 @@ def test_rss_unknown_without_metrics() -> None:
 # --------------------------------------------------------------------------- healthz_latency
 
 
-
 def test_resets_with_no_fault_in_force_violate_unprovoked_resets() -> None:
     reset, refused = -int(ErrorClass.RESET), -int(ErrorClass.CONNECT)
-    h = with_attempts(make_history(), (3, AttemptKind.POLL, 0.5, reset), (3, AttemptKind.POLL, 0.6, 200),
-                      (7, AttemptKind.SUBMIT, 0.9, refused), (8, AttemptKind.POLL, 0.9, -int(ErrorClass.TIMEOUT)))
+    h = with_attempts(
+        make_history(),
+        (3, AttemptKind.POLL, 0.5, reset),
+        (3, AttemptKind.POLL, 0.6, 200),
+        (7, AttemptKind.SUBMIT, 0.9, refused),
+        (8, AttemptKind.POLL, 0.9, -int(ErrorClass.TIMEOUT)),
+    )
     v = check_unprovoked_resets(make_inputs(history=h), BUDGETS)
     assert v.ok is False and v.figure == 2 and v.budget == 0
-    assert v.detail.startswith("2 attempts reset or refused with no fault in force (budget 0): 1 resets, "
-                               "1 connect errors; first at 0.5s (poll of nonce 1003")
+    assert v.detail.startswith(
+        "2 attempts reset or refused with no fault in force (budget 0): 1 resets, "
+        "1 connect errors; first at 0.5s (poll of nonce 1003"
+    )
     # attempts per request are another invariant: the same history is not amplified
     amplification = check_retry_amplification(make_inputs(history=h), BUDGETS)
     assert amplification.ok is True and "reset" not in amplification.detail
@@ -270,8 +279,10 @@ def test_healthz_failures() -> None:
     assert v.detail.startswith("failing: 1 failed (allowed 0) at 0.5s")
     lenient = Budgets(healthz_failure_fraction=0.05)
     assert check_healthz_latency(make_inputs(monitor=make_monitor(healthz_ok=hok)), lenient).ok is True
-    assert check_healthz_latency(make_inputs(monitor=make_monitor(healthz_ok=hok)),
-                                 Budgets(healthz_max_failures=1)).ok is True
+    assert (
+        check_healthz_latency(make_inputs(monitor=make_monitor(healthz_ok=hok)), Budgets(healthz_max_failures=1)).ok
+        is True
+    )
 
 
 def test_healthz_only_during_load() -> None:
@@ -302,8 +313,9 @@ def test_healthz_probes_during_a_fault_and_its_recovery_are_not_judged() -> None
     v = check_healthz_latency(make_inputs(history=h, monitor=monitor, faults=faults), short)
     assert v.ok is False and v.detail.startswith("slow: p99")
     # every probe inside the allowance: unknown, never ok
-    inside = make_monitor(healthz_t=np.arange(2.0, 20.0, 0.5), healthz_latency=np.full(36, 8.0),
-                          healthz_ok=np.ones(36, dtype=bool))
+    inside = make_monitor(
+        healthz_t=np.arange(2.0, 20.0, 0.5), healthz_latency=np.full(36, 8.0), healthz_ok=np.ones(36, dtype=bool)
+    )
     v = check_healthz_latency(make_inputs(history=h, monitor=inside, faults=faults), BUDGETS)
     assert v.ok is None and "fell during a fault or its recovery allowance" in v.detail
 

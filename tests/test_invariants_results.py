@@ -40,6 +40,7 @@ from tests.invariant_doubles import (
 
 # --------------------------------------------------------------------------- no_lost_results
 
+
 def test_no_lost_results_holds_when_all_ok() -> None:
     v = check_no_lost_results(make_inputs(), BUDGETS)
     assert v.ok is True and v.figure == 0 and v.budget == 0
@@ -52,8 +53,6 @@ def test_a_404_is_always_a_loss_even_during_a_fatal_fault() -> None:
     v = check_no_lost_results(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
     assert v.ok is False and v.figure == 1
     assert "nonce 1030 (id -217) 404 at 12.3s" in v.detail
-
-
 
 
 def test_a_404_after_a_poll_dropped_when_the_result_was_there_is_retained_by_design() -> None:
@@ -90,11 +89,10 @@ def test_a_404_sooner_than_the_retention_window_after_a_dropped_poll_is_a_loss()
     v = check_no_lost_results(make_inputs(history=h, shape=scaled, router_completed_s=completed), BUDGETS)
     assert v.ok is False and v.figure == 1 and "nonce 1030" in v.detail and "nonce 1031" not in v.detail
     # a family that keeps results until it stops (TuFT) never answers 404 after a dropped poll by design
-    v = check_no_lost_results(make_inputs(history=h, shape=scaled, router_completed_s=completed,
-                                          contract=TUFT_CONTRACT), BUDGETS)
+    v = check_no_lost_results(
+        make_inputs(history=h, shape=scaled, router_completed_s=completed, contract=TUFT_CONTRACT), BUDGETS
+    )
     assert v.figure == 2
-
-
 
 
 def test_stall_spans_merge_failed_and_slow_probes() -> None:
@@ -116,8 +114,7 @@ def test_a_404_made_by_an_unscaled_server_stall_is_not_a_loss() -> None:
     set_row(h, 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=38.0)
     set_row(h, 41, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=58.0)
     completed = {int(h["nonce"][40]): 9.0, int(h["nonce"][41]): 30.0}
-    inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)),
-                         router_completed_s=completed)
+    inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)), router_completed_s=completed)
     v = check_no_lost_results(inputs, BUDGETS)
     assert v.ok is False and v.figure == 1 and "nonce 1041" in v.detail and "nonce 1040" not in v.detail
     assert "1 404 after a server stall of up to 28.0 real s" in v.detail
@@ -133,8 +130,9 @@ def test_a_failure_stored_under_a_fault_and_expired_in_the_stall_after_it_is_not
     shape = dataclasses.replace(SHAPE, time_scale=0.05)
     h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, submit_start=8.0, done=40.0)
     down = Fault("backend", "down", start_s=9.0, duration_s=0.5)
-    inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)),
-                         faults=fault_log(applied(down, 9.0, 9.5)))
+    inputs = make_inputs(
+        history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)), faults=fault_log(applied(down, 9.0, 9.5))
+    )
     v = check_no_lost_results(inputs, BUDGETS)
     assert v.ok is True and "1 404 after a server stall" in v.detail
     assert check_no_lost_results(dataclasses.replace(inputs, faults=None), BUDGETS).figure == 1
@@ -144,8 +142,9 @@ def test_a_404_inside_the_scaled_window_is_a_loss_whatever_the_stall() -> None:
     # 10 s old at scale 0.05 is under the 15 s a correct server keeps a result.
     shape = dataclasses.replace(SHAPE, time_scale=0.05)
     h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=19.0)
-    inputs = make_inputs(history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)),
-                         router_completed_s={int(h["nonce"][40]): 9.0})
+    inputs = make_inputs(
+        history=h, shape=shape, monitor=_stalled_monitor((10.0, 30.0)), router_completed_s={int(h["nonce"][40]): 9.0}
+    )
     assert check_no_lost_results(inputs, BUDGETS).figure == 1
 
 
@@ -185,10 +184,16 @@ def test_a_404_for_a_failed_forward_older_than_the_expiry_window_is_expired_by_d
     failed = "".join(
         f"{log_time(t)} - ERROR - skyrl: Backend-forwarded sample failed (request_id={int(h['server_id'][row])})\n"
         "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected\n"
-        for row, t in ((50, 3.3), (51, 20.0)))
+        for row, t in ((50, 3.3), (51, 20.0))
+    )
     partition = Fault("edge", "timeout", {"timeout": 0}, start_s=0.35, duration_s=36.0)
-    inputs = make_inputs(history=h, shape=shape, faults=fault_log(applied(partition, 0.35, 36.35)),
-                         server_log=classify_log(CLEAN_LOG + failed), router_completed_s={})
+    inputs = make_inputs(
+        history=h,
+        shape=shape,
+        faults=fault_log(applied(partition, 0.35, 36.35)),
+        server_log=classify_log(CLEAN_LOG + failed),
+        router_completed_s={},
+    )
     v = check_no_lost_results(inputs, BUDGETS)
     assert v.ok is False and v.figure == 1, v.detail  # row 51's failure was 17.9 s (358 SDK s) old: lost
     assert "nonce 1051" in v.detail and "nonce 1050" not in v.detail
@@ -314,18 +319,14 @@ def test_no_lost_results_counts_exactly_the_unexplained(rows: list[tuple[Outcome
 # --------------------------------------------------------------------------- accepted_requests
 
 
-
-
-
-
-
 def test_nothing_accepted_and_no_fault_is_violated_naming_the_class_and_the_first_requests() -> None:
     h = submit_log(rejected(make_history(16), slice(None)), {i: [400] for i in range(16)})
     v = check_accepted_requests(make_inputs(history=h, error_examples={"http_4xx": NOT_LOADED}), BUDGETS)
     assert v.ok is False and v.figure == 16 and v.budget == 0
     assert v.detail.startswith(
         "16 of 16 submitted requests rejected with no fatal fault in force (0 accepted): 400 ×16 (e.g. asample: "
-        "HTTP 400: b'{\"detail\":\"base model not loaded\"}'); first nonce 1000 at 0.0s, nonce 1001 at 0.0s")
+        'HTTP 400: b\'{"detail":"base model not loaded"}\'); first nonce 1000 at 0.0s, nonce 1001 at 0.0s'
+    )
     assert v.detail.count("nonce") == DETAIL_ITEMS and "..." in v.detail
 
 
@@ -334,8 +335,10 @@ def test_rejections_during_a_fatal_fault_are_explained() -> None:
     faults = fault_log(applied(CRASH, 0.2, 0.5))
     v = check_accepted_requests(make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"crash"})), BUDGETS)
     assert v.ok is True and v.figure == 0
-    assert v.detail == ("80 of 100 submitted requests accepted; 20 rejected while fatal router:crash was in force "
-                        "(explained: http_4xx ×20)")
+    assert v.detail == (
+        "80 of 100 submitted requests accepted; 20 rejected while fatal router:crash was in force "
+        "(explained: http_4xx ×20)"
+    )
     # the same fault not declared fatal explains nothing
     v = check_accepted_requests(make_inputs(history=h, faults=faults), BUDGETS)
     assert v.ok is False and v.figure == 20
@@ -357,12 +360,16 @@ def test_rejections_outside_fatal_faults_are_named_by_class_commonest_first() ->
     h = submit_log(h, {1: [400], 2: [400], 3: [400], 5: [503, 503], 6: [500, 503], 8: [-int(ErrorClass.RESET)]})
     faults = fault_log(applied(CRASH, 0.5, 0.9))  # fatal, but after these submits
     examples = {"http_4xx": "retrieve_future: HTTP 429: b''", "http_5xx": "asample: HTTP 503: b'busy'"}
-    inputs = make_inputs(history=h, faults=faults, fatal_fault_kinds=frozenset({"router:crash"}), error_examples=examples)
+    inputs = make_inputs(
+        history=h, faults=faults, fatal_fault_kinds=frozenset({"router:crash"}), error_examples=examples
+    )
     v = check_accepted_requests(inputs, BUDGETS)
     assert v.ok is False and v.figure == 6
     # classes by the last submit attempt's status; an example only when it is an asample's
-    assert "(94 accepted): 400 ×3, 503 ×2 (e.g. asample: HTTP 503: b'busy'), reset ×1; first nonce 1001 at 0.0s" \
+    assert (
+        "(94 accepted): 400 ×3, 503 ×2 (e.g. asample: HTTP 503: b'busy'), reset ×1; first nonce 1001 at 0.0s"
         in v.detail
+    )
 
 
 def test_a_client_cut_off_by_an_edge_outage_past_its_retry_window_was_never_refused() -> None:
@@ -380,12 +387,16 @@ def test_a_client_cut_off_by_an_edge_outage_past_its_retry_window_was_never_refu
     inputs = make_inputs(history=h, shape=shape, faults=fault_log(applied(down, 0.0, 24.0)))
     v = check_accepted_requests(inputs, BUDGETS)
     assert v.ok is False and v.figure == 2 and "nonce 1005" in v.detail and "nonce 1006" in v.detail, v.detail
-    assert "3 gave up unable to reach the server: their last asample attempt failed in transport while " \
-           "edge:down cut the link" in v.detail
+    assert (
+        "3 gave up unable to reach the server: their last asample attempt failed in transport while "
+        "edge:down cut the link" in v.detail
+    )
     # a degradation does not cut a link off; without the attempt log, the last backoff_cap_s stands for it
     slow = Fault("edge", "latency", {"latency": 100}, start_s=0.0, duration_s=24.0)
-    assert check_accepted_requests(dataclasses.replace(inputs, faults=fault_log(applied(slow, 0.0, 24.0))),
-                                   BUDGETS).figure == 5
+    assert (
+        check_accepted_requests(dataclasses.replace(inputs, faults=fault_log(applied(slow, 0.0, 24.0))), BUDGETS).figure
+        == 5
+    )
     h.attempts = History.empty(0).attempts
     assert check_accepted_requests(dataclasses.replace(inputs, history=h), BUDGETS).figure == 2
 
@@ -406,8 +417,9 @@ def test_submits_the_load_ended_are_unfinished_not_rejected() -> None:
     h["submit_start"][80:] = np.nan
     v = check_accepted_requests(make_inputs(history=h, interrupted=True), BUDGETS)
     assert v.ok is True and v.figure == 0
-    assert v.detail == ("50 of 50 submitted requests accepted; "
-                        "50 unfinished (not submitted or still submitting when the load ended)")
+    assert v.detail == (
+        "50 of 50 submitted requests accepted; 50 unfinished (not submitted or still submitting when the load ended)"
+    )
     nothing_ended = make_history(server_id=0, outcome=Outcome.PENDING, done=np.nan, submit_end=np.nan)
     v = check_accepted_requests(make_inputs(history=nothing_ended, interrupted=True), BUDGETS)
     assert v.ok is None and "100 unfinished" in v.detail
@@ -417,8 +429,11 @@ def test_a_rejection_after_the_harness_stopped_the_load_is_not_judged() -> None:
     h = rejected(make_history(), [90], submit_end=0.95)
     rejected(h, [10])  # at 0.105 s, before the stop: judged
     v = check_accepted_requests(make_inputs(history=h, load_stopped_s=0.9), BUDGETS)
-    assert v.ok is False and v.figure == 1 and "1 rejected after the harness stopped the load at 0.9s (not judged)" \
-        in v.detail
+    assert (
+        v.ok is False
+        and v.figure == 1
+        and "1 rejected after the harness stopped the load at 0.9s (not judged)" in v.detail
+    )
 
 
 def test_a_client_that_hides_server_ids_is_judged_by_its_results() -> None:
@@ -466,6 +481,7 @@ def test_accepted_requests_counts_exactly_the_rejections(rows: list[tuple[Outcom
 
 
 # --------------------------------------------------------------------------- result_integrity
+
 
 def test_integrity_holds_and_fails() -> None:
     assert check_result_integrity(make_inputs(), BUDGETS).ok is True

@@ -15,8 +15,9 @@ from tests.invariant_doubles import NOT_LOADED, make_history, make_monitor, reje
 
 def _result(**flags) -> TrialResult:
     history = set_row(make_history(), 7, outcome=Outcome.PENDING, done=float("nan"))
-    return TrialResult(TrialConfig(target="skyrl==0.4.0"), history, [], make_monitor(), {}, {}, 600.0, 600.0, {},
-                       **flags)
+    return TrialResult(
+        TrialConfig(target="skyrl==0.4.0"), history, [], make_monitor(), {}, {}, 600.0, 600.0, {}, **flags
+    )
 
 
 def _lost(result: TrialResult):
@@ -36,10 +37,13 @@ def test_a_request_left_pending_by_the_wall_bound_is_lost_and_one_cut_off_by_the
 def _rejected_result() -> TrialResult:
     """Every asample answered 400, as a server without its base model does; two workers kept examples."""
     history = submit_log(rejected(make_history(16), slice(None)), {i: [400] for i in range(16)})
-    workers = [WorkerSummary(0, {}, {}, {"http_4xx": NOT_LOADED}),
-               WorkerSummary(1, {}, {}, {"http_4xx": "asample: HTTP 400: b'other'", "reset": "x"})]
-    return TrialResult(TrialConfig(target="url=http://127.0.0.1:9"), history, workers, make_monitor(), {}, {},
-                       5.0, 5.0, {})
+    workers = [
+        WorkerSummary(0, {}, {}, {"http_4xx": NOT_LOADED}),
+        WorkerSummary(1, {}, {}, {"http_4xx": "asample: HTTP 400: b'other'", "reset": "x"}),
+    ]
+    return TrialResult(
+        TrialConfig(target="url=http://127.0.0.1:9"), history, workers, make_monitor(), {}, {}, 5.0, 5.0, {}
+    )
 
 
 def test_the_clients_first_example_of_a_rejection_reaches_accepted_requests() -> None:
@@ -48,7 +52,7 @@ def test_the_clients_first_example_of_a_rejection_reaches_accepted_requests() ->
     verdicts = {v.name: v for v in judge(result, Budgets())}
     accepted = verdicts["accepted_requests"]
     assert accepted.ok is False and accepted.figure == 16
-    assert "400 ×16 (e.g. asample: HTTP 400: b'{\"detail\":\"base model not loaded\"}')" in accepted.detail
+    assert '400 ×16 (e.g. asample: HTTP 400: b\'{"detail":"base model not loaded"}\')' in accepted.detail
     assert verdicts["no_lost_results"].ok is None
     assert verdicts["no_lost_results"].detail.startswith("0 accepted (see accepted_requests)")
     assert overall(verdicts.values()) is False

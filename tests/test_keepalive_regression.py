@@ -19,8 +19,22 @@ from tests.conftest import require_target, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SHAPE = ["run", "--target", "skyrl==0.4.0", "--time-scale", "0.05", "--requests", "6000", "--workers", "1",
-         "--delay-polls", "1@4.9", "--quiet", "--max-wall", "300"]
+SHAPE = [
+    "run",
+    "--target",
+    "skyrl==0.4.0",
+    "--time-scale",
+    "0.05",
+    "--requests",
+    "6000",
+    "--workers",
+    "1",
+    "--delay-polls",
+    "1@4.9",
+    "--quiet",
+    "--max-wall",
+    "300",
+]
 
 
 def _run(tmp_path, workdir, *extra: str) -> dict:

@@ -69,7 +69,9 @@ def test_direct_edge_refuses_edge_faults() -> None:
     edge = dataclasses.replace(config, faults=FaultSchedule((Fault("edge", "down", start_s=1.0, duration_s=1.0),)))
     with pytest.raises(ValueError, match="direct_edge leaves the edge proxy out"):
         edge.validate()
-    backend = dataclasses.replace(config, faults=FaultSchedule((Fault("backend", "down", start_s=1.0, duration_s=1.0),)))
+    backend = dataclasses.replace(
+        config, faults=FaultSchedule((Fault("backend", "down", start_s=1.0, duration_s=1.0),))
+    )
     backend.validate()
 
 
@@ -109,9 +111,12 @@ def test_the_nightly_lost_results_property_runs_the_edges_half_open_delivery_and
     nightly = known_configs(get_profile("nightly"), LOST, "skyrl==0.4.0", ())
     edges = [EDGE_TRIALS[name](SKYRL_CONTRACT, 0.05) for name in ("completed_ttl_edge", "retrieved_ttl_edge")]
     assert [c.shape for c in nightly] == [edge.shape for edge in edges] + [
-        KNOWN_SHAPES[name](0.05) for name in ("half_open_delivery", "restart_reuse")]
+        KNOWN_SHAPES[name](0.05) for name in ("half_open_delivery", "restart_reuse")
+    ]
     assert nightly[2].faults == known.half_open_faults(nightly[2].shape) and nightly[2].proxies == "on"
-    assert nightly[3].faults == known.restart_faults(nightly[3].shape) and nightly[3].fatal_faults == ("server:restart",)
+    assert nightly[3].faults == known.restart_faults(nightly[3].shape) and nightly[3].fatal_faults == (
+        "server:restart",
+    )
 
 
 def test_ci_runs_the_contract_edge_trials_of_the_targets_family_only() -> None:
@@ -135,8 +140,9 @@ def test_every_family_with_known_trials_runs_them_in_its_property() -> None:
 
     source = (Path(families.__file__).parent / "test_properties.py").read_text()
     built = set(re.findall(r"^@_property\((\w+)", source, flags=re.M))
-    with_known = {name for name, value in inspect.getmembers(families)
-                  if isinstance(value, families.Family) and value.known}
+    with_known = {
+        name for name, value in inspect.getmembers(families) if isinstance(value, families.Family) and value.known
+    }
     assert with_known and with_known <= built
     assert "known_configs(" in source.split("def _property")[0]  # _known, which _property applies
 

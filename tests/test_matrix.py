@@ -31,27 +31,61 @@ CLEAN = MatrixRow("clean", "skyrl==0.4.0", (), "clean", "why")
 
 
 def prop(name: str, outcome: str, violated=(), repro_requests=None, error=None, judged=1) -> dict:
-    return {"nodeid": f"faultload/suite/test_properties.py::{name}", "name": name, "outcome": outcome,
-            "violated": list(violated), "repro_requests": repro_requests, "judged_trials": judged,
-            "repro_path": f"/r/{name}.json" if repro_requests else None, "error": error}
+    return {
+        "nodeid": f"faultload/suite/test_properties.py::{name}",
+        "name": name,
+        "outcome": outcome,
+        "violated": list(violated),
+        "repro_requests": repro_requests,
+        "judged_trials": judged,
+        "repro_path": f"/r/{name}.json" if repro_requests else None,
+        "error": error,
+    }
 
 
 def summary(*props: dict, judged: int | None = None, profile: str = "ci") -> dict:
     total = sum(p["judged_trials"] for p in props) if judged is None else judged
-    return {"profile": profile, "trials": 7, "judged_trials": total, "properties": list(props),
-            "invariants": {"no_lost_results": {"judged": total, "unknown": 0, "skipped": 0},
-                           "bounded_cpu": {"judged": 0, "unknown": total, "skipped": 1}}}
+    return {
+        "profile": profile,
+        "trials": 7,
+        "judged_trials": total,
+        "properties": list(props),
+        "invariants": {
+            "no_lost_results": {"judged": total, "unknown": 0, "skipped": 0},
+            "bounded_cpu": {"judged": 0, "unknown": total, "skipped": 1},
+        },
+    }
 
 
 def passed(n: int = 7) -> list[dict]:
     return [prop(f"p{i}", "passed") for i in range(n)]
 
 
-COMPARISON_ROWS = ["a-a", "rich-access-log-cost", "a-a-long-result", "httpx-forwarding-cost", "proto-per-poll-cost",
-                   "json-decode-cost", "a-a-store", "lookup-by-scan-cost", "sweep-on-create-cost"]
-MUTANT_ROWS = ["never-resolve-on-failure", "early-408", "id-reuse-after-restart", "500-for-unknown",
-               "blocking-call", "mixed-results", "pending-ttl-short", "swapped-ttls", "truncated-result",
-               "empty-200-on-failure", "session-per-request", "double-forward"]
+COMPARISON_ROWS = [
+    "a-a",
+    "rich-access-log-cost",
+    "a-a-long-result",
+    "httpx-forwarding-cost",
+    "proto-per-poll-cost",
+    "json-decode-cost",
+    "a-a-store",
+    "lookup-by-scan-cost",
+    "sweep-on-create-cost",
+]
+MUTANT_ROWS = [
+    "never-resolve-on-failure",
+    "early-408",
+    "id-reuse-after-restart",
+    "500-for-unknown",
+    "blocking-call",
+    "mixed-results",
+    "pending-ttl-short",
+    "swapped-ttls",
+    "truncated-result",
+    "empty-200-on-failure",
+    "session-per-request",
+    "double-forward",
+]
 TTL_ROWS = ["completed-ttl-from-creation", "retrieved-ttl-from-completion", "retrieved-ttl-short"]
 SIZE_ROWS = ["store-capped", "results-capped", "forwarding-pool-default", "forwarding-semaphore"]
 KEEP_ROWS = ["keep-delivered", "evict-pending-only", "naive-completed-at", "sweep-counts-bytes"]
@@ -59,25 +93,66 @@ KEEP_ROWS = ["keep-delivered", "evict-pending-only", "naive-completed-at", "swee
 
 def test_default_rows_cover_the_issue() -> None:
     names = [r.name for r in DEFAULT_ROWS]
-    assert names == ["clean", "fixed", "retention", "keepalive", "rich-access-log", "skyrl-0.3.0",
-                     "skyrl-0.3.0-training", "newest-sdk", "newest-sdk-fixed", *COMPARISON_ROWS, *MUTANT_ROWS,
-                     "lost-wakeup", *TTL_ROWS, *SIZE_ROWS, *KEEP_ROWS, "tuft", "tuft-newest-sdk", "tuft-newest-sdk-fixed"]
+    assert names == [
+        "clean",
+        "fixed",
+        "retention",
+        "keepalive",
+        "rich-access-log",
+        "skyrl-0.3.0",
+        "skyrl-0.3.0-training",
+        "newest-sdk",
+        "newest-sdk-fixed",
+        *COMPARISON_ROWS,
+        *MUTANT_ROWS,
+        "lost-wakeup",
+        *TTL_ROWS,
+        *SIZE_ROWS,
+        *KEEP_ROWS,
+        "tuft",
+        "tuft-newest-sdk",
+        "tuft-newest-sdk-fixed",
+    ]
     # rich-access-log: clean, a blind spot of the absolute budgets said as an expectation (its -cost row catches it)
-    assert [r.expected for r in DEFAULT_ROWS][:15] == ["caught", "clean", "caught", "caught", "clean", "caught",
-                                                       "caught", "caught", "clean", "clean", "caught", "clean",
-                                                       "caught", "caught", "caught"]
+    assert [r.expected for r in DEFAULT_ROWS][:15] == [
+        "caught",
+        "clean",
+        "caught",
+        "caught",
+        "clean",
+        "caught",
+        "caught",
+        "caught",
+        "clean",
+        "clean",
+        "caught",
+        "clean",
+        "caught",
+        "caught",
+        "caught",
+    ]
     # the newest SDK's rows: the release through it (finding 6), and through it with every candidate fix
-    assert [(r.sdk, r.fixes[-1]) for r in DEFAULT_ROWS[7:9]] == [("tinker==0.38.0", "retain-until-expiry"),
-                                                                  ("tinker==0.38.0", "sample-sequence-ids")]
+    assert [(r.sdk, r.fixes[-1]) for r in DEFAULT_ROWS[7:9]] == [
+        ("tinker==0.38.0", "retain-until-expiry"),
+        ("tinker==0.38.0", "sample-sequence-ids"),
+    ]
     keepalive = next(r for r in DEFAULT_ROWS if r.name == "keepalive")
     assert (keepalive.expectation("ci").expected, keepalive.expectation("nightly").expected) == ("clean", "caught")
     assert [r.name for r in DEFAULT_ROWS if r.baseline] == COMPARISON_ROWS
-    assert [r.fixes for r in DEFAULT_ROWS][:2] == [(), ("plain-tracebacks", "keepalive-past-sdk",
-                                                         "retain-until-expiry")]
+    assert [r.fixes for r in DEFAULT_ROWS][:2] == [
+        (),
+        ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry"),
+    ]
     # every regression switch that is a cost has its comparison row; each A/A row has the size of the rows it vouches for
     costs = {r.regress for r in DEFAULT_ROWS if r.baseline and r.regress}
-    assert costs == {("rich-access-log",), ("httpx-forwarding",), ("proto-per-poll",), ("json-decode",),
-                     ("lookup-by-scan",), ("sweep-on-create",)}
+    assert costs == {
+        ("rich-access-log",),
+        ("httpx-forwarding",),
+        ("proto-per-poll",),
+        ("json-decode",),
+        ("lookup-by-scan",),
+        ("sweep-on-create",),
+    }
     aa_sizes = {r.compare_trial for r in DEFAULT_ROWS if r.baseline and not r.regress}
     assert {r.compare_trial for r in DEFAULT_ROWS if r.baseline} == aa_sizes
 
@@ -104,8 +179,13 @@ def test_the_row_lists_outside_python_name_real_rows() -> None:
     """The --rows help, .ci/run and the nightly workflow spell rows out; a typo there would fail at run time."""
     root = Path(__file__).resolve().parent.parent
     names = [r.name for r in DEFAULT_ROWS]
-    matrix_help = subprocess.run([sys.executable, "-m", "faultload", "matrix", "--help"], capture_output=True,
-                                 text=True, check=True, env={**os.environ, "COLUMNS": "1000"}).stdout  # no wrapping
+    matrix_help = subprocess.run(
+        [sys.executable, "-m", "faultload", "matrix", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "1000"},
+    ).stdout  # no wrapping
     assert "default all: " + ", ".join(names) + ")" in " ".join(matrix_help.split())
     for path in (root / ".ci" / "run", root / ".github" / "workflows" / "nightly.yml"):
         for listed in re.findall(r"--rows ([\w,.-]+)", path.read_text()):
@@ -131,14 +211,18 @@ def test_row_command() -> None:
     fixed = row_command(select_rows(["fixed"])[0], "ci", Path("s"), Path("f"), all_properties=False)
     assert fixed[fixed.index("--faultload-fix") + 1] == "plain-tracebacks" and "--faultload-regress" not in fixed
     assert "-k" not in fixed
-    training = row_command(select_rows(["skyrl-0.3.0-training"])[0], "nightly", Path("s"), Path("f"), all_properties=False)
+    training = row_command(
+        select_rows(["skyrl-0.3.0-training"])[0], "nightly", Path("s"), Path("f"), all_properties=False
+    )
     assert training[training.index("-k") + 1] == "test_training"  # the row runs the training property alone
 
 
 def test_caught_row_names_its_invariants_and_smallest_repro() -> None:
-    s = summary(prop("test_no_lost_results", "failed", ["no_lost_results"], 3),
-                prop("test_all_invariants", "failed", ["no_lost_results", "retry_amplification"], 1),
-                prop("test_health", "passed"))
+    s = summary(
+        prop("test_no_lost_results", "failed", ["no_lost_results"], 3),
+        prop("test_all_invariants", "failed", ["no_lost_results", "retry_amplification"], 1),
+        prop("test_health", "passed"),
+    )
     r = judge_row(ROW, s, 1, 100.0)
     assert r.result == "caught" and r.as_expected
     assert r.caught_by == ["no_lost_results", "retry_amplification"]
@@ -200,8 +284,12 @@ def test_the_clean_rows_expectation_is_finding_1_on_ci_and_findings_1_and_5_on_n
     assert judge_row(clean, quiet, 0, 5.0).result == "clean" and not judge_row(clean, quiet, 0, 5.0).as_expected
     fixed = select_rows(["fixed"])[0]
     assert fixed.expectation("nightly").expected == "clean"
-    assert all(r.expectation(p).caught_by for r in DEFAULT_ROWS for p in ("ci", "nightly")
-               if r.expectation(p).expected == "caught")
+    assert all(
+        r.expectation(p).caught_by
+        for r in DEFAULT_ROWS
+        for p in ("ci", "nightly")
+        if r.expectation(p).expected == "caught"
+    )
 
 
 def test_infrastructure_failures_are_errors_not_catches() -> None:
@@ -215,30 +303,45 @@ def test_infrastructure_failures_are_errors_not_catches() -> None:
 
 
 def test_markdown_table() -> None:
-    rows = [judge_row(ROW, summary(prop("a", "failed", ["no_lost_results"], 1)), 1, 120.0).__dict__,
-            judge_row(DEFAULT_ROWS[1], summary(prop("a", "failed", ["healthz_latency"], 9)), 1, 60.0).__dict__]
+    rows = [
+        judge_row(ROW, summary(prop("a", "failed", ["no_lost_results"], 1)), 1, 120.0).__dict__,
+        judge_row(DEFAULT_ROWS[1], summary(prop("a", "failed", ["healthz_latency"], 9)), 1, 60.0).__dict__,
+    ]
     text = markdown_table({"profile": "ci", "wall_s": 180.0, "ok": False, "rows": rows})
     assert "NOT every row as expected" in text
-    assert ("| retention | `skyrl==0.4.0` | retention | — | caught by no_lost_results | caught | no_lost_results "
-            "| 1 (min 7) | 1 | 2.0 min |") in text
-    assert ("| fixed | `skyrl==0.4.0` | — | plain-tracebacks, keepalive-past-sdk, retain-until-expiry | clean "
-            "| **caught** | healthz_latency | 1 (min 7) | 9 | 1.0 min |") in text
+    assert (
+        "| retention | `skyrl==0.4.0` | retention | — | caught by no_lost_results | caught | no_lost_results "
+        "| 1 (min 7) | 1 | 2.0 min |"
+    ) in text
+    assert (
+        "| fixed | `skyrl==0.4.0` | — | plain-tracebacks, keepalive-past-sdk, retain-until-expiry | clean "
+        "| **caught** | healthz_latency | 1 (min 7) | 9 | 1.0 min |"
+    ) in text
     assert "| row | no_lost_results | bounded_cpu |" in text
     assert "| retention | 1 / 0 / 0 | **0** / 1 / 1 |" in text
     assert "Not judged: retention: bounded_cpu; fixed: bounded_cpu." in text
 
 
 def test_cli_rejects_bad_rows_with_exit_2() -> None:
-    proc = subprocess.run([str(Path(sys.executable).with_name("faultload")), "matrix", "--rows", "clean,nope"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("faultload")), "matrix", "--rows", "clean,nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "faultload: error: --rows: unknown row 'nope'; known: " + ", ".join(r.name for r in DEFAULT_ROWS)]
+        "faultload: error: --rows: unknown row 'nope'; known: " + ", ".join(r.name for r in DEFAULT_ROWS)
+    ]
 
 
 def test_cli_rejects_a_negative_session_time_with_exit_2() -> None:
-    proc = subprocess.run([str(Path(sys.executable).with_name("faultload")), "matrix", "--session-s", "-1"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("faultload")), "matrix", "--session-s", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == ["faultload: error: --session-s: expected a number of seconds >= 0, got '-1'"]
 
@@ -252,9 +355,25 @@ def test_a_real_row_whose_trials_were_all_skipped_is_error_not_judged(tmp_path: 
     """The real suite (pytest faultload in a subprocess) with no session time: no trial may start,
     every example is skipped by the time bound, and the row is an error, never clean."""
     out = tmp_path / "m.json"
-    proc = subprocess.run([str(Path(sys.executable).with_name("faultload")), "matrix", "--profile", "ci",
-                           "--rows", "clean", "--session-s", "0", "--json-out", str(out), "--logs", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("faultload")),
+            "matrix",
+            "--profile",
+            "ci",
+            "--rows",
+            "clean",
+            "--session-s",
+            "0",
+            "--json-out",
+            str(out),
+            "--logs",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 3, proc.stderr  # not judged: the rig's, not the server's (cli.exits.EXIT_HARNESS)
     import json
 
@@ -267,15 +386,34 @@ def test_a_real_row_whose_trials_were_all_skipped_is_error_not_judged(tmp_path: 
 
 # ----------------------------------------------------------------------------- comparison rows
 
-COST = MatrixRow("rich-access-log-cost", "skyrl==0.4.0", ("rich-access-log",), "caught", "why",
-                 caught_by=("server_cpu_ms_per_request",), baseline="skyrl==0.4.0")
+COST = MatrixRow(
+    "rich-access-log-cost",
+    "skyrl==0.4.0",
+    ("rich-access-log",),
+    "caught",
+    "why",
+    caught_by=("server_cpu_ms_per_request",),
+    baseline="skyrl==0.4.0",
+)
 
 
 def _compared(worse=(), unknown=(), trials=10, error=None) -> dict:
-    return {"schema": "faultload.compare/1", "worse": list(worse), "unknown": list(unknown),
-            "trials": [{"order": i, "error": error} for i in range(trials)],
-            "metrics": [{"name": "server_cpu_ms_per_request", "ratio": 1.3, "ci": [1.2, 1.4], "threshold": 1.15,
-                         "worse": bool(worse)}], "ok": not worse and not unknown}
+    return {
+        "schema": "faultload.compare/1",
+        "worse": list(worse),
+        "unknown": list(unknown),
+        "trials": [{"order": i, "error": error} for i in range(trials)],
+        "metrics": [
+            {
+                "name": "server_cpu_ms_per_request",
+                "ratio": 1.3,
+                "ci": [1.2, 1.4],
+                "threshold": 1.15,
+                "worse": bool(worse),
+            }
+        ],
+        "ok": not worse and not unknown,
+    }
 
 
 def test_a_comparison_row_is_caught_by_the_metric_that_is_worse() -> None:
@@ -311,8 +449,7 @@ def test_a_comparison_row_runs_faultload_compare_on_its_two_builds(tmp_path, mon
             return 1
 
     monkeypatch.setattr("faultload.matrix.run.subprocess.Popen", Done)
-    r = run_row(COST, "ci", tmp_path, tmp_path, all_properties=False, cwd=tmp_path, timeout_s=10.0,
-                log=lambda m: None)
+    r = run_row(COST, "ci", tmp_path, tmp_path, all_properties=False, cwd=tmp_path, timeout_s=10.0, log=lambda m: None)
     cmd = seen["cmd"]
     assert cmd[1:4] == ["-m", "faultload", "compare"]
     assert cmd[cmd.index("--baseline") + 1] == "skyrl==0.4.0"

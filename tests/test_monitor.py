@@ -90,7 +90,14 @@ def _run_monitor(mon: Monitor, rows: int = 3, probes: int = 3):
 def test_samples_process_router_and_live_counters(http_stub):
     server = http_stub()
     live = {"completed": 5, "failed": 1, "in_flight": 3, "submitted": 9}
-    mon = Monitor(os.getpid(), f"{server.url}/api/v1/healthz", f"{server.url}/stats", lambda: live, time.monotonic(), interval_s=0.05)
+    mon = Monitor(
+        os.getpid(),
+        f"{server.url}/api/v1/healthz",
+        f"{server.url}/stats",
+        lambda: live,
+        time.monotonic(),
+        interval_s=0.05,
+    )
     result = _run_monitor(mon)
     s = result.samples
     assert set(s) == set(SAMPLE_FIELDS)
@@ -115,7 +122,9 @@ def test_server_listen_queue_is_sampled(http_stub):
     """With the server's port, each sample carries its listener's accept queue and capacity."""
     server = http_stub()
     port = server.server_address[1]
-    mon = Monitor(os.getpid(), f"{server.url}/api/v1/healthz", None, None, time.monotonic(), interval_s=0.05, server_port=port)
+    mon = Monitor(
+        os.getpid(), f"{server.url}/api/v1/healthz", None, None, time.monotonic(), interval_s=0.05, server_port=port
+    )
     s = _run_monitor(mon, rows=2, probes=1).samples
     assert (s["listen_backlog"] > 0).all()
     assert (s["accept_queue"] >= 0).all()
@@ -180,8 +189,15 @@ def test_healthz_500_counts_failures(http_stub):
 
 def test_healthz_closed_port_counts_failures():
     port = pick_free_port()
-    mon = Monitor(os.getpid(), f"http://127.0.0.1:{port}/api/v1/healthz", f"http://127.0.0.1:{port}/stats", None,
-                  time.monotonic(), interval_s=0.05, healthz_timeout_s=1.0)
+    mon = Monitor(
+        os.getpid(),
+        f"http://127.0.0.1:{port}/api/v1/healthz",
+        f"http://127.0.0.1:{port}/stats",
+        None,
+        time.monotonic(),
+        interval_s=0.05,
+        healthz_timeout_s=1.0,
+    )
     result = _run_monitor(mon, rows=2, probes=3)
     assert result.healthz_failures == result.healthz_t.size >= 3
     assert (result.samples["router_received"] == -1).all()

@@ -92,12 +92,19 @@ def ns(monkeypatch) -> dict:
 
     connectors: list[dict] = []
     module = types.ModuleType("standin_forwarding_edges")  # the forwarding client's module, registered for the test
-    module.__dict__.update(asyncio=asyncio, connectors=connectors, aiohttp=types.SimpleNamespace(
-        TCPConnector=lambda **kwargs: connectors.append(kwargs) or kwargs))
+    module.__dict__.update(
+        asyncio=asyncio,
+        connectors=connectors,
+        aiohttp=types.SimpleNamespace(TCPConnector=lambda **kwargs: connectors.append(kwargs) or kwargs),
+    )
     monkeypatch.setitem(sys.modules, module.__name__, module)
     client_cls = type("SkyRLTrainInferenceForwardingClient", (_DoubleClient,), {"__module__": module.__name__})
-    return {"ExternalFutureStore": type("ExternalFutureStore", (_DoubleStore,), {}), "EngineConfig": EngineConfig,
-            "logger": logging.getLogger("test-mutant-edges"), "SkyRLTrainInferenceForwardingClient": client_cls}
+    return {
+        "ExternalFutureStore": type("ExternalFutureStore", (_DoubleStore,), {}),
+        "EngineConfig": EngineConfig,
+        "logger": logging.getLogger("test-mutant-edges"),
+        "SkyRLTrainInferenceForwardingClient": client_cls,
+    }
 
 
 def _kept_at(ns: dict, regress: list[str], entry: _Entry, seconds: float) -> bool:
@@ -146,10 +153,10 @@ def test_results_capped_sweeps_the_oldest_finished_results_past_its_cap_and_keep
     store = ns["ExternalFutureStore"]()
     cap = skyrl_mutants_size.RESULTS_CAP
     ids = [store.create("m", None) for _ in range(cap + 7)]
-    for i, request_id in enumerate(ids[:cap + 5]):  # newest first: the drop order is by completion, not creation
+    for i, request_id in enumerate(ids[: cap + 5]):  # newest first: the drop order is by completion, not creation
         store._entries[request_id].completed_at = T0 + timedelta(milliseconds=cap + 5 - i)
     store._sweep(T0 + timedelta(seconds=60))  # inside every TTL: only the cap evicts
-    assert set(store._entries) == set(ids) - set(ids[cap:cap + 5])
+    assert set(store._entries) == set(ids) - set(ids[cap : cap + 5])
 
 
 def test_forwarding_pool_default_builds_the_connector_without_its_limit(ns):
@@ -164,7 +171,9 @@ def test_forwarding_semaphore_holds_at_most_its_count_of_forwards_at_once(ns):
     client = ns["SkyRLTrainInferenceForwardingClient"]()
 
     async def burst() -> None:
-        await asyncio.gather(*(client._forward_with_retry(i, "m") for i in range(skyrl_mutants_size.FORWARD_SEMAPHORE + 50)))
+        await asyncio.gather(
+            *(client._forward_with_retry(i, "m") for i in range(skyrl_mutants_size.FORWARD_SEMAPHORE + 50))
+        )
 
     asyncio.run(burst())
     assert client.most_inside == skyrl_mutants_size.FORWARD_SEMAPHORE
@@ -189,8 +198,9 @@ def test_sweep_on_create_sweeps_before_every_create(ns):
     assert 1 not in store._entries and len(store._entries) == 1
 
 
-@pytest.mark.parametrize("name", sorted({**skyrl_mutants_time.MUTANTS, **skyrl_mutants_size.MUTANTS,
-                                         **skyrl_mutants_cost.MUTANTS}))
+@pytest.mark.parametrize(
+    "name", sorted({**skyrl_mutants_time.MUTANTS, **skyrl_mutants_size.MUTANTS, **skyrl_mutants_cost.MUTANTS})
+)
 def test_a_version_without_the_in_memory_store_is_refused_by_name(ns, name):
     del ns["ExternalFutureStore"]
     with pytest.raises(skyrl_patches.PatchError, match="no 'ExternalFutureStore'"):

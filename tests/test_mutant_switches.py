@@ -99,11 +99,15 @@ def ns(monkeypatch) -> dict:
     """A stand-in api namespace; its forwarding client lives in a stand-in module, as in 0.4.0."""
     module = types.ModuleType("standin_forwarding_mutants")
     client_cls = type("SkyRLTrainInferenceForwardingClient", (_DoubleClient,), {"__module__": module.__name__})
-    module.__dict__.update({
-        "SkyRLTrainInferenceForwardingClient": client_cls, "logger": logging.getLogger("test-mutants"),
-        "RequestStatus": _Status, "types": types.SimpleNamespace(ErrorResponse=_ErrorResponse),
-        "serialize_sample_output": lambda sequences, prompt_logprobs, topk: ("proto", sequences),
-    })
+    module.__dict__.update(
+        {
+            "SkyRLTrainInferenceForwardingClient": client_cls,
+            "logger": logging.getLogger("test-mutants"),
+            "RequestStatus": _Status,
+            "types": types.SimpleNamespace(ErrorResponse=_ErrorResponse),
+            "serialize_sample_output": lambda sequences, prompt_logprobs, topk: ("proto", sequences),
+        }
+    )
     monkeypatch.setitem(sys.modules, module.__name__, module)
 
     async def wait_for_future(waiters, request_id, timeout):
@@ -111,9 +115,12 @@ def ns(monkeypatch) -> dict:
             raise KeyError(request_id)
         return waiters[request_id]
 
-    return {"SkyRLTrainInferenceForwardingClient": client_cls,
-            "ExternalFutureStore": type("ExternalFutureStore", (_DoubleStore,), {}),
-            "RETRIEVE_FUTURE_TIMEOUT_SECONDS": 300, "wait_for_future": wait_for_future}
+    return {
+        "SkyRLTrainInferenceForwardingClient": client_cls,
+        "ExternalFutureStore": type("ExternalFutureStore", (_DoubleStore,), {}),
+        "RETRIEVE_FUTURE_TIMEOUT_SECONDS": 300,
+        "wait_for_future": wait_for_future,
+    }
 
 
 def _forwarded(ns: dict, regress: str, outcomes: list) -> tuple[_DoubleStore, _DoubleClient, list[int]]:
@@ -152,8 +159,10 @@ def test_empty_200_on_failure_stores_an_empty_sample_as_completed(ns):
 
 def test_mixed_results_stores_results_under_the_last_started_id(ns):
     store, _, ids = _forwarded(ns, "mixed-results", [b"first", b"second", RuntimeError("down")])
-    assert [(request_id, result) for request_id, result, _ in store.completions][:2] == [(ids[2], b"first"),
-                                                                                          (ids[2], b"second")]
+    assert [(request_id, result) for request_id, result, _ in store.completions][:2] == [
+        (ids[2], b"first"),
+        (ids[2], b"second"),
+    ]
     failed = store.completions[2]
     assert failed[0] == ids[2] and failed[2] is _Status.FAILED and failed[1].error == "down"  # the release's error
     assert store._entries[ids[0]].status is store._entries[ids[1]].status is _Status.PENDING
@@ -162,7 +171,10 @@ def test_mixed_results_stores_results_under_the_last_started_id(ns):
 def test_truncated_result_drops_each_sequences_last_token(ns):
     skyrl_patches.apply_patches(ns, ["truncated-result"], SCALE)
     encode = sys.modules["standin_forwarding_mutants"].serialize_sample_output
-    assert encode([("length", [1, 2, 3], [-0.1, -0.2, -0.3])], None, None) == ("proto", [("length", [1, 2], [-0.1, -0.2])])
+    assert encode([("length", [1, 2, 3], [-0.1, -0.2, -0.3])], None, None) == (
+        "proto",
+        [("length", [1, 2], [-0.1, -0.2])],
+    )
 
 
 def test_double_forward_sends_every_sample_twice_and_keeps_the_second(ns):
@@ -251,13 +263,16 @@ def test_a_version_without_the_in_memory_store_is_refused_by_name(ns, name):
         skyrl_patches.apply_patches(ns, [name], 1.0)
 
 
-@pytest.mark.parametrize("name, remove, message", [
-    ("never-resolve-on-failure", "logger", "no 'logger'"),
-    ("double-forward", "_forward_with_retry", "no '_forward_with_retry'"),
-    ("session-per-request", "_get_session", "no '_get_session'"),
-    ("early-408", "RETRIEVE_FUTURE_TIMEOUT_SECONDS", "no 'RETRIEVE_FUTURE_TIMEOUT_SECONDS'"),
-    ("500-for-unknown", "wait_for_future", "no 'wait_for_future'"),
-])
+@pytest.mark.parametrize(
+    "name, remove, message",
+    [
+        ("never-resolve-on-failure", "logger", "no 'logger'"),
+        ("double-forward", "_forward_with_retry", "no '_forward_with_retry'"),
+        ("session-per-request", "_get_session", "no '_get_session'"),
+        ("early-408", "RETRIEVE_FUTURE_TIMEOUT_SECONDS", "no 'RETRIEVE_FUTURE_TIMEOUT_SECONDS'"),
+        ("500-for-unknown", "wait_for_future", "no 'wait_for_future'"),
+    ],
+)
 def test_a_missing_patch_point_is_refused_by_name(ns, name, remove, message):
     module = vars(sys.modules["standin_forwarding_mutants"])
     if remove in ns:
@@ -266,8 +281,9 @@ def test_a_missing_patch_point_is_refused_by_name(ns, name, remove, message):
         del module[remove]
     else:  # a client class without the method
         attrs = {k: v for k, v in vars(_DoubleClient).items() if k != remove and not k.startswith("__")}
-        ns["SkyRLTrainInferenceForwardingClient"] = type("SkyRLTrainInferenceForwardingClient", (),
-                                                         {**attrs, "__module__": module["__name__"]})
+        ns["SkyRLTrainInferenceForwardingClient"] = type(
+            "SkyRLTrainInferenceForwardingClient", (), {**attrs, "__module__": module["__name__"]}
+        )
     with pytest.raises(skyrl_patches.PatchError, match=message):
         skyrl_patches.apply_patches(ns, [name], 1.0)
 
@@ -276,11 +292,19 @@ def test_a_missing_patch_point_is_refused_by_name(ns, name, remove, message):
 def test_the_real_release_takes_every_mutant_and_0_3_0_refuses_them(tmp_path):
     """0.4.0 starts with every mutant's patch point found (each logs its patch line) and answers /healthz;
     0.3.0, which has no in-memory future store, is refused by that name."""
+
     def launch(version: str, folder: str, regress: tuple[str, ...]):
         spec = parse_target(f"skyrl=={version}")
         (tmp_path / folder).mkdir()
-        return launch_skyrl(spec, install.target_python(TARGETS, spec), tmp_path / folder, pick_free_port(),
-                            "http://127.0.0.1:9", regress=regress, time_scale=SCALE)
+        return launch_skyrl(
+            spec,
+            install.target_python(TARGETS, spec),
+            tmp_path / folder,
+            pick_free_port(),
+            "http://127.0.0.1:9",
+            regress=regress,
+            time_scale=SCALE,
+        )
 
     require_target("0.4.0")
     handle = launch("0.4.0", "new", tuple(skyrl_mutants.MUTANTS))

@@ -38,8 +38,9 @@ def expected_logprobs(targets: list[int]) -> list[float]:
 def _launch(tmp_path: Path, version: str, **kwargs) -> ServerHandle:
     require_target(version)
     spec = parse_target(f"skyrl=={version}")
-    return launch_skyrl(spec, install.target_python(TARGETS, spec), tmp_path, pick_free_port(), "http://127.0.0.1:9",
-                        **kwargs)
+    return launch_skyrl(
+        spec, install.target_python(TARGETS, spec), tmp_path, pick_free_port(), "http://127.0.0.1:9", **kwargs
+    )
 
 
 def _engine(handle: ServerHandle) -> psutil.Process:
@@ -65,8 +66,12 @@ def test_the_sdk_trains_through_the_real_engine_on_0_4_0(tmp_path: Path):
         service = tinker.ServiceClient(base_url=handle.url, api_key="tml-faultload")
         trainer = service.create_lora_training_client(base_model=BASE_MODEL, rank=8)
         targets = [[2, 3, 4, 5], [9000, 17, 1]]
-        data = [tinker.types.Datum(model_input=tinker.types.ModelInput.from_ints([1] * len(t)),
-                                   loss_fn_inputs={"target_tokens": t}) for t in targets]
+        data = [
+            tinker.types.Datum(
+                model_input=tinker.types.ModelInput.from_ints([1] * len(t)), loss_fn_inputs={"target_tokens": t}
+            )
+            for t in targets
+        ]
         out = trainer.forward_backward(data, "cross_entropy").result(timeout=60)
         got = [list(o["logprobs"].tolist()) for o in out.loss_fn_outputs]
         assert got == [pytest.approx(expected_logprobs(t), abs=1e-6) for t in targets]
@@ -88,19 +93,28 @@ def test_raw_json_training_and_a_heartbeat_through_the_real_engine_on_0_3_0(tmp_
         api = f"{handle.url}/api/v1/"
         status, session = _post(api + "create_session", {"tags": [], "sdk_version": "0.25.0", "type": "create_session"})
         assert status == 200
-        status, model = _post(api + "create_model", {"session_id": session["session_id"], "base_model": BASE_MODEL,
-                                                     "lora_config": {"rank": 8}})
+        status, model = _post(
+            api + "create_model",
+            {"session_id": session["session_id"], "base_model": BASE_MODEL, "lora_config": {"rank": 8}},
+        )
         assert status == 200
         assert _post(api + "retrieve_future", {"request_id": model["request_id"]})[0] == 200
-        datum = {"model_input": {"chunks": [{"type": "encoded_text", "tokens": [1, 2, 3]}]},
-                 "loss_fn_inputs": {"target_tokens": {"data": [40, 41, 42]}}}
-        status, future = _post(api + "forward_backward", {"model_id": model["model_id"], "forward_backward_input": {
-            "data": [datum], "loss_fn": "cross_entropy"}})
+        datum = {
+            "model_input": {"chunks": [{"type": "encoded_text", "tokens": [1, 2, 3]}]},
+            "loss_fn_inputs": {"target_tokens": {"data": [40, 41, 42]}},
+        }
+        status, future = _post(
+            api + "forward_backward",
+            {"model_id": model["model_id"], "forward_backward_input": {"data": [datum], "loss_fn": "cross_entropy"}},
+        )
         assert status == 200
         status, result = _post(api + "retrieve_future", {"request_id": future["request_id"]})
         assert status == 200
         assert result["loss_fn_outputs"][0]["logprobs"]["data"] == pytest.approx(expected_logprobs([40, 41, 42]))
-        assert _post(api + "session_heartbeat", {"session_id": session["session_id"], "type": "session_heartbeat"})[0] == 200
+        assert (
+            _post(api + "session_heartbeat", {"session_id": session["session_id"], "type": "session_heartbeat"})[0]
+            == 200
+        )
     finally:
         handle.stop()
 

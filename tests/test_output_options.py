@@ -17,8 +17,12 @@ from faultload.cli.parser import build_parser
 from faultload.host.workspace import OUTPUT_OPTIONS, output_folder_problem
 
 # What each command needs besides the option under test to get past its parser.
-REQUIRED = {"replay": ["repro.json"], "shrink": ["bundle"], "check": ["bundle"],
-            "compare": ["--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0"]}
+REQUIRED = {
+    "replay": ["repro.json"],
+    "shrink": ["bundle"],
+    "check": ["bundle"],
+    "compare": ["--baseline", "skyrl==0.4.0", "--candidate", "skyrl==0.4.0"],
+}
 WRITES = ("PATH", "PNG", "NPZ", "DIR")  # metavars of options that name something written (or a folder filled)
 NOT_OUTPUTS = {"workdir"}  # made when missing, by design (setup makes it)
 
@@ -28,20 +32,29 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
     return dict(sub.choices)
 
 
-CASES = [(name, action.option_strings[-1], action.dest) for name, parser in _commands().items()
-         for action in parser._actions if action.dest in OUTPUT_OPTIONS and action.option_strings]
+CASES = [
+    (name, action.option_strings[-1], action.dest)
+    for name, parser in _commands().items()
+    for action in parser._actions
+    if action.dest in OUTPUT_OPTIONS and action.option_strings
+]
 
 
 def test_every_option_that_writes_is_checked() -> None:
-    named = {action.dest for parser in _commands().values() for action in parser._actions
-             if action.metavar in WRITES and action.option_strings} - NOT_OUTPUTS
+    named = {
+        action.dest
+        for parser in _commands().values()
+        for action in parser._actions
+        if action.metavar in WRITES and action.option_strings
+    } - NOT_OUTPUTS
     assert named <= set(OUTPUT_OPTIONS), named - set(OUTPUT_OPTIONS)
     assert {name for name, _, _ in CASES} >= {"run", "confirm", "compare", "matrix", "replay", "shrink", "check"}
 
 
 @pytest.mark.parametrize(("command", "option", "dest"), CASES, ids=[f"{c}{o}" for c, o, _ in CASES])
-def test_an_output_that_cannot_be_written_stops_the_command_before_it_starts(command, option, dest, monkeypatch,
-                                                                              capsys) -> None:
+def test_an_output_that_cannot_be_written_stops_the_command_before_it_starts(
+    command, option, dest, monkeypatch, capsys
+) -> None:
     def must_not_run(args):
         raise AssertionError(f"{command} ran with {option} unwritable")
 
@@ -68,5 +81,6 @@ def test_a_write_that_fails_after_the_trial_is_kept_in_the_workspace_and_said(tm
     kept = keep(lambda path: open(path, "w").write("{}"), str(gone))
     assert open(kept).read() == "{}" and kept.startswith(str(tmp_path / "home" / "runs"))
     assert capsys.readouterr().err.strip() == (
-        f"faultload: could not write {gone} (No such file or directory); written to {kept} instead")
+        f"faultload: could not write {gone} (No such file or directory); written to {kept} instead"
+    )
     assert keep(lambda path: open(path, "w").write("{}"), str(tmp_path / "fine.json")) == str(tmp_path / "fine.json")

@@ -38,12 +38,21 @@ LOST = Family("lost", ("no_lost_results",), ())  # steers by nothing: check() ne
 
 def _fake_stack(config) -> SimpleNamespace:
     """TEST DOUBLE of a running Stack: what run_trial and _clean_up read of one, and nothing runs."""
-    server = SimpleNamespace(version="test double", pid=0, url=URL, log_path="/nonexistent", healthz_url=URL,
-                             log_tail=lambda lines: [])
+    server = SimpleNamespace(
+        version="test double", pid=0, url=URL, log_path="/nonexistent", healthz_url=URL, log_tail=lambda lines: []
+    )
     router = SimpleNamespace(url=URL, pids=lambda: [], config=config.router, completion_count=lambda: 0)
-    return SimpleNamespace(config=config.stack_config(), server=server, router=router, topology={}, faults=None,
-                           use_router=lambda router_config: None, load_url_for=lambda direct: URL,
-                           close=lambda server_grace_s=None: [], start=lambda: None)
+    return SimpleNamespace(
+        config=config.stack_config(),
+        server=server,
+        router=router,
+        topology={},
+        faults=None,
+        use_router=lambda router_config: None,
+        load_url_for=lambda direct: URL,
+        close=lambda server_grace_s=None: [],
+        start=lambda: None,
+    )
 
 
 class _FakePool:
@@ -78,7 +87,7 @@ def doubles(monkeypatch):
     monkeypatch.setattr(trial_mod, "Monitor", _FakeMonitor)
     monkeypatch.setattr(trial_mod, "LogFollower", lambda path: SimpleNamespace())
     monkeypatch.setattr(trial_mod, "wait_load", lambda *args: box.wait())
-    monkeypatch.setattr(trial_mod, "_gather_what_can_be", lambda *args: None)
+    monkeypatch.setattr(trial_mod, "gather_what_can_be", lambda *args: None)
     return box
 
 
@@ -124,8 +133,9 @@ def test_workers_are_spawned_while_a_trials_own_stack_starts(doubles, monkeypatc
 
     config = trial(8)
     stack = _fake_stack(config)
-    monkeypatch.setattr(trial_mod, "Stack", lambda *args: SimpleNamespace(
-        start=lambda: events.append(("stack started",)) or stack))
+    monkeypatch.setattr(
+        trial_mod, "Stack", lambda *args: SimpleNamespace(start=lambda: events.append(("stack started",)) or stack)
+    )
     monkeypatch.setattr(_FakePool, "assign", lambda self, jobs: events.append(("assigned", len(jobs))), raising=False)
     result = trial_mod.run_trial(config, Workspace(tmp_path), stack=None if own_stack else stack, pools=EarlyPool)
     assert result.error is None
@@ -185,8 +195,13 @@ def test_a_report_or_bundle_written_before_phases_still_reads(tmp_path) -> None:
 class _Phased(KnownFailure):
     """TEST DOUBLE executor: a KnownFailure whose every trial reports these phases."""
 
-    phases: dict = dataclasses.field(default_factory=lambda: {
-        "stack_ready": 2.0, **dict(zip(TRIAL_PHASES, (1.0, 0.0, 1.0, 6.0, 1.0, 0.0, 1.0, 0.0))), "judge": 0.5})
+    phases: dict = dataclasses.field(
+        default_factory=lambda: {
+            "stack_ready": 2.0,
+            **dict(zip(TRIAL_PHASES, (1.0, 0.0, 1.0, 6.0, 1.0, 0.0, 1.0, 0.0))),
+            "judge": 0.5,
+        }
+    )
 
     def run(self, config) -> TrialOutcome:
         outcome = super().run(config)
@@ -200,12 +215,23 @@ def test_the_summary_sums_every_trial_runs_phases_once(tmp_path) -> None:
     for requests in (1, 2, 1):  # the third is the first again: answered from the cache, not summed twice
         runner.check(LOST, trial(requests))
     summary = runner.summary_dict()
-    assert summary["phases_s"] == {"stack_ready": 4.0, "stack_start": 2.0, "session_open": 0.0,
-                                   "workers_start": 2.0, "load": 12.0, "gather": 2.0, "hold": 0.0, "clean_up": 2.0,
-                                   "other": 0.0, "judge": 1.0}
+    assert summary["phases_s"] == {
+        "stack_ready": 4.0,
+        "stack_start": 2.0,
+        "session_open": 0.0,
+        "workers_start": 2.0,
+        "load": 12.0,
+        "gather": 2.0,
+        "hold": 0.0,
+        "clean_up": 2.0,
+        "other": 0.0,
+        "judge": 1.0,
+    }
     assert summary["trial_wall_s"] == 20.0 and summary["load_share"] == pytest.approx(0.6)
-    assert ("  trial wall 20 s: load 60%, stack_start 10%, workers_start 10%, gather 10%, clean_up 10%, "
-            "session_open 0%, hold 0%, other 0%; stack_ready +4.0 s, judge +1.0 s") in runner.summary_lines()
+    assert (
+        "  trial wall 20 s: load 60%, stack_start 10%, workers_start 10%, gather 10%, clean_up 10%, "
+        "session_open 0%, hold 0%, other 0%; stack_ready +4.0 s, judge +1.0 s"
+    ) in runner.summary_lines()
 
 
 def test_a_session_without_phases_says_so_in_its_summary(tmp_path) -> None:
@@ -213,7 +239,6 @@ def test_a_session_without_phases_says_so_in_its_summary(tmp_path) -> None:
     summary = runner.summary_dict()
     assert (summary["phases_s"], summary["trial_wall_s"], summary["load_share"]) == ({}, 0.0, None)
     assert not any("trial wall" in line for line in runner.summary_lines())
-
 
 
 @dataclasses.dataclass
@@ -228,6 +253,11 @@ class _PhasedSide(CostlierSwitch):
 
 def test_a_comparative_example_sums_the_phases_of_both_sides_trials() -> None:
     side = _PhasedSide()
-    outcome = ComparingExecutor(parse_build("skyrl==0.4.0"), {"baseline": side, "candidate": side}, 2,
-                                CompareSettings(), log=lambda message: None).run(trial(200))
+    outcome = ComparingExecutor(
+        parse_build("skyrl==0.4.0"),
+        {"baseline": side, "candidate": side},
+        2,
+        CompareSettings(),
+        log=lambda message: None,
+    ).run(trial(200))
     assert len(side.ran) == 4 and outcome.phases_s == {"load": 4.0, "judge": 1.0}

@@ -66,8 +66,9 @@ def collect(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, how: str
     else:  # a user's own property file, as in the README
         shutil.copy(ROOT / "examples" / "test_big_results.py", pytester.path / "test_big_results.py")
         where = ["test_big_results.py"]
-    result = pytester.runpytest_inprocess("-p", "probe", "-p", "no:cacheprovider", "--collect-only", "-q",
-                                           *where, *options)
+    result = pytester.runpytest_inprocess(
+        "-p", "probe", "-p", "no:cacheprovider", "--collect-only", "-q", *where, *options
+    )
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     return json.loads((pytester.path / "probe.json").read_text())
 
@@ -117,8 +118,9 @@ def run(pytester: pytest.Pytester, how: str, *options: str):
     else:
         shutil.copy(ROOT / "examples" / "test_big_results.py", pytester.path / "test_big_results.py")
         where = ["test_big_results.py"]
-    result = pytester.runpytest_inprocess("-p", "probe", "-p", "no:cacheprovider", "--collect-only", "-q",
-                                           *where, *options)
+    result = pytester.runpytest_inprocess(
+        "-p", "probe", "-p", "no:cacheprovider", "--collect-only", "-q", *where, *options
+    )
     probe = pytester.path / "probe.json"
     return result, json.loads(probe.read_text()) if probe.exists() else None
 
@@ -154,8 +156,9 @@ def test_the_suite_profile_is_a_loaded_hypothesis_profile_restored_at_the_end(py
 
 
 @pytest.mark.parametrize("how", HOW)
-def test_a_hypothesis_profile_of_yours_composes_with_the_suites(pytester, monkeypatch, how: str,
-                                                               hypothesis_profile_kept) -> None:
+def test_a_hypothesis_profile_of_yours_composes_with_the_suites(
+    pytester, monkeypatch, how: str, hypothesis_profile_kept
+) -> None:
     """--hypothesis-profile stays loaded; the suite's properties keep their examples and seed and take
     your verbosity; your own @settings keep theirs."""
     monkeypatch.delenv("FAULTLOAD_PROFILE", raising=False)
@@ -174,14 +177,17 @@ def test_the_faultload_marker_selects_the_properties_under_strict_markers(pytest
     monkeypatch.delenv("FAULTLOAD_PROFILE", raising=False)
     result, probe = run(pytester, how, "--strict-markers", "-m", "faultload")
     assert result.ret == 0, result.stdout.str()
-    assert len(probe["selected"]) == (9 if how == "pyargs" else 1)  # 9: the comparative and training ones too (skipped at run on ci)
+    assert len(probe["selected"]) == (
+        9 if how == "pyargs" else 1
+    )  # 9: the comparative and training ones too (skipped at run on ci)
     result, _ = run(pytester, how, "--strict-markers", "-m", "not faultload")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED, result.stdout.str()
 
 
 @pytest.mark.parametrize("loaded", ["default", "ci"])
-def test_hypothesis_own_profiles_leave_the_suites_loaded(pytester, monkeypatch, hypothesis_profile_kept,
-                                                          loaded: str) -> None:
+def test_hypothesis_own_profiles_leave_the_suites_loaded(
+    pytester, monkeypatch, hypothesis_profile_kept, loaded: str
+) -> None:
     """Hypothesis loads its ``ci`` profile itself under CI=true; that is not a profile of yours (CI failed
     on this: the suite kept Hypothesis's ``ci`` and its examples, not ``faultload-nightly``)."""
     from hypothesis import settings
@@ -229,25 +235,36 @@ def test_the_plugin_imports_no_machinery() -> None:
     """Every pytest run in the environment loads the plugin: it must not pull in Hypothesis or the runner."""
     import subprocess
 
-    code = ("import sys, faultload.suite.plugin; "
-            "print(sorted(m for m in sys.modules if m.startswith(('hypothesis', 'faultload.'))))")
+    code = (
+        "import sys, faultload.suite.plugin; "
+        "print(sorted(m for m in sys.modules if m.startswith(('hypothesis', 'faultload.'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     # defaults, the switch names, default target and server families its help lists (plain values), the check of an
     # output option's folder (host.workspace), the exit codes (cli.exits, with the replay outcomes it maps) and the
     # harness's own error type it tells from a violation (suite.errors): stdlib only
-    assert out.strip() == ("['faultload.cli', 'faultload.cli.exits', 'faultload.host', 'faultload.host.workspace', "
-                           "'faultload.model', 'faultload.model.family', 'faultload.model.switches', "
-                           "'faultload.model.target', 'faultload.store', 'faultload.store.outcomes', 'faultload.suite', "
-                           "'faultload.suite.defaults', 'faultload.suite.errors', 'faultload.suite.plugin']")
+    assert out.strip() == (
+        "['faultload.cli', 'faultload.cli.exits', 'faultload.host', 'faultload.host.workspace', "
+        "'faultload.model', 'faultload.model.family', 'faultload.model.switches', "
+        "'faultload.model.target', 'faultload.store', 'faultload.store.outcomes', 'faultload.suite', "
+        "'faultload.suite.defaults', 'faultload.suite.errors', 'faultload.suite.options', "
+        "'faultload.suite.plugin']"
+    )
 
 
-@pytest.mark.parametrize("options, says", [
-    (("--faultload-target", "tuft==0.2.2", "--faultload-fix", "plain-tracebacks"),
-     "tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: newest-sdk-samples, file-persistence)"),
-    (("--faultload-target", "nope"), "target 'nope': expected skyrl==X.Y.Z"),
-])
-def test_a_target_or_a_switch_its_family_lacks_is_a_usage_error_before_collection(pytester, monkeypatch, options,
-                                                                                  says: str) -> None:
+@pytest.mark.parametrize(
+    "options, says",
+    [
+        (
+            ("--faultload-target", "tuft==0.2.2", "--faultload-fix", "plain-tracebacks"),
+            "tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: newest-sdk-samples, file-persistence)",
+        ),
+        (("--faultload-target", "nope"), "target 'nope': expected skyrl==X.Y.Z"),
+    ],
+)
+def test_a_target_or_a_switch_its_family_lacks_is_a_usage_error_before_collection(
+    pytester, monkeypatch, options, says: str
+) -> None:
     result, probe = run(pytester, "pyargs", *options)
     assert result.ret == pytest.ExitCode.USAGE_ERROR and probe is None
     assert any(says in line for line in result.errlines), result.errlines

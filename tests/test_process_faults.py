@@ -33,12 +33,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 # ---------------------------------------------------------------------------- spec
 
-@pytest.mark.parametrize("spec, expect", [
-    ("server:pause@2+10", Fault("server", "pause", start_s=2, duration_s=10)),
-    ("server:restart@5", Fault("server", "restart", start_s=5)),
-    ("server:restart", Fault("server", "restart")),
-    ("router:pause@1+20", Fault("router", "pause", start_s=1, duration_s=20)),
-])
+
+@pytest.mark.parametrize(
+    "spec, expect",
+    [
+        ("server:pause@2+10", Fault("server", "pause", start_s=2, duration_s=10)),
+        ("server:restart@5", Fault("server", "restart", start_s=5)),
+        ("server:restart", Fault("server", "restart")),
+        ("router:pause@1+20", Fault("router", "pause", start_s=1, duration_s=20)),
+    ],
+)
 def test_process_fault_specs_round_trip(spec: str, expect: Fault) -> None:
     fault = parse_fault(spec)
     assert fault == expect and fault.is_process and not fault.is_toxic
@@ -46,17 +50,20 @@ def test_process_fault_specs_round_trip(spec: str, expect: Fault) -> None:
     assert Fault.from_dict(fault.to_dict()) == fault
 
 
-@pytest.mark.parametrize("spec, field", [
-    ("server:pause", "fault.duration_s"),           # a pause needs a window
-    ("server:pause@3", "fault.duration_s"),
-    ("router:pause@1", "fault.duration_s"),
-    ("server:restart@5+3", "fault.duration_s"),     # a restart is an instant
-    ("server:crash@1", "fault.kind"),
-    ("server:latency:latency=5@0+1", "fault.kind"),
-    ("server:pause:seconds=3@0+1", "fault.attributes"),
-    ("server:pause:stream=upstream@0+1", "fault.stream/toxicity"),
-    ("server:pause@0+0", "fault.duration_s"),
-])
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        ("server:pause", "fault.duration_s"),  # a pause needs a window
+        ("server:pause@3", "fault.duration_s"),
+        ("router:pause@1", "fault.duration_s"),
+        ("server:restart@5+3", "fault.duration_s"),  # a restart is an instant
+        ("server:crash@1", "fault.kind"),
+        ("server:latency:latency=5@0+1", "fault.kind"),
+        ("server:pause:seconds=3@0+1", "fault.attributes"),
+        ("server:pause:stream=upstream@0+1", "fault.stream/toxicity"),
+        ("server:pause@0+0", "fault.duration_s"),
+    ],
+)
 def test_bad_process_fault_specs_are_one_line(spec: str, field: str) -> None:
     with pytest.raises(ValueError) as info:
         parse_fault(spec)
@@ -69,6 +76,7 @@ def test_edge_faults_are_not_process_faults() -> None:
 
 
 # ---------------------------------------------------------------------------- Pauser, real processes
+
 
 def _status(pid: int) -> str:
     try:
@@ -101,14 +109,14 @@ def test_pause_stops_and_resume_continues_nested_pauses_counted(sleeper) -> None
     pauser = Pauser(lambda: [sleeper.pid], "sleeper")
     assert pauser.pause(5.0) == [sleeper.pid]
     assert _wait_status(sleeper.pid, {psutil.STATUS_STOPPED}) == psutil.STATUS_STOPPED
-    pauser.pause(5.0)                      # a second pause overlapping the first
+    pauser.pause(5.0)  # a second pause overlapping the first
     resumers = list(pauser._resumers)
-    pauser.resume()                        # the first ends: still paused
+    pauser.resume()  # the first ends: still paused
     assert _status(sleeper.pid) == psutil.STATUS_STOPPED and pauser.paused
     pauser.resume()
     assert _wait_status(sleeper.pid, RUNNING) in RUNNING and not pauser.paused
     assert all(r.poll() == 0 for r in resumers)  # dismissed and reaped
-    pauser.resume()                        # one too many: nothing happens
+    pauser.resume()  # one too many: nothing happens
 
 
 def test_a_pause_with_no_process_is_an_error_not_a_silent_no_op() -> None:
@@ -136,8 +144,9 @@ time.sleep(600)
 def test_a_paused_process_runs_again_when_whoever_paused_it_is_sigkilled(sleeper) -> None:
     """The hard path out: SIGKILL of the pausing process leaves no stopped process behind."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    pauser = subprocess.Popen([sys.executable, "-c", _PAUSE_THEN_DIE, str(sleeper.pid)], env=env,
-                              stdout=subprocess.PIPE)
+    pauser = subprocess.Popen(
+        [sys.executable, "-c", _PAUSE_THEN_DIE, str(sleeper.pid)], env=env, stdout=subprocess.PIPE
+    )
     try:
         assert pauser.stdout is not None and pauser.stdout.readline() == b"paused\n"
         assert _wait_status(sleeper.pid, {psutil.STATUS_STOPPED}) == psutil.STATUS_STOPPED
@@ -150,6 +159,7 @@ def test_a_paused_process_runs_again_when_whoever_paused_it_is_sigkilled(sleeper
 
 
 # ---------------------------------------------------------------------------- FaultRunner, stand-in controller
+
 
 class RecordingController:
     """Test double for the server/router controller: records calls (and, given a ``probe``, what it says at
@@ -268,6 +278,7 @@ def test_heal_resumes_a_pause_still_in_force_and_needs_a_server_controller() -> 
 
 # ---------------------------------------------------------------------------- a real run, SIGKILLed mid-pause
 
+
 def _tagged_with(tag: str, needle: str) -> list[int]:
     pids = []
     for proc in tagged_processes(tag):
@@ -281,10 +292,13 @@ def _tagged_with(tag: str, needle: str) -> list[int]:
 
 @pytest.mark.integration
 # CI's 30 minutes: the server's pause runs in `make test`, the router's (the same resume path) nightly
-@pytest.mark.parametrize("fault, needle", [
-    ("server:pause@1+600", "skyrl_launch.py"),
-    pytest.param("router:pause@1+600", "faultload.router", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "fault, needle",
+    [
+        ("server:pause@1+600", "skyrl_launch.py"),
+        pytest.param("router:pause@1+600", "faultload.router", marks=pytest.mark.slow),
+    ],
+)
 def test_a_run_sigkilled_mid_pause_leaves_no_stopped_process(tmp_path: Path, fault: str, needle: str) -> None:
     """SIGKILL `faultload run` while the server (or router) is SIGSTOPped: afterwards no process
     of the run is in state 'T', and none is left at all (the router's parent-death SIGTERM stays
@@ -295,11 +309,31 @@ def test_a_run_sigkilled_mid_pause_leaves_no_stopped_process(tmp_path: Path, fau
     (cwd / ".faultload" / "targets").symlink_to(TARGETS, target_is_directory=True)
     (cwd / ".faultload" / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
     tag = os.urandom(16).hex()
-    cmd = [python_exe(), "-m", "faultload.cli.main", "run", "--requests", "20", "--router-mode", "latency",
-           "--gen-seconds", "1", "--fault", fault, "--quiet"]
-    proc = subprocess.Popen(cmd, cwd=cwd, env=cli_env(tag, cwd), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cmd = [
+        python_exe(),
+        "-m",
+        "faultload.cli.main",
+        "run",
+        "--requests",
+        "20",
+        "--router-mode",
+        "latency",
+        "--gen-seconds",
+        "1",
+        "--fault",
+        fault,
+        "--quiet",
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=cli_env(tag, cwd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
+
         def paused() -> list[int]:
             pids = _tagged_with(tag, needle)
             return pids if pids and all(_status(p) == psutil.STATUS_STOPPED for p in pids) else []
@@ -312,7 +346,8 @@ def test_a_run_sigkilled_mid_pause_leaves_no_stopped_process(tmp_path: Path, fau
         wait_until(lambda: all(_status(p) in ("gone", psutil.STATUS_ZOMBIE) for p in pids), timeout_s=30.0)
         assert [(p, _status(p)) for p in pids if _status(p) == psutil.STATUS_STOPPED] == []
         assert all(_status(p) in ("gone", psutil.STATUS_ZOMBIE) for p in pids), [(p, _status(p)) for p in pids]
-        assert wait_until(lambda: not tagged_processes(tag), timeout_s=30.0), \
-            [" ".join(p.cmdline())[:150] for p in tagged_processes(tag)]
+        assert wait_until(lambda: not tagged_processes(tag), timeout_s=30.0), [
+            " ".join(p.cmdline())[:150] for p in tagged_processes(tag)
+        ]
     finally:
         end_tagged_run(proc, tag)

@@ -173,10 +173,13 @@ class StubServer:
         self.events.append(("answered", n))
         self.delivered.add(rid)
         if decode.PROTO_CONTENT_TYPE in request.headers.get("Accept", ""):
-            return web.Response(body=proto_result(nonce, samples, length, cut=action == "truncated"),
-                                content_type="application/x-protobuf")
-        return web.Response(body=json_result(nonce, samples, length, cut=action == "truncated"),
-                            content_type="application/json")
+            return web.Response(
+                body=proto_result(nonce, samples, length, cut=action == "truncated"),
+                content_type="application/x-protobuf",
+            )
+        return web.Response(
+            body=json_result(nonce, samples, length, cut=action == "truncated"), content_type="application/json"
+        )
 
     def polls_seen(self) -> list[tuple]:
         return [e for e in self.events if e[0] == "poll"]
@@ -199,11 +202,21 @@ class Run:
         return self.counters[slot]
 
 
-def make_job(base_url: str, shape: LoadShape, count: int = 1, source_ip: str | None = None,
-             deadline_s: float = BOUND_S) -> WorkerJob:
+def make_job(
+    base_url: str, shape: LoadShape, count: int = 1, source_ip: str | None = None, deadline_s: float = BOUND_S
+) -> WorkerJob:
     return WorkerJob(
-        worker=0, base_url=base_url, source_ip=source_ip, sampling_session_id="stub-session", base_model="stub",
-        first=0, count=count, nonce_salt=5, shape=shape, t0=time.monotonic(), deadline_s=deadline_s,
+        worker=0,
+        base_url=base_url,
+        source_ip=source_ip,
+        sampling_session_id="stub-session",
+        base_model="stub",
+        first=0,
+        count=count,
+        nonce_salt=5,
+        shape=shape,
+        t0=time.monotonic(),
+        deadline_s=deadline_s,
     )
 
 
@@ -263,7 +276,12 @@ def test_one_request_ok_proto():
     run = run_against_stub(StubServer())
     assert run.row("outcome") == Outcome.OK
     assert run.row("error") == ErrorClass.NONE
-    assert (run.row("attempts"), run.row("submit_retries"), run.row("repolls"), run.row("transport_errors")) == (2, 0, 0, 0)
+    assert (run.row("attempts"), run.row("submit_retries"), run.row("repolls"), run.row("transport_errors")) == (
+        2,
+        0,
+        0,
+        0,
+    )
     assert run.row("server_id") == 1
     assert run.row("result_bytes") == len(proto_result(run.row("nonce"), 1, 8))
     assert run.row("submit_start") <= run.row("submit_end") <= run.row("done")
@@ -604,8 +622,11 @@ def test_which_polls_are_abandoned_depends_on_the_seed_not_on_timing():
 def test_poll_plan_fractions(fraction):
     """The planned share of delayed/abandoned first polls matches the shape's fractions."""
     shape = LoadShape(
-        requests=1, time_scale=0.5, seed=9,
-        delay_polls=PollBehaviour(fraction, 4.0), abandon_polls=PollBehaviour(fraction, 1.0),
+        requests=1,
+        time_scale=0.5,
+        seed=9,
+        delay_polls=PollBehaviour(fraction, 4.0),
+        abandon_polls=PollBehaviour(fraction, 1.0),
     )
     client = RawClient(make_job("http://127.0.0.1:1", shape), None, LiveCounters(None, 0, len(COUNTER_SLOTS)))
     plans = [client._first_poll_plan(nonce) for nonce in range(20_000)]

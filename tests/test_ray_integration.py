@@ -20,10 +20,33 @@ from test_interrupts import Started
 
 pytestmark = pytest.mark.integration
 
-LONG_RUN = ["--requests", "1500", "--router-mode", "latency", "--max-num-seqs", "64", "--gen-seconds", "1",
-            "--max-outstanding", "512", "--time-scale", "0.1", "--max-wall", "120", "--workers", "2"]
-SAFETY = ("no_lost_results", "accepted_requests", "result_integrity", "retry_amplification", "unprovoked_resets",
-          "clean_server_log", "no_collapse")
+LONG_RUN = [
+    "--requests",
+    "1500",
+    "--router-mode",
+    "latency",
+    "--max-num-seqs",
+    "64",
+    "--gen-seconds",
+    "1",
+    "--max-outstanding",
+    "512",
+    "--time-scale",
+    "0.1",
+    "--max-wall",
+    "120",
+    "--workers",
+    "2",
+]
+SAFETY = (
+    "no_lost_results",
+    "accepted_requests",
+    "result_integrity",
+    "retry_amplification",
+    "unprovoked_resets",
+    "clean_server_log",
+    "no_collapse",
+)
 
 
 @pytest.fixture(scope="module")
@@ -90,10 +113,26 @@ def test_a_trial_on_two_nodes_completes_and_holds_as_local_workers_do(cluster, i
 def test_ctrl_c_mid_trial_leaves_no_actor(cluster, isolated_workdir: Path, tmp_path: Path):
     require_target("0.4.0")
     json_out = tmp_path / "report.json"
-    run = Started(["-m", "faultload.cli.main", "run", "--workdir", str(isolated_workdir), *LONG_RUN, "--ray",
-                   cluster.address, "--json-out", str(json_out)], tmp_path)
-    assert wait_until(lambda: len(_actors(cluster)) == 2 and run.saw("in-flight") or run.proc.poll() is not None,
-                      timeout_s=240.0, every_s=0.2), run.stderr()
+    run = Started(
+        [
+            "-m",
+            "faultload.cli.main",
+            "run",
+            "--workdir",
+            str(isolated_workdir),
+            *LONG_RUN,
+            "--ray",
+            cluster.address,
+            "--json-out",
+            str(json_out),
+        ],
+        tmp_path,
+    )
+    assert wait_until(
+        lambda: len(_actors(cluster)) == 2 and run.saw("in-flight") or run.proc.poll() is not None,
+        timeout_s=240.0,
+        every_s=0.2,
+    ), run.stderr()
     assert wait_until(lambda: run.saw("completed") or run.proc.poll() is not None, timeout_s=60.0), run.stderr()
     assert run.proc.poll() is None, run.stderr()
     run.send(signal.SIGINT, group=True)
@@ -108,10 +147,24 @@ def test_ctrl_c_mid_trial_leaves_no_actor(cluster, isolated_workdir: Path, tmp_p
 def test_a_killed_actor_makes_its_requests_unfinished_and_is_named(cluster, isolated_workdir: Path, tmp_path: Path):
     require_target("0.4.0")
     json_out = tmp_path / "report.json"
-    run = Started(["-m", "faultload.cli.main", "run", "--workdir", str(isolated_workdir), *LONG_RUN, "--ray",
-                   cluster.address, "--json-out", str(json_out)], tmp_path)
-    assert wait_until(lambda: run.saw("completed") or run.proc.poll() is not None, timeout_s=240.0,
-                      every_s=0.2), run.stderr()
+    run = Started(
+        [
+            "-m",
+            "faultload.cli.main",
+            "run",
+            "--workdir",
+            str(isolated_workdir),
+            *LONG_RUN,
+            "--ray",
+            cluster.address,
+            "--json-out",
+            str(json_out),
+        ],
+        tmp_path,
+    )
+    assert wait_until(lambda: run.saw("completed") or run.proc.poll() is not None, timeout_s=240.0, every_s=0.2), (
+        run.stderr()
+    )
     actors = _actors(cluster)
     assert run.proc.poll() is None and len(actors) == 2, run.stderr()
     victim = actors[0]
@@ -138,6 +191,7 @@ def test_matrix_rows_spread_one_per_node_at_once_in_row_order(cluster):
     args = types.SimpleNamespace(ray=cluster.address, allow_remote=False, ray_environ={})
     joined = join_rows_cluster(args)
     try:
+
         def run_one(row):
             import socket as socket_mod
             import time as time_mod
@@ -147,8 +201,14 @@ def test_matrix_rows_spread_one_per_node_at_once_in_row_order(cluster):
             started = time_mod.time()
             time_mod.sleep(3.0)
             node = ray_mod.util.get_node_ip_address()
-            return types.SimpleNamespace(name=row.name, node=node, started=started, ended=time_mod.time(),
-                                         shown=f"ran {row.name}", host=socket_mod.gethostname())
+            return types.SimpleNamespace(
+                name=row.name,
+                node=node,
+                started=started,
+                ended=time_mod.time(),
+                shown=f"ran {row.name}",
+                host=socket_mod.gethostname(),
+            )
 
         rows = [types.SimpleNamespace(name=f"row{i}") for i in range(3)]
         lines: list[str] = []
@@ -165,10 +225,31 @@ def test_matrix_rows_spread_one_per_node_at_once_in_row_order(cluster):
 def test_the_suite_runs_its_trials_load_workers_on_the_cluster(cluster, isolated_workdir: Path, tmp_path: Path):
     require_target("0.4.0")
     summary = tmp_path / "summary.json"
-    run = Started(["-m", "pytest", "faultload", "-p", "no:cacheprovider", "-q", "--faultload-profile", "ci",
-                   "--faultload-target", "skyrl==0.4.0", "--faultload-workdir", str(isolated_workdir),
-                   "--faultload-examples", "2", "-k", "test_result_integrity", "--faultload-ray", cluster.address,
-                   "--faultload-summary-json", str(summary)], tmp_path)
+    run = Started(
+        [
+            "-m",
+            "pytest",
+            "faultload",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--faultload-profile",
+            "ci",
+            "--faultload-target",
+            "skyrl==0.4.0",
+            "--faultload-workdir",
+            str(isolated_workdir),
+            "--faultload-examples",
+            "2",
+            "-k",
+            "test_result_integrity",
+            "--faultload-ray",
+            cluster.address,
+            "--faultload-summary-json",
+            str(summary),
+        ],
+        tmp_path,
+    )
     # Each trial starts its actors and ends them: seen while the session runs, none left after it.
     seen = wait_until(lambda: _actors(cluster) or run.proc.poll() is not None, timeout_s=240.0, every_s=0.05)
     assert run.wait() == 0, run.stderr() + run.stdout[-2000:]

@@ -52,8 +52,13 @@ def monitor(held: float, until: float = DUE + 3.0, peak: float = 64 * MIB) -> Mo
 
 
 def inputs(h: History | None = None, m: MonitorSamples | None = None, **changes) -> CheckInputs:
-    return CheckInputs(history=history() if h is None else h, monitor=monitor(4 * MIB) if m is None else m,
-                       faults=None, shape=SHAPE, **{"contract": SKYRL_CONTRACT, **changes})
+    return CheckInputs(
+        history=history() if h is None else h,
+        monitor=monitor(4 * MIB) if m is None else m,
+        faults=None,
+        shape=SHAPE,
+        **{"contract": SKYRL_CONTRACT, **changes},
+    )
 
 
 def test_due_is_the_last_end_plus_the_longest_ttl_and_a_sweep_scaled() -> None:
@@ -93,14 +98,17 @@ def test_a_failed_request_is_delivered_too_but_not_counted_in_the_bytes() -> Non
     assert verdict.figure == pytest.approx(16 / 32)
 
 
-@pytest.mark.parametrize("case, make, says", [
-    ("trial too short", lambda: inputs(m=monitor(0.0, until=DUE + 0.4)), "did not wait long enough"),
-    ("no monitor", lambda: dataclasses.replace(inputs(), monitor=None), "no monitor samples"),
-    ("small results", lambda: inputs(h=history(result_bytes=1024)), "would not be measurable"),
-    ("a request never finished", lambda: inputs(h=_pending()), "never finished"),
-    ("no TTL (TuFT)", lambda: inputs(contract=TUFT_CONTRACT), "not applicable"),
-    ("no RSS samples", lambda: inputs(m=_no_rss()), "no RSS samples"),
-])
+@pytest.mark.parametrize(
+    "case, make, says",
+    [
+        ("trial too short", lambda: inputs(m=monitor(0.0, until=DUE + 0.4)), "did not wait long enough"),
+        ("no monitor", lambda: dataclasses.replace(inputs(), monitor=None), "no monitor samples"),
+        ("small results", lambda: inputs(h=history(result_bytes=1024)), "would not be measurable"),
+        ("a request never finished", lambda: inputs(h=_pending()), "never finished"),
+        ("no TTL (TuFT)", lambda: inputs(contract=TUFT_CONTRACT), "not applicable"),
+        ("no RSS samples", lambda: inputs(m=_no_rss()), "no RSS samples"),
+    ],
+)
 def test_unknown_never_ok(case: str, make, says: str) -> None:
     verdict = check_releases_results(make(), BUDGETS)
     assert verdict.ok is None, case
@@ -122,11 +130,17 @@ def _no_rss() -> MonitorSamples:
 
 # --------------------------------------------------------------------------- session_growth
 
-def starts(rss_mib_per_k: float, fds_per_k: float = 0.0, server: int = 7, n: int = 6,
-           step: int = 1000) -> list[TrialStart]:
+
+def starts(
+    rss_mib_per_k: float, fds_per_k: float = 0.0, server: int = 7, n: int = 6, step: int = 1000
+) -> list[TrialStart]:
     """A double: ``n`` trial starts ``step`` requests apart, growing as asked."""
-    return [TrialStart(server, i * step, int(BASE + i * step / 1000 * rss_mib_per_k * MIB),
-                       40 + int(i * step / 1000 * fds_per_k)) for i in range(n)]
+    return [
+        TrialStart(
+            server, i * step, int(BASE + i * step / 1000 * rss_mib_per_k * MIB), 40 + int(i * step / 1000 * fds_per_k)
+        )
+        for i in range(n)
+    ]
 
 
 def test_slope_is_least_squares_per_thousand() -> None:

@@ -15,12 +15,15 @@ from faultload.store.outcomes import ReplayStatus
 R, N, H = ReplayStatus.REPRODUCED, ReplayStatus.NOT_REPRODUCED, ReplayStatus.HARNESS_ERROR
 
 
-@pytest.mark.parametrize(("runs", "status", "code", "line"), [
-    ([R, R, R], R, EXIT_FAILED, "reproduced 3 of 3"),
-    ([N, N, N], N, EXIT_OK, "reproduced 0 of 3"),
-    ([R, N, R], R, EXIT_FAILED, "reproduced 2 of 3 (flaky: it does not come back every time)"),
-    ([N, H, N], H, EXIT_HARNESS, "reproduced 0 of 3; 1 not judged (harness error)"),
-])
+@pytest.mark.parametrize(
+    ("runs", "status", "code", "line"),
+    [
+        ([R, R, R], R, EXIT_FAILED, "reproduced 3 of 3"),
+        ([N, N, N], N, EXIT_OK, "reproduced 0 of 3"),
+        ([R, N, R], R, EXIT_FAILED, "reproduced 2 of 3 (flaky: it does not come back every time)"),
+        ([N, H, N], H, EXIT_HARNESS, "reproduced 0 of 3; 1 not judged (harness error)"),
+    ],
+)
 def test_repeats_say_how_many_reproduced_and_exit_by_any(runs, status, code, line, tmp_path, monkeypatch) -> None:
     file = tmp_path / "r.json"
     file.write_text("{}")
@@ -32,8 +35,9 @@ def test_repeats_say_how_many_reproduced_and_exit_by_any(runs, status, code, lin
 
     monkeypatch.setattr(repro, "replay", one_run)
     out = io.StringIO()
-    got = repro.replay_repeated(file, Workspace(tmp_path), 3, str(tmp_path / "rep.json"), out,
-                                html=str(tmp_path / "rep.html"))
+    got = repro.replay_repeated(
+        file, Workspace(tmp_path), 3, str(tmp_path / "rep.json"), out, html=str(tmp_path / "rep.html")
+    )
     assert got is status and REPLAY_EXITS[got] == code
     assert out.getvalue().splitlines()[-1] == line
     assert seen == [(str(tmp_path / f"rep-{k}.json"), str(tmp_path / f"rep-{k}.html")) for k in (1, 2, 3)]

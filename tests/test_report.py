@@ -56,20 +56,31 @@ def _worker(worker: int, history: History, examples: dict[str, str]) -> WorkerRe
 
 @pytest.fixture
 def result() -> TrialResult:
-    h0 = _history(0, W0_E2E, [Outcome.OK] * 4, [ErrorClass.NONE, ErrorClass.RESET, ErrorClass.NONE, ErrorClass.NONE], pending=1)
+    h0 = _history(
+        0, W0_E2E, [Outcome.OK] * 4, [ErrorClass.NONE, ErrorClass.RESET, ErrorClass.NONE, ErrorClass.NONE], pending=1
+    )
     h0["submit_retries"][1] = 1
     h0["transport_errors"][1] = 1
     h0["attempts"][1] = 3
     h1 = _history(
-        1, W1_E2E, [Outcome.OK] * 3 + [Outcome.LOST, Outcome.CORRUPT],
-        [ErrorClass.NONE] * 3 + [ErrorClass.HTTP_404, ErrorClass.INTEGRITY], pending=0,
+        1,
+        W1_E2E,
+        [Outcome.OK] * 3 + [Outcome.LOST, Outcome.CORRUPT],
+        [ErrorClass.NONE] * 3 + [ErrorClass.HTTP_404, ErrorClass.INTEGRITY],
+        pending=0,
     )
     h1["repolls"][0] = 2
     h1["attempts"][0] = 4
     ran = [
         _worker(0, h0, {"reset": "asample: ServerDisconnectedError: Server disconnected"}),
-        _worker(1, h1, {"http_404": "retrieve_future 4: HTTP 404: b'Future not found'",
-                        "integrity": "result of nonce 104: sample 0: tokens do not match nonce 104"}),
+        _worker(
+            1,
+            h1,
+            {
+                "http_404": "retrieve_future 4: HTTP 404: b'Future not found'",
+                "integrity": "result of nonce 104: sample 0: tokens do not match nonce 104",
+            },
+        ),
     ]
     samples = {name: np.full(3, -1.0) for name in SAMPLE_FIELDS}
     samples["t"] = np.array([0.0, 0.5, 1.0])
@@ -191,11 +202,15 @@ def test_render_text(result):
 
 def test_render_text_shows_the_collapse_chain_and_its_evidence(result):
     rep = report.build_report(result)
-    rep["verdict"] = {"kind": "event_loop_stall", "at_s": 3.2, "evidence": ["healthz failed 7/10"],
-                      "consequences": [{"kind": "no_progress", "at_s": 5.0, "evidence": "nothing completed for 30s"}]}
+    rep["verdict"] = {
+        "kind": "event_loop_stall",
+        "at_s": 3.2,
+        "evidence": ["healthz failed 7/10"],
+        "consequences": [{"kind": "no_progress", "at_s": 5.0, "evidence": "nothing completed for 30s"}],
+    }
     lines = report.render_text(rep).splitlines()
     i = lines.index("VERDICT: event_loop_stall at t=3s -> no_progress at t=5s")
-    assert lines[i + 1:i + 3] == ["  evidence: healthz failed 7/10", "  then: nothing completed for 30s"]
+    assert lines[i + 1 : i + 3] == ["  evidence: healthz failed 7/10", "  then: nothing completed for 30s"]
     assert any(line.startswith("accept queue peak ") for line in lines)
 
 
@@ -230,8 +245,16 @@ def test_report_of_a_trial_that_never_loaded():
     """A trial stopped before any worker reported: nothing completed, everything not finished."""
     config = TrialConfig(target="url=http://127.0.0.1:9", shape=LoadShape(requests=50))
     result = TrialResult(
-        config=config, history=History.empty(0), workers=[], monitor=None, router_stats={},
-        server={"spec": config.target}, wall_s=0.5, load_s=0.0, cpu={}, interrupted=True,
+        config=config,
+        history=History.empty(0),
+        workers=[],
+        monitor=None,
+        router_stats={},
+        server={"spec": config.target},
+        wall_s=0.5,
+        load_s=0.0,
+        cpu={},
+        interrupted=True,
     )
     rep = report.build_report(result)
     assert (rep["completed"], rep["failed"], rep["not_finished"]) == (0, 0, 50)
@@ -241,7 +264,9 @@ def test_report_of_a_trial_that_never_loaded():
     json.dumps(rep)
     text = report.render_text(rep)
     assert "completed 0" in text and "INTERRUPTED" in text
-    assert rep["target"]["family"] == "skyrl" and text.startswith("target url=http://127.0.0.1:9 (version None; judged as skyrl)")
+    assert rep["target"]["family"] == "skyrl" and text.startswith(
+        "target url=http://127.0.0.1:9 (version None; judged as skyrl)"
+    )
     named = dataclasses.replace(result, config=dataclasses.replace(config, target="tuft+url=http://127.0.0.1:9"))
     named_rep = report.build_report(named)
     assert named_rep["target"]["family"] == "tuft"
@@ -258,8 +283,9 @@ def test_crashed_worker_counts_as_not_finished(result):
 
 def test_faults_say_their_direction(result):
     specs = ("edge:latency:latency=500,stream=both@0.5+2", "backend:reset_peer@1+1", "edge:down@0+0.5")
-    result.fault_log = FaultLog(tuple(
-        AppliedFault(i, parse_fault(spec), applied_at_s=0.5, removed_at_s=2.5) for i, spec in enumerate(specs)))
+    result.fault_log = FaultLog(
+        tuple(AppliedFault(i, parse_fault(spec), applied_at_s=0.5, removed_at_s=2.5) for i, spec in enumerate(specs))
+    )
     rep = report.build_report(result)
     assert [f["streams"] for f in rep["faults"]["applied"]] == [["downstream", "upstream"], ["downstream"], []]
     assert [f["fault"]["stream"] for f in rep["faults"]["applied"]] == ["both", "downstream", "downstream"]
@@ -273,8 +299,12 @@ def test_faults_say_their_direction(result):
 
 def test_report_names_what_each_process_fault_did(result):
     specs = ["server:pause@0.1+0.2", "server:restart@0.5", "router:pause@1+1", "edge:down@0+1"]
-    result.fault_log = FaultLog(tuple(AppliedFault(i, parse_fault(s), applied_at_s=0.1 * (i + 1), removed_at_s=2.0)
-                                      for i, s in enumerate(specs)), None)
+    result.fault_log = FaultLog(
+        tuple(
+            AppliedFault(i, parse_fault(s), applied_at_s=0.1 * (i + 1), removed_at_s=2.0) for i, s in enumerate(specs)
+        ),
+        None,
+    )
     rep = report.build_report(result)
     effects = [f.get("effect") for f in rep["faults"]["applied"]]
     assert effects[3] is None and all(effects[:3])

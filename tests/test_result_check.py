@@ -61,7 +61,9 @@ def _one_field_wrong(field: str, nonce: int) -> decode.Result:
     if field == "tokens":
         return replace(good, sequences=[replace(s0, tokens=s0.tokens + 1), good.sequences[1]])
     if field == "length":
-        return replace(good, sequences=[replace(s0, tokens=s0.tokens[:-1], logprobs=s0.logprobs[:-1]), good.sequences[1]])
+        return replace(
+            good, sequences=[replace(s0, tokens=s0.tokens[:-1], logprobs=s0.logprobs[:-1]), good.sequences[1]]
+        )
     if field == "logprobs":
         return replace(good, sequences=[replace(s0, logprobs=s0.logprobs - np.float32(0.5)), good.sequences[1]])
     if field == "missing logprobs":  # a server that passes the router's null on as no logprobs, not zero-filled
@@ -142,8 +144,12 @@ def _as_skyrl(body: bytes, prompt: list[int], asks: tokens.Asks) -> decode.Resul
     plp = np.array([np.nan if x is None else x for x in own], dtype=np.float32)
     if not asks.topk:
         return decode.Result(sequences, plp)
-    rows = [sorted(((int(t), e["logprob"]) for t, e in d.items()), key=lambda x: x[1], reverse=True)[:asks.topk]
-            if d is not None else None for d in raw]
+    rows = [
+        sorted(((int(t), e["logprob"]) for t, e in d.items()), key=lambda x: x[1], reverse=True)[: asks.topk]
+        if d is not None
+        else None
+        for d in raw
+    ]
     return decode.Result(sequences, plp, decode.topk_matrices(rows))
 
 

@@ -242,11 +242,14 @@ def test_barrier_holds_until_the_nth_request(router: Callable[..., RouterHandle]
 def _keepalive_sockets(h: RouterHandle, count: int, held: int = 0) -> list[socket.socket]:
     """``count`` connections that each got an answer and stay open (keep-alive), plus ``held`` whose
     request the router is holding (barrier mode)."""
+
     def send(i: int) -> socket.socket:
         s = socket.create_connection((h.host, h.port), timeout=WAIT_S)
         body = json.dumps(payload(i)).encode()
-        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        s.sendall(
+            b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        )
         return s
 
     # The answered ones first, then the held ones: which requests of those sent at once make up a wave is not
@@ -474,8 +477,7 @@ def test_truncate_cuts_the_body_in_half(router: Callable[..., RouterHandle]) -> 
     assert h.stats()["truncated"] == 1
 
 
-def test_a_fault_window_ends_at_its_deadline_however_late_its_call_arrives(
-        router: Callable[..., RouterHandle]) -> None:
+def test_a_fault_window_ends_at_its_deadline_however_late_its_call_arrives(router: Callable[..., RouterHandle]) -> None:
     """A truncate sent to a paused router is applied when it resumes: it must end when it was meant to."""
     h = router(mode="immediate")
     h._control("/control/truncate", {"seconds": 60.0, "until_monotonic": time.monotonic() - 1.0})
@@ -485,7 +487,9 @@ def test_a_fault_window_ends_at_its_deadline_however_late_its_call_arrives(
     h.reset_faults()
     h.pause(30.0)
     deadline = time.monotonic() + 0.2  # fixed here, so however late the thread runs its call ends by then
-    late = threading.Thread(target=h._control, args=("/control/truncate", {"seconds": 0.2, "until_monotonic": deadline}))
+    late = threading.Thread(
+        target=h._control, args=("/control/truncate", {"seconds": 0.2, "until_monotonic": deadline})
+    )
     late.start()  # waits in the paused router's socket
     while time.monotonic() <= deadline:  # resume only once the deadline has passed (bounded: 0.2 s)
         time.sleep(0.01)
@@ -549,7 +553,8 @@ def _router_children() -> list[psutil.Process]:
     return [
         p
         for p in psutil.Process().children(recursive=True)
-        if p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        if p.is_running()
+        and p.status() != psutil.STATUS_ZOMBIE
         and any(name in " ".join(p.cmdline()) for name in ("faultload.router", "faultload-router"))
     ]
 
@@ -562,8 +567,9 @@ def test_start_failure_raises_and_leaves_no_process(impl: str) -> None:
     compiled = compiled_router() if impl == "compiled" else None
     try:
         with pytest.raises(RuntimeError, match="router failed to start: .*cannot serve"):
-            start_router(RouterConfig(mode="immediate"), port=blocker.getsockname()[1], ready_timeout_s=10.0,
-                         compiled=compiled)
+            start_router(
+                RouterConfig(mode="immediate"), port=blocker.getsockname()[1], ready_timeout_s=10.0, compiled=compiled
+            )
     finally:
         blocker.close()
     assert _router_children() == []

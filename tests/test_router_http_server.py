@@ -57,8 +57,11 @@ class Served:
 
 
 async def echo(request: Request, send: Send) -> None:
-    await send(Response(200, f"{request.method} {request.path} ".encode() + request.body, "text/plain",
-                        headers=b"X-Test: 1\r\n"))
+    await send(
+        Response(
+            200, f"{request.method} {request.path} ".encode() + request.body, "text/plain", headers=b"X-Test: 1\r\n"
+        )
+    )
 
 
 def test_a_request_is_answered_with_its_length_and_headers(run):
@@ -142,10 +145,13 @@ def test_a_handler_that_raises_or_sends_nothing_gets_a_500(run):
     run(main())
 
 
-@pytest.mark.parametrize("request_bytes, answer", [
-    (b"POST / HTTP/1.1\r\nContent-Length: 200\r\n\r\n" + b"x" * 200, b"HTTP/1.1 413 "),  # over max_body=100
-    (b"NOT HTTP AT ALL\r\n\r\n", b"HTTP/1.1 400 "),
-])
+@pytest.mark.parametrize(
+    "request_bytes, answer",
+    [
+        (b"POST / HTTP/1.1\r\nContent-Length: 200\r\n\r\n" + b"x" * 200, b"HTTP/1.1 413 "),  # over max_body=100
+        (b"NOT HTTP AT ALL\r\n\r\n", b"HTTP/1.1 400 "),
+    ],
+)
 def test_what_cannot_be_served_is_refused_and_closed(run, request_bytes, answer):
     async def main():
         async with Served(echo, max_body=100) as s:

@@ -141,4 +141,6 @@ def test_asks_cover_each_kind_of_request() -> None:
         assert abs(sum(a.topk > 0 for a in asks) / 8_000 - 1 / tokens.ASK_EVERY) < 0.02
         assert all(a.prompt_logprobs for a in asks if a.topk)
         assert {a.topk for a in asks if a.topk} == {1, 2, 3, 4, 5}
-    assert len({(a.prompt_logprobs, a.topk > 0) for a in map(tokens.asks, [s << 24 for s in range(64)])}) == 3  # a trial's first request may ask too
+    assert (
+        len({(a.prompt_logprobs, a.topk > 0) for a in map(tokens.asks, [s << 24 for s in range(64)])}) == 3
+    )  # a trial's first request may ask too

@@ -72,7 +72,10 @@ def _wire(job: WorkerJob | None = None) -> tuple[SdkWire, History, dict, list]:
 def _sample_body(job: WorkerJob, row: int, spaced: bool = True) -> bytes:
     """An asample body shaped like the SDK's (pydantic JSON) for ``row``."""
     body = {
-        "sampling_session_id": "sess", "seq_id": 3, "num_samples": 1, "type": "sample",
+        "sampling_session_id": "sess",
+        "seq_id": 3,
+        "num_samples": 1,
+        "type": "sample",
         "prompt": {"chunks": [{"tokens": tokens.prompt_tokens(job.nonce(job.first + row), 2), "type": "encoded_text"}]},
         "sampling_params": {"max_tokens": 4, "temperature": 1.0, "stop": None},
     }
@@ -96,19 +99,22 @@ def _caused(outer: BaseException, cause: BaseException) -> BaseException:
 # --------------------------------------------------------------------------- status and exception mapping
 
 
-@pytest.mark.parametrize("kind, status, expected", [
-    (AttemptKind.SUBMIT, 200, None),
-    (AttemptKind.SUBMIT, 400, ErrorClass.HTTP_4XX),
-    (AttemptKind.SUBMIT, 404, ErrorClass.HTTP_4XX),
-    (AttemptKind.SUBMIT, 429, ErrorClass.HTTP_4XX),
-    (AttemptKind.SUBMIT, 503, ErrorClass.HTTP_5XX),
-    (AttemptKind.POLL, 200, None),
-    (AttemptKind.POLL, 408, None),
-    (AttemptKind.POLL, 400, ErrorClass.SERVER_FAILED),
-    (AttemptKind.POLL, 404, ErrorClass.HTTP_404),
-    (AttemptKind.POLL, 410, ErrorClass.HTTP_4XX),
-    (AttemptKind.POLL, 500, ErrorClass.HTTP_5XX),
-])
+@pytest.mark.parametrize(
+    "kind, status, expected",
+    [
+        (AttemptKind.SUBMIT, 200, None),
+        (AttemptKind.SUBMIT, 400, ErrorClass.HTTP_4XX),
+        (AttemptKind.SUBMIT, 404, ErrorClass.HTTP_4XX),
+        (AttemptKind.SUBMIT, 429, ErrorClass.HTTP_4XX),
+        (AttemptKind.SUBMIT, 503, ErrorClass.HTTP_5XX),
+        (AttemptKind.POLL, 200, None),
+        (AttemptKind.POLL, 408, None),
+        (AttemptKind.POLL, 400, ErrorClass.SERVER_FAILED),
+        (AttemptKind.POLL, 404, ErrorClass.HTTP_404),
+        (AttemptKind.POLL, 410, ErrorClass.HTTP_4XX),
+        (AttemptKind.POLL, 500, ErrorClass.HTTP_5XX),
+    ],
+)
 def test_status_error_is_what_the_raw_client_notes(kind, status, expected):
     assert status_error(kind, status) == expected
 
@@ -125,27 +131,55 @@ def _exceptions():
         ("connect timeout", httpx.ConnectTimeout("timed out", request=req), ErrorClass.TIMEOUT),
         ("read timeout", httpx.ReadTimeout("timed out", request=req), ErrorClass.TIMEOUT),
         ("sdk timeout", tinker.APITimeoutError(request=req), ErrorClass.TIMEOUT),
-        ("sdk wraps a refused connect",
-         _caused(tinker.APIConnectionError(request=req),
-                 _caused(httpx.ConnectError("error sending request: Connection refused (os error 111)", request=req),
-                         ConnectionRefusedError(111, "refused"))), ErrorClass.CONNECT),
-        ("pyqwest refused, message only",
-         httpx.ConnectError("client error (Connect): tcp connect error: Connection refused (os error 111)"),
-         ErrorClass.CONNECT),
-        ("pyqwest reset as a ConnectError",
-         httpx.ConnectError("connection error: Connection reset by peer (os error 104)"), ErrorClass.RESET),
+        (
+            "sdk wraps a refused connect",
+            _caused(
+                tinker.APIConnectionError(request=req),
+                _caused(
+                    httpx.ConnectError("error sending request: Connection refused (os error 111)", request=req),
+                    ConnectionRefusedError(111, "refused"),
+                ),
+            ),
+            ErrorClass.CONNECT,
+        ),
+        (
+            "pyqwest refused, message only",
+            httpx.ConnectError("client error (Connect): tcp connect error: Connection refused (os error 111)"),
+            ErrorClass.CONNECT,
+        ),
+        (
+            "pyqwest reset as a ConnectError",
+            httpx.ConnectError("connection error: Connection reset by peer (os error 104)"),
+            ErrorClass.RESET,
+        ),
         ("write error on a reset", httpx.WriteError("connection error: Connection reset by peer"), ErrorClass.RESET),
-        ("closed mid-answer", httpx.RemoteProtocolError("connection closed before message completed"),
-         ErrorClass.RESET),
-        ("os reset under the sdk", _caused(tinker.APIConnectionError(request=req), ConnectionResetError(104, "reset")),
-         ErrorClass.RESET),
-        ("poll 404 wrapped by the sdk", _caused(ValueError("Error retrieving result"),
-                                                _status_exc(404, "/api/v1/retrieve_future")), ErrorClass.HTTP_404),
-        ("poll bare 400 budget spent", _caused(ValueError("exceeded 3 retries"),
-                                               _status_exc(400, "/api/v1/retrieve_future")), ErrorClass.SERVER_FAILED),
+        (
+            "closed mid-answer",
+            httpx.RemoteProtocolError("connection closed before message completed"),
+            ErrorClass.RESET,
+        ),
+        (
+            "os reset under the sdk",
+            _caused(tinker.APIConnectionError(request=req), ConnectionResetError(104, "reset")),
+            ErrorClass.RESET,
+        ),
+        (
+            "poll 404 wrapped by the sdk",
+            _caused(ValueError("Error retrieving result"), _status_exc(404, "/api/v1/retrieve_future")),
+            ErrorClass.HTTP_404,
+        ),
+        (
+            "poll bare 400 budget spent",
+            _caused(ValueError("exceeded 3 retries"), _status_exc(400, "/api/v1/retrieve_future")),
+            ErrorClass.SERVER_FAILED,
+        ),
         ("asample 400", _status_exc(400, "/api/v1/asample"), ErrorClass.HTTP_4XX),
         ("asample 503", _status_exc(503, "/api/v1/asample"), ErrorClass.HTTP_5XX),
-        ("server's failure report", tinker.RequestFailedError("Request failed: boom", "1", None), ErrorClass.SERVER_FAILED),
+        (
+            "server's failure report",
+            tinker.RequestFailedError("Request failed: boom", "1", None),
+            ErrorClass.SERVER_FAILED,
+        ),
         ("proto decode", _caused(ValueError("Proto deserialization failed"), RuntimeError("x")), ErrorClass.OTHER),
         ("local protocol", httpx.LocalProtocolError("bad header"), ErrorClass.DECODE),
     ]
@@ -162,18 +196,21 @@ def test_classify_exception_survives_a_cause_loop():
     assert classify_exception(a) == ErrorClass.OTHER
 
 
-@pytest.mark.parametrize("error, accepted, expected", [
-    (ErrorClass.HTTP_4XX, False, Outcome.REJECTED),
-    (ErrorClass.RESET, False, Outcome.REJECTED),
-    (ErrorClass.HTTP_404, True, Outcome.LOST),
-    (ErrorClass.RESET, True, Outcome.GAVE_UP),
-    (ErrorClass.CONNECT, True, Outcome.GAVE_UP),
-    (ErrorClass.TIMEOUT, True, Outcome.GAVE_UP),
-    (ErrorClass.DECODE, True, Outcome.CORRUPT),
-    (ErrorClass.SERVER_FAILED, True, Outcome.FAILED),
-    (ErrorClass.HTTP_5XX, True, Outcome.FAILED),
-    (ErrorClass.OTHER, True, Outcome.FAILED),
-])
+@pytest.mark.parametrize(
+    "error, accepted, expected",
+    [
+        (ErrorClass.HTTP_4XX, False, Outcome.REJECTED),
+        (ErrorClass.RESET, False, Outcome.REJECTED),
+        (ErrorClass.HTTP_404, True, Outcome.LOST),
+        (ErrorClass.RESET, True, Outcome.GAVE_UP),
+        (ErrorClass.CONNECT, True, Outcome.GAVE_UP),
+        (ErrorClass.TIMEOUT, True, Outcome.GAVE_UP),
+        (ErrorClass.DECODE, True, Outcome.CORRUPT),
+        (ErrorClass.SERVER_FAILED, True, Outcome.FAILED),
+        (ErrorClass.HTTP_5XX, True, Outcome.FAILED),
+        (ErrorClass.OTHER, True, Outcome.FAILED),
+    ],
+)
 def test_final_outcome(error, accepted, expected):
     assert final_outcome(error, accepted) == expected
 
@@ -311,11 +348,14 @@ def test_recording_transport_records_what_the_sdk_meets():
             for row in (0, 1):
                 r = await client.post(BASE + "/api/v1/asample", content=_sample_body(job, row))
                 assert r.status_code == 200
-            r = await client.post(BASE + "/api/v1/retrieve_future",
-                                  content=b'{"request_id":"%d"}' % -job.nonce(job.first), timeout=45)
+            r = await client.post(
+                BASE + "/api/v1/retrieve_future", content=b'{"request_id":"%d"}' % -job.nonce(job.first), timeout=45
+            )
             assert len(r.content) == 300
             with pytest.raises(httpx.ReadError):
-                await client.post(BASE + "/api/v1/retrieve_future", content=b'{"request_id":"%d"}' % -job.nonce(job.first + 1))
+                await client.post(
+                    BASE + "/api/v1/retrieve_future", content=b'{"request_id":"%d"}' % -job.nonce(job.first + 1)
+                )
             await client.post(BASE + "/api/v1/session_heartbeat", content=b"{}")  # not a request's attempt
             with pytest.raises(httpx.ConnectError):
                 await client.post(BASE + "/api/v1/asample", content=_sample_body(job, 3))
@@ -417,8 +457,24 @@ def test_wire_bookkeeping_is_cheap_next_to_the_sdk():
 
 def _sdk_run(tmp_path: Path, workdir: Path, *extra: str) -> tuple[dict, History]:
     out, hist = tmp_path / "report.json", tmp_path / "history.npz"
-    run = run_cli(["run", "--workdir", str(workdir), "--client", "sdk", "--requests", "16",
-                   "--json-out", str(out), "--history", str(hist), *extra], timeout_s=420.0, tmpdir=tmp_path)
+    run = run_cli(
+        [
+            "run",
+            "--workdir",
+            str(workdir),
+            "--client",
+            "sdk",
+            "--requests",
+            "16",
+            "--json-out",
+            str(out),
+            "--history",
+            str(hist),
+            *extra,
+        ],
+        timeout_s=420.0,
+        tmpdir=tmp_path,
+    )
     assert run.returncode in (0, 1), run.stderr[-2000:]
     report = json.loads(out.read_text())
     return report, History.load(str(hist))
@@ -456,29 +512,41 @@ def test_sdk_trial_is_judged(tmp_path: Path, isolated_workdir: Path, fault: str 
 
 
 @pytest.mark.integration
-def test_finding_6_the_newest_sdk_fails_every_sample_of_the_release_and_its_fix_mends_it(tmp_path: Path,
-                                                                                        isolated_workdir: Path):
+def test_finding_6_the_newest_sdk_fails_every_sample_of_the_release_and_its_fix_mends_it(
+    tmp_path: Path, isolated_workdir: Path
+):
     """tinker 0.38 asserts that asample's answer carries one sequence id per sample; SkyRL 0.4.0 sends none."""
     require_target("0.4.0")
-    require_built("tinker==0.38.0", (WORKDIR / "sdks" / "tinker-0.38.0" / "faultload-installed.json").exists(),
-                  "faultload setup --sdk tinker==0.38.0")
+    require_built(
+        "tinker==0.38.0",
+        (WORKDIR / "sdks" / "tinker-0.38.0" / "faultload-installed.json").exists(),
+        "faultload setup --sdk tinker==0.38.0",
+    )
     (tmp_path / "release").mkdir()
     (tmp_path / "fixed").mkdir()
     report, _ = _sdk_run(tmp_path / "release", isolated_workdir, "--sdk", "tinker==0.38.0")
     assert report["client"] == {"kind": "sdk", "sdk": "tinker==0.38.0"}
     assert _verdicts(report)["result_integrity"]["ok"] is False and report["completed"] == 0
     assert "asample promises always carry sample_sequence_ids" in report["errors"]["decode"]["example"]
-    report, _ = _sdk_run(tmp_path / "fixed", isolated_workdir, "--sdk", "tinker==0.38.0", "--fix", "sample-sequence-ids")
+    report, _ = _sdk_run(
+        tmp_path / "fixed", isolated_workdir, "--sdk", "tinker==0.38.0", "--fix", "sample-sequence-ids"
+    )
     assert report["completed"] == 16 and all(v["ok"] is not False for v in report["invariants"])
 
 
-@pytest.mark.parametrize("flags, needle", [
-    (["--accept", "json"], "accept json needs client raw"),
-    (["--abandon-polls", "0.5@45"], "delayed or abandoned polls need client raw"),
-])
+@pytest.mark.parametrize(
+    "flags, needle",
+    [
+        (["--accept", "json"], "accept json needs client raw"),
+        (["--abandon-polls", "0.5@45"], "delayed or abandoned polls need client raw"),
+    ],
+)
 def test_cli_refuses_what_the_sdk_cannot_do(tmp_path: Path, isolated_workdir: Path, flags: list[str], needle: str):
-    run = run_cli(["run", "--workdir", str(isolated_workdir), "--client", "sdk", "--requests", "4", *flags],
-                  timeout_s=120.0, tmpdir=tmp_path)
+    run = run_cli(
+        ["run", "--workdir", str(isolated_workdir), "--client", "sdk", "--requests", "4", *flags],
+        timeout_s=120.0,
+        tmpdir=tmp_path,
+    )
     assert run.returncode == 2, run.stderr[-2000:]
     assert needle in run.error_line() and "Traceback" not in run.stderr
     assert not (isolated_workdir / "runs").exists() or not list((isolated_workdir / "runs").iterdir())
@@ -501,8 +569,9 @@ class _Sampling:
     def __init__(self, job: WorkerJob, readable: bool = True) -> None:
         self.job, self.readable, self.rows = job, readable, 0
 
-    async def sample_async(self, prompt, num_samples, sampling_params, include_prompt_logprobs=False,
-                           topk_prompt_logprobs=0):
+    async def sample_async(
+        self, prompt, num_samples, sampling_params, include_prompt_logprobs=False, topk_prompt_logprobs=0
+    ):
         from faultload.client import decode
 
         nonce = self.job.nonce(self.job.first + self.rows)
@@ -511,8 +580,11 @@ class _Sampling:
             return type("Response", (), {"sequences": [_Sequence(None, None)]})()
         want = decode.expected(nonce, num_samples, self.job.shape.result_tokens)
         topk = None if want.topk is None else SimpleNamespace(token_ids=want.topk[0], logprobs=want.topk[1])
-        return SimpleNamespace(sequences=[_Sequence(s.tokens, s.logprobs, s.stop_reason) for s in want.sequences],
-                               prompt_logprobs_np=want.prompt_logprobs, topk_prompt_logprobs_np=topk)
+        return SimpleNamespace(
+            sequences=[_Sequence(s.tokens, s.logprobs, s.stop_reason) for s in want.sequences],
+            prompt_logprobs_np=want.prompt_logprobs,
+            topk_prompt_logprobs_np=topk,
+        )
 
 
 def _sdk_client(readable: bool = True):

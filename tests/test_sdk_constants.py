@@ -58,16 +58,40 @@ def test_every_other_sdk_release_keeps_the_same_constants(release: str):
     """This file again, in a process whose ``tinker`` is ``release`` from its own folder (as an sdk-client
     worker runs it, first on ``sys.path``): every check above must hold there too."""
     sdks = WORKDIR / "sdks"
-    require_built(f"tinker=={release} (under {sdks})", sdk_installed(sdks, release),
-                  f"faultload setup --sdk tinker=={release}")
+    require_built(
+        f"tinker=={release} (under {sdks})", sdk_installed(sdks, release), f"faultload setup --sdk tinker=={release}"
+    )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(sdk_folder(sdks, release)), str(WORKDIR.parent)])}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", __file__,
-         "-k", "not every_other_sdk_release", "-W", "ignore::FutureWarning"],
-        capture_output=True, text=True, timeout=300, env=env, cwd=WORKDIR.parent)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            __file__,
+            "-k",
+            "not every_other_sdk_release",
+            "-W",
+            "ignore::FutureWarning",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=WORKDIR.parent,
+    )
     assert proc.returncode == 0, f"tinker=={release}:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
-    probe = subprocess.run([sys.executable, "-c", "import tinker; print(tinker.__version__)"],
-                           capture_output=True, text=True, timeout=120, env=env)
+    probe = subprocess.run(
+        [sys.executable, "-c", "import tinker; print(tinker.__version__)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert probe.stdout.strip() == release  # the process above ran that release, not the one beside faultload
 
 
@@ -81,8 +105,11 @@ def _function(module_name: str, qualname: str) -> ast.FunctionDef | ast.AsyncFun
 
 
 def _names(node: ast.AST) -> set[str]:
-    return {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(node)
-            if isinstance(n, (ast.Attribute, ast.Name))}
+    return {
+        n.attr if isinstance(n, ast.Attribute) else n.id
+        for n in ast.walk(node)
+        if isinstance(n, (ast.Attribute, ast.Name))
+    }
 
 
 def test_retrieve_loop_has_no_count_limit():
@@ -98,8 +125,11 @@ def test_retrieve_loop_has_no_count_limit():
         compared = [n for n in ast.walk(body) if isinstance(n, ast.Compare) and "connection_error_retries" in _names(n)]
         assert not compared, f"{name} now compares connection_error_retries with something: a count limit?"
     sample = _function("tinker.lib.public_interfaces.sampling_client", "SamplingClient._sample_async_impl")
-    waits = [n for n in ast.walk(sample) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-             and n.func.attr == "result_async"]
+    waits = [
+        n
+        for n in ast.walk(sample)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "result_async"
+    ]
     assert len(waits) == 1 and not waits[0].args and not waits[0].keywords  # no timeout
     assert not {"max_connection_retries", "max_polls"} & {f for f in ClientPolicy.__dataclass_fields__}
 
@@ -109,19 +139,26 @@ def test_max_connection_error_retries_is_the_bare_400_budget_not_a_poll_limit():
     refilled by each success; the retrieve loop does not read it."""
     holder = importlib.import_module("tinker.lib.internal_client_holder")
     assert holder.MAX_CONNECTION_ERROR_RETRIES == 16
-    assert "MAX_CONNECTION_ERROR_RETRIES" in _names(_function("tinker.lib.internal_client_holder", "ClientConnectionPool.aclient"))
+    assert "MAX_CONNECTION_ERROR_RETRIES" in _names(
+        _function("tinker.lib.internal_client_holder", "ClientConnectionPool.aclient")
+    )
     assert "MAX_CONNECTION_ERROR_RETRIES" not in _source("tinker.lib.api_future_impl")
 
 
 def test_submit_retry_window_is_execute_with_retries_max_wait():
     node = _function("tinker.lib.internal_client_holder", "InternalClientHolder.execute_with_retries")
-    values = [n.value for n in ast.walk(node) if isinstance(n, ast.Assign)
-              and any(isinstance(t, ast.Name) and t.id == "MAX_WAIT_TIME" for t in n.targets)]
+    values = [
+        n.value
+        for n in ast.walk(node)
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "MAX_WAIT_TIME" for t in n.targets)
+    ]
     assert len(values) == 1, "execute_with_retries no longer assigns MAX_WAIT_TIME once"
     window = eval(compile(ast.Expression(values[0]), "MAX_WAIT_TIME", "eval"), {})  # a literal expression: 60 * 5
     assert POLICY.submit_retry_window_s == float(window) == 300.0
     # It retries while the elapsed time is under the window, and never sleeps past its end.
-    src = inspect.getsource(importlib.import_module("tinker.lib.internal_client_holder").InternalClientHolder.execute_with_retries)
+    src = inspect.getsource(
+        importlib.import_module("tinker.lib.internal_client_holder").InternalClientHolder.execute_with_retries
+    )
     assert "elapsed_time < MAX_WAIT_TIME" in src
     assert "min(time_to_wait, start_time + MAX_WAIT_TIME - current_time)" in src
 
@@ -130,16 +167,23 @@ def test_asample_429_pause_is_the_sdks():
     """An asample 429 returns None to _sample_async_impl, which pauses 1 s (5 s above 128 KiB
     estimated) and calls execute_with_retries afresh; the raw client pauses the same, by the SDK's
     own estimate of our prompt's size."""
-    send = inspect.getsource(importlib.import_module("tinker.lib.public_interfaces.sampling_client").SamplingClient._send_asample_request)
+    send = inspect.getsource(
+        importlib.import_module("tinker.lib.public_interfaces.sampling_client").SamplingClient._send_asample_request
+    )
     assert re.search(r"e\.status_code\s*==\s*429", send) and "return None" in send
     impl = _source("tinker.lib.public_interfaces.sampling_client")
-    small, limit, large = _one(r"backoff_duration\s*=\s*(\d+)\s+if\s+estimated_bytes_count\s*<=\s*([\d\s*]+?)\s+else\s+(\d+)",
-                               impl, "429 backoff_duration")
+    small, limit, large = _one(
+        r"backoff_duration\s*=\s*(\d+)\s+if\s+estimated_bytes_count\s*<=\s*([\d\s*]+?)\s+else\s+(\d+)",
+        impl,
+        "429 backoff_duration",
+    )
     limit_bytes = eval(limit, {})  # "128 * 1024"
     holder = importlib.import_module("tinker.lib.internal_client_holder").InternalClientHolder
     sdk = SimpleNamespace(estimate_bytes_count_in_chunk=lambda chunk: holder.estimate_bytes_count_in_chunk(None, chunk))
     for extra in (0, 13_104, 13_105, 100_000):
-        estimated = holder.estimate_bytes_count_in_model_input(sdk, tinker.types.ModelInput.from_ints(tokens.prompt_tokens(0, extra)))
+        estimated = holder.estimate_bytes_count_in_model_input(
+            sdk, tinker.types.ModelInput.from_ints(tokens.prompt_tokens(0, extra))
+        )
         expected = float(small) if estimated <= limit_bytes else float(large)
         assert sdk_rules.rate_limit_pause_s(extra) == expected, extra
     assert sdk_rules.rate_limit_pause_s(0) != sdk_rules.rate_limit_pause_s(100_000)  # both branches were exercised
@@ -150,8 +194,13 @@ def _sdk_poll_action(status: int) -> str:
     request = httpx.Request("POST", "http://sdk.invalid/api/v1/retrieve_future")
     error = tinker.APIStatusError("scripted", response=httpx.Response(status, request=request), body=None)
     kind = impl._rest_status_error_to_transport_error(error).kind.name
-    return {"RETRY": "again", "RETRY_WITH_BACKOFF": "backoff", "RETRY_IF_BUDGET": "budget",
-            "RETRYABLE_EXCEPTION": "resample", "FATAL": "final"}[kind]
+    return {
+        "RETRY": "again",
+        "RETRY_WITH_BACKOFF": "backoff",
+        "RETRY_IF_BUDGET": "budget",
+        "RETRYABLE_EXCEPTION": "resample",
+        "FATAL": "final",
+    }[kind]
 
 
 def _raw_poll_action(client: raw.RawClient, status: int) -> str:
@@ -168,8 +217,19 @@ def test_poll_statuses_are_handled_as_the_sdk_does():
     budget (400), final (other 4xx). 410 is the one difference: the SDK re-samples (RetryableException,
     a new asample), the raw client ends the request FAILED; SkyRL never answers 410."""
     shape = LoadShape(requests=1)
-    job = WorkerJob(worker=0, base_url="http://127.0.0.1:1", source_ip=None, sampling_session_id="s",
-                    base_model="m", first=0, count=1, nonce_salt=1, shape=shape, t0=time.monotonic(), deadline_s=1.0)
+    job = WorkerJob(
+        worker=0,
+        base_url="http://127.0.0.1:1",
+        source_ip=None,
+        sampling_session_id="s",
+        base_model="m",
+        first=0,
+        count=1,
+        nonce_salt=1,
+        shape=shape,
+        t0=time.monotonic(),
+        deadline_s=1.0,
+    )
     client = raw.RawClient(job, None, LiveCounters(None, 0, len(COUNTER_SLOTS)))
     sdk = {status: _sdk_poll_action(status) for status in range(400, 600)}
     ours = {status: _raw_poll_action(client, status) for status in range(400, 600)}
@@ -180,13 +240,17 @@ def test_poll_statuses_are_handled_as_the_sdk_does():
 
 def test_submit_concurrency_is_the_sample_dispatch_semaphore():
     src = _source("tinker.lib.internal_client_holder")
-    value = _one(r"_sample_dispatch_semaphore\s*(?::\s*[\w.]+\s*)?=\s*asyncio\.Semaphore\((\d+)\)", src, "_sample_dispatch_semaphore")
+    value = _one(
+        r"_sample_dispatch_semaphore\s*(?::\s*[\w.]+\s*)?=\s*asyncio\.Semaphore\((\d+)\)",
+        src,
+        "_sample_dispatch_semaphore",
+    )
     assert POLICY.submit_concurrency == int(value) == 400
 
 
 def test_poll_timeout_is_the_retrieve_timeout():
     src = _source("tinker.lib.api_future_impl")
-    retrieve = src[src.index("futures.with_raw_response.retrieve("):]
+    retrieve = src[src.index("futures.with_raw_response.retrieve(") :]
     retrieve = retrieve[: retrieve.index(")\n")]
     value = _one(r"timeout\s*=\s*(\d+(?:\.\d+)?)", retrieve, "retrieve_future timeout")
     assert POLICY.poll_timeout_s == float(value) == 45.0

@@ -54,14 +54,17 @@ def test_a_worker_that_imported_another_release_is_the_harness_error_naming_both
     job = WorkerJob(0, "http://127.0.0.1:9", None, "s", "m", 0, 1, 1, shape, 0.0, 30.0)
     with pytest.raises(RuntimeError, match=r"imported tinker 0\.25\.0 from .*, not tinker==9\.9\.9"):
         check_sdk_release(job)
-    check_sdk_release(WorkerJob(0, "http://127.0.0.1:9", None, "s", "m", 0, 1, 1,
-                                LoadShape(requests=1, client="sdk"), 0.0, 30.0))  # "": the installed one
+    check_sdk_release(
+        WorkerJob(0, "http://127.0.0.1:9", None, "s", "m", 0, 1, 1, LoadShape(requests=1, client="sdk"), 0.0, 30.0)
+    )  # "": the installed one
 
 
 def test_a_release_not_installed_or_on_ray_is_refused_in_one_line(tmp_path: Path):
     workspace = Workspace(tmp_path)
     shape = LoadShape(requests=1, client="sdk", sdk="tinker==0.38.0")
-    with pytest.raises(ValueError, match=r"^tinker==0\.38\.0 is not installed in .* \(faultload setup --sdk tinker==0\.38\.0\)$"):
+    with pytest.raises(
+        ValueError, match=r"^tinker==0\.38\.0 is not installed in .* \(faultload setup --sdk tinker==0\.38\.0\)$"
+    ):
         pools_for_sdk(WorkerPool, shape, workspace)
     folder = sdk_folder(workspace.sdks, "0.38.0")
     folder.mkdir(parents=True)
@@ -73,10 +76,15 @@ def test_a_release_not_installed_or_on_ray_is_refused_in_one_line(tmp_path: Path
     assert pools_for_sdk(WorkerPool, LoadShape(requests=1, client="sdk"), workspace) is WorkerPool
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("tinker==0.38.0", None), ("tinkr==0.38.0", "expected tinker==X.Y.Z"), ("tinker>=0.38", "expected tinker==X.Y.Z"),
-    ("tinker==latest", "is not X.Y.Z"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("tinker==0.38.0", None),
+        ("tinkr==0.38.0", "expected tinker==X.Y.Z"),
+        ("tinker>=0.38", "expected tinker==X.Y.Z"),
+        ("tinker==latest", "is not X.Y.Z"),
+    ],
+)
 def test_an_sdk_release_is_named_tinker_equals_a_version(text: str, problem: str | None):
     if problem is None:
         assert sdk_version(text) == "0.38.0"

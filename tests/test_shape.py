@@ -67,8 +67,12 @@ def test_validate_names_the_bad_field(change, field_name):
 
 @pytest.mark.parametrize(
     "change, field_name",
-    [({"requests": "10"}, "requests"), ({"time_scale": "fast"}, "time_scale"), ({"workers": None}, "workers"),
-     ({"requests": 2.5}, "requests")],
+    [
+        ({"requests": "10"}, "requests"),
+        ({"time_scale": "fast"}, "time_scale"),
+        ({"workers": None}, "workers"),
+        ({"requests": 2.5}, "requests"),
+    ],
 )
 def test_validate_wrong_type_is_a_value_error_naming_the_field(change, field_name):
     """A repro file edited by hand can carry a string where a number belongs:
@@ -87,9 +91,19 @@ def test_scaled_multiplies_by_time_scale():
 
 def test_json_round_trip_equal():
     shape = LoadShape(
-        requests=77, result_tokens=5, num_samples=3, prompt_extra_tokens=9, max_outstanding=11, workers=2,
-        client="sdk", accept="json", time_scale=0.5, delay_polls=PollBehaviour(0.25, 3.0),
-        abandon_polls=PollBehaviour(1.0, 0.5), policy=ClientPolicy(submit_concurrency=7, submit_retry_window_s=9.0), seed=42,
+        requests=77,
+        result_tokens=5,
+        num_samples=3,
+        prompt_extra_tokens=9,
+        max_outstanding=11,
+        workers=2,
+        client="sdk",
+        accept="json",
+        time_scale=0.5,
+        delay_polls=PollBehaviour(0.25, 3.0),
+        abandon_polls=PollBehaviour(1.0, 0.5),
+        policy=ClientPolicy(submit_concurrency=7, submit_retry_window_s=9.0),
+        seed=42,
     )
     text = shape.to_json()
     json.loads(text)  # it is JSON
@@ -198,10 +212,23 @@ def test_parse_url():
 @pytest.mark.parametrize(
     "text",
     [
-        "skyrl", "skyrl==", "skyrl==0.4", "skyrl==abc", "skyrl=0.4.0", "SKYRL==0.4.0", "skyrl>=0.4.0",
-        "url=", "url=ftp://127.0.0.1:8000", "url=http://127.0.0.1", "url=127.0.0.1:8000", "url=http://:8000",
-        "url=http://127.0.0.1:notaport", "url=http://127.0.0.1:99999", "url=http://127.0.0.1:0",
-        "http://127.0.0.1:8000", "",
+        "skyrl",
+        "skyrl==",
+        "skyrl==0.4",
+        "skyrl==abc",
+        "skyrl=0.4.0",
+        "SKYRL==0.4.0",
+        "skyrl>=0.4.0",
+        "url=",
+        "url=ftp://127.0.0.1:8000",
+        "url=http://127.0.0.1",
+        "url=127.0.0.1:8000",
+        "url=http://:8000",
+        "url=http://127.0.0.1:notaport",
+        "url=http://127.0.0.1:99999",
+        "url=http://127.0.0.1:0",
+        "http://127.0.0.1:8000",
+        "",
     ],
 )
 def test_parse_bad_targets_one_line_naming_the_target(text):
@@ -215,7 +242,9 @@ def test_parse_bad_targets_one_line_naming_the_target(text):
 # --------------------------------------------------------------------------- loopback only (resolve, never connect)
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.5:8000", "http://127.0.0.1:1", "http://localhost:8000", "http://[::1]:8000"])
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.5:8000", "http://127.0.0.1:1", "http://localhost:8000", "http://[::1]:8000"]
+)
 def test_loopback_allowed(url):
     require_loopback(url, allow_remote=False)
 
@@ -241,11 +270,40 @@ def _args(*argv: str):
 def test_config_from_args_builds_the_shape_and_router():
     config = from_args.config_from_args(
         _args(
-            "--requests", "300", "--result-tokens", "16", "--num-samples", "2", "--workers", "3",
-            "--max-outstanding", "100", "--client", "raw", "--accept", "json", "--time-scale", "0.1",
-            "--delay-polls", "0.5@4", "--abandon-polls", "0.25@2", "--seed", "7", "--router-mode", "barrier",
-            "--regress", "retention", "--regress", "keepalive", "--retrieved-ttl", "30", "--server-port", "0",
-            "--max-wall", "60",
+            "--requests",
+            "300",
+            "--result-tokens",
+            "16",
+            "--num-samples",
+            "2",
+            "--workers",
+            "3",
+            "--max-outstanding",
+            "100",
+            "--client",
+            "raw",
+            "--accept",
+            "json",
+            "--time-scale",
+            "0.1",
+            "--delay-polls",
+            "0.5@4",
+            "--abandon-polls",
+            "0.25@2",
+            "--seed",
+            "7",
+            "--router-mode",
+            "barrier",
+            "--regress",
+            "retention",
+            "--regress",
+            "keepalive",
+            "--retrieved-ttl",
+            "30",
+            "--server-port",
+            "0",
+            "--max-wall",
+            "60",
         )
     )
     shape = config.shape
@@ -297,7 +355,9 @@ def test_config_from_args_url_with_allow_remote_is_accepted():
     assert config.allow_remote is True
 
 
-@pytest.mark.parametrize("argv", [["--requests", "-1"], ["--client", "grpc"], ["--accept", "xml"], ["--requests", "ten"]])
+@pytest.mark.parametrize(
+    "argv", [["--requests", "-1"], ["--client", "grpc"], ["--accept", "xml"], ["--requests", "ten"]]
+)
 def test_parser_rejects_bad_flag_values(argv):
     with pytest.raises(cli_parser.UsageError):
         _args(*argv)

@@ -12,7 +12,7 @@ import os
 import struct
 
 from faultload.router.completions import read_completions, repeated_completions
-from faultload.run.trial import load_completions
+from faultload.run.gather import load_completions
 
 
 class LoggedRouter:

@@ -40,8 +40,15 @@ def _stats(url: str) -> dict[str, int]:
 def test_the_standin_opens_a_sampling_session_and_refuses_every_asample(standin_server) -> None:
     sampler = open_sampling_session(standin_server.url, "Qwen/Qwen3-0.6B", timeout_s=10)
     assert sampler.startswith("standin-sampler-")
-    body = json.dumps({"sampling_session_id": sampler, "seq_id": 0, "num_samples": 1, "prompt": {"chunks": []},
-                       "sampling_params": {"max_tokens": 1}}).encode()
+    body = json.dumps(
+        {
+            "sampling_session_id": sampler,
+            "seq_id": 0,
+            "num_samples": 1,
+            "prompt": {"chunks": []},
+            "sampling_params": {"max_tokens": 1},
+        }
+    ).encode()
     assert _post(f"{standin_server.url}/api/v1/asample", body) == (400, REJECTION)
     assert _post(f"{standin_server.url}/api/v1/retrieve_future", b'{"request_id": "1"}')[0] == 404
     assert _stats(standin_server.url)["/api/v1/asample"] == 1
@@ -63,21 +70,41 @@ def test_the_standin_process_is_gone_after_its_block() -> None:
 
 @pytest.mark.integration
 def test_a_trial_against_a_server_refusing_every_asample_violates_accepted_requests(
-        standin_server, isolated_workdir: Path, tmp_path: Path) -> None:
+    standin_server, isolated_workdir: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "report.json"
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    run = run_cli(["run", "--target", standin_server.target, "--server-pid", str(standin_server.pid),
-                   "--requests", str(REQUESTS), "--quiet", "--max-wall", "120", "--workdir", str(isolated_workdir),
-                   "--json-out", str(out)], timeout_s=300, tmpdir=tmpdir)
+    run = run_cli(
+        [
+            "run",
+            "--target",
+            standin_server.target,
+            "--server-pid",
+            str(standin_server.pid),
+            "--requests",
+            str(REQUESTS),
+            "--quiet",
+            "--max-wall",
+            "120",
+            "--workdir",
+            str(isolated_workdir),
+            "--json-out",
+            str(out),
+        ],
+        timeout_s=300,
+        tmpdir=tmpdir,
+    )
     assert out.is_file(), run.stderr[-3000:]
     report = json.loads(out.read_text())
     verdicts = {v["name"]: v for v in report["invariants"]}
     accepted = verdicts["accepted_requests"]
     # an invariant is violated, not only the exit code: and it names the class and the server's words
     assert accepted["ok"] is False and accepted["figure"] == REQUESTS and accepted["budget"] == 0, accepted
-    assert f"{REQUESTS} of {REQUESTS} submitted requests rejected with no fatal fault in force (0 accepted): " \
-           f"400 ×{REQUESTS} (e.g. asample: HTTP 400: " in accepted["detail"]
+    assert (
+        f"{REQUESTS} of {REQUESTS} submitted requests rejected with no fatal fault in force (0 accepted): "
+        f"400 ×{REQUESTS} (e.g. asample: HTTP 400: " in accepted["detail"]
+    )
     assert "base model not loaded" in accepted["detail"]
     assert verdicts["no_lost_results"]["ok"] is None
     assert verdicts["no_lost_results"]["detail"].startswith("0 accepted (see accepted_requests)")
@@ -93,13 +120,30 @@ def test_a_trial_against_a_server_refusing_every_asample_violates_accepted_reque
 
 @pytest.mark.integration
 def test_the_suite_fails_on_a_server_refusing_every_asample_naming_accepted_requests(
-        standin_server, isolated_workdir: Path, tmp_path: Path) -> None:
+    standin_server, isolated_workdir: Path, tmp_path: Path
+) -> None:
     """`pytest faultload --faultload-target url=... --faultload-profile ci` against the stand-in fails,
     and the failure names the invariant (not a harness error, not 'not judged')."""
     summary = tmp_path / "summary.json"
-    run = run_cli(["faultload/suite", "-p", "no:cacheprovider", "-q", "-x", "--faultload-profile", "ci",
-                   "--faultload-target", standin_server.target, "--faultload-workdir", str(isolated_workdir),
-                   "--faultload-summary-json", str(summary)], timeout_s=600, prefix=["-m", "pytest"])
+    run = run_cli(
+        [
+            "faultload/suite",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-x",
+            "--faultload-profile",
+            "ci",
+            "--faultload-target",
+            standin_server.target,
+            "--faultload-workdir",
+            str(isolated_workdir),
+            "--faultload-summary-json",
+            str(summary),
+        ],
+        timeout_s=600,
+        prefix=["-m", "pytest"],
+    )
     assert run.returncode == 1, run.stdout[-3000:]
     assert "accepted_requests violated" in run.stdout
     data = json.loads(summary.read_text())

@@ -96,8 +96,10 @@ def test_barrier_waves_fit_half_the_wall_bound_even_if_each_times_out():
     assert barrier_fitting_requests(shape, barrier, S.NIGHTLY) == 75 * 58
     assert barrier_fitting_requests(shape, RouterConfig(mode="latency"), S.NIGHTLY) == 8192
     one_wave = LoadShape(requests=500, max_outstanding=0, time_scale=SCALE)
-    assert barrier_fitting_requests(one_wave, RouterConfig(mode="barrier", barrier=1, barrier_timeout_s=80.0),
-                                    S.NIGHTLY) == 500  # never below the requests held at once
+    assert (
+        barrier_fitting_requests(one_wave, RouterConfig(mode="barrier", barrier=1, barrier_timeout_s=80.0), S.NIGHTLY)
+        == 500
+    )  # never below the requests held at once
 
 
 @FAST
@@ -166,8 +168,13 @@ def test_repro_file_round_trip(tmp_path):
     config = S.minimal_trial_config(TARGET, SCALE, regress=("retention",))
     verdicts = [Verdict("no_lost_results", False, 3, 0, "3 lost"), Verdict("bounded_fds", True, 20, 100, "ok")]
     budgets = Budgets().replace({"healthz_p99_s": 2.0})
-    repro = build_repro(config, verdicts, {"no_lost_results": {"ok": False, "figure": 3, "budget": 0}}, budgets,
-                        checked=("no_lost_results",))
+    repro = build_repro(
+        config,
+        verdicts,
+        {"no_lost_results": {"ok": False, "figure": 3, "budget": 0}},
+        budgets,
+        checked=("no_lost_results",),
+    )
     path = write_repro(repro, tmp_path, "r")
     data, loaded, loaded_budgets = load_repro(path)
     assert loaded == config
@@ -181,7 +188,9 @@ def test_repro_file_round_trip(tmp_path):
 
 def test_minimal_trial_config():
     assert minimal(S.trial_configs(TARGET, SCALE)) == S.minimal_trial_config(TARGET, SCALE)
-    assert minimal(S.trial_configs(TARGET, SCALE, ("retention",))) == S.minimal_trial_config(TARGET, SCALE, ("retention",))
+    assert minimal(S.trial_configs(TARGET, SCALE, ("retention",))) == S.minimal_trial_config(
+        TARGET, SCALE, ("retention",)
+    )
 
 
 def test_minimal_shape():
@@ -191,30 +200,41 @@ def test_minimal_shape():
     assert shape.arrival == "burst" and shape.abandon_polls == PollBehaviour() and shape.policy == ClientPolicy()
 
 
-@pytest.mark.parametrize("strategy, expected", [
-    (S.request_counts(512), 1),
-    (S.result_sizes(4096), 1),
-    (S.sample_counts(8), 1),
-    (S.outstanding_caps(300), 0),
-    (S.outstanding_caps(100_000), 4096),
-    (S.poll_behaviours(), PollBehaviour()),
-    (S.client_policies(), ClientPolicy()),
-    (S.arrivals(100), ("burst", 0.0, 1)),
-    (S.clients(), "raw"),
-    (S.fault_schedules(SCALE), FaultSchedule()),
-])
+@pytest.mark.parametrize(
+    "strategy, expected",
+    [
+        (S.request_counts(512), 1),
+        (S.result_sizes(4096), 1),
+        (S.sample_counts(8), 1),
+        (S.outstanding_caps(300), 0),
+        (S.outstanding_caps(100_000), 4096),
+        (S.poll_behaviours(), PollBehaviour()),
+        (S.client_policies(), ClientPolicy()),
+        (S.arrivals(100), ("burst", 0.0, 1)),
+        (S.clients(), "raw"),
+        (S.fault_schedules(SCALE), FaultSchedule()),
+    ],
+)
 def test_minimal_examples(strategy, expected):
     assert minimal(strategy) == expected
 
 
 def test_minimal_affected_poll_behaviour_is_everyone_past_the_poll_timeout():
-    assert find(S.poll_behaviours(), lambda p: p.fraction > 0, settings=settings(database=None, phases=NO_EXPLAIN)) == PollBehaviour(1.0, 45.0)
+    assert find(
+        S.poll_behaviours(), lambda p: p.fraction > 0, settings=settings(database=None, phases=NO_EXPLAIN)
+    ) == PollBehaviour(1.0, 45.0)
 
 
 def test_minimal_routers():
     shape = S.minimal_shape(SCALE)
-    assert minimal(S.router_configs(shape)) == S.immediate_router(shape) == RouterConfig(mode="immediate", barrier=0, procs=1)
-    assert minimal(S.latency_routers(shape)) == RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=0.05, procs=1)
+    assert (
+        minimal(S.router_configs(shape))
+        == S.immediate_router(shape)
+        == RouterConfig(mode="immediate", barrier=0, procs=1)
+    )
+    assert minimal(S.latency_routers(shape)) == RouterConfig(
+        mode="latency", max_num_seqs=256, gen_seconds=0.05, procs=1
+    )
     big = LoadShape(requests=300, max_outstanding=0, time_scale=SCALE)
     assert minimal(S.barrier_routers(big)) == RouterConfig(mode="barrier", barrier=300, barrier_timeout_s=1.0, procs=1)
 
@@ -225,13 +245,19 @@ def test_minimal_fault():
 
 # ---------------------------------------------------------------- directions, long outages, sequences
 
-FIND = settings(database=None, max_examples=5000, derandomize=True, phases=NO_EXPLAIN, suppress_health_check=list(HealthCheck))
+FIND = settings(
+    database=None, max_examples=5000, derandomize=True, phases=NO_EXPLAIN, suppress_health_check=list(HealthCheck)
+)
 SHORTEST = 5.0 * SCALE  # the shortest window, 5 SDK s
 # Each toxic kind's simplest attributes at SCALE (times scaled: 1,000 SDK ms -> 50 ms; rates divided).
 SIMPLEST_ATTRIBUTES = {
-    "latency": {"latency": 50, "jitter": 0}, "timeout": {"timeout": 0}, "reset_peer": {"timeout": 0},
-    "slicer": {"average_size": 1, "size_variation": 0, "delay": 1}, "limit_data": {"bytes": 0},
-    "bandwidth": {"rate": 2000}, "slow_close": {"delay": 50},
+    "latency": {"latency": 50, "jitter": 0},
+    "timeout": {"timeout": 0},
+    "reset_peer": {"timeout": 0},
+    "slicer": {"average_size": 1, "size_variation": 0, "delay": 1},
+    "limit_data": {"bytes": 0},
+    "bandwidth": {"rate": 2000},
+    "slow_close": {"delay": 50},
 }
 
 
@@ -250,7 +276,8 @@ def test_each_toxic_kind_is_drawn_in_each_direction(link, kind, stream):
 
 def test_toxicity_is_drawn_and_down_takes_no_direction():
     assert _found(S.faults(SCALE), lambda f: f.toxicity < 1) == Fault(
-        "edge", "reset_peer", {}, toxicity=0.5, duration_s=SHORTEST)
+        "edge", "reset_peer", {}, toxicity=0.5, duration_s=SHORTEST
+    )
     assert _found(S.faults(SCALE), lambda f: f.toxicity <= 0.1).toxicity == 0.1
 
     @FAST
@@ -289,41 +316,61 @@ def test_only_outages_get_the_long_windows_and_ci_keeps_them_short():
 
 
 def _follows(schedule, first_kind=None, then_kind=None):
-    return any(a.link == b.link and b.start_s == a.end_s and first_kind in (None, a.kind) and then_kind in (None, b.kind)
-               for i, a in enumerate(schedule.faults) for b in schedule.faults[i + 1:])
+    return any(
+        a.link == b.link and b.start_s == a.end_s and first_kind in (None, a.kind) and then_kind in (None, b.kind)
+        for i, a in enumerate(schedule.faults)
+        for b in schedule.faults[i + 1 :]
+    )
 
 
 def test_a_fault_may_start_exactly_when_another_ends_on_its_link():
     """Minimal: two shortest edge resets back to back."""
     first = Fault("edge", "reset_peer", {}, duration_s=SHORTEST)
     assert _found(S.fault_schedules(SCALE), _follows) == FaultSchedule(
-        (first, Fault("edge", "reset_peer", {}, start_s=SHORTEST, duration_s=SHORTEST)))
+        (first, Fault("edge", "reset_peer", {}, start_s=SHORTEST, duration_s=SHORTEST))
+    )
     # A slow link that then goes down, on the backend:
-    slow_then_down = _found(S.fault_schedules(SCALE), lambda s: _follows(s, "latency", "down")
-                            and s.faults[0].link == "backend")
-    assert slow_then_down == FaultSchedule((
-        Fault("backend", "latency", SIMPLEST_ATTRIBUTES["latency"], duration_s=SHORTEST),
-        Fault("backend", "down", start_s=SHORTEST, duration_s=SHORTEST)))
+    slow_then_down = _found(
+        S.fault_schedules(SCALE), lambda s: _follows(s, "latency", "down") and s.faults[0].link == "backend"
+    )
+    assert slow_then_down == FaultSchedule(
+        (
+            Fault("backend", "latency", SIMPLEST_ATTRIBUTES["latency"], duration_s=SHORTEST),
+            Fault("backend", "down", start_s=SHORTEST, duration_s=SHORTEST),
+        )
+    )
 
 
 def test_faults_on_the_two_links_may_overlap():
     def overlapping(schedule):
-        return any(a.link == "edge" and b.link == "backend" and a.start_s < b.end_s and b.start_s < a.end_s
-                   and a.anchor is None and b.anchor is None for a in schedule.faults for b in schedule.faults)
+        return any(
+            a.link == "edge"
+            and b.link == "backend"
+            and a.start_s < b.end_s
+            and b.start_s < a.end_s
+            and a.anchor is None
+            and b.anchor is None
+            for a in schedule.faults
+            for b in schedule.faults
+        )
 
     # Minimal: the edge resetting every connection and the backend at one of its simplest faults (which one is
     # the shrinker's path through the swarm), both from t=0 for the shortest window.
     edge, backend = _found(S.fault_schedules(SCALE), overlapping).faults
     assert edge == Fault("edge", "reset_peer", {}, duration_s=SHORTEST)
     assert backend.kind in ("latency", "reset_peer") and backend == Fault(
-        "backend", backend.kind, SIMPLEST_ATTRIBUTES[backend.kind], duration_s=SHORTEST)
+        "backend", backend.kind, SIMPLEST_ATTRIBUTES[backend.kind], duration_s=SHORTEST
+    )
 
 
 def test_a_sequence_shrinks_to_one_fault_where_one_suffices():
-    found = _found(S.fault_schedules(SCALE), lambda s: any(
-        (f.link, f.kind, f.stream) == ("backend", "bandwidth", "upstream") for f in s.faults))
-    assert found == FaultSchedule((Fault("backend", "bandwidth", {"rate": 2000}, stream="upstream",
-                                         duration_s=SHORTEST),))
+    found = _found(
+        S.fault_schedules(SCALE),
+        lambda s: any((f.link, f.kind, f.stream) == ("backend", "bandwidth", "upstream") for f in s.faults),
+    )
+    assert found == FaultSchedule(
+        (Fault("backend", "bandwidth", {"rate": 2000}, stream="upstream", duration_s=SHORTEST),)
+    )
 
 
 def test_chain_starts_a_follower_at_its_links_last_end_only():
@@ -340,21 +387,29 @@ def test_chain_starts_a_follower_at_its_links_last_end_only():
 PROCESS = S.CI.replace(process_faults=True)
 
 
-@pytest.mark.parametrize("link, kind, expected", [
-    # the shortest pause: 1 SDK s from t=0
-    ("server", "pause", Fault("server", "pause", start_s=0.0, duration_s=SCALE)),
-    ("router", "pause", Fault("router", "pause", start_s=0.0, duration_s=SCALE)),
-    # a restart is an instant: the earliest one
-    ("server", "restart", Fault("server", "restart", start_s=0.0)),
-])
+@pytest.mark.parametrize(
+    "link, kind, expected",
+    [
+        # the shortest pause: 1 SDK s from t=0
+        ("server", "pause", Fault("server", "pause", start_s=0.0, duration_s=SCALE)),
+        ("router", "pause", Fault("router", "pause", start_s=0.0, duration_s=SCALE)),
+        # a restart is an instant: the earliest one
+        ("server", "restart", Fault("server", "restart", start_s=0.0)),
+    ],
+)
 def test_each_process_fault_is_drawn_and_shrinks_to_its_minimum(link, kind, expected):
-    found = find(S.faults(SCALE, PROCESS), lambda f: (f.link, f.kind) == (link, kind), settings=FIND)  # derandomized: never flaky
+    found = find(
+        S.faults(SCALE, PROCESS), lambda f: (f.link, f.kind) == (link, kind), settings=FIND
+    )  # derandomized: never flaky
     assert found == expected
 
 
 def test_process_pauses_last_1_to_60_sdk_seconds():
-    longest = find(S.faults(1.0, PROCESS), lambda f: f.kind == "pause" and f.duration_s >= 60,
-                   settings=settings(database=None, max_examples=5000, derandomize=True, phases=NO_EXPLAIN))
+    longest = find(
+        S.faults(1.0, PROCESS),
+        lambda f: f.kind == "pause" and f.duration_s >= 60,
+        settings=settings(database=None, max_examples=5000, derandomize=True, phases=NO_EXPLAIN),
+    )
     assert longest.duration_s == 60.0
 
     @FAST
@@ -362,19 +417,23 @@ def test_process_pauses_last_1_to_60_sdk_seconds():
     def check(fault):
         if fault.kind == "pause":
             assert 1.0 <= fault.duration_s <= 60.0 and fault.duration_s == int(fault.duration_s)
+
     check()
 
 
 def test_process_faults_only_when_asked_and_restart_is_fatal():
     assert S.CI.process_faults is False and S.NIGHTLY.process_faults is True
     assert "server:restart" in S.FATAL and not {"server:pause", "router:pause"} & S.FATAL
-    schedule = FaultSchedule((Fault("server", "restart", start_s=1.0), Fault("server", "pause", start_s=2.0, duration_s=1.0)))
+    schedule = FaultSchedule(
+        (Fault("server", "restart", start_s=1.0), Fault("server", "pause", start_s=2.0, duration_s=1.0))
+    )
     assert S.fatal_kinds(schedule) == ("server:restart",)
 
     @FAST
     @given(S.faults(SCALE))
     def ci_draws_none(fault):
         assert not fault.is_process
+
     ci_draws_none()
 
 
@@ -383,15 +442,24 @@ def test_process_faults_only_when_asked_and_restart_is_fatal():
 
 def test_ci_space_holds_the_retention_shape():
     """The retention regression needs: slow results, an abandoned first poll, a re-poll after TTL + sweep."""
+
     def retention_like(config):
         s, r = config.shape, config.router
         slow = (r.mode == "latency" and r.gen_seconds >= 1.0) or r.mode == "barrier"
         return slow and s.abandon_polls.fraction > 0 and s.abandon_polls.after_s >= 200 and s.requests >= 8
 
     # Only that the space holds one: the first found will do (shrinking it took most of this test's time).
-    found = find(S.trial_configs(TARGET, SCALE), retention_like,
-                 settings=settings(database=None, max_examples=5000, derandomize=True, phases=(Phase.generate,),
-                                   suppress_health_check=list(HealthCheck)))
+    found = find(
+        S.trial_configs(TARGET, SCALE),
+        retention_like,
+        settings=settings(
+            database=None,
+            max_examples=5000,
+            derandomize=True,
+            phases=(Phase.generate,),
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
     assert found.shape.abandon_polls.after_s >= 200
 
 
@@ -463,12 +531,15 @@ def test_sdk_runs_a_share_of_ci_trials_and_only_what_it_can_run():
     assert any(c.faults.faults for c in sdk)  # SDK trials meet faults too
 
 
-@pytest.mark.parametrize("target, limits", [
-    (TARGET, S.CI.replace(sdk_fraction=0.0)),
-    (TARGET, S.CI.replace(late_polls=True)),  # every trial abandons polls: the SDK cannot
-    (TARGET, S.CI.replace(accepts=("json",))),
-    ("skyrl==0.3.0", S.CI),  # answers JSON, which tinker 0.25 refuses
-])
+@pytest.mark.parametrize(
+    "target, limits",
+    [
+        (TARGET, S.CI.replace(sdk_fraction=0.0)),
+        (TARGET, S.CI.replace(late_polls=True)),  # every trial abandons polls: the SDK cannot
+        (TARGET, S.CI.replace(accepts=("json",))),
+        ("skyrl==0.3.0", S.CI),  # answers JSON, which tinker 0.25 refuses
+    ],
+)
 def test_sdk_never_drawn_where_it_cannot_run(target, limits):
     assert all(c.shape.client == "raw" for c in _clients_drawn(target, limits, n=100))
 
@@ -500,12 +571,15 @@ def test_nightly_sdk_trials_fall_back_to_raw_for_long_faults():
     assert all(S.trials.sdk_outlasts_faults(c.faults, SCALE) for c in configs if c.shape.client == "sdk")
 
 
-@pytest.mark.parametrize("changes, message", [
-    ({"accept": "json"}, "accept json"),
-    ({"delay_polls": PollBehaviour(0.5, 45.0)}, "delayed or abandoned"),
-    ({"abandon_polls": PollBehaviour(1.0, 45.0)}, "delayed or abandoned"),
-    ({"policy": ClientPolicy(poll_timeout_s=5.0)}, "policy"),
-])
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"accept": "json"}, "accept json"),
+        ({"delay_polls": PollBehaviour(0.5, 45.0)}, "delayed or abandoned"),
+        ({"abandon_polls": PollBehaviour(1.0, 45.0)}, "delayed or abandoned"),
+        ({"policy": ClientPolicy(poll_timeout_s=5.0)}, "policy"),
+    ],
+)
 def test_validate_refuses_what_the_sdk_cannot_do(changes, message):
     dataclasses.replace(LoadShape(client="raw"), **changes).validate()
     with pytest.raises(ValueError, match=message):

@@ -64,11 +64,14 @@ def test_neither_says_why_in_one_line(tmp_path) -> None:
     build, line = default_baseline(target, "ci", targets)
     spec = parse_target(target)
     assert build is None and "\n" not in line
-    assert line == (f"not compared with a release: its venv is not installed (faultload setup --target {spec.text}),"
-                    f" and {spec.path}/pyproject.toml states no X.Y.Z version")
+    assert line == (
+        f"not compared with a release: its venv is not installed (faultload setup --target {spec.text}),"
+        f" and {spec.path}/pyproject.toml states no X.Y.Z version"
+    )
     _venv(targets, spec.venv_name, "")
     assert default_baseline(target, "ci", targets)[1].startswith(
-        "not compared with a release: its venv reports no X.Y.Z version, and ")
+        "not compared with a release: its venv reports no X.Y.Z version, and "
+    )
 
 
 def test_the_question_is_asked_of_a_real_interpreter() -> None:
@@ -84,5 +87,7 @@ def test_the_sessions_fixes_run_on_the_release_too(tmp_path) -> None:
     _venv(targets, "skyrl-0.4.0", "0.4.0")
     build, line = default_baseline(target, "ci", targets, fixes=("retain-until-expiry", "plain-tracebacks"))
     assert build == parse_build("skyrl==0.4.0+fix=plain-tracebacks,retain-until-expiry")
-    assert line.startswith("compared with its release skyrl==0.4.0+fix=plain-tracebacks,retain-until-expiry "
-                           "by default (its venv reports 0.4.0; the session's fixes on both sides;")
+    assert line.startswith(
+        "compared with its release skyrl==0.4.0+fix=plain-tracebacks,retain-until-expiry "
+        "by default (its venv reports 0.4.0; the session's fixes on both sides;"
+    )

@@ -51,8 +51,9 @@ def runner_on(tmp_path, fake, **profile):
 
 def test_a_costlier_candidate_is_violated_naming_the_metric_and_its_interval() -> None:
     fake = CostlierSwitch()
-    executor = comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 3,
-                                             CompareSettings(), log=lambda m: None)
+    executor = comparative.ComparingExecutor(
+        BASELINE, {"baseline": fake, "candidate": fake}, 3, CompareSettings(), log=lambda m: None
+    )
     outcome = executor.run(candidate())
     (verdict,) = outcome.verdicts
     assert verdict.name == "no_worse_than_baseline" and verdict.ok is False
@@ -63,8 +64,9 @@ def test_a_costlier_candidate_is_violated_naming_the_metric_and_its_interval() -
 
 def test_the_sides_run_abba_within_the_example_each_on_its_own_build() -> None:
     fake = CostlierSwitch()
-    executor = comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 3,
-                                             CompareSettings(), log=lambda m: None)
+    executor = comparative.ComparingExecutor(
+        BASELINE, {"baseline": fake, "candidate": fake}, 3, CompareSettings(), log=lambda m: None
+    )
     outcome = executor.run(candidate())
     one_round = [(), ("rich-access-log",), ("rich-access-log",), (), (), ("rich-access-log",)]
     assert [c.regress for c in fake.ran] == one_round * 2  # worse after the first: confirmed by a second
@@ -77,8 +79,9 @@ def test_a_flagged_example_runs_once_more_and_is_judged_on_all_its_trials() -> N
     the candidate's first 3 trials 1.5x, later ones equal) is judged on the 6 a side: no metric worse."""
     fake = CostlierSwitch(costlier_trials=3)
     logged: list[str] = []
-    outcome = comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 3, CompareSettings(),
-                                            log=logged.append).run(candidate())
+    outcome = comparative.ComparingExecutor(
+        BASELINE, {"baseline": fake, "candidate": fake}, 3, CompareSettings(), log=logged.append
+    ).run(candidate())
     assert len(fake.ran) == 12 and outcome.comparison["repeats"] == 6
     assert any("running the example again to confirm" in line for line in logged)
     assert outcome.verdicts[0].ok is True
@@ -86,31 +89,41 @@ def test_a_flagged_example_runs_once_more_and_is_judged_on_all_its_trials() -> N
 
 def test_an_example_no_metric_flagged_runs_one_round() -> None:
     fake = CostlierSwitch(factor=1.0)
-    comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 3, CompareSettings(),
-                                  log=lambda m: None).run(candidate())
+    comparative.ComparingExecutor(
+        BASELINE, {"baseline": fake, "candidate": fake}, 3, CompareSettings(), log=lambda m: None
+    ).run(candidate())
     assert len(fake.ran) == 6
 
 
 def test_the_same_build_is_no_worse_and_an_unmeasured_metric_is_unknown() -> None:
-    same = comparative.ComparingExecutor(BASELINE, {"baseline": CostlierSwitch(), "candidate": CostlierSwitch()},
-                                         2, CompareSettings(), log=lambda m: None).run(candidate(regress=()))
+    same = comparative.ComparingExecutor(
+        BASELINE,
+        {"baseline": CostlierSwitch(), "candidate": CostlierSwitch()},
+        2,
+        CompareSettings(),
+        log=lambda m: None,
+    ).run(candidate(regress=()))
     assert same.verdicts[0].ok is True and "no metric worse" in same.verdicts[0].detail
     fake = CostlierSwitch(unmeasured=True)
-    blind = comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 2, CompareSettings(),
-                                          log=lambda m: None).run(candidate(regress=()))
+    blind = comparative.ComparingExecutor(
+        BASELINE, {"baseline": fake, "candidate": fake}, 2, CompareSettings(), log=lambda m: None
+    ).run(candidate(regress=()))
     assert blind.verdicts[0].ok is None and "healthz_p99_s" in blind.verdicts[0].detail
 
 
 def test_an_invariant_a_trial_violated_is_a_verdict_of_the_example_naming_the_build_and_trial() -> None:
     """Both builds' costs alike, but every candidate trial violates polls_held (the test double says so)."""
     fake = CostlierSwitch(factor=1.0, violates="polls_held")
-    outcome = comparative.ComparingExecutor(BASELINE, {"baseline": fake, "candidate": fake}, 2, CompareSettings(),
-                                            log=lambda m: None).run(candidate())
+    outcome = comparative.ComparingExecutor(
+        BASELINE, {"baseline": fake, "candidate": fake}, 2, CompareSettings(), log=lambda m: None
+    ).run(candidate())
     compared, held = outcome.verdicts
     assert compared.name == "no_worse_than_baseline" and compared.ok is True
     assert held.name == "polls_held" and held.ok is False and held.figure == 128 and held.budget == 0
-    assert held.detail.startswith("in 2 of the comparison's trials (skyrl==0.4.0+regress=rich-access-log trial 2, "
-                                  "skyrl==0.4.0+regress=rich-access-log trial 3)")
+    assert held.detail.startswith(
+        "in 2 of the comparison's trials (skyrl==0.4.0+regress=rich-access-log trial 2, "
+        "skyrl==0.4.0+regress=rich-access-log trial 3)"
+    )
     assert [t["violated"] for t in outcome.comparison["trials"]] == [[], ["polls_held"], ["polls_held"], []]
 
 
@@ -148,8 +161,9 @@ def test_a_side_without_a_report_is_a_harness_error_not_a_verdict() -> None:
         def run(self, config):
             return TrialOutcome([], {}, config.shape.requests, 0.0)
 
-    outcome = comparative.ComparingExecutor(BASELINE, {"baseline": NoReport(), "candidate": NoReport()}, 1,
-                                            CompareSettings(), log=lambda m: None).run(candidate())
+    outcome = comparative.ComparingExecutor(
+        BASELINE, {"baseline": NoReport(), "candidate": NoReport()}, 1, CompareSettings(), log=lambda m: None
+    ).run(candidate())
     assert outcome.verdicts == [] and "baseline skyrl==0.4.0: the executor kept no trial report" in outcome.error
 
 
@@ -200,12 +214,15 @@ def test_at_least_raises_a_small_draw_to_the_floor_and_keeps_a_large_one() -> No
     comparative.at_least(with_requests(trial(3), 3)).validate()
 
 
-@pytest.mark.parametrize("router, held_s", [
-    (RouterConfig(mode="immediate"), comparative.MIN_LOAD_S),  # 0.3-0.9 s on ci: sampled once or twice
-    (RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=0.05), comparative.MIN_LOAD_S),
-    (RouterConfig(mode="latency", max_num_seqs=64, gen_seconds=4.0), comparative.MAX_LOAD_S),  # 16 s: cut
-    (RouterConfig(mode="latency", max_num_seqs=64, gen_seconds=1.0), 4.0),  # inside the window: as drawn
-])
+@pytest.mark.parametrize(
+    "router, held_s",
+    [
+        (RouterConfig(mode="immediate"), comparative.MIN_LOAD_S),  # 0.3-0.9 s on ci: sampled once or twice
+        (RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=0.05), comparative.MIN_LOAD_S),
+        (RouterConfig(mode="latency", max_num_seqs=64, gen_seconds=4.0), comparative.MAX_LOAD_S),  # 16 s: cut
+        (RouterConfig(mode="latency", max_num_seqs=64, gen_seconds=1.0), 4.0),  # inside the window: as drawn
+    ],
+)
 def test_the_router_holds_a_comparative_load_long_enough_to_measure_and_no_longer(router, held_s) -> None:
     config = comparative.at_least(dataclasses.replace(trial(250), router=router))
     config.validate()
@@ -241,6 +258,7 @@ def test_the_repro_names_both_builds_the_repeats_and_the_thresholds(tmp_path) ->
 
 def _fake_comparison(factor: float, calls: list):
     """TEST DOUBLE of run_comparison: each side's reports as CostlierSwitch would give them, ABBA."""
+
     def run(config, builds, repeats, workspace, budgets, log):
         calls.append((config, {side: b.text for side, b in builds.items()}, repeats))
         trials = []
@@ -249,13 +267,15 @@ def _fake_comparison(factor: float, calls: list):
             report = fake_report(config.shape.requests, 2e-3 * config.shape.requests * cost, 0.001 * i)
             trials.append(SideTrial(side, builds[side], i, report))
         return trials
+
     return run
 
 
-@pytest.mark.parametrize("factor, code, status", [(1.5, ReplayStatus.REPRODUCED, "reproduced"),
-                                                  (1.0, ReplayStatus.NOT_REPRODUCED, "not reproduced")])
-def test_replay_runs_both_builds_again_and_exits_by_the_comparison(tmp_path, monkeypatch, factor, code,
-                                                                   status) -> None:
+@pytest.mark.parametrize(
+    "factor, code, status",
+    [(1.5, ReplayStatus.REPRODUCED, "reproduced"), (1.0, ReplayStatus.NOT_REPRODUCED, "not reproduced")],
+)
+def test_replay_runs_both_builds_again_and_exits_by_the_comparison(tmp_path, monkeypatch, factor, code, status) -> None:
     path, _ = _failing_repro(tmp_path)
     calls: list = []
     monkeypatch.setattr(replay_mod, "run_comparison", _fake_comparison(factor, calls))
@@ -274,8 +294,10 @@ def test_replay_with_a_target_changes_the_candidate_only(tmp_path, monkeypatch) 
     calls: list = []
     monkeypatch.setattr(replay_mod, "run_comparison", _fake_comparison(1.0, calls))
     repro_mod.replay(path, Workspace(tmp_path), out=io.StringIO(), fixes=("plain-tracebacks",))
-    assert calls[0][1] == {"baseline": "skyrl==0.4.0",
-                           "candidate": "skyrl==0.4.0+regress=rich-access-log+fix=plain-tracebacks"}
+    assert calls[0][1] == {
+        "baseline": "skyrl==0.4.0",
+        "candidate": "skyrl==0.4.0+regress=rich-access-log+fix=plain-tracebacks",
+    }
 
 
 def test_a_plain_repro_still_loads_and_a_mislabelled_one_is_refused(tmp_path) -> None:
@@ -316,10 +338,13 @@ def test_the_baseline_option_parses_and_adds_the_comparisons_time_to_the_session
     assert plain.baseline is None and plain.profile.session_s == ci.session_s
 
 
-@pytest.mark.parametrize("spec, message", [
-    ("skyrl==9.9", "--faultload-baseline: target 'skyrl==9.9'"),
-    ("skyrl==0.4.0+fix=nope", "--faultload-baseline 'skyrl==0.4.0+fix=nope': unknown fix 'nope'"),
-])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("skyrl==9.9", "--faultload-baseline: target 'skyrl==9.9'"),
+        ("skyrl==0.4.0+fix=nope", "--faultload-baseline 'skyrl==0.4.0+fix=nope': unknown fix 'nope'"),
+    ],
+)
 def test_a_bad_baseline_is_a_usage_error_naming_the_option(tmp_path, spec, message) -> None:
     with pytest.raises(pytest.UsageError) as raised:
         SuiteOptions(FakeConfig(tmp_path, faultload_baseline=spec))
@@ -336,6 +361,7 @@ def _checkout(tmp_path, version: str) -> str:
 def _installed(home, version: str) -> None:
     """What ``is_installed`` reads of a target venv (its stamp and python); no real install."""
     from faultload.targets.install import STAMP
+
     venv = home / "targets" / f"skyrl-{version}"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text("")
@@ -352,11 +378,14 @@ def test_a_checkout_on_ci_is_compared_with_its_installed_release_by_default(tmp_
     opts = SuiteOptions(FakeConfig(tmp_path, faultload_target=target), environ={"FAULTLOAD_HOME": str(home)})
     assert opts.baseline == parse_build("skyrl==0.4.0") and "by default" in opts.baseline_note
     assert opts.profile.session_s > get_profile("ci").session_s  # the comparisons' time comes on top
-    off = SuiteOptions(FakeConfig(tmp_path, faultload_target=target, faultload_baseline="none"),
-                       environ={"FAULTLOAD_HOME": str(home)})
+    off = SuiteOptions(
+        FakeConfig(tmp_path, faultload_target=target, faultload_baseline="none"), environ={"FAULTLOAD_HOME": str(home)}
+    )
     assert off.baseline is None and "--faultload-baseline none" in off.baseline_note
-    nightly = SuiteOptions(FakeConfig(tmp_path, faultload_target=target, faultload_profile="nightly"),
-                           environ={"FAULTLOAD_HOME": str(home)})
+    nightly = SuiteOptions(
+        FakeConfig(tmp_path, faultload_target=target, faultload_profile="nightly"),
+        environ={"FAULTLOAD_HOME": str(home)},
+    )
     assert nightly.baseline is None and nightly.baseline_note == ""
     release = SuiteOptions(FakeConfig(tmp_path), environ={"FAULTLOAD_HOME": str(home)})
     assert release.baseline is None and release.baseline_note == ""

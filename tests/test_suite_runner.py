@@ -75,7 +75,8 @@ def test_a_property_stops_drawing_after_property_s(tmp_path, clock) -> None:
 
 
 def test_a_propertys_known_trials_run_whatever_its_time_bound_and_its_draws_get_their_own(
-        tmp_path, clock, monkeypatch) -> None:
+    tmp_path, clock, monkeypatch
+) -> None:
     """Two known trials of 30 s each on a property bound to 45 s: both run (the profile's promise), and the
     draws after them still get their 45 s (two trials start, at 60 and 90 s of the property's wall; a third
     would start at 120 s, past 60 + 45)."""
@@ -128,10 +129,12 @@ def test_after_a_failure_the_shrink_budget_bounds_trials_instead_of_property_s(t
 
 @pytest.mark.parametrize("remaining, expected_s", [(2, 190.0), (10, 20.0)])
 def test_a_first_failure_shrinks_only_as_long_as_leaves_the_later_properties_their_time(
-        tmp_path, clock, remaining: int, expected_s: float) -> None:
+    tmp_path, clock, remaining: int, expected_s: float
+) -> None:
     """session 300 s, failure at 30 s, 0.8 × 50 s kept for each later property; never less than 20 s."""
-    runner, _, state = setup(tmp_path, clock, remaining=remaining, session_s=300.0, property_s=50.0,
-                             shrink_s=1000.0, reduce_share=0.0)
+    runner, _, state = setup(
+        tmp_path, clock, remaining=remaining, session_s=300.0, property_s=50.0, shrink_s=1000.0, reduce_share=0.0
+    )
     with pytest.raises(AssertionError):
         runner.check(LOST, trial(40, FAULT))
     assert state.shrink_until - state.first_failure_at == pytest.approx(expected_s)
@@ -264,8 +267,10 @@ def test_the_repro_file_round_trips_its_config_and_says_how_it_was_found(tmp_pat
     assert sorted(p.name for p in path.parent.iterdir()) == [path.name]  # no report (no TrialResult), no temp file
     assert state.bundle_path is None  # no bundle either: nothing recorded to judge again
     state.bundle_path = path.with_suffix(".bundle")  # as write_property_repro sets it when the result was kept
-    assert (f"    repro: {path}\n    replay: faultload replay {path}\n    bundle: {state.bundle_path}\n"
-            f"    check: faultload check {state.bundle_path}") in "\n".join(runner.summary_lines())
+    assert (
+        f"    repro: {path}\n    replay: faultload replay {path}\n    bundle: {state.bundle_path}\n"
+        f"    check: faultload check {state.bundle_path}"
+    ) in "\n".join(runner.summary_lines())
     data = json.loads(path.read_text())
     assert config_from_dict(data["config"]) == config
     assert (data["target"], data["requests"], data["time_scale"]) == (TARGET, 50, TIME_SCALE)
@@ -274,10 +279,20 @@ def test_the_repro_file_round_trips_its_config_and_says_how_it_was_found(tmp_pat
     assert [v["name"] for v in data["verdicts"]] == list(ALL)
     assert data["replay"] == f"faultload replay {path}"
     assert data["found_by"] == {
-        "property": NODE, "profile": "quality", "hypothesis_seed": 1234, "trials_run": 1,
-        "shrink": {"from_requests": 50, "to_requests": 50, "failing_examples": 1, "shrink_s": 0.0,
-                   "cut_by_budget": False, "budget_s": pytest.approx(1e6), "reduce_steps": [],
-                   "hypothesis_final_requests": 50},
+        "property": NODE,
+        "profile": "quality",
+        "hypothesis_seed": 1234,
+        "trials_run": 1,
+        "shrink": {
+            "from_requests": 50,
+            "to_requests": 50,
+            "failing_examples": 1,
+            "shrink_s": 0.0,
+            "cut_by_budget": False,
+            "budget_s": pytest.approx(1e6),
+            "reduce_steps": [],
+            "hypothesis_final_requests": 50,
+        },
     }
 
 
@@ -327,13 +342,20 @@ def test_reductions_try_fewer_requests_first_then_each_fault() -> None:
 
 
 def test_a_training_failure_shrinks_its_trainers_and_steps_after_its_requests_and_ranks_by_all_it_sends() -> None:
-    trained = dataclasses.replace(big_failure(FAULT), engine="null", shape=dataclasses.replace(
-        big_failure(FAULT).shape, training=TrainingMix(trainers=32, steps=16, datums=4, datum_tokens=128)))
+    trained = dataclasses.replace(
+        big_failure(FAULT),
+        engine="null",
+        shape=dataclasses.replace(
+            big_failure(FAULT).shape, training=TrainingMix(trainers=32, steps=16, datums=4, datum_tokens=128)
+        ),
+    )
     labels = [label for label, _ in reductions(trained)]
     assert labels[2:7] == ["1 trainer", "16 trainers", "1 step", "8 steps", "1 datum of 16 tokens"]
     assert "no training" not in " ".join(labels)  # a training failure needs a trainer
-    fewer_trainers = dataclasses.replace(trained, shape=dataclasses.replace(
-        trained.shape, training=dataclasses.replace(trained.shape.training, trainers=1)))
+    fewer_trainers = dataclasses.replace(
+        trained,
+        shape=dataclasses.replace(trained.shape, training=dataclasses.replace(trained.shape.training, trainers=1)),
+    )
     assert complexity(fewer_trainers) < complexity(trained)  # 2 x 1 x 16 training calls, not 2 x 32 x 16
 
 

@@ -55,8 +55,9 @@ def test_a_release_the_index_lacks_is_one_line_before_anything_is_built(tmp_path
     index = lambda package: {"skyrl": ["0.4.0", "0.10.0", "0.3.0"]}[package]  # noqa: E731
     with pytest.raises(install.InstallError) as info:
         install.check_release_exists(tmp_path, parse_target("skyrl==9.9.9"), versions=index)
-    assert str(info.value) == ("skyrl==9.9.9: no such release on the package index "
-                               "(skyrl releases there: 0.3.0, 0.4.0, 0.10.0)")
+    assert str(info.value) == (
+        "skyrl==9.9.9: no such release on the package index (skyrl releases there: 0.3.0, 0.4.0, 0.10.0)"
+    )
     install.check_release_exists(tmp_path, parse_target("skyrl==0.4.0"), versions=index)
     install.check_release_exists(tmp_path, parse_target("skyrl==9.9.9"), versions=lambda package: None)  # index silent
     checkout = install.TargetSpec("checkout", f"skyrl@{tmp_path}", path=str(tmp_path))
@@ -70,16 +71,19 @@ def test_an_sdk_release_the_index_lacks_is_one_line_and_leaves_nothing(tmp_path:
     index = lambda package: {"tinker": ["0.25.0", "0.38.0"]}[package]  # noqa: E731
     with pytest.raises(install.InstallError) as info:
         install.ensure_sdk(tmp_path / "sdks", "9.9.9", log=lambda m: None, versions=index)
-    assert str(info.value) == ("tinker==9.9.9: no such release on the package index "
-                               "(tinker releases there: 0.25.0, 0.38.0)")
+    assert str(info.value) == (
+        "tinker==9.9.9: no such release on the package index (tinker releases there: 0.25.0, 0.38.0)"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_failed_sdk_install_removes_its_folder_and_an_installed_one_is_not_asked_again(tmp_path: Path, monkeypatch):
     """pip is replaced by a test double: first failing, then never to be called."""
+
     def failing_pip(cmd, log, what):
         assert (tmp_path / "tinker-0.38.0").is_dir()  # pip installs into the folder made for it
         raise install.InstallError(f"{what} failed (exit 1)")
+
     monkeypatch.setattr(install, "_run", failing_pip)
     with pytest.raises(install.InstallError):
         install.ensure_sdk(tmp_path, "0.38.0", log=lambda m: None, versions=lambda package: ["0.38.0"])
@@ -87,8 +91,10 @@ def test_a_failed_sdk_install_removes_its_folder_and_an_installed_one_is_not_ask
     install.sdk_folder(tmp_path, "0.38.0").mkdir()
     (install.sdk_folder(tmp_path, "0.38.0") / install.STAMP).write_text("{}")
     monkeypatch.setattr(install, "_run", lambda *a, **k: pytest.fail("pip ran for an installed release"))
-    assert install.ensure_sdk(tmp_path, "0.38.0", log=lambda m: None,
-                              versions=lambda package: pytest.fail("index asked")) == tmp_path / "tinker-0.38.0"
+    assert (
+        install.ensure_sdk(tmp_path, "0.38.0", log=lambda m: None, versions=lambda package: pytest.fail("index asked"))
+        == tmp_path / "tinker-0.38.0"
+    )
 
 
 def test_a_failed_install_removes_the_venv_it_created(tmp_path: Path, monkeypatch):
@@ -146,7 +152,12 @@ def test_stop_kills_the_whole_process_group():
         assert handle.alive()
         handle.stop(grace_s=5)
         assert not handle.alive()
-        assert wait_until(lambda: not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in children), 10.0)
+        assert wait_until(
+            lambda: (
+                not any(psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE for p in children)
+            ),
+            10.0,
+        )
         handle.stop()  # idempotent
     finally:
         if proc.poll() is None:
@@ -181,7 +192,9 @@ def test_launch_refuses_a_port_in_use_before_starting_anything(tmp_path: Path):
         sock.listen()
         port = sock.getsockname()[1]
         with pytest.raises(ServerStartError, match=f"port {port}.*in use"):
-            launch_skyrl(parse_target("skyrl==0.4.0"), Path("/nonexistent/python"), tmp_path, port, "http://127.0.0.1:1")
+            launch_skyrl(
+                parse_target("skyrl==0.4.0"), Path("/nonexistent/python"), tmp_path, port, "http://127.0.0.1:1"
+            )
     assert not (tmp_path / "launch.json").exists()
 
 
@@ -206,7 +219,9 @@ def _namespace() -> dict:
         "RETRIEVE_FUTURE_TIMEOUT_SECONDS": 300.0,
         "HTTP_KEEP_ALIVE_TIMEOUT_SECONDS": 75,
         "SKYRL_HTTP_CONNECTION_LIMIT": 8192,
-        "get_uvicorn_log_config": lambda: {"handlers": {"default": {"class": "rich.logging.RichHandler"}, "access": {"class": "logging.StreamHandler"}}},
+        "get_uvicorn_log_config": lambda: {
+            "handlers": {"default": {"class": "rich.logging.RichHandler"}, "access": {"class": "logging.StreamHandler"}}
+        },
     }
 
 
@@ -436,8 +451,9 @@ def test_what_runs_while_the_server_starts_overlaps_it_and_its_failure_stops_the
     spec = parse_target("skyrl==0.4.0")
     port = pick_free_port()
     with pytest.raises(RuntimeError, match="the router did not start"):
-        launch_skyrl(spec, install.target_python(TARGETS, spec), tmp_path, port, "http://127.0.0.1:9",
-                     while_starting=starting)
+        launch_skyrl(
+            spec, install.target_python(TARGETS, spec), tmp_path, port, "http://127.0.0.1:9", while_starting=starting
+        )
     assert seen == [True]  # the server was spawned, and not yet answering
     assert len(spawned) == 1 and wait_until(lambda: _group_gone(spawned[0]), timeout_s=20.0)
 
@@ -490,8 +506,9 @@ def test_retain_until_expiry_on_the_real_store(fixes: tuple[str, ...], kept: lis
     require_target("0.4.0")
     python = install.target_python(TARGETS, parse_target("skyrl==0.4.0"))
     env = {**os.environ, "PYTHONPATH": str(Path(skyrl_patches.__file__).parent)}
-    out = subprocess.run([str(python), "-c", _REAL_STORE_PROBE, *fixes], capture_output=True, text=True,
-                         env=env, timeout=120, check=True)
+    out = subprocess.run(
+        [str(python), "-c", _REAL_STORE_PROBE, *fixes], capture_output=True, text=True, env=env, timeout=120, check=True
+    )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == kept
 
 
@@ -544,7 +561,10 @@ def test_the_harness_names_the_switches_the_target_side_carries() -> None:
     assert set(switches.REGRESSIONS) == set(skyrl_patches.REGRESSIONS)
     assert set(switches.SKYRL_FIXES) == set(skyrl_patches.FIXES)
     assert set(switches.TUFT_FIXES) == set(tuft_fixes.FIXES) >= set(tuft_fixes.BEFORE_IMPORT)
-    assert switches.unknown_switch(["retention"], ["nope"]) == f"unknown fix 'nope'; known: {', '.join(sorted(switches.FIXES))}"
+    assert (
+        switches.unknown_switch(["retention"], ["nope"])
+        == f"unknown fix 'nope'; known: {', '.join(sorted(switches.FIXES))}"
+    )
     assert skyrl_patches.unknown_switch(["nope"], []) is not None and skyrl_patches.unknown_switch([], []) is None
 
 

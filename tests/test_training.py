@@ -31,7 +31,13 @@ from faultload.record.serverlog import classify_log
 from faultload.record.training import TrainingLog, TrainingOp, TrainingRecorder, summarize
 from faultload.suite.executor import describe_config
 
-OK, FB, OS, HB, CM = Outcome.OK, TrainingOp.FORWARD_BACKWARD, TrainingOp.OPTIM_STEP, TrainingOp.HEARTBEAT, TrainingOp.CREATE_MODEL
+OK, FB, OS, HB, CM = (
+    Outcome.OK,
+    TrainingOp.FORWARD_BACKWARD,
+    TrainingOp.OPTIM_STEP,
+    TrainingOp.HEARTBEAT,
+    TrainingOp.CREATE_MODEL,
+)
 
 
 def _log(rows) -> TrainingLog:
@@ -42,8 +48,15 @@ def _log(rows) -> TrainingLog:
 
 
 def _inputs(log: TrainingLog | None, interrupted: bool = False) -> CheckInputs:
-    return CheckInputs(history=History.empty(0), monitor=None, faults=None, shape=LoadShape(), training=log,
-                       interrupted=interrupted, contract=SKYRL_CONTRACT)
+    return CheckInputs(
+        history=History.empty(0),
+        monitor=None,
+        faults=None,
+        shape=LoadShape(),
+        training=log,
+        interrupted=interrupted,
+        contract=SKYRL_CONTRACT,
+    )
 
 
 def test_parse_training_forms():
@@ -90,9 +103,12 @@ def test_bodies_encode_per_version_and_results_are_checked_against_the_request()
 
     assert codec.check_forward_backward("application/json", json.dumps(good).encode(), 3, 5, 2, 6) is None
     # Step 5's result does not pass as step 6's (a result returned to the wrong call).
-    assert "not trainer 3 step 6" in codec.check_forward_backward("application/json", json.dumps(good).encode(), 3, 6, 2, 6)
+    assert "not trainer 3 step 6" in codec.check_forward_backward(
+        "application/json", json.dumps(good).encode(), 3, 6, 2, 6
+    )
     assert "1 outputs for 2 data" in codec.check_forward_backward(
-        "application/json", json.dumps({"loss_fn_outputs": good["loss_fn_outputs"][:1]}).encode(), 3, 5, 2, 6)
+        "application/json", json.dumps({"loss_fn_outputs": good["loss_fn_outputs"][:1]}).encode(), 3, 5, 2, 6
+    )
     assert "undecodable" in codec.check_forward_backward("application/json", b"{", 3, 5, 2, 6)
     assert TrainingCodec.check_optim_step(b'{"metrics": {"skyrl.ai/learning_rate": 0.1}}') is not None
     assert TrainingCodec.check_optim_step(b'{"metrics": {"skyrl.ai/learning_rate": 0.0003}}') is None
@@ -101,6 +117,7 @@ def test_bodies_encode_per_version_and_results_are_checked_against_the_request()
 def test_the_proto_body_is_the_sdks_encoding_zstd_compressed():
     import zstandard  # a declared dependency: never skipped
     from tinker.proto import tinker_public_pb2
+
     encoded = TrainingCodec("proto").forward_backward("model-1", 7, 2, 3, 4, 16)
     assert b"Content-Encoding: zstd" in encoded.headers
     message = tinker_public_pb2.ForwardBackwardRequest.FromString(zstandard.ZstdDecompressor().decompress(encoded.body))
@@ -108,13 +125,15 @@ def test_the_proto_body_is_the_sdks_encoding_zstd_compressed():
 
 
 def test_summary_counts_each_op_and_its_latency():
-    log = _log([
-        (CM, 0, 0, 0.0, 0.1, 1.0, 2, OK),
-        (FB, 0, 0, 1.0, 1.1, 1.5, 2, OK),
-        (FB, 0, 1, 2.0, 2.1, math.nan, 3, Outcome.LOST, ErrorClass.HTTP_404, 404, "retrieve_future 9: HTTP 404"),
-        (OS, 0, 0, 1.5, 1.6, math.nan, 1, Outcome.PENDING),
-        (HB, 0, 0, 10.0, 10.2, 10.2, 1, OK),
-    ])
+    log = _log(
+        [
+            (CM, 0, 0, 0.0, 0.1, 1.0, 2, OK),
+            (FB, 0, 0, 1.0, 1.1, 1.5, 2, OK),
+            (FB, 0, 1, 2.0, 2.1, math.nan, 3, Outcome.LOST, ErrorClass.HTTP_404, 404, "retrieve_future 9: HTTP 404"),
+            (OS, 0, 0, 1.5, 1.6, math.nan, 1, Outcome.PENDING),
+            (HB, 0, 0, 10.0, 10.2, 10.2, 1, OK),
+        ]
+    )
     summary = summarize(log)
     assert summary["forward_backward"]["requested"] == 2 and summary["forward_backward"]["lost"] == 1
     assert summary["forward_backward"]["latency_s"]["max"] == pytest.approx(0.5)
@@ -162,10 +181,16 @@ def test_heartbeats_fail_on_a_refusal_or_a_long_gap_and_are_unknown_when_none_wa
 
 
 def test_a_starved_heartbeat_names_the_pool_exhaustion_the_server_log_shows():
-    line = ("2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 37 checkouts waited >= 1 s "
-            "for a connection in the last 1 s (longest 9.41 s, 0 timed out); QueuePool size 5, overflow 10, timeout 30 s")
-    timed_out = _log([(HB, 0, i, 10.0 + 20.0 * i, 20.0 + 20.0 * i, math.nan, 1, Outcome.FAILED, ErrorClass.TIMEOUT,
-                       0, "slow") for i in range(8)])  # 160 s without an answered heartbeat
+    line = (
+        "2026-12-02 23:10:01,412 - WARNING - faultload.dbpool: DB pool exhausted: 37 checkouts waited >= 1 s "
+        "for a connection in the last 1 s (longest 9.41 s, 0 timed out); QueuePool size 5, overflow 10, timeout 30 s"
+    )
+    timed_out = _log(
+        [
+            (HB, 0, i, 10.0 + 20.0 * i, 20.0 + 20.0 * i, math.nan, 1, Outcome.FAILED, ErrorClass.TIMEOUT, 0, "slow")
+            for i in range(8)
+        ]
+    )  # 160 s without an answered heartbeat
     inputs = dataclasses.replace(_inputs(timed_out), server_log=classify_log(line + "\n"))
     verdict = check_heartbeats_answered(inputs, Budgets())
     assert verdict.ok is False
@@ -180,11 +205,16 @@ def _restarted_at(at_s: float) -> FaultLog:
 def test_calls_on_a_model_a_server_restart_took_are_the_restarts_not_the_servers():
     """0.4.0 after server:restart: '400 Model ... not loaded (likely stale request from previous server)'."""
     stale = (FB, 0, 1, 13.0, 13.1, 13.2, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "not loaded")
-    rows = [(CM, 0, 0, 0.0, 0.1, 1.0, 1, OK), (FB, 0, 0, 2.0, 2.1, 3.0, 1, OK), stale,
-            (CM, 1, 0, 12.5, 12.6, 12.7, 1, OK),  # created after the restart (10-12 s): its failures are its own
-            (FB, 1, 0, 13.0, 13.1, 13.2, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "failed")]
-    fatal = dataclasses.replace(_inputs(_log(rows)), faults=_restarted_at(10.0),
-                                fatal_fault_kinds=frozenset({"server:restart"}))
+    rows = [
+        (CM, 0, 0, 0.0, 0.1, 1.0, 1, OK),
+        (FB, 0, 0, 2.0, 2.1, 3.0, 1, OK),
+        stale,
+        (CM, 1, 0, 12.5, 12.6, 12.7, 1, OK),  # created after the restart (10-12 s): its failures are its own
+        (FB, 1, 0, 13.0, 13.1, 13.2, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "failed"),
+    ]
+    fatal = dataclasses.replace(
+        _inputs(_log(rows)), faults=_restarted_at(10.0), fatal_fault_kinds=frozenset({"server:restart"})
+    )
     verdict = check_training_futures(fatal, Budgets())
     assert verdict.ok is False and verdict.figure == 1 and "1 excused by a fatal fault" in verdict.detail
     not_fatal = dataclasses.replace(fatal, fatal_fault_kinds=frozenset())
@@ -196,12 +226,15 @@ def test_calls_on_a_model_a_server_restart_took_are_the_restarts_not_the_servers
 def test_a_model_the_server_took_before_a_restart_is_lost_even_if_its_result_was_read_after():
     """The nightly fixed row, server:restart@2.05 with the edge cut 0.7-24.7 s: 13 trainers had their create_model
     accepted at 0.7-1.0 s and read its result at 24.8-26.3 s; every later call was '400 Model ... not loaded'."""
-    rows = [(CM, 0, 0, 0.2, 0.9, 26.3, 3, OK),
-            (FB, 0, 0, 26.3, 26.4, math.nan, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "not loaded"),
-            (CM, 1, 0, 1.0, 26.4, 26.5, 9, OK),  # reached the restarted server: its failures are its own
-            (FB, 1, 0, 26.5, 26.6, math.nan, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "failed")]
-    inputs = dataclasses.replace(_inputs(_log(rows)), faults=_restarted_at(2.05),
-                                 fatal_fault_kinds=frozenset({"server:restart"}))
+    rows = [
+        (CM, 0, 0, 0.2, 0.9, 26.3, 3, OK),
+        (FB, 0, 0, 26.3, 26.4, math.nan, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "not loaded"),
+        (CM, 1, 0, 1.0, 26.4, 26.5, 9, OK),  # reached the restarted server: its failures are its own
+        (FB, 1, 0, 26.5, 26.6, math.nan, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 400, "failed"),
+    ]
+    inputs = dataclasses.replace(
+        _inputs(_log(rows)), faults=_restarted_at(2.05), fatal_fault_kinds=frozenset({"server:restart"})
+    )
     verdict = check_training_futures(inputs, Budgets())
     assert verdict.ok is False and verdict.figure == 1 and "1 excused by a fatal fault" in verdict.detail
 
@@ -216,8 +249,9 @@ def test_a_training_call_never_answered_during_a_fatal_fault_is_not_excused():
     """A fault allows a definite error (the call failed), never silence (the call never ended)."""
     failed = (FB, 0, 0, 9.5, 9.6, 10.5, 1, Outcome.FAILED, ErrorClass.SERVER_FAILED, 500, "failed")
     rows = [(CM, 0, 0, 0.0, 0.1, 1.0, 1, OK), failed]
-    fatal = dataclasses.replace(_inputs(_log(rows)), faults=_restarted_at(10.0),
-                                fatal_fault_kinds=frozenset({"server:restart"}))
+    fatal = dataclasses.replace(
+        _inputs(_log(rows)), faults=_restarted_at(10.0), fatal_fault_kinds=frozenset({"server:restart"})
+    )
     assert check_training_futures(fatal, Budgets()).ok is True  # failed in flight during the restart: its end
     silent = [rows[0], (*failed[:5], math.nan, 1, Outcome.PENDING, ErrorClass.NONE, 0, "")]
     verdict = check_training_futures(dataclasses.replace(fatal, training=_log(silent)), Budgets())

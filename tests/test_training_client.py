@@ -23,14 +23,28 @@ MIX = TrainingMix(trainers=1, steps=1, datums=2, datum_tokens=5)
 
 
 def _job(mix: TrainingMix = MIX, deadline_s: float = 30.0) -> WorkerJob:
-    return WorkerJob(worker=0, base_url="http://127.0.0.1:9", source_ip=None, sampling_session_id="s", base_model="m",
-                     first=0, count=0, nonce_salt=1, shape=LoadShape(training=mix), t0=time.monotonic(),
-                     deadline_s=deadline_s, role="train", training_encoding="json")
+    return WorkerJob(
+        worker=0,
+        base_url="http://127.0.0.1:9",
+        source_ip=None,
+        sampling_session_id="s",
+        base_model="m",
+        first=0,
+        count=0,
+        nonce_salt=1,
+        shape=LoadShape(training=mix),
+        t0=time.monotonic(),
+        deadline_s=deadline_s,
+        role="train",
+        training_encoding="json",
+    )
 
 
 def _good_forward_backward(trainer: int, step: int) -> bytes:
-    outputs = [{"logprobs": {"data": expected_logprobs(target_tokens(trainer, step, d, MIX.datum_tokens)).tolist()}}
-               for d in range(MIX.datums)]
+    outputs = [
+        {"logprobs": {"data": expected_logprobs(target_tokens(trainer, step, d, MIX.datum_tokens)).tolist()}}
+        for d in range(MIX.datums)
+    ]
     return json.dumps({"loss_fn_outputs": outputs}).encode()
 
 
@@ -55,12 +69,15 @@ class ScriptedPool:
 
 def _script(fb_result: list[tuple[int, bytes]]) -> ScriptedPool:
     return ScriptedPool(
-        {"create_session": [(200, b'{"session_id": "s1"}')],
-         "create_model": [(200, b'{"request_id": "1", "model_id": "m1"}')],
-         "forward_backward": [(200, b'{"request_id": "2"}')],
-         "optim_step": [(200, b'{"request_id": "3"}')],
-         "session_heartbeat": [(200, b"{}")]},
-        {"1": [(200, b"{}")], "2": fb_result, "3": [(200, b'{"metrics": {"skyrl.ai/learning_rate": 0.0003}}')]})
+        {
+            "create_session": [(200, b'{"session_id": "s1"}')],
+            "create_model": [(200, b'{"request_id": "1", "model_id": "m1"}')],
+            "forward_backward": [(200, b'{"request_id": "2"}')],
+            "optim_step": [(200, b'{"request_id": "3"}')],
+            "session_heartbeat": [(200, b"{}")],
+        },
+        {"1": [(200, b"{}")], "2": fb_result, "3": [(200, b'{"metrics": {"skyrl.ai/learning_rate": 0.0003}}')]},
+    )
 
 
 def _run(pool: ScriptedPool, job: WorkerJob | None = None, stop_after_s: float | None = None):
@@ -69,15 +86,19 @@ def _run(pool: ScriptedPool, job: WorkerJob | None = None, stop_after_s: float |
     stop = (lambda: time.monotonic() - started > stop_after_s) if stop_after_s else (lambda: False)
     asyncio.run(client.run(stop))
     log = client.training
-    return {TrainingOp(int(op)): (Outcome(int(o)), ErrorClass(int(e))) for op, o, e in
-            zip(log["op"], log["outcome"], log["error"])}, log
+    return {
+        TrainingOp(int(op)): (Outcome(int(o)), ErrorClass(int(e)))
+        for op, o, e in zip(log["op"], log["outcome"], log["error"])
+    }, log
 
 
 def test_a_good_step_records_each_call_ok():
     rows, log = _run(_script([(408, b"{}"), (200, _good_forward_backward(0, 0))]))
-    assert rows == {TrainingOp.CREATE_MODEL: (Outcome.OK, ErrorClass.NONE),
-                    TrainingOp.FORWARD_BACKWARD: (Outcome.OK, ErrorClass.NONE),
-                    TrainingOp.OPTIM_STEP: (Outcome.OK, ErrorClass.NONE)}
+    assert rows == {
+        TrainingOp.CREATE_MODEL: (Outcome.OK, ErrorClass.NONE),
+        TrainingOp.FORWARD_BACKWARD: (Outcome.OK, ErrorClass.NONE),
+        TrainingOp.OPTIM_STEP: (Outcome.OK, ErrorClass.NONE),
+    }
     assert int(log["attempts"][log.of(TrainingOp.FORWARD_BACKWARD)][0]) == 3  # the submit, a 408 re-poll, the result
 
 

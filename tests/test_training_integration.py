@@ -18,8 +18,10 @@ pytestmark = pytest.mark.integration
 
 def _run(workdir: Path, tmp_path: Path, *args: str) -> dict:
     out = tmp_path / "report.json"
-    result = run_cli(["run", "--workdir", str(workdir), "--requests", "64", "--quiet", "--json-out", str(out), *args],
-                     timeout_s=240.0)
+    result = run_cli(
+        ["run", "--workdir", str(workdir), "--requests", "64", "--quiet", "--json-out", str(out), *args],
+        timeout_s=240.0,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return json.loads(out.read_text())
 
@@ -29,8 +31,18 @@ def test_trainers_beside_samples_are_judged_and_reported(isolated_workdir: Path,
     pytest.importorskip("matplotlib")
     plot = tmp_path / "timeline.png"
     # 2 ms per target token: a 4 x 128-token forward_backward takes the engine ~1 s, so heartbeats fall due.
-    report = _run(isolated_workdir, tmp_path, "--trainers", "4x3", "--time-scale", "0.1", "--plot", str(plot),
-                  "--engine-seconds-per-token", "0.002")
+    report = _run(
+        isolated_workdir,
+        tmp_path,
+        "--trainers",
+        "4x3",
+        "--time-scale",
+        "0.1",
+        "--plot",
+        str(plot),
+        "--engine-seconds-per-token",
+        "0.002",
+    )
     training = report["training"]
     assert training["forward_backward"]["requested"] == 12 == training["forward_backward"]["completed"]
     assert training["optim_step"]["completed"] == 12 and training["create_model"]["completed"] == 4

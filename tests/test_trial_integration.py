@@ -60,7 +60,8 @@ def _children_since(started: float) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "version, accept", [("0.4.0", "proto"), ("0.4.0", "json"), ("0.3.0", "proto")],
+    "version, accept",
+    [("0.4.0", "proto"), ("0.4.0", "json"), ("0.3.0", "proto")],
 )
 def test_small_trial(isolated_workdir: Path, version: str, accept: str):
     require_target(version)
@@ -127,12 +128,32 @@ def _interrupt_run(workdir: Path, tmp_path: Path, sig: int) -> tuple[int, str, s
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     cmd = [
-        python_exe(), "-m", "faultload.cli.main", "run", "--workdir", str(workdir), "--requests", "20000",
-        "--router-mode", "barrier", "--barrier", "100000", "--barrier-timeout", "600", "--json-out", str(json_out),
+        python_exe(),
+        "-m",
+        "faultload.cli.main",
+        "run",
+        "--workdir",
+        str(workdir),
+        "--requests",
+        "20000",
+        "--router-mode",
+        "barrier",
+        "--barrier",
+        "100000",
+        "--barrier-timeout",
+        "600",
+        "--json-out",
+        str(json_out),
     ]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=cli_env(tag, tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL, preexec_fn=default_signals,  # as at a terminal, even under a background job
+        cmd,
+        cwd=ROOT,
+        env=cli_env(tag, tmpdir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=default_signals,  # as at a terminal, even under a background job
     )
     lines: list[str] = []
     out: list[str] = []
@@ -143,10 +164,16 @@ def _interrupt_run(workdir: Path, tmp_path: Path, sig: int) -> tuple[int, str, s
     for reader in readers:
         reader.start()
     try:
-        def in_flight() -> bool:
-            return any(int(m.group(1)) > 0 for line in list(lines) for m in [PROGRESS.search(line)] if m) or proc.poll() is not None
 
-        assert wait_until(in_flight, timeout_s=180.0, every_s=0.2), f"no progress line with requests in flight: {lines[-5:]}"
+        def in_flight() -> bool:
+            return (
+                any(int(m.group(1)) > 0 for line in list(lines) for m in [PROGRESS.search(line)] if m)
+                or proc.poll() is not None
+            )
+
+        assert wait_until(in_flight, timeout_s=180.0, every_s=0.2), (
+            f"no progress line with requests in flight: {lines[-5:]}"
+        )
         assert proc.poll() is None, f"the run ended before it was interrupted: {''.join(lines[-20:])}"
         proc.send_signal(sig)
         code = proc.wait(timeout=180)
@@ -160,8 +187,9 @@ def _interrupt_run(workdir: Path, tmp_path: Path, sig: int) -> tuple[int, str, s
 
 
 # CI's 30 minutes: SIGINT's path is also test_interrupts' SIGINT-group; it runs nightly (`make test-all`)
-@pytest.mark.parametrize("sig", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM],
-                         ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    "sig", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM], ids=["SIGINT", "SIGTERM"]
+)
 def test_interrupt_writes_partial_report_and_stops_everything(isolated_workdir: Path, tmp_path: Path, sig: int):
     require_target("0.4.0")
     code, stdout, stderr, json_out, tag = _interrupt_run(isolated_workdir, tmp_path, sig)
@@ -186,12 +214,29 @@ def test_interrupt_during_server_start_stops_everything(isolated_workdir: Path, 
     tag = uuid.uuid4().hex
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
-    cmd = [python_exe(), "-m", "faultload.cli.main", "run", "--workdir", str(isolated_workdir), "--requests", "100", "--quiet"]
+    cmd = [
+        python_exe(),
+        "-m",
+        "faultload.cli.main",
+        "run",
+        "--workdir",
+        str(isolated_workdir),
+        "--requests",
+        "100",
+        "--quiet",
+    ]
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=cli_env(tag, tmpdir), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        stdin=subprocess.DEVNULL, preexec_fn=default_signals,  # as at a terminal, even under a background job
+        cmd,
+        cwd=ROOT,
+        env=cli_env(tag, tmpdir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=default_signals,  # as at a terminal, even under a background job
     )
     try:
+
         def launching() -> bool:
             return proc.poll() is not None or any(
                 "skyrl_launch.py" in " ".join(p.cmdline()) for p in tagged_processes(tag)
@@ -215,13 +260,27 @@ def test_interrupt_during_server_start_stops_everything(isolated_workdir: Path, 
 
 
 @pytest.mark.parametrize("family, version", [("skyrl", "0.4.0"), ("tuft", "0.2.2")])
-def test_profile_server_writes_the_servers_profile_when_it_stops(tmp_path: Path, isolated_workdir: Path,
-                                                                 family: str, version: str):
+def test_profile_server_writes_the_servers_profile_when_it_stops(
+    tmp_path: Path, isolated_workdir: Path, family: str, version: str
+):
     """uvicorn re-raises the SIGTERM that stops the server; the profile is written all the same."""
     require_target(version, family)
     profile = tmp_path / "server.prof"
-    run = run_cli(["run", "--workdir", str(isolated_workdir), "--target", f"{family}=={version}", "--requests", "16",
-                   "--profile-server", str(profile)], timeout_s=240.0, tmpdir=tmp_path)
+    run = run_cli(
+        [
+            "run",
+            "--workdir",
+            str(isolated_workdir),
+            "--target",
+            f"{family}=={version}",
+            "--requests",
+            "16",
+            "--profile-server",
+            str(profile),
+        ],
+        timeout_s=240.0,
+        tmpdir=tmp_path,
+    )
     assert run.returncode == 0, run.stderr[-2000:]
     stats = pstats.Stats(str(profile))
     assert any("uvicorn" in filename for filename, _, _ in stats.stats), "the server's own code is in the profile"

@@ -49,16 +49,15 @@ def test_a_tuft_release_serves_a_trial_with_every_invariant_judged(isolated_work
     assert leftover_dirs(isolated_workdir) == []
 
 
-def test_a_poll_held_to_the_end_of_tufts_hold_is_answered_try_again_and_is_the_long_poll_cycle(
-        isolated_workdir: Path):
+def test_a_poll_held_to_the_end_of_tufts_hold_is_answered_try_again_and_is_the_long_poll_cycle(isolated_workdir: Path):
     """At time scale 0.02 TuFT holds a poll 2.4 s; the router takes 4 s and the client waits 10 s per poll, so
     each request's first poll ends in TuFT's try-again after the full hold: recorded as such, held to the
     contract (polls_held) and not counted as a retry (retry_amplification)."""
     require_target("0.2.2", "tuft")
-    shape = LoadShape(requests=8, workers=1, result_tokens=4, seed=5, time_scale=0.02,
-                      policy=ClientPolicy(poll_timeout_s=500.0))
-    config = TrialConfig(target=TARGET, shape=shape, router=RouterConfig(mode="latency", gen_seconds=4.0),
-                         drain_s=5.0)
+    shape = LoadShape(
+        requests=8, workers=1, result_tokens=4, seed=5, time_scale=0.02, policy=ClientPolicy(poll_timeout_s=500.0)
+    )
+    config = TrialConfig(target=TARGET, shape=shape, router=RouterConfig(mode="latency", gen_seconds=4.0), drain_s=5.0)
     result = run_trial(config, Workspace(isolated_workdir))
     assert result.error is None, result.error
     assert int((result.history["outcome"] == Outcome.OK).sum()) == 8
@@ -72,18 +71,19 @@ def test_a_poll_held_to_the_end_of_tufts_hold_is_answered_try_again_and_is_the_l
     assert verdicts["retry_amplification"].ok is True, verdicts["retry_amplification"].detail
 
 
-def test_a_tuft_someone_else_started_is_judged_by_tufts_contract_when_named_so(tmp_path: Path,
-                                                                               isolated_workdir: Path):
+def test_a_tuft_someone_else_started_is_judged_by_tufts_contract_when_named_so(tmp_path: Path, isolated_workdir: Path):
     """A TuFT faultload did not launch (its hold 2.4 s: 120 s at scale 0.02), loaded as a url= target at that
     scale: named ``tuft+url=``, its try-agains after the full hold are the long-poll cycle; as a bare ``url=``
     (judged as SkyRL, whose hold is 6 s at that scale) the same answers are early."""
     require_target("0.2.2", "tuft")
     spec = parse_target(TARGET)
-    shape = LoadShape(requests=4, workers=1, result_tokens=4, seed=5, time_scale=0.02,
-                      policy=ClientPolicy(poll_timeout_s=500.0))
+    shape = LoadShape(
+        requests=4, workers=1, result_tokens=4, seed=5, time_scale=0.02, policy=ClientPolicy(poll_timeout_s=500.0)
+    )
     with start_router(RouterConfig(mode="latency", gen_seconds=4.0)) as router:
-        server = launch_tuft(spec, install.target_python(TARGETS, spec), tmp_path, pick_free_port(), router.url,
-                             time_scale=0.02)
+        server = launch_tuft(
+            spec, install.target_python(TARGETS, spec), tmp_path, pick_free_port(), router.url, time_scale=0.02
+        )
         try:
             held = {}
             for form in ("tuft+url=", "url="):
@@ -100,8 +100,24 @@ def test_a_tuft_someone_else_started_is_judged_by_tufts_contract_when_named_so(t
 
 def _sdk_run(tmp_path: Path, workdir: Path, *extra: str) -> dict:
     out = tmp_path / "report.json"
-    run = run_cli(["run", "--workdir", str(workdir), "--target", TARGET, "--client", "sdk", "--requests", "16",
-                   "--json-out", str(out), *extra], timeout_s=420.0, tmpdir=tmp_path)
+    run = run_cli(
+        [
+            "run",
+            "--workdir",
+            str(workdir),
+            "--target",
+            TARGET,
+            "--client",
+            "sdk",
+            "--requests",
+            "16",
+            "--json-out",
+            str(out),
+            *extra,
+        ],
+        timeout_s=420.0,
+        tmpdir=tmp_path,
+    )
     assert run.returncode in (0, 1), run.stderr[-2000:]
     return json.loads(out.read_text())
 
@@ -112,12 +128,17 @@ def test_the_sdk_its_release_pins_samples_through_it(tmp_path: Path, isolated_wo
     assert report["completed"] == 16 and all(v["ok"] is not False for v in report["invariants"])
 
 
-def test_finding_7_the_newest_sdk_is_refused_at_every_sample_and_its_fix_mends_it(tmp_path: Path, isolated_workdir: Path):
+def test_finding_7_the_newest_sdk_is_refused_at_every_sample_and_its_fix_mends_it(
+    tmp_path: Path, isolated_workdir: Path
+):
     """tinker 0.38 sends request fields TuFT 0.2.2 validates against tinker 0.25's closed model: a 422 each;
     with the candidate fix every sample is accepted, answered and read."""
     require_target("0.2.2", "tuft")
-    require_built("tinker==0.38.0", (WORKDIR / "sdks" / "tinker-0.38.0" / "faultload-installed.json").exists(),
-                  "faultload setup --sdk tinker==0.38.0")
+    require_built(
+        "tinker==0.38.0",
+        (WORKDIR / "sdks" / "tinker-0.38.0" / "faultload-installed.json").exists(),
+        "faultload setup --sdk tinker==0.38.0",
+    )
     (tmp_path / "release").mkdir()
     (tmp_path / "fixed").mkdir()
     report = _sdk_run(tmp_path / "release", isolated_workdir, "--sdk", "tinker==0.38.0")
@@ -129,22 +150,30 @@ def test_finding_7_the_newest_sdk_is_refused_at_every_sample_and_its_fix_mends_i
 
 
 def test_what_a_tuft_launch_lacks_is_refused_before_anything_starts(tmp_path: Path, isolated_workdir: Path):
-    run = run_cli(["run", "--workdir", str(isolated_workdir), "--target", TARGET, "--regress", "retention"],
-                  timeout_s=120.0, tmpdir=tmp_path)
+    run = run_cli(
+        ["run", "--workdir", str(isolated_workdir), "--target", TARGET, "--regress", "retention"],
+        timeout_s=120.0,
+        tmpdir=tmp_path,
+    )
     assert run.returncode == 2 and "has no regression switch 'retention'" in run.error_line(), run.stderr[-2000:]
     assert leftover_dirs(isolated_workdir) == []
 
 
-
-def test_finding_8_a_restart_forgets_the_session_its_next_sample_is_accepted_then_lost(tmp_path: Path,
-                                                                                        isolated_workdir: Path):
+def test_finding_8_a_restart_forgets_the_session_its_next_sample_is_accepted_then_lost(
+    tmp_path: Path, isolated_workdir: Path
+):
     """The shipped repro (a restart, then a request on the same session) reproduces; TuFT's own FILE persistence,
     the candidate fix, keeps the session across the restart."""
     require_target("0.2.2", "tuft")
-    release = run_cli(["replay", "--workdir", str(isolated_workdir), "restart_sessions-tuft-0.2.2"],
-                      timeout_s=300.0, tmpdir=tmp_path)
-    assert release.returncode == 1 and "reproduced: failing now: no_lost_results" in release.stdout, \
+    release = run_cli(
+        ["replay", "--workdir", str(isolated_workdir), "restart_sessions-tuft-0.2.2"], timeout_s=300.0, tmpdir=tmp_path
+    )
+    assert release.returncode == 1 and "reproduced: failing now: no_lost_results" in release.stdout, (
         release.stdout[-2000:] + release.stderr[-2000:]
-    fixed = run_cli(["replay", "--workdir", str(isolated_workdir), "restart_sessions-tuft-0.2.2",
-                     "--fix", "file-persistence"], timeout_s=300.0, tmpdir=tmp_path)
+    )
+    fixed = run_cli(
+        ["replay", "--workdir", str(isolated_workdir), "restart_sessions-tuft-0.2.2", "--fix", "file-persistence"],
+        timeout_s=300.0,
+        tmpdir=tmp_path,
+    )
     assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]

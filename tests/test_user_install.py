@@ -44,7 +44,7 @@ def _tree(root: Path) -> list[str]:
 
 def test_builds_into_tool_dir_and_then_does_nothing(tmp_path: Path) -> None:
     marker = tmp_path / "go-ran"
-    go = _fake_go(tmp_path, f"touch {marker}\nprintf %s \"{FAKE_SERVER}\" > \"$GOBIN/server\"\nchmod +x \"$GOBIN/server\"")
+    go = _fake_go(tmp_path, f'touch {marker}\nprintf %s "{FAKE_SERVER}" > "$GOBIN/server"\nchmod +x "$GOBIN/server"')
     tools = tmp_path / "ws" / "tools"
     built = ensure_toxiproxy(tools, go, log=lambda _: None)
     assert built == tools / "toxiproxy-server" and _tree(tools) == ["toxiproxy-server"]
@@ -53,10 +53,13 @@ def test_builds_into_tool_dir_and_then_does_nothing(tmp_path: Path) -> None:
     assert not marker.exists()  # the pinned version is there: go is not run again
 
 
-@pytest.mark.parametrize("body", [
-    "echo partial > \"$GOBIN/server\"\necho 'go: build failed' >&2\nexit 1",  # fails after writing half a binary
-    "echo 'not toxiproxy' > \"$GOBIN/server\"\nchmod +x \"$GOBIN/server\"",  # "succeeds" with a binary that is wrong
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "echo partial > \"$GOBIN/server\"\necho 'go: build failed' >&2\nexit 1",  # fails after writing half a binary
+        'echo \'not toxiproxy\' > "$GOBIN/server"\nchmod +x "$GOBIN/server"',  # "succeeds" with a binary that is wrong
+    ],
+)
 def test_a_failed_build_leaves_nothing(tmp_path: Path, body: str) -> None:
     ws = tmp_path / "ws"
     with pytest.raises(ToxiproxyBuildError) as raised:
@@ -77,8 +80,11 @@ def test_a_hung_build_is_stopped_and_leaves_nothing(tmp_path: Path) -> None:
 
 
 def _env_without_go(tmp_path: Path) -> dict[str, str]:
-    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep)
-            if d and not (Path(d) / "go").exists() and not (Path(d) / "toxiproxy-server").exists()]
+    dirs = [
+        d
+        for d in os.environ.get("PATH", "").split(os.pathsep)
+        if d and not (Path(d) / "go").exists() and not (Path(d) / "toxiproxy-server").exists()
+    ]
     return {"PATH": os.pathsep.join(dirs), "GO": str(tmp_path / "no-go")}
 
 
@@ -87,7 +93,12 @@ def test_setup_without_go_says_one_line_and_leaves_nothing(tmp_path: Path) -> No
     env = {**cli_env(uuid.uuid4().hex), **_env_without_go(tmp_path)}
     result = subprocess.run(
         [python_exe(), "-m", "faultload", "setup", "--workdir", str(workdir), "--target", "url=http://127.0.0.1:1"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 2, result
     lines = result.stderr.strip().splitlines()
@@ -102,9 +113,23 @@ def test_wheel_ships_what_runs_inside_the_target_and_the_suite(tmp_path: Path) -
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(tmp_path / "dist"), str(source)],
-        check=True, capture_output=True, timeout=240, stdin=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=240,
+        stdin=subprocess.DEVNULL,
     )
     (wheel,) = (tmp_path / "dist").glob("faultload-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
@@ -112,8 +137,12 @@ def test_wheel_ships_what_runs_inside_the_target_and_the_suite(tmp_path: Path) -
     # the compiled router's source: an installed faultload's setup builds it
     shipped |= {str(p.relative_to(source)) for p in (source / "faultload" / "router" / "go").iterdir()}
     assert shipped <= names, sorted(shipped - names)
-    for needed in ("faultload/targets/skyrl_patches.py", "faultload/targets/skyrl_launch.py",
-                   "faultload/suite/test_properties.py", "faultload/faults/toxiproxy_build.py"):
+    for needed in (
+        "faultload/targets/skyrl_patches.py",
+        "faultload/targets/skyrl_launch.py",
+        "faultload/suite/test_properties.py",
+        "faultload/faults/toxiproxy_build.py",
+    ):
         assert needed in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()

@@ -15,8 +15,17 @@ from faultload.run.watching import reconnect_s, watchdog_limits
 LIMITS = WatchdogLimits(stall_window_s=10, no_progress_window_s=20, accept_window_s=5, confirm_s=3)
 
 
-def feed(dog: Watchdog, t: float, fds: int = 100, queue: int = 0, backlog: int = 4096, overflows: int = 0,
-         in_flight: int = 10, progress: tuple = (0,), alive: bool = True) -> None:
+def feed(
+    dog: Watchdog,
+    t: float,
+    fds: int = 100,
+    queue: int = 0,
+    backlog: int = 4096,
+    overflows: int = 0,
+    in_flight: int = 10,
+    progress: tuple = (0,),
+    alive: bool = True,
+) -> None:
     dog.observe_sample(t, fds, queue, backlog, overflows, in_flight, progress, alive)
 
 
@@ -105,6 +114,7 @@ def test_after_a_heal_the_window_waits_out_the_clients_reconnect_allowance():
 def test_reconnect_allowance_is_the_clients_longest_timeout_then_its_backoff_cap():
     def allowance(client: str, scale: float) -> float:
         return reconnect_s(TrialConfig("skyrl==0.4.0", shape=LoadShape(client=client, time_scale=scale)))
+
     assert allowance("raw", 1.0) == 60.0 + 30.0
     assert allowance("raw", 0.05) == 60.0 * 0.05 + 30.0 * 0.05
     assert allowance("sdk", 0.05) == 60.0 * 0.05 + 30.0  # the SDK's backoff sleeps are not scaled
@@ -139,8 +149,15 @@ def test_router_and_backend_faults_excuse_too_the_server_being_healthy():
 def test_an_edge_outage_excuses_none_of_the_servers_own_signals():
     dog = Watchdog(LIMITS, (20000, 20000), faults=(EDGE_DOWN,))
     for i in range(10, 40):
-        feed(dog, float(i), progress=(3,), fds=19990 if i >= 30 else 100,
-             queue=4096, backlog=4096, overflows=(i - 10) * 10)
+        feed(
+            dog,
+            float(i),
+            progress=(3,),
+            fds=19990 if i >= 30 else 100,
+            queue=4096,
+            backlog=4096,
+            overflows=(i - 10) * 10,
+        )
     assert {"accept_queue_overflow", "fd_exhaustion"} <= set(dog.signals) and "no_progress" not in dog.signals
     dog = Watchdog(LIMITS, None, faults=(EDGE_DOWN,))  # overflows elsewhere, the server's queue not pinned
     for i in range(10, 40):
@@ -233,5 +250,9 @@ def test_no_progress_waits_out_the_idleness_the_trial_asked_for() -> None:
     config = TrialConfig("skyrl==0.4.0", shape=shape, router=RouterConfig(mode="immediate"))
     assert watchdog_limits(config).no_progress_window_s == pytest.approx(46.0)
     shape = LoadShape(requests=1, time_scale=0.05, abandon_polls=PollBehaviour(1.0, 240.0))
-    assert watchdog_limits(TrialConfig("skyrl==0.4.0", shape=shape, router=RouterConfig(mode="immediate"))
-                           ).no_progress_window_s == WatchdogLimits().no_progress_window_s  # 12 s + 10 < 30
+    assert (
+        watchdog_limits(
+            TrialConfig("skyrl==0.4.0", shape=shape, router=RouterConfig(mode="immediate"))
+        ).no_progress_window_s
+        == WatchdogLimits().no_progress_window_s
+    )  # 12 s + 10 < 30

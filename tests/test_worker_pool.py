@@ -18,9 +18,19 @@ from faultload.run.jobs import build_jobs, job_count
 
 
 def _empty_job(worker: int) -> WorkerJob:
-    return WorkerJob(worker=worker, base_url="http://127.0.0.1:9", source_ip=source_ip(worker),
-                     sampling_session_id="s", base_model="m", first=0, count=0, nonce_salt=1,
-                     shape=LoadShape(requests=1), t0=0.0, deadline_s=30.0)
+    return WorkerJob(
+        worker=worker,
+        base_url="http://127.0.0.1:9",
+        source_ip=source_ip(worker),
+        sampling_session_id="s",
+        base_model="m",
+        first=0,
+        count=0,
+        nonce_salt=1,
+        shape=LoadShape(requests=1),
+        t0=0.0,
+        deadline_s=30.0,
+    )
 
 
 def test_early_spawned_workers_run_the_jobs_assigned_to_them_later() -> None:
@@ -68,9 +78,16 @@ def test_assign_wants_one_job_per_early_worker() -> None:
     assert not pool.alive()
 
 
-@pytest.mark.parametrize(("requests", "workers", "trainers"), [
-    (1024, 2, 0), (1, 4, 0), (3, 2, 4), (0, 1, 2), (131_072, 7, 0),
-])
+@pytest.mark.parametrize(
+    ("requests", "workers", "trainers"),
+    [
+        (1024, 2, 0),
+        (1, 4, 0),
+        (3, 2, 4),
+        (0, 1, 2),
+        (131_072, 7, 0),
+    ],
+)
 def test_job_count_is_how_many_jobs_build_jobs_makes(requests: int, workers: int, trainers: int) -> None:
     training = TrainingMix(trainers=trainers, steps=1) if trainers else TrainingMix()
     config = TrialConfig("skyrl==0.4.0", LoadShape(requests=requests, workers=workers, training=training))

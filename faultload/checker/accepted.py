@@ -47,28 +47,7 @@ def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     rejected = no_id & (outcome == Outcome.REJECTED)
     unfinished = no_id & (outcome == Outcome.PENDING)
     unattributed = no_id & ~arrived & ~rejected & ~unfinished
-    notes = []
-    cut = harness_cut(inputs, rejected)
-    if cut.count:
-        notes.append(f"{cut.count} rejected after the harness stopped the load at "
-                     f"{fmt_s(inputs.load_stopped_s)} (not judged)")
-        rejected &= ~cut.rows
-    fatal, fatal_labels = fatal_rejection(inputs, rejected)
-    explained = fatal.rows.copy()
-    if fatal.count:
-        notes.append(f"{fatal.count} rejected while fatal {'/'.join(fatal_labels)} was in force "
-                     f"(explained: {_rejection_classes(inputs, explained)})")
-    unreached, outage_labels = edge_unreachable(inputs, rejected & ~explained)
-    if unreached.count:
-        notes.append(f"{unreached.count} gave up unable to reach the server: their last asample attempt "
-                     f"failed in transport while {'/'.join(outage_labels)} cut the link (the server never "
-                     f"had them to refuse: {_rejection_classes(inputs, unreached.rows)})")
-        explained |= unreached.rows
-    if unfinished.any():
-        notes.append(f"{int(unfinished.sum())} unfinished (not submitted or still submitting when the load ended)")
-    if unattributed.any():
-        notes.append(f"{int(unattributed.sum())} failed with no server id recorded (the client does not say "
-                     "whether the asample was accepted; not judged)")
+    rejected, explained, notes = _explain_rejections(inputs, rejected, unfinished, unattributed)
     tail = ("; " + "; ".join(notes)) if notes else ""
     n_accepted = int(accepted.sum())
     judged = n_accepted + int(rejected.sum())
@@ -78,12 +57,18 @@ def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     n_bad = int(unexplained.sum())
     if n_bad:
         idx = ordered(history, unexplained)
-        first = [f"nonce {int(history['nonce'][i])} at {fmt_s(event_time(history, int(i)))}"
-                 for i in idx[:DETAIL_ITEMS]]
-        return Verdict(name, False, n_bad, 0,
-                       f"{n_bad} of {judged} submitted requests rejected with no fatal fault in force "
-                       f"({n_accepted} accepted): {_rejection_classes(inputs, unexplained)}; first "
-                       f"{few(first, n_bad)}{tail}")
+        first = [
+            f"nonce {int(history['nonce'][i])} at {fmt_s(event_time(history, int(i)))}" for i in idx[:DETAIL_ITEMS]
+        ]
+        return Verdict(
+            name,
+            False,
+            n_bad,
+            0,
+            f"{n_bad} of {judged} submitted requests rejected with no fatal fault in force "
+            f"({n_accepted} accepted): {_rejection_classes(inputs, unexplained)}; first "
+            f"{few(first, n_bad)}{tail}",
+        )
     return Verdict(name, True, 0, 0, f"{n_accepted} of {judged} submitted requests accepted{tail}")
 
 
@@ -138,3 +123,39 @@ def _last_submit_labels(history: History, idx: np.ndarray) -> list[str]:
 
 def _error_key(code: int) -> str:
     return ErrorClass(code).key if code in ErrorClass._value2member_map_ else f"error {code}"
+
+
+def _explain_rejections(
+    inputs: CheckInputs, rejected: np.ndarray, unfinished: np.ndarray, unattributed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(the rejections judged, those the contract explains, the notes saying why the rest are not judged)."""
+    notes = []
+    cut = harness_cut(inputs, rejected)
+    if cut.count:
+        notes.append(
+            f"{cut.count} rejected after the harness stopped the load at {fmt_s(inputs.load_stopped_s)} (not judged)"
+        )
+        rejected &= ~cut.rows
+    fatal, fatal_labels = fatal_rejection(inputs, rejected)
+    explained = fatal.rows.copy()
+    if fatal.count:
+        notes.append(
+            f"{fatal.count} rejected while fatal {'/'.join(fatal_labels)} was in force "
+            f"(explained: {_rejection_classes(inputs, explained)})"
+        )
+    unreached, outage_labels = edge_unreachable(inputs, rejected & ~explained)
+    if unreached.count:
+        notes.append(
+            f"{unreached.count} gave up unable to reach the server: their last asample attempt "
+            f"failed in transport while {'/'.join(outage_labels)} cut the link (the server never "
+            f"had them to refuse: {_rejection_classes(inputs, unreached.rows)})"
+        )
+        explained |= unreached.rows
+    if unfinished.any():
+        notes.append(f"{int(unfinished.sum())} unfinished (not submitted or still submitting when the load ended)")
+    if unattributed.any():
+        notes.append(
+            f"{int(unattributed.sum())} failed with no server id recorded (the client does not say "
+            "whether the asample was accepted; not judged)"
+        )
+    return rejected, explained, notes

@@ -95,8 +95,13 @@ class Budgets:
             ("drain_rss_epsilon_bytes", self.drain_rss_epsilon_bytes >= 0, "must be >= 0"),
             ("drain_rss_growth_fraction", 0 <= self.drain_rss_growth_fraction <= 1, "must be in [0, 1]"),
             ("retention_window_s", self.retention_window_s is None or self.retention_window_s >= 0, "must be >= 0"),
-            ("expiry_window_s", self.retention_window_s is None or self.expiry_window_s is None
-             or self.retention_window_s <= self.expiry_window_s, "must be >= retention_window_s"),
+            (
+                "expiry_window_s",
+                self.retention_window_s is None
+                or self.expiry_window_s is None
+                or self.retention_window_s <= self.expiry_window_s,
+                "must be >= retention_window_s",
+            ),
             ("retained_result_overhead_bytes", self.retained_result_overhead_bytes >= 0, "must be >= 0"),
             ("in_flight_request_overhead_bytes", self.in_flight_request_overhead_bytes >= 0, "must be >= 0"),
             ("healthz_p99_s", self.healthz_p99_s > 0, "must be > 0"),
@@ -106,8 +111,11 @@ class Budgets:
             ("healthz_max_failures", self.healthz_max_failures >= 0, "must be >= 0"),
             ("healthz_failure_fraction", 0 <= self.healthz_failure_fraction <= 1, "must be in [0, 1]"),
             ("healthz_fault_recovery_s", self.healthz_fault_recovery_s >= 0, "must be >= 0"),
-            ("server_cpu_ms_per_request", self.server_cpu_ms_per_request is None or self.server_cpu_ms_per_request > 0,
-             "must be > 0"),
+            (
+                "server_cpu_ms_per_request",
+                self.server_cpu_ms_per_request is None or self.server_cpu_ms_per_request > 0,
+                "must be > 0",
+            ),
             ("server_cpu_ms_per_result_kib", self.server_cpu_ms_per_result_kib >= 0, "must be >= 0"),
             ("server_cpu_ms_per_training_request", self.server_cpu_ms_per_training_request >= 0, "must be >= 0"),
             ("cpu_min_requests", self.cpu_min_requests >= 1, "must be >= 1"),

@@ -60,8 +60,9 @@ def is_fatal(fault: Fault, kinds: Iterable[str]) -> bool:
     return fault.kind in kinds or fault_label(fault) in kinds or fault.to_spec() in kinds
 
 
-def fault_windows(faults: FaultLog | None, keep: Callable[[Fault], bool] = lambda f: True,
-             grace_s: float = 0.0) -> list[tuple[float, float, Fault]]:
+def fault_windows(
+    faults: FaultLog | None, keep: Callable[[Fault], bool] = lambda f: True, grace_s: float = 0.0
+) -> list[tuple[float, float, Fault]]:
     """(start, end, fault) in trial seconds for each fault that took effect."""
     if faults is None:
         return []
@@ -81,9 +82,12 @@ def request_spans(history: History | TrainingLog, until: str = "done") -> tuple[
     return start, end
 
 
-def overlaps(history: History | TrainingLog, windows: list[tuple[float, float, Fault]],
-              among: np.ndarray | None = None,
-              spans: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, list[str]]:
+def overlaps(
+    history: History | TrainingLog,
+    windows: list[tuple[float, float, Fault]],
+    among: np.ndarray | None = None,
+    spans: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, list[str]]:
     """Which requests (of ``among``) overlap any window, and the labels of the windows that hit one.
 
     A request's span is [submit start, done] unless ``spans`` gives others.
@@ -130,8 +134,11 @@ def ordered(history: History, mask: np.ndarray) -> np.ndarray:
 
 
 _OUTCOME_WORDS = {
-    Outcome.LOST: "404", Outcome.GAVE_UP: "gave up", Outcome.FAILED: "failed",
-    Outcome.PENDING: "never finished", Outcome.REJECTED: "rejected after acceptance",
+    Outcome.LOST: "404",
+    Outcome.GAVE_UP: "gave up",
+    Outcome.FAILED: "failed",
+    Outcome.PENDING: "never finished",
+    Outcome.REJECTED: "rejected after acceptance",
     Outcome.CORRUPT: "corrupt",
 }
 
@@ -143,7 +150,6 @@ def what_happened(history: History, i: int) -> str:
     if outcome != Outcome.LOST and error != ErrorClass.NONE and error in ErrorClass._value2member_map_:
         word += f" ({ErrorClass(error).key})"
     return f"{request_label(history, i)} {word} at {fmt_s(event_time(history, i))}"
-
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -35,11 +35,18 @@ def check_forwarded_once(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     broken, allowed, completions = repeated_forwards(inputs, budgets.log_fault_grace_s)
     tail = f"; {allowed.note} ({allowed.rule.name})" if allowed.note else ""
     if broken.count:
-        items = [f"{request_label(history, i)} completed {completions[i]}x"
-                 for i in ordered(history, broken.rows)[:DETAIL_ITEMS].tolist()]
-        return Verdict(name, False, broken.count, 0,
-                       f"{broken.count} of {len(history)} prompts completed by the router more than once with no "
-                       f"fault that could lose an answer and no resubmission: {few(items, broken.count)}{tail}")
+        items = [
+            f"{request_label(history, i)} completed {completions[i]}x"
+            for i in ordered(history, broken.rows)[:DETAIL_ITEMS].tolist()
+        ]
+        return Verdict(
+            name,
+            False,
+            broken.count,
+            0,
+            f"{broken.count} of {len(history)} prompts completed by the router more than once with no "
+            f"fault that could lose an answer and no resubmission: {few(items, broken.count)}{tail}",
+        )
     return Verdict(name, True, 0, 0, f"{len(history)} prompts, none completed twice for nothing{tail}")
 
 
@@ -64,19 +71,38 @@ def check_forwards_concurrent(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, None, None, budget, "the router's peak and completions were not seen (not our router)")
     hold = inputs.router_least_hold_s
     if hold is not None and hold < budgets.forwarding_min_hold_s:
-        return Verdict(name, None, None, budget, f"not judged: the router holds each forward {hold:g} s "
-                                                 f"(< forwarding_min_hold_s {budgets.forwarding_min_hold_s:g}; "
-                                                 f"{ROUTER_HOLDS_BRIEFLY.name})")
+        return Verdict(
+            name,
+            None,
+            None,
+            budget,
+            f"not judged: the router holds each forward {hold:g} s "
+            f"(< forwarding_min_hold_s {budgets.forwarding_min_hold_s:g}; "
+            f"{ROUTER_HOLDS_BRIEFLY.name})",
+        )
     on_path = forward_path_faults(inputs)
     if on_path:
-        return Verdict(name, None, None, budget, f"not judged: {', '.join(on_path)} on the forward's path "
-                                                 f"({FORWARD_PATH_FAULT.name})")
+        return Verdict(
+            name,
+            None,
+            None,
+            budget,
+            f"not judged: {', '.join(on_path)} on the forward's path ({FORWARD_PATH_FAULT.name})",
+        )
     owed, cap = owed_forwards_peak(inputs), inputs.forwarding_cap
     expected = min(owed, cap) if cap else owed
     if expected < budgets.forwarding_min_owed:
-        return Verdict(name, None, None, budget, f"{owed} forwards owed at once at most (< forwarding_min_owed "
-                                                 f"{budgets.forwarding_min_owed}): too few to see a ceiling")
+        return Verdict(
+            name,
+            None,
+            None,
+            budget,
+            f"{owed} forwards owed at once at most (< forwarding_min_owed "
+            f"{budgets.forwarding_min_owed}): too few to see a ceiling",
+        )
     share = inputs.router_peak_in_flight / expected
-    detail = (f"{FORWARDS_AT_ONCE.name}: router peak in flight {inputs.router_peak_in_flight} of {expected} (peak owed {owed}, forwarding "
-              f"cap {cap or 'none'}) = {share:.2f} (budget >= {budget:g})")
+    detail = (
+        f"{FORWARDS_AT_ONCE.name}: router peak in flight {inputs.router_peak_in_flight} of {expected} (peak owed {owed}, forwarding "
+        f"cap {cap or 'none'}) = {share:.2f} (budget >= {budget:g})"
+    )
     return Verdict(name, share >= budget, round(share, 3), budget, detail)

@@ -33,8 +33,9 @@ def check_futures_resolve(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     n_accepted = int(res.accepted.sum())
     if n_accepted == 0:
         return Verdict(name, None, None, 0, f"0 of {len(history)} accepted (see accepted_requests)")
-    skipped = [f"{a.count} indeterminate ({a.rule.name}: {a.rule.says.split(':')[0]})"
-               for a in res.indeterminate if a.count]
+    skipped = [
+        f"{a.count} indeterminate ({a.rule.name}: {a.rule.says.split(':')[0]})" for a in res.indeterminate if a.count
+    ]
     judged = n_accepted - sum(a.count for a in res.indeterminate)
     tail = ("; " + "; ".join(skipped)) if skipped else ""
     bound = resolve_bound_s(inputs, budgets)
@@ -47,14 +48,21 @@ def check_futures_resolve(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         for i in ordered(history, late)[:DETAIL_ITEMS].tolist():
             ended = res.ended[i]
             how = f"ended at {fmt_s(ended)}" if np.isfinite(ended) else "never ended"
-            items.append(f"{request_label(history, i)} {how}, released at {fmt_s(res.release[i])}, "
-                         f"bound {res.allowed_s[i]:.1f}s")
+            items.append(
+                f"{request_label(history, i)} {how}, released at {fmt_s(res.release[i])}, bound {res.allowed_s[i]:.1f}s"
+            )
         never = int((late & ~np.isfinite(res.ended)).sum())
-        return Verdict(name, False, n_late, 0,
-                       f"{n_late} of {judged} accepted requests did not end within the resolve bound "
-                       f"({never} never ended): {few(items, n_late)}{tail}")
-    return Verdict(name, True, 0, 0, f"{judged} accepted requests ended within {bound:.1f}s of their release"
-                                     f" (plus stalls){tail}")
+        return Verdict(
+            name,
+            False,
+            n_late,
+            0,
+            f"{n_late} of {judged} accepted requests did not end within the resolve bound "
+            f"({never} never ended): {few(items, n_late)}{tail}",
+        )
+    return Verdict(
+        name, True, 0, 0, f"{judged} accepted requests ended within {bound:.1f}s of their release (plus stalls){tail}"
+    )
 
 
 def check_polls_held(inputs: CheckInputs, budgets: Budgets) -> Verdict:
@@ -76,10 +84,24 @@ def check_polls_held(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if n_bad:
         idx = np.flatnonzero(bad)
         idx = idx[np.argsort(end[idx], kind="stable")][:DETAIL_ITEMS]
-        items = [f"{request_label(inputs.history, int(rows[i]))} held {end[i] - start[i]:.2f}s to {fmt_s(end[i])}"
-                 + {408: " (408)", TRY_AGAIN: " (try-again)"}.get(int(status[i]), "") for i in idx.tolist()]
+        items = [
+            f"{request_label(inputs.history, int(rows[i]))} held {end[i] - start[i]:.2f}s to {fmt_s(end[i])}"
+            + {408: " (408)", TRY_AGAIN: " (try-again)"}.get(int(status[i]), "")
+            for i in idx.tolist()
+        ]
         notes = "; ".join(note for note in (early.note, unwoken.note) if note)
-        return Verdict(name, False, n_bad, 0, f"{notes} (hold {hold_s(inputs):.2f} trial s), of {rows.size} polls: "
-                                              f"{few(items, n_bad)}")
-    return Verdict(name, True, 0, 0, f"{rows.size} polls, {n_not_yet} answered 'not yet', none before the hold "
-                                     f"({hold_s(inputs):.2f} trial s), none held past its result")
+        return Verdict(
+            name,
+            False,
+            n_bad,
+            0,
+            f"{notes} (hold {hold_s(inputs):.2f} trial s), of {rows.size} polls: {few(items, n_bad)}",
+        )
+    return Verdict(
+        name,
+        True,
+        0,
+        0,
+        f"{rows.size} polls, {n_not_yet} answered 'not yet', none before the hold "
+        f"({hold_s(inputs):.2f} trial s), none held past its result",
+    )

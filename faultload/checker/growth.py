@@ -56,8 +56,9 @@ def _series(starts: Iterable[TrialStart]) -> list[list[TrialStart]]:
     by_server: dict[int, list[TrialStart]] = {}
     for start in starts:
         by_server.setdefault(start.server, []).append(start)
-    return [[p for p in points if p.requests >= (1 - JUDGED_SHARE) * points[-1].requests]
-            for points in by_server.values()]
+    return [
+        [p for p in points if p.requests >= (1 - JUDGED_SHARE) * points[-1].requests] for points in by_server.values()
+    ]
 
 
 def check_session_growth(starts: Sequence[TrialStart], budgets: Budgets) -> Verdict:
@@ -71,26 +72,36 @@ def check_session_growth(starts: Sequence[TrialStart], budgets: Budgets) -> Verd
     fewer than three such points: a slope of two points is noise.
     """
     budget = budgets.session_rss_mib_per_k_requests
-    judged = [points for points in _series(starts)
-              if len(points) >= 3 and points[-1].requests - points[0].requests >= budgets.session_min_requests]
+    judged = [
+        points
+        for points in _series(starts)
+        if len(points) >= 3 and points[-1].requests - points[0].requests >= budgets.session_min_requests
+    ]
     if not judged:
         served = max((p[-1].requests - p[0].requests for p in _series(starts) if p), default=0)
-        return Verdict(NAME, None, None, budget,
-                       f"not enough to judge: {len(starts)} trial starts measured, at most {served} requests "
-                       f"served between them on one server (session_min_requests {budgets.session_min_requests}, "
-                       f"three trial starts in the later half of its requests)")
+        return Verdict(
+            NAME,
+            None,
+            None,
+            budget,
+            f"not enough to judge: {len(starts)} trial starts measured, at most {served} requests "
+            f"served between them on one server (session_min_requests {budgets.session_min_requests}, "
+            f"three trial starts in the later half of its requests)",
+        )
     points = max(judged, key=lambda p: p[-1].requests - p[0].requests)
     requests = [float(p.requests) for p in points]
     rss = slope_per_k(requests, [p.rss / MIB for p in points])
     fds = slope_per_k(requests, [float(p.fds) for p in points])
     first, last = points[0], points[-1]
-    head = (f"{rss:+.2f} MiB and {fds:+.2f} fds per 1,000 requests (budgets {budget:g} MiB, "
-            f"{budgets.session_fds_per_k_requests:g} fds) over {len(points)} trial starts on server "
-            f"{first.server}, {first.requests}-{last.requests} requests served: RSS "
-            f"{first.rss / MIB:.0f}->{last.rss / MIB:.0f} MiB, fds {first.fds}->{last.fds}")
-    over = [what for what, ok in (("RSS", rss <= budget), ("fds", fds <= budgets.session_fds_per_k_requests))
-            if not ok]
+    head = (
+        f"{rss:+.2f} MiB and {fds:+.2f} fds per 1,000 requests (budgets {budget:g} MiB, "
+        f"{budgets.session_fds_per_k_requests:g} fds) over {len(points)} trial starts on server "
+        f"{first.server}, {first.requests}-{last.requests} requests served: RSS "
+        f"{first.rss / MIB:.0f}->{last.rss / MIB:.0f} MiB, fds {first.fds}->{last.fds}"
+    )
+    over = [what for what, ok in (("RSS", rss <= budget), ("fds", fds <= budgets.session_fds_per_k_requests)) if not ok]
     if over:
-        return Verdict(NAME, False, rss, budget, f"the server grows with the requests it serves ({', '.join(over)}): "
-                                                 f"{head}")
+        return Verdict(
+            NAME, False, rss, budget, f"the server grows with the requests it serves ({', '.join(over)}): {head}"
+        )
     return Verdict(NAME, True, rss, budget, head)

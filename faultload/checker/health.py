@@ -43,15 +43,7 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ok = np.asarray(monitor.healthz_ok, dtype=bool)
     if latency.size == 0:
         return Verdict(name, None, None, budgets.healthz_p99_s, "no /healthz probes")
-    window = _load_window(inputs.history)
-    where = "over the trial"
-    select = np.ones(latency.size, dtype=bool)
-    if window is not None:
-        during = (t >= window[0]) & (t <= window[1])
-        if during.any():
-            select, where = during, f"during load {fmt_s(window[0])}-{fmt_s(window[1])}"
-        else:
-            where = f"over the trial (none during load {fmt_s(window[0])}-{fmt_s(window[1])})"
+    select, where = _probes_during_load(t, inputs.history)
     recovering = np.zeros(t.size, dtype=bool)
     answered = t + np.where(np.isfinite(latency), latency, 0.0)  # a probe in flight when a fault began met it
     for w_start, w_end, _ in in_force_windows(inputs, grace_s=budgets.healthz_fault_recovery_s):
@@ -61,12 +53,19 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if excused.any():
         finite_excused = latency[excused][np.isfinite(latency[excused])]
         worst_excused = float(finite_excused.max()) if finite_excused.size else math.inf
-        fault_text = (f"; {int(excused.sum())} probes during faults or {budgets.healthz_fault_recovery_s:g}s "
-                      f"after not judged (max {worst_excused:.3f}s, {int((~ok[excused]).sum())} failed)")
+        fault_text = (
+            f"; {int(excused.sum())} probes during faults or {budgets.healthz_fault_recovery_s:g}s "
+            f"after not judged (max {worst_excused:.3f}s, {int((~ok[excused]).sum())} failed)"
+        )
     select = select & ~recovering
     if not select.any():
-        return Verdict(name, None, None, budgets.healthz_p99_s,
-                       f"every probe {where} fell during a fault or its recovery allowance{fault_text}")
+        return Verdict(
+            name,
+            None,
+            None,
+            budgets.healthz_p99_s,
+            f"every probe {where} fell during a fault or its recovery allowance{fault_text}",
+        )
     t, latency, ok = t[select], latency[select], ok[select]
     n = int(latency.size)
     finite = np.isfinite(latency)
@@ -78,8 +77,25 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     fail_times = [fmt_s(float(x)) for x in t[~ok][:DETAIL_ITEMS]]
     fail_text = f"{failures} failed (allowed {allowed})" + (f" at {few(fail_times, failures)}" if failures else "")
     if p99 > budgets.healthz_p99_s:
-        return Verdict(name, False, p99, budgets.healthz_p99_s,
-                       f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}{fault_text}")
+        return Verdict(
+            name,
+            False,
+            p99,
+            budgets.healthz_p99_s,
+            f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}{fault_text}",
+        )
     if failures > allowed:
         return Verdict(name, False, p99, budgets.healthz_p99_s, f"failing: {fail_text}; {head}{fault_text}")
     return Verdict(name, True, p99, budgets.healthz_p99_s, f"{head}; {fail_text}{fault_text}")
+
+
+def _probes_during_load(t: np.ndarray, history: History) -> tuple[np.ndarray, str]:
+    """(the probes sent during load, where that is in words): all of them when none was, or no load window."""
+    window = _load_window(history)
+    if window is None:
+        return np.ones(t.size, dtype=bool), "over the trial"
+    during = (t >= window[0]) & (t <= window[1])
+    load = f"during load {fmt_s(window[0])}-{fmt_s(window[1])}"
+    if during.any():
+        return during, load
+    return np.ones(t.size, dtype=bool), f"over the trial (none {load})"

@@ -35,8 +35,13 @@ class Verdict:
     detail: str  # one line: requests (nonce, server id), times
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "figure": _json_number(self.figure),
-                "budget": _json_number(self.budget), "detail": self.detail}
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "figure": _json_number(self.figure),
+            "budget": _json_number(self.budget),
+            "detail": self.detail,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":

@@ -67,8 +67,10 @@ def check_releases_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ok = outcome == Outcome.OK
     ttl = inputs.contract.longest_ttl_s
     if ttl is None:
-        return _unknown("not applicable: the family's contract has no TTL (it keeps every result until the "
-                        "server stops), so nothing is owed back")
+        return _unknown(
+            "not applicable: the family's contract has no TTL (it keeps every result until the "
+            "server stops), so nothing is owed back"
+        )
     if inputs.monitor is None:
         return _unknown("no monitor samples", budget)
     rss, t = _rss(inputs.monitor)
@@ -76,37 +78,52 @@ def check_releases_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return _unknown("no RSS samples (server RSS not readable)", budget)
     pending = int(np.count_nonzero(outcome == Outcome.PENDING))
     if pending or not len(history):
-        return _unknown(f"{pending} of {len(history)} requests never finished: not every result was delivered",
-                        budget)
+        return _unknown(f"{pending} of {len(history)} requests never finished: not every result was delivered", budget)
     delivered = float(history["result_bytes"][ok].astype(np.float64).sum())
     if delivered < budgets.release_min_result_bytes:
-        return _unknown(f"{fmt_bytes(delivered)} of results delivered, under release_min_result_bytes "
-                        f"{fmt_bytes(budgets.release_min_result_bytes)}: a kept result would not be measurable",
-                        budget)
+        return _unknown(
+            f"{fmt_bytes(delivered)} of results delivered, under release_min_result_bytes "
+            f"{fmt_bytes(budgets.release_min_result_bytes)}: a kept result would not be measurable",
+            budget,
+        )
     due = release_due_s(inputs, ttl)
     after = t >= due
     if np.count_nonzero(after) < 2:
         sweep = inputs.contract.sweep_s or 0.0
-        return _unknown(f"the trial did not wait long enough: release due at {fmt_s(due)} (last request's end + "
-                        f"(TTL {ttl:g} + sweep {sweep:g}) SDK s × {inputs.shape.time_scale:g}), "
-                        f"last sample at {fmt_s(float(t[-1]))}", budget)
+        return _unknown(
+            f"the trial did not wait long enough: release due at {fmt_s(due)} (last request's end + "
+            f"(TTL {ttl:g} + sweep {sweep:g}) SDK s × {inputs.shape.time_scale:g}), "
+            f"last sample at {fmt_s(float(t[-1]))}",
+            budget,
+        )
     return _judge(inputs.monitor, rss, t, after, delivered, due, ttl, budget)
 
 
-def _judge(monitor: MonitorSamples, rss: np.ndarray, t: np.ndarray, after: np.ndarray, delivered: float,
-           due: float, ttl: float, budget: float) -> Verdict:
+def _judge(
+    monitor: MonitorSamples,
+    rss: np.ndarray,
+    t: np.ndarray,
+    after: np.ndarray,
+    delivered: float,
+    due: float,
+    ttl: float,
+    budget: float,
+) -> Verdict:
     """The figure from the samples after the release was due, against the baseline."""
     base = monitor.baseline
-    baseline, base_note = (int(base.rss), "baseline") if base is not None and base.rss >= 0 else (
-        int(rss[0]), "first sample")
+    baseline, base_note = (
+        (int(base.rss), "baseline") if base is not None and base.rss >= 0 else (int(rss[0]), "first sample")
+    )
     held = float(np.median(rss[after])) - baseline
     figure = max(0.0, held) / delivered
     peak = float(rss.max()) - baseline
-    head = (f"{figure:.3f} MiB held per MiB delivered (budget {budget:g}): median RSS "
-            f"{fmt_bytes(baseline + held)} over {int(np.count_nonzero(after))} samples from {fmt_s(due)} "
-            f"(TTL {ttl:g} SDK s and a sweep past the last request) to {fmt_s(float(t[-1]))} vs {base_note} "
-            f"{fmt_bytes(baseline)}: {held / MIB:+.1f} MiB for {delivered / MIB:.1f} MiB of results delivered "
-            f"(peak {peak / MIB:+.1f} MiB)")
+    head = (
+        f"{figure:.3f} MiB held per MiB delivered (budget {budget:g}): median RSS "
+        f"{fmt_bytes(baseline + held)} over {int(np.count_nonzero(after))} samples from {fmt_s(due)} "
+        f"(TTL {ttl:g} SDK s and a sweep past the last request) to {fmt_s(float(t[-1]))} vs {base_note} "
+        f"{fmt_bytes(baseline)}: {held / MIB:+.1f} MiB for {delivered / MIB:.1f} MiB of results delivered "
+        f"(peak {peak / MIB:+.1f} MiB)"
+    )
     if figure > budget:
         return Verdict(NAME, False, figure, budget, f"results kept past their TTL: {head}")
     return Verdict(NAME, True, figure, budget, head)

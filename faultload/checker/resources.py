@@ -110,9 +110,11 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     idle_text = f" + {idle} idle client connections" if idle else ""
     if inputs.training is not None and idle:
         idle_text += f" (of them {TRAINER_CONNECTIONS}×{inputs.shape.training.trainers} the trainers')"
-    head = (f"{per_in_flight:.2f} fds per request in flight (budget {per_budget:.2f}): peak {peak} fds at "
-            f"{fmt_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + {budgets.fds_per_in_flight:g}×"
-            f"{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}")
+    head = (
+        f"{per_in_flight:.2f} fds per request in flight (budget {per_budget:.2f}): peak {peak} fds at "
+        f"{fmt_s(peak_t)} vs {base_note} {baseline} + {budgets.fds_slack} + {budgets.fds_per_in_flight:g}×"
+        f"{int(in_flight)} in flight ({in_flight_note}){idle_text} = {peak_budget:g}"
+    )
     drained = monitor.drained.fds if monitor.drained is not None and monitor.drained.fds >= 0 else None
     pool = budgets.drain_fds_db_pool if inputs.training is not None else 0
     drain_budget = baseline + budgets.drain_fds_epsilon + pool
@@ -187,10 +189,12 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     over = rss - budget_at
     i = int(np.argmax(over)) if (over > 0).any() else int(np.argmax(rss))
     peak, peak_t, peak_budget = int(rss[i]), float(t[i]), float(budget_at[i])
-    head = (f"{'peak' if over[i] <= 0 else 'RSS'} {fmt_bytes(peak)} at {fmt_s(peak_t)} vs {base_note} "
-            f"{fmt_bytes(baseline)} + {fmt_bytes(budgets.rss_slack_bytes)} + {fmt_bytes(in_flight_budget)} for "
-            f"{int(in_flight)} in flight ({in_flight_note}, {per_note})"
-            f" + {int(retained[i])} retained × {fmt_bytes(per_retained)} = {fmt_bytes(peak_budget)}")
+    head = (
+        f"{'peak' if over[i] <= 0 else 'RSS'} {fmt_bytes(peak)} at {fmt_s(peak_t)} vs {base_note} "
+        f"{fmt_bytes(baseline)} + {fmt_bytes(budgets.rss_slack_bytes)} + {fmt_bytes(in_flight_budget)} for "
+        f"{int(in_flight)} in flight ({in_flight_note}, {per_note})"
+        f" + {int(retained[i])} retained × {fmt_bytes(per_retained)} = {fmt_bytes(peak_budget)}"
+    )
     growth_mib, allowed_mib = (peak - baseline) / MIB, (peak_budget - baseline) / MIB
     if over[i] > 0:
         return Verdict(name, False, growth_mib, allowed_mib, f"over budget: {head}")
@@ -199,15 +203,18 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, None, growth_mib, allowed_mib, f"{head}; drained RSS not measured")
     growth = max(0, peak - baseline)
     drain_budget = baseline + budgets.drain_rss_epsilon_bytes + budgets.drain_rss_growth_fraction * growth
-    drain_text = (f"drained {fmt_bytes(drained)} vs {fmt_bytes(baseline)} + "
-                  f"{fmt_bytes(budgets.drain_rss_epsilon_bytes)} + "
-                  f"{budgets.drain_rss_growth_fraction:g}×{fmt_bytes(growth)} growth = {fmt_bytes(drain_budget)}")
+    drain_text = (
+        f"drained {fmt_bytes(drained)} vs {fmt_bytes(baseline)} + "
+        f"{fmt_bytes(budgets.drain_rss_epsilon_bytes)} + "
+        f"{budgets.drain_rss_growth_fraction:g}×{fmt_bytes(growth)} growth = {fmt_bytes(drain_budget)}"
+    )
     if drained > drain_budget:
         return Verdict(name, False, growth_mib, allowed_mib, f"not back to baseline: {drain_text}; {head}")
     return Verdict(name, True, growth_mib, allowed_mib, f"{head}; {drain_text}")
 
 
 # -- CPU ------------------------------------------------------------------------------
+
 
 def server_http_requests(history: History, monitor: MonitorSamples | None) -> int:
     """HTTP requests the server answered in a trial: the client's attempts plus the /healthz probes."""
@@ -252,11 +259,17 @@ def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     per_request = (server_ms - allowance) / http
     base = cpu_ms_per_request(budgets, inputs.contract)
     budget = base + budgets.server_cpu_ms_per_result_kib * result_kib
-    training_text = (f" after {allowance / 1000:.1f} s allowed for {training} training HTTP requests × "
-                     f"{budgets.server_cpu_ms_per_training_request:g} ms" if training else "")
-    head = (f"{per_request:.3f} ms of server CPU per HTTP request ({server_ms / 1000:.1f} s over {http} requests"
-            f"{training_text}, {result_kib:.1f} KiB of results each) vs {base:g} + "
-            f"{budgets.server_cpu_ms_per_result_kib:g}×{result_kib:.1f} = {budget:.3f} ms")
+    training_text = (
+        f" after {allowance / 1000:.1f} s allowed for {training} training HTTP requests × "
+        f"{budgets.server_cpu_ms_per_training_request:g} ms"
+        if training
+        else ""
+    )
+    head = (
+        f"{per_request:.3f} ms of server CPU per HTTP request ({server_ms / 1000:.1f} s over {http} requests"
+        f"{training_text}, {result_kib:.1f} KiB of results each) vs {base:g} + "
+        f"{budgets.server_cpu_ms_per_result_kib:g}×{result_kib:.1f} = {budget:.3f} ms"
+    )
     if per_request > budget:
         return Verdict(name, False, per_request, budget, f"over budget: {head}")
     return Verdict(name, True, per_request, budget, head)

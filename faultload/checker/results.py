@@ -46,18 +46,17 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     n_accepted = int(accepted.sum())
     rejected = int(np.count_nonzero(~accepted))
     if n_accepted == 0:  # no loss to judge; accepted_requests judges why nothing was accepted
-        return Verdict(name, None, 0, 0, f"0 accepted (see accepted_requests): {rejected} of {len(history)} "
-                                         "never got a server id")
+        return Verdict(
+            name, None, 0, 0, f"0 accepted (see accepted_requests): {rejected} of {len(history)} never got a server id"
+        )
     is_ok = outcome == Outcome.OK
     corrupt = accepted & (outcome == Outcome.CORRUPT)
     pending = accepted & (outcome == Outcome.PENDING)
     lost_404 = accepted & (outcome == Outcome.LOST)
     ended_badly = accepted & ~is_ok & ~corrupt & ~lost_404 & ~pending
     notes = []
-    for allow in (lambda among: dropped_poll_delivered(inputs, budgets, among),
-                  lambda among: stall_not_scaled(inputs, budgets, among),
-                  lambda among: expired_by_design(inputs, budgets, among)):
-        allowance = allow(lost_404)
+    for allow in (dropped_poll_delivered, stall_not_scaled, expired_by_design):
+        allowance = allow(inputs, budgets, lost_404)
         lost_404 &= ~allowance.rows
         notes.append(allowance.note)
     fatal, fatal_labels = fatal_definite_error(inputs, ended_badly)
@@ -75,8 +74,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if stopped.any():
         notes.append(f"{int(stopped.sum())} unfinished (trial interrupted)")
     if (pending & ~hung & ~stopped).any():
-        notes.append(f"{int((pending & ~hung & ~stopped).sum())} still open within their resolve bound "
-                     "(see futures_resolve)")
+        notes.append(
+            f"{int((pending & ~hung & ~stopped).sum())} still open within their resolve bound (see futures_resolve)"
+        )
     if int(corrupt.sum()):
         notes.append(f"{int(corrupt.sum())} corrupt (see result_integrity)")
     if rejected:
@@ -91,6 +91,7 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 
 
 # -- integrity -----------------------------------------------------------------------
+
 
 def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     """Every result that arrived decoded and matched its request in every field compared: by the client, as

@@ -58,7 +58,9 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     recorded = started & (attempts > 0)
     unrecorded = int(np.count_nonzero(started & (attempts == 0)))
     if not recorded.any():
-        return Verdict(name, None, None, mean_budget, f"no attempt counts recorded ({int(started.sum())} requests started)")
+        return Verdict(
+            name, None, None, mean_budget, f"no attempt counts recorded ({int(started.sum())} requests started)"
+        )
     cycle = long_poll_cycle(inputs)
     assert cycle.counts is not None
     attempts = attempts - cycle.counts
@@ -80,14 +82,20 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if mean is None:
         head = f"all {int(recorded.sum())} requests overlapped faults (no mean judged); {max_text}"
     else:
-        head = (f"mean {mean:.2f} attempts over {int(calm.sum())} requests (baseline 2, budget {mean_budget:g}); "
-                f"{max_text}")
+        head = (
+            f"mean {mean:.2f} attempts over {int(calm.sum())} requests (baseline 2, budget {mean_budget:g}); {max_text}"
+        )
     if worst > budgets.attempts_per_request_max:
         over = recorded & (attempts > budgets.attempts_per_request_max)
         items = [f"{request_label(history, int(i))} {int(attempts[i])}" for i in ordered(history, over)[:DETAIL_ITEMS]]
-        return Verdict(name, False, mean, mean_budget,
-                       f"{int(over.sum())} requests over {budgets.attempts_per_request_max} attempts: "
-                       f"{few(items, int(over.sum()))}; {head}{tail}")
+        return Verdict(
+            name,
+            False,
+            mean,
+            mean_budget,
+            f"{int(over.sum())} requests over {budgets.attempts_per_request_max} attempts: "
+            f"{few(items, int(over.sum()))}; {head}{tail}",
+        )
     head += f" ≤ {budgets.attempts_per_request_max}"
     if mean is not None and mean > mean_budget:
         return Verdict(name, False, mean, mean_budget, f"amplified: {head}{tail}")
@@ -116,17 +124,24 @@ def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     count, text = _unprovoked_resets(history, windows, inputs.load_stopped_s)
     labels = "/".join(dict.fromkeys(fault_label(f) for _, _, f in windows))
     scope = f"over {n_attempts} attempts" + (
-        f", those during {labels} or {budgets.log_fault_grace_s:g}s after not counted" if windows else "")
+        f", those during {labels} or {budgets.log_fault_grace_s:g}s after not counted" if windows else ""
+    )
     if count > budget:
-        return Verdict(name, False, count, budget,
-                       f"{count} attempts reset or refused with no fault in force (budget {budget}): {text}; {scope}")
+        return Verdict(
+            name,
+            False,
+            count,
+            budget,
+            f"{count} attempts reset or refused with no fault in force (budget {budget}): {text}; {scope}",
+        )
     if count:
         return Verdict(name, True, count, budget, f"{count} unprovoked resets ≤ {budget}: {text}; {scope}")
     return Verdict(name, True, 0, budget, f"no attempt reset or refused with no fault in force, {scope}")
 
 
-def _unprovoked_resets(history: History, windows: list[tuple[float, float, Fault]],
-                       load_stopped_s: float | None = None) -> tuple[int, str]:
+def _unprovoked_resets(
+    history: History, windows: list[tuple[float, float, Fault]], load_stopped_s: float | None = None
+) -> tuple[int, str]:
     """Attempts that ended in a reset or connect error outside every fault window, before the
     harness stopped the load; (count, detail)."""
     attempts = history.attempts
@@ -148,6 +163,8 @@ def _unprovoked_resets(history: History, windows: list[tuple[float, float, Fault
     resets = int((out & (status == -int(ErrorClass.RESET))).sum())
     first = int(np.flatnonzero(out)[np.argmin(end[out])])
     row = int(attempts["row"][first])
-    text = (f"{resets} resets, {n - resets} connect errors; first at {fmt_s(float(end[first]))} "
-            f"({AttemptKind(int(attempts['kind'][first])).name.lower()} of {request_label(history, row)})")
+    text = (
+        f"{resets} resets, {n - resets} connect errors; first at {fmt_s(float(end[first]))} "
+        f"({AttemptKind(int(attempts['kind'][first])).name.lower()} of {request_label(history, row)})"
+    )
     return n, text

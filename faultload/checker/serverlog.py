@@ -12,7 +12,7 @@ from faultload.checker.common import fault_label, few, fmt_s, overlaps
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import History
-from faultload.record.serverlog import LogClass
+from faultload.record.log_summary import LogClass, ServerLogSummary
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
     from faultload.model.faults import Fault
@@ -43,41 +43,71 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return Verdict(name, None, None, 0, "no server log")
     if log.lines == 0:  # nothing was read (a url= target's log is not faultload's): not "clean"
         return Verdict(name, None, None, 0, "no server log lines to read (a url= target's log is not followed)")
-    patterns = [re.compile(p) for p in budgets.clean_log_allow]
-    classes = [c for c in log.classes.values() if not any(p.search(c.name) or p.search(c.example) for p in patterns)]
-    allowed = sum(c.count for c in log.classes.values()) - sum(c.count for c in classes)
-    allowed_note = f"; {allowed} allowed by clean_log_allow" if allowed else ""
+    classes, allowed_note = _judged_classes(log, budgets)
     total = sum(c.count for c in classes)
     if total == 0:
         return Verdict(name, True, 0, 0, f"no error lines in {log.lines} log lines{allowed_note}")
     all_counts = {c.name: c.count for c in classes}
     windows = in_force_windows(inputs, grace_s=budgets.log_fault_grace_s)
     if not windows:
-        return Verdict(name, False, total, 0,
-                       f"{total} error lines with no fault injected: {_summary(classes, all_counts)}")
-    start_epoch = inputs.trial_start_epoch
-    if start_epoch is None and inputs.faults is not None:
-        start_epoch = inputs.faults.trial_start_epoch
+        return Verdict(
+            name, False, total, 0, f"{total} error lines with no fault injected: {_summary(classes, all_counts)}"
+        )
+    start_epoch = _start_epoch(inputs)
     if start_epoch is None:
-        return Verdict(name, None, total, 0,
-                       "faults were active; log not attributable (no trial start time): "
-                       f"{_summary(classes, all_counts)}")
+        return Verdict(
+            name,
+            None,
+            total,
+            0,
+            f"faults were active; log not attributable (no trial start time): {_summary(classes, all_counts)}",
+        )
     faulted_ids = _faulted_server_ids(inputs.history, in_force_windows(inputs))
     outside, first_outside, untimed, by_request = _outside_faults(classes, start_epoch, windows, faulted_ids)
     labels = "/".join(dict.fromkeys(fault_label(f) for _, _, f in windows))
     if outside:
         n_out = sum(outside.values())
-        return Verdict(name, False, n_out, 0,
-                       f"{n_out} of {total} error lines outside fault windows ({labels}), first at "
-                       f"{fmt_s(min(first_outside))}: {_summary(classes, outside)}{allowed_note}")
+        return Verdict(
+            name,
+            False,
+            n_out,
+            0,
+            f"{n_out} of {total} error lines outside fault windows ({labels}), first at "
+            f"{fmt_s(min(first_outside))}: {_summary(classes, outside)}{allowed_note}",
+        )
     if untimed:
-        return Verdict(name, None, untimed, 0,
-                       f"faults were active; log not attributable: {untimed} error lines without timestamps: "
-                       f"{_summary(classes, all_counts)}")
+        return Verdict(
+            name,
+            None,
+            untimed,
+            0,
+            f"faults were active; log not attributable: {untimed} error lines without timestamps: "
+            f"{_summary(classes, all_counts)}",
+        )
     by_request_note = f" ({by_request} by the request they name)" if by_request else ""
-    return Verdict(name, True, 0, 0,
-                   f"{total} error lines, all while faults were active{by_request_note} ({labels}): "
-                   f"{_summary(classes, all_counts)}{allowed_note}")
+    return Verdict(
+        name,
+        True,
+        0,
+        0,
+        f"{total} error lines, all while faults were active{by_request_note} ({labels}): "
+        f"{_summary(classes, all_counts)}{allowed_note}",
+    )
+
+
+def _judged_classes(log: ServerLogSummary, budgets: Budgets) -> tuple[list[LogClass], str]:
+    """(the error classes ``clean_log_allow`` does not match, a note of how many lines it allowed)."""
+    patterns = [re.compile(p) for p in budgets.clean_log_allow]
+    classes = [c for c in log.classes.values() if not any(p.search(c.name) or p.search(c.example) for p in patterns)]
+    allowed = sum(c.count for c in log.classes.values()) - sum(c.count for c in classes)
+    return classes, (f"; {allowed} allowed by clean_log_allow" if allowed else "")
+
+
+def _start_epoch(inputs: CheckInputs) -> float | None:
+    """The trial's start on the log's clock: the trial's own, else the fault schedule's."""
+    if inputs.trial_start_epoch is not None:
+        return inputs.trial_start_epoch
+    return inputs.faults.trial_start_epoch if inputs.faults is not None else None
 
 
 def _summary(classes: list[LogClass], counts: dict[str, int]) -> str:

@@ -51,8 +51,11 @@ def _starvation_note(inputs: CheckInputs) -> str:
     if summary is None:
         return ""
     found = {**summary.notes, **summary.classes}  # pool_exhausted is a note: faultload's observer wrote it
-    parts = [f"{found[name].count} {name} lines (first: {found[name].example[:200]})"
-             for name in STARVATION_CLASSES if name in found]
+    parts = [
+        f"{found[name].count} {name} lines (first: {found[name].example[:200]})"
+        for name in STARVATION_CLASSES
+        if name in found
+    ]
     return ("; server log: " + ", ".join(parts)) if parts else ""
 
 
@@ -94,10 +97,12 @@ def check_training_futures(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     counts = {o.name.lower(): int((bad & (outcome == o)).sum()) for o in Outcome if (bad & (outcome == o)).any()}
     figure = int(bad.sum())
     ops = (TrainingOp.CREATE_MODEL, TrainingOp.FORWARD_BACKWARD, TrainingOp.OPTIM_STEP)
-    detail = (f"{figure} of {int(calls.sum())} training calls did not end with their own result"
-              + (f" ({', '.join(f'{n} {k}' for k, n in counts.items())})" if counts else "")
-              + (f"; {int(excused.sum())} excused by a fatal fault" if excused.any() else "")
-              + (f"; {unfinished} unfinished when the load stopped" if unfinished else ""))
+    detail = (
+        f"{figure} of {int(calls.sum())} training calls did not end with their own result"
+        + (f" ({', '.join(f'{n} {k}' for k, n in counts.items())})" if counts else "")
+        + (f"; {int(excused.sum())} excused by a fatal fault" if excused.any() else "")
+        + (f"; {unfinished} unfinished when the load stopped" if unfinished else "")
+    )
     if figure:
         detail += _starvation_note(inputs) + _first_examples(log, ops)
     return Verdict(name, figure == 0, figure, 0, detail)
@@ -128,11 +133,13 @@ def check_heartbeats_answered(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     latency = (log["accepted"] - log["start"])[beats]
     timeouts = int((counted & (log["error"] == ErrorClass.TIMEOUT)).sum())
     ok = not counted.any() and gap <= gap_budget
-    detail = (f"{int(counted.sum())} of {int(beats.sum())} heartbeats failed ({timeouts} timed out)"
-              + (f", {int(during_fault.sum())} more while a fault was in force" if during_fault.any() else "")
-              + (f", {tolerated.note}" if tolerated.note else "")
-              + f"; answer p99 {np.nanpercentile(latency, 99):.2f}s max {np.nanmax(latency):.2f}s; longest gap between "
-              f"answered heartbeats {gap:.1f}s (budget {gap_budget:.0f}s)")
+    detail = (
+        f"{int(counted.sum())} of {int(beats.sum())} heartbeats failed ({timeouts} timed out)"
+        + (f", {int(during_fault.sum())} more while a fault was in force" if during_fault.any() else "")
+        + (f", {tolerated.note}" if tolerated.note else "")
+        + f"; answer p99 {np.nanpercentile(latency, 99):.2f}s max {np.nanmax(latency):.2f}s; longest gap between "
+        f"answered heartbeats {gap:.1f}s (budget {gap_budget:.0f}s)"
+    )
     if not ok:
         detail += _starvation_note(inputs) + _first_examples(log, (TrainingOp.HEARTBEAT,))
     return Verdict(name, ok, int(counted.sum()), 0, detail)

@@ -83,8 +83,9 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
     print(report_mod.render_text(report))
     if result.interrupted:
         return EXIT_INTERRUPTED
-    return trial_exit(any(v.ok is False for v in verdicts), bool(result.error),
-                      report["completed"] < report["requested"])
+    return trial_exit(
+        any(v.ok is False for v in verdicts), bool(result.error), report["completed"] < report["requested"]
+    )
 
 
 class _Keeper:
@@ -103,8 +104,9 @@ class _Keeper:
             self.folder.mkdir(parents=True, exist_ok=True)
             kept = self.folder / Path(path).name
             write(kept)
-            print(f"faultload: could not write {path} ({exc.strerror or exc}); written to {kept} instead",
-                  file=sys.stderr)
+            print(
+                f"faultload: could not write {path} ({exc.strerror or exc}); written to {kept} instead", file=sys.stderr
+            )
             return str(kept)
 
 
@@ -119,14 +121,12 @@ def _write_extras(args: argparse.Namespace, result, report: dict, budgets, verdi
         report["history_path"] = str(keep(result.history.save, args.history))
         changed = True
     if args.bundle:
-
         report["bundle_path"] = str(keep(lambda path: write_bundle(result, budgets, verdicts, path), args.bundle))
         changed = True
     if args.html:
         report["html_path"] = str(keep(lambda path: write_trial_html(result, verdicts, path), args.html))
         changed = True
     if args.plot:
-
         try:
             report["plot_path"] = str(keep(lambda path: write_timeline(result, path), args.plot))
         except PlotUnavailable as exc:
@@ -190,9 +190,18 @@ def _confirm(args: argparse.Namespace, cluster) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run a repro file again (``--repeats`` times): 1 if its failure reproduces in any run, 0 if in none."""
 
-    status, stopped = guarded(lambda: replay_repeated(args.file, workspace_of(args), args.repeats, args.json_out,
-                                                      target=args.target, fixes=tuple(args.fix), html=args.html),
-                              "interrupted; everything stopped")
+    status, stopped = guarded(
+        lambda: replay_repeated(
+            args.file,
+            workspace_of(args),
+            args.repeats,
+            args.json_out,
+            target=args.target,
+            fixes=tuple(args.fix),
+            html=args.html,
+        ),
+        "interrupted; everything stopped",
+    )
     return REPLAY_EXITS[status] if stopped is None else stopped
 
 
@@ -209,22 +218,37 @@ def cmd_shrink(args: argparse.Namespace) -> int:
     if not failure.failing:
         print(f"faultload shrink: {args.source}: no invariant was violated; nothing to shrink")
         return EXIT_OK
-    log = (lambda message: None) if args.quiet else (
-        lambda message: print(f"faultload shrink: {message}", file=sys.stderr, flush=True))
+    log = (
+        (lambda message: None)
+        if args.quiet
+        else (lambda message: print(f"faultload shrink: {message}", file=sys.stderr, flush=True))
+    )
     workspace = workspace_of(args)
-    log(f"{failure.config.shape.requests} requests, {len(failure.config.faults.faults)} faults; failed "
-        f"{', '.join(failure.failing)}; at most {args.max_trials} trials, {args.time_limit:g} s")
+    log(
+        f"{failure.config.shape.requests} requests, {len(failure.config.faults.faults)} faults; failed "
+        f"{', '.join(failure.failing)}; at most {args.max_trials} trials, {args.time_limit:g} s"
+    )
     started = time.monotonic()
-    shrunk, stopped = guarded(lambda: shrink(failure, budgets, lambda config: run_trial(config, workspace),
-                                              max_trials=args.max_trials, time_limit_s=args.time_limit, log=log),
-                               "interrupted; everything stopped, no repro written")
+    shrunk, stopped = guarded(
+        lambda: shrink(
+            failure,
+            budgets,
+            lambda config: run_trial(config, workspace),
+            max_trials=args.max_trials,
+            time_limit_s=args.time_limit,
+            log=log,
+        ),
+        "interrupted; everything stopped, no repro written",
+    )
     if stopped is not None:
         return stopped
     stem, repro = shrunk_repro(failure, shrunk, budgets, args.source, time.monotonic() - started)
     path = write_repro(repro, Path(args.out) if args.out else workspace.repros, stem)
-    print(f"shrunk {failure.config.shape.requests} -> {shrunk.config.shape.requests} requests, "
-          f"{len(failure.config.faults.faults)} -> {len(shrunk.config.faults.faults)} faults in {shrunk.trials} "
-          f"trials ({time.monotonic() - started:.0f} s" + (f"; {shrunk.stopped}" if shrunk.stopped else "") + ")")
+    print(
+        f"shrunk {failure.config.shape.requests} -> {shrunk.config.shape.requests} requests, "
+        f"{len(failure.config.faults.faults)} -> {len(shrunk.config.faults.faults)} faults in {shrunk.trials} "
+        f"trials ({time.monotonic() - started:.0f} s" + (f"; {shrunk.stopped}" if shrunk.stopped else "") + ")"
+    )
     print(f"repro: {path}")
     print(f"replay: {replay_command(path)}")
     return EXIT_FAILED
@@ -266,5 +290,14 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_USAGE if doctor_mod.failed(checks) else EXIT_OK
 
 
-COMMANDS = {"run": cmd_run, "confirm": cmd_confirm, "check": cmd_check, "setup": cmd_setup, "doctor": cmd_doctor,
-            "replay": cmd_replay, "matrix": cmd_matrix, "compare": cmd_compare, "shrink": cmd_shrink}
+COMMANDS = {
+    "run": cmd_run,
+    "confirm": cmd_confirm,
+    "check": cmd_check,
+    "setup": cmd_setup,
+    "doctor": cmd_doctor,
+    "replay": cmd_replay,
+    "matrix": cmd_matrix,
+    "compare": cmd_compare,
+    "shrink": cmd_shrink,
+}

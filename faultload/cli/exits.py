@@ -11,27 +11,31 @@ EXIT_INTERRUPTED = 130
 # What each code means, per command where they differ (docs/reference/cli.md is generated from it).
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "every request completed and no invariant was violated (run, confirm, check); nothing worse and "
-             "nothing unknown (compare); every row as expected (matrix); the failure did not reproduce (replay); "
-             "the source violated nothing, so there was nothing to shrink (shrink); "
-             "everything installed (setup); every check passed (doctor)",
+    "nothing unknown (compare); every row as expected (matrix); the failure did not reproduce (replay); "
+    "the source violated nothing, so there was nothing to shrink (shrink); "
+    "everything installed (setup); every check passed (doctor)",
     EXIT_FAILED: "the server is at fault: an invariant was violated, or requests failed or were lost (run, "
-                 "confirm, check); a metric worse or unknown (compare); a row not as expected (matrix); the "
-                 "failure reproduced (replay); the failure stands and its shrunk repro was written (shrink); "
-                 "pytest: a property failed",
+    "confirm, check); a metric worse or unknown (compare); a row not as expected (matrix); the "
+    "failure reproduced (replay); the failure stands and its shrunk repro was written (shrink); "
+    "pytest: a property failed",
     EXIT_USAGE: "bad usage or setup: one line naming what is wrong, nothing left running (setup: what could not "
-                "be installed; doctor: a check failed)",
+    "be installed; doctor: a check failed)",
     EXIT_HARNESS: "the harness failed, not the server: a load worker crashed, a fault could not be applied or "
-                  "healed, a trial could not be run as asked (its verdicts, if any, are in the report but are not "
-                  "the server's); the report's harness error names "
-                  "the part (run, confirm, replay); a trial of a comparison failed to run (compare); a row not "
-                  "judged (matrix); pytest: a property stopped by a harness error, reported as an error",
+    "healed, a trial could not be run as asked (its verdicts, if any, are in the report but are not "
+    "the server's); the report's harness error names "
+    "the part (run, confirm, replay); a trial of a comparison failed to run (compare); a row not "
+    "judged (matrix); pytest: a property stopped by a harness error, reported as an error",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): a partial report is printed and written",
 }
 
 # faultload replay: its failure came back (1), did not (0: not reproduced, or a fix that holds), the harness could not
 # run it as asked (3, as `faultload run` with a harness error: never a pass), or Ctrl-C (130)
-REPLAY_EXITS = {ReplayStatus.REPRODUCED: EXIT_FAILED, ReplayStatus.NOT_REPRODUCED: EXIT_OK,
-                ReplayStatus.HARNESS_ERROR: EXIT_HARNESS, ReplayStatus.INTERRUPTED: EXIT_INTERRUPTED}
+REPLAY_EXITS = {
+    ReplayStatus.REPRODUCED: EXIT_FAILED,
+    ReplayStatus.NOT_REPRODUCED: EXIT_OK,
+    ReplayStatus.HARNESS_ERROR: EXIT_HARNESS,
+    ReplayStatus.INTERRUPTED: EXIT_INTERRUPTED,
+}
 
 
 def trial_exit(violated: bool, harness_error: bool, incomplete: bool) -> int:
@@ -46,10 +50,16 @@ def trial_exit(violated: bool, harness_error: bool, incomplete: bool) -> int:
 
 def epilog() -> str:
     """The exit codes, for every command's --help."""
-    return "exit codes:\n" + "\n".join(f"  {code:<4}{short}" for code, short in (
-        (EXIT_OK, "clean"), (EXIT_FAILED, "the server is at fault (a violation, a loss, a worse metric)"),
-        (EXIT_USAGE, "bad usage or setup: one line, nothing started"),
-        (EXIT_HARNESS, "the harness failed, not the server"), (EXIT_INTERRUPTED, "interrupted")))
+    return "exit codes:\n" + "\n".join(
+        f"  {code:<4}{short}"
+        for code, short in (
+            (EXIT_OK, "clean"),
+            (EXIT_FAILED, "the server is at fault (a violation, a loss, a worse metric)"),
+            (EXIT_USAGE, "bad usage or setup: one line, nothing started"),
+            (EXIT_HARNESS, "the harness failed, not the server"),
+            (EXIT_INTERRUPTED, "interrupted"),
+        )
+    )
 
 
 def matrix_exit(rows: list[dict]) -> int:

@@ -36,11 +36,23 @@ def config_from_args(args: argparse.Namespace):
     """Build and validate a TrialConfig from parsed args (ValueError on bad input)."""
 
     shape = LoadShape(
-        requests=args.requests, result_tokens=args.result_tokens, num_samples=args.num_samples,
-        max_outstanding=args.max_outstanding, workers=args.workers, client=args.client, sdk=args.sdk,
-        accept=args.accept, time_scale=args.time_scale, seed=args.seed, policy=ClientPolicy(),
-        delay_polls=parse_poll_behaviour(args.delay_polls, "--delay-polls") if args.delay_polls else LoadShape().delay_polls,
-        abandon_polls=parse_poll_behaviour(args.abandon_polls, "--abandon-polls") if args.abandon_polls else LoadShape().abandon_polls,
+        requests=args.requests,
+        result_tokens=args.result_tokens,
+        num_samples=args.num_samples,
+        max_outstanding=args.max_outstanding,
+        workers=args.workers,
+        client=args.client,
+        sdk=args.sdk,
+        accept=args.accept,
+        time_scale=args.time_scale,
+        seed=args.seed,
+        policy=ClientPolicy(),
+        delay_polls=parse_poll_behaviour(args.delay_polls, "--delay-polls")
+        if args.delay_polls
+        else LoadShape().delay_polls,
+        abandon_polls=parse_poll_behaviour(args.abandon_polls, "--abandon-polls")
+        if args.abandon_polls
+        else LoadShape().abandon_polls,
         training=training_from_args(args),
     )
     barrier = args.barrier
@@ -50,17 +62,32 @@ def config_from_args(args: argparse.Namespace):
     held = barrier if args.router_mode == "barrier" else (args.max_outstanding or args.requests)
     procs = args.router_procs or procs_for(min(held, args.requests))
     router = RouterConfig(
-        mode=args.router_mode, barrier=barrier, barrier_timeout_s=args.barrier_timeout,
-        max_num_seqs=args.max_num_seqs, gen_seconds=args.gen_seconds, procs=procs,
+        mode=args.router_mode,
+        barrier=barrier,
+        barrier_timeout_s=args.barrier_timeout,
+        max_num_seqs=args.max_num_seqs,
+        gen_seconds=args.gen_seconds,
+        procs=procs,
     )
     knobs = ServerKnobs(args.forwarding_max_connections, args.forwarding_timeout, args.retrieved_ttl)
     faults = FaultSchedule.parse(args.fault)
     config = TrialConfig(
-        target=args.target, shape=shape, router=router, regress=tuple(args.regress), fixes=tuple(args.fix), knobs=knobs,
-        faults=faults, proxies=args.proxies,
-        allow_remote=args.allow_remote, server_pid=args.server_pid, server_port=args.server_port,
-        max_wall_s=args.max_wall, profile_server=args.profile_server, early_stop=not args.no_early_stop,
-        fatal_faults=tuple(args.fatal_fault), watchdog=load_watchdog_limits(config_path(args)),
+        target=args.target,
+        shape=shape,
+        router=router,
+        regress=tuple(args.regress),
+        fixes=tuple(args.fix),
+        knobs=knobs,
+        faults=faults,
+        proxies=args.proxies,
+        allow_remote=args.allow_remote,
+        server_pid=args.server_pid,
+        server_port=args.server_port,
+        max_wall_s=args.max_wall,
+        profile_server=args.profile_server,
+        early_stop=not args.no_early_stop,
+        fatal_faults=tuple(args.fatal_fault),
+        watchdog=load_watchdog_limits(config_path(args)),
         engine=args.engine or ("null" if shape.training.enabled else "sleeper"),
         engine_s_per_token=args.engine_seconds_per_token,
     )
@@ -71,9 +98,15 @@ def config_from_args(args: argparse.Namespace):
 def access_from_args(args: argparse.Namespace, config) -> Access:
     """How the load reaches ``config``'s server (:func:`faultload.model.access.access_for`), ``$TINKER_API_KEY``
     read by :func:`main` into ``args.env_api_key``. ValueError on bad input."""
-    return access_for(config.spec.url if config.spec.kind == "url" else None, api_key=args.api_key,
-                      env_api_key=getattr(args, "env_api_key", None), headers=args.header, ca_cert=args.ca_cert,
-                      insecure=args.insecure, sdk_client=config.shape.client == "sdk")
+    return access_for(
+        config.spec.url if config.spec.kind == "url" else None,
+        api_key=args.api_key,
+        env_api_key=getattr(args, "env_api_key", None),
+        headers=args.header,
+        ca_cert=args.ca_cert,
+        insecure=args.insecure,
+        sdk_client=config.shape.client == "sdk",
+    )
 
 
 def training_from_args(args: argparse.Namespace) -> TrainingMix:

@@ -39,8 +39,11 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
         except ValueError as exc:  # the settings file: one line naming the file, the table and the key
             raise UsageError(str(exc)) from None
         if args.options_file is not None:
-            print(f"faultload: options from {args.options_file['path']} [tool.faultload.options.{args.command}]: "
-                  f"{', '.join(args.options_file['keys'])}", file=sys.stderr)
+            print(
+                f"faultload: options from {args.options_file['path']} [tool.faultload.options.{args.command}]: "
+                f"{', '.join(args.options_file['keys'])}",
+                file=sys.stderr,
+            )
         problem = output_problems(vars(args))  # every command's outputs, before any work
         if problem:
             raise UsageError(problem)

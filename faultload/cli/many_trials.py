@@ -43,8 +43,16 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     cluster = join_rows_cluster(args)
     spread = (lambda rows_, run_one: spread_rows(cluster, rows_, run_one, log)) if cluster is not None else None
     try:
-        result = matrix_mod.run_matrix(rows, args.profile, all_properties=args.all_properties, workdir=logs, log=log,
-                                       session_s=args.session_s, home=args.home, spread=spread)
+        result = matrix_mod.run_matrix(
+            rows,
+            args.profile,
+            all_properties=args.all_properties,
+            workdir=logs,
+            log=log,
+            session_s=args.session_s,
+            home=args.home,
+            spread=spread,
+        )
     except KeyboardInterrupt:
         print("faultload: interrupted; every row's session stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -67,8 +75,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     """0 when no metric of the candidate is worse than the baseline's, 1 when one is (or is unknown)."""
     try:
-        builds = {"baseline": parse_build(args.baseline, "--baseline"),
-                  "candidate": parse_build(args.candidate, "--candidate")}
+        builds = {
+            "baseline": parse_build(args.baseline, "--baseline"),
+            "candidate": parse_build(args.candidate, "--candidate"),
+        }
         abba(args.repeats)
         settings = load_compare_settings(config_path(args))
     except ValueError as exc:
@@ -76,14 +86,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     args.target, args.regress, args.fix = builds["baseline"].target, [], []
     config, budgets = build_trial(args)
     workspace = workspace_of(args)
-    short = provision(workspace, [parse_target(b.target) for b in builds.values()], args.go,
-                      log=lambda m: print(m, file=sys.stderr, flush=True))
+    short = provision(
+        workspace,
+        [parse_target(b.target) for b in builds.values()],
+        args.go,
+        log=lambda m: print(m, file=sys.stderr, flush=True),
+    )
     if short is not None:
         print(f"faultload: {short}", file=sys.stderr)
         return EXIT_USAGE
-    log = (lambda message: None) if args.quiet else (lambda m: print(f"faultload compare: {m}", file=sys.stderr, flush=True))
-    trials, stopped = guarded(lambda: run_comparison(config, builds, args.repeats, workspace, budgets, log),
-                               "interrupted; every trial's stack stopped")
+    log = (
+        (lambda message: None)
+        if args.quiet
+        else (lambda m: print(f"faultload compare: {m}", file=sys.stderr, flush=True))
+    )
+    trials, stopped = guarded(
+        lambda: run_comparison(config, builds, args.repeats, workspace, budgets, log),
+        "interrupted; every trial's stack stopped",
+    )
     if stopped is not None:
         return stopped
     result = judge_trials(builds, trials, settings)

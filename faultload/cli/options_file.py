@@ -36,14 +36,20 @@ def file_options(command_parser: argparse.ArgumentParser, path: Path | None, com
     table = read_faultload_table(path, TABLE).get(command, {})
     if not isinstance(table, dict):
         raise ValueError(f"{where} is not a table")
-    options = {name.lstrip("-"): action for action in command_parser._actions for name in action.option_strings
-               if name.startswith("--") and action.dest not in NOT_IN_FILE}
+    options = {
+        name.lstrip("-"): action
+        for action in command_parser._actions
+        for name in action.option_strings
+        if name.startswith("--") and action.dest not in NOT_IN_FILE
+    }
     values: dict[str, Any] = {}
     for key, value in table.items():
         action = options.get(key) or options.get(key.replace("_", "-"))
         if action is None:
-            raise ValueError(f"{where}: unknown option {key!r} (the keys are the options of "
-                             f"`faultload {command} --help`, without the dashes)")
+            raise ValueError(
+                f"{where}: unknown option {key!r} (the keys are the options of "
+                f"`faultload {command} --help`, without the dashes)"
+            )
         values[action.dest] = _checked(action, value, f"{where} {key}")
     return values
 
@@ -89,8 +95,9 @@ def parse_with_file(parser: argparse.ArgumentParser, argv: Sequence[str] | None,
     values = file_options(command_parser, path, typed.command)
     if not values:
         return typed
-    appended = {a.dest: a.default for a in command_parser._actions
-                if isinstance(a, argparse._AppendAction) and a.dest in values}
+    appended = {
+        a.dest: a.default for a in command_parser._actions if isinstance(a, argparse._AppendAction) and a.dest in values
+    }
     command_parser.set_defaults(**values)
     merged = parser.parse_args(argv)
     for dest, default in appended.items():  # a repeatable option typed replaces the file's list

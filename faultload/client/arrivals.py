@@ -27,4 +27,4 @@ def arrival_offsets(shape: LoadShape, first: int, count: int):
     if shape.arrival == "ramp":
         return span * np.sqrt(index / n)
     gaps = np.random.default_rng(shape.seed).exponential(span / n, size=n)  # poisson
-    return (np.cumsum(gaps) - gaps[0])[first:first + count]
+    return (np.cumsum(gaps) - gaps[0])[first : first + count]

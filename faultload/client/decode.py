@@ -95,8 +95,11 @@ def decode_proto(body: bytes) -> Result:
     except Exception as exc:  # protobuf raises its own DecodeError subclasses
         raise DecodeError(f"not a SampleResponse proto: {exc}") from None
     sequences = [
-        Sequence(np.frombuffer(seq.tokens, dtype=np.int32), np.frombuffer(seq.logprobs, dtype=np.float32),
-                 _PROTO_STOP_REASONS.get(seq.stop_reason, f"stop reason {seq.stop_reason}"))
+        Sequence(
+            np.frombuffer(seq.tokens, dtype=np.int32),
+            np.frombuffer(seq.logprobs, dtype=np.float32),
+            _PROTO_STOP_REASONS.get(seq.stop_reason, f"stop reason {seq.stop_reason}"),
+        )
         for seq in message.sequences
     ]
     plp = np.frombuffer(message.prompt_logprobs, dtype=np.float32) if message.HasField("prompt_logprobs") else None
@@ -150,24 +153,31 @@ def decode(body: bytes, content_type: str, parser: simdjson.Parser | None = None
 def from_sdk(response: Any) -> Result:
     """The tinker SDK's SampleResponse as a Result (the SDK client's path; the SDK decoded the wire)."""
     sequences = [
-        Sequence(np.asarray(seq.tokens_np, dtype="int32"),
-                 np.zeros(0, dtype="float32") if seq.logprobs_np is None else np.asarray(seq.logprobs_np, dtype="float32"),
-                 str(seq.stop_reason))
+        Sequence(
+            np.asarray(seq.tokens_np, dtype="int32"),
+            np.zeros(0, dtype="float32") if seq.logprobs_np is None else np.asarray(seq.logprobs_np, dtype="float32"),
+            str(seq.stop_reason),
+        )
         for seq in response.sequences
     ]
     plp, top = response.prompt_logprobs_np, response.topk_prompt_logprobs_np
-    return Result(sequences, None if plp is None else np.asarray(plp, dtype="float32"),
-                  None if top is None else (np.asarray(top.token_ids, dtype="int32"),
-                                            np.asarray(top.logprobs, dtype="float32")))
+    return Result(
+        sequences,
+        None if plp is None else np.asarray(plp, dtype="float32"),
+        None if top is None else (np.asarray(top.token_ids, dtype="int32"), np.asarray(top.logprobs, dtype="float32")),
+    )
 
 
 def _expected_sample(nonce: int, j: int, max_tokens: int) -> tuple[np.ndarray, np.ndarray, str]:
     """Sample ``j``'s tokens, logprobs and stop reason: the router's choice (tokens.choice) as a server converts
     it, the logprobs the router left out filled with MISSING_LOGPROB."""
     shape = tokens.choice(nonce, j, max_tokens)
-    lps = (tokens.output_logprobs(nonce, j, max_tokens)[:shape.length] if shape.has_logprobs
-           else np.full(shape.length, MISSING_LOGPROB, dtype=np.float32))
-    return tokens.output_tokens(nonce, j, max_tokens)[:shape.length], lps, STOP if shape.stopped else LENGTH
+    lps = (
+        tokens.output_logprobs(nonce, j, max_tokens)[: shape.length]
+        if shape.has_logprobs
+        else np.full(shape.length, MISSING_LOGPROB, dtype=np.float32)
+    )
+    return tokens.output_tokens(nonce, j, max_tokens)[: shape.length], lps, STOP if shape.stopped else LENGTH
 
 
 def _expected_prompt(nonce: int, prompt_extra: int) -> tuple[np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]:
@@ -201,8 +211,9 @@ def _presence(missing: bool) -> str:
     return "missing (asked for," if missing else "not asked for ("
 
 
-def _prompt_level(result: Result, plp: np.ndarray | None, topk: tuple[np.ndarray, np.ndarray] | None,
-                  nonce: int) -> str | None:
+def _prompt_level(
+    result: Result, plp: np.ndarray | None, topk: tuple[np.ndarray, np.ndarray] | None, nonce: int
+) -> str | None:
     """The prompt logprobs and top-k: present exactly where asked, and then the nonce's."""
     got_plp, got_top = result.prompt_logprobs, result.topk
     if got_plp is None and plp is None and got_top is None and topk is None:

@@ -50,6 +50,13 @@ def make_session(job: WorkerJob) -> HttpPool:
     """
     host, port, _ = split_base_url(job.base_url)
     policy = job.shape.policy
-    return HttpPool(host, port, job.source_ip, policy.connect_timeout_s, keepalive=True, retry_stale=False,
-                    keepalive_expiry_s=job.shape.scaled(policy.keepalive_expiry_s),
-                    tls=tls_for(job.base_url, job.access))
+    return HttpPool(
+        host,
+        port,
+        job.source_ip,
+        policy.connect_timeout_s,
+        keepalive=True,
+        retry_stale=False,
+        keepalive_expiry_s=job.shape.scaled(policy.keepalive_expiry_s),
+        tls=tls_for(job.base_url, job.access),
+    )

@@ -15,6 +15,7 @@ import httptools
 if TYPE_CHECKING:
     from faultload.client.http import HttpPool
 
+
 class HttpError(OSError):
     """Any transport-level failure of an :class:`HttpPool` request."""
 
@@ -52,8 +53,21 @@ class Connection(asyncio.Protocol):
     """One connection; at most one request in flight on it."""
 
     __slots__ = (
-        "pool", "transport", "parser", "closed", "fut", "timer", "status", "ctype",
-        "chunks", "got_bytes", "headers_done", "framed", "keep_alive", "reused", "idle_since",
+        "pool",
+        "transport",
+        "parser",
+        "closed",
+        "fut",
+        "timer",
+        "status",
+        "ctype",
+        "chunks",
+        "got_bytes",
+        "headers_done",
+        "framed",
+        "keep_alive",
+        "reused",
+        "idle_since",
     )
 
     def __init__(self, pool: HttpPool) -> None:

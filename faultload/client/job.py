@@ -58,8 +58,16 @@ class WorkerResult:
 
 
 # Slots per worker in the shared live-counter array.
-COUNTER_SLOTS = ("submitted", "accepted", "completed", "failed", "in_flight", "attempts", "connections_peak",
-                 "poll_timeouts")
+COUNTER_SLOTS = (
+    "submitted",
+    "accepted",
+    "completed",
+    "failed",
+    "in_flight",
+    "attempts",
+    "connections_peak",
+    "poll_timeouts",
+)
 
 
 def unfinished_result(job: WorkerJob, why: str) -> WorkerResult:

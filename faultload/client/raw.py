@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import random
 import time
 from typing import Any, Callable
@@ -55,6 +54,7 @@ from faultload.client.endpoint import classify_error, json_headers, make_session
 from faultload.client.http import HttpPool
 from faultload.client.job import WorkerJob
 from faultload.client.poll_plan import first_poll_plan
+from faultload.client.sample_bodies import asample_body, poll_body, request_id_of
 from faultload.client.sdk_rules import (
     BAD_REQUEST_RETRIES,
     RATE_LIMITED,
@@ -63,7 +63,6 @@ from faultload.client.sdk_rules import (
     is_try_again,
     rate_limit_pause_s,
 )
-from faultload.model import tokens
 from faultload.model.sdk import SDK_REQUEST_TIMEOUT_S
 from faultload.record.history import (
     TRY_AGAIN,
@@ -210,21 +209,10 @@ class RawClient:
         finally:
             self.counters.add(IN_FLIGHT, -1)
 
-    def _sample_body(self, row: int, nonce: int) -> bytes:
-        """The asample JSON body, formatted directly (json.dumps of a dict per request is
-        a measurable share of the worker's CPU at thousands of requests per second)."""
-        prompt = ",".join(map(str, tokens.prompt_tokens(nonce, self.shape.prompt_extra_tokens)))
-        return (
-            f'{{"sampling_session_id":"{self.job.sampling_session_id}","seq_id":{self.job.first + row},'
-            f'"num_samples":{self.shape.num_samples},"type":"sample",'
-            f'"prompt":{{"chunks":[{{"type":"encoded_text","tokens":[{prompt}]}}]}},'
-            f'"sampling_params":{{"max_tokens":{self.shape.result_tokens},"temperature":1.0,"seed":{nonce % (1 << 31)}}}'
-            f'{decode.asks_json(nonce)}}}').encode()
-
     async def _asample(self, row: int, nonce: int) -> str | Outcome:
         """The server's request id (its text), or REJECTED (the SDK raised), or PENDING (the deadline came first)."""
         h = self._h
-        body = self._sample_body(row, nonce)
+        body = asample_body(self.job, row, nonce)
         timeout_s = self.shape.scaled(SDK_REQUEST_TIMEOUT_S)  # connects are bounded by the pool's connect_timeout_s
         window_s = self.shape.scaled(self.policy.submit_retry_window_s)
         window_start, failures = self.now(), 0
@@ -262,10 +250,7 @@ class RawClient:
 
     def _request_id(self, row: int, payload: bytes) -> str | Outcome:
         try:
-            request_id = self._parser.parse(payload)["request_id"]
-            if not isinstance(request_id, (str, int)) or isinstance(request_id, bool) or request_id == "":
-                raise ValueError(f"request_id {request_id!r} is not an id")
-            return str(request_id)
+            return request_id_of(self._parser, payload)
         except (ValueError, KeyError, TypeError) as exc:
             self._note(row, ErrorClass.DECODE, f"asample: bad body: {exc}")
             return Outcome.REJECTED
@@ -278,7 +263,7 @@ class RawClient:
         delay, abandon = self._first_poll_plan(nonce)
         if delay:
             await asyncio.sleep(delay)
-        body = json.dumps({"request_id": request_id}).encode()
+        body = poll_body(request_id)
         poll_timeout = self.shape.scaled(self.policy.poll_timeout_s)
         transport_failures = 0
         bad_requests = 0
@@ -323,8 +308,9 @@ class RawClient:
                 return outcome
         return Outcome.PENDING
 
-    async def _send_poll(self, row: int, body: bytes, timeout_s: float, abandon: bool,
-                         started: float) -> tuple[int, str, bytes] | None:
+    async def _send_poll(
+        self, row: int, body: bytes, timeout_s: float, abandon: bool, started: float
+    ) -> tuple[int, str, bytes] | None:
         """One poll's answer; None when it was abandoned client-side (recorded, and waited out)."""
         request = self._post_poll(body, timeout_s)
         if not abandon:
@@ -335,8 +321,9 @@ class RawClient:
             await asyncio.sleep(self.shape.scaled(self.shape.abandon_polls.after_s))
         return result
 
-    def _settle(self, row: int, request_id: str, status: int, payload: bytes,
-                bad_requests: int) -> tuple[Outcome | None, int]:
+    def _settle(
+        self, row: int, request_id: str, status: int, payload: bytes, bad_requests: int
+    ) -> tuple[Outcome | None, int]:
         """What a poll answered with neither 200 nor 429 ends as: (outcome, or None to poll again; bare 400s so far)."""
         if status == 404:
             self._note(row, ErrorClass.HTTP_404, f"retrieve_future {request_id}: HTTP 404: {payload[:200]!r}")
@@ -376,15 +363,22 @@ class RawClient:
         except decode.DecodeError as exc:
             self._note(row, ErrorClass.DECODE, f"result of nonce {nonce}: {exc}")
             return Outcome.CORRUPT
-        problem = decode.check(result, nonce, self.shape.num_samples, self.shape.result_tokens, self.shape.prompt_extra_tokens)
+        problem = decode.check(
+            result, nonce, self.shape.num_samples, self.shape.result_tokens, self.shape.prompt_extra_tokens
+        )
         if problem is not None:
             self._note(row, ErrorClass.INTEGRITY, f"result of nonce {nonce}: {problem}")
             return Outcome.CORRUPT
         return Outcome.OK
 
 
-async def run_raw(job: WorkerJob, counter_array: Any, slots: int, stop: Callable[[], bool],
-                  built: Callable[[RawClient], None] = lambda client: None) -> RawClient:
+async def run_raw(
+    job: WorkerJob,
+    counter_array: Any,
+    slots: int,
+    stop: Callable[[], bool],
+    built: Callable[[RawClient], None] = lambda client: None,
+) -> RawClient:
     """Run one worker's raw client; ``built`` gets it before it runs (its history outlives a crash)."""
     async with make_session(job) as session:
         client = RawClient(job, session, LiveCounters(counter_array, job.worker, slots))

@@ -105,8 +105,9 @@ class SdkClient:
         self._installed.__enter__()
         try:
             access = self.job.access  # an https target's CA: SSL_CERT_FILE, set by the worker process's entry
-            self.service = tinker.ServiceClient(base_url=self.job.base_url, api_key=access.api_key,
-                                                default_headers=dict(access.headers))
+            self.service = tinker.ServiceClient(
+                base_url=self.job.base_url, api_key=access.api_key, default_headers=dict(access.headers)
+            )
             sampling = self.service.create_sampling_client(base_model=self.job.base_model)
             # tinker >= 0.38 answers a future of the client (its session opens in the background): waited for
             # here, so what opening it raised is the set-up's error, as on 0.25
@@ -196,8 +197,13 @@ class SdkClient:
         try:
             prompt = types.ModelInput.from_ints(tokens.prompt_tokens(nonce, shape.prompt_extra_tokens))
             asks = tokens.asks(nonce)
-            response = await self._sample(prompt=prompt, num_samples=shape.num_samples, sampling_params=params,
-                                          include_prompt_logprobs=asks.prompt_logprobs, topk_prompt_logprobs=asks.topk)
+            response = await self._sample(
+                prompt=prompt,
+                num_samples=shape.num_samples,
+                sampling_params=params,
+                include_prompt_logprobs=asks.prompt_logprobs,
+                topk_prompt_logprobs=asks.topk,
+            )
             h["done"][row] = self.now()
         except Exception as exc:  # what the SDK gave up with
             self._gave_up(row, exc)
@@ -216,7 +222,9 @@ class SdkClient:
         except (AttributeError, TypeError, ValueError) as exc:
             h["outcome"][row] = Outcome.CORRUPT
             h["error"][row] = ErrorClass.DECODE
-            self.examples.setdefault(ErrorClass.DECODE.key, f"sdk result of nonce {nonce}: {type(exc).__name__}: {exc}"[:300])
+            self.examples.setdefault(
+                ErrorClass.DECODE.key, f"sdk result of nonce {nonce}: {type(exc).__name__}: {exc}"[:300]
+            )
             self.counters.add(FAILED)
             return
         problem = decode.check(result, nonce, shape.num_samples, shape.result_tokens, shape.prompt_extra_tokens)
@@ -284,8 +292,10 @@ def check_sdk_release(job: WorkerJob) -> None:
     """RuntimeError (the harness's error, never the server's) when this process did not import the SDK release
     the job names: its folder was not first on the worker's ``sys.path``."""
     if job.shape.sdk and tinker.__version__ != sdk_version(job.shape.sdk):
-        raise RuntimeError(f"the sdk client imported tinker {tinker.__version__} from "
-                           f"{os.path.dirname(tinker.__file__)}, not {job.shape.sdk}")
+        raise RuntimeError(
+            f"the sdk client imported tinker {tinker.__version__} from "
+            f"{os.path.dirname(tinker.__file__)}, not {job.shape.sdk}"
+        )
 
 
 def prepare_sdk(job: WorkerJob, counter_array: Any, slots: int) -> SdkClient:

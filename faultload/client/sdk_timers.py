@@ -27,17 +27,20 @@ def scaled_limits(limits: httpx.Limits, time_scale: float) -> httpx.Limits:
     profile found it: 5 resets in 15,005 attempts with no fault).
     """
     expiry = limits.keepalive_expiry
-    return httpx.Limits(max_connections=limits.max_connections,
-                        max_keepalive_connections=limits.max_keepalive_connections,
-                        keepalive_expiry=None if expiry is None else trial_s(expiry, time_scale))
+    return httpx.Limits(
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=None if expiry is None else trial_s(expiry, time_scale),
+    )
 
 
 # pyqwest's pool idle timeout when the SDK builds its transport (it passes none: the default, 90 s)
 PYQWEST_IDLE_TIMEOUT_S = float(inspect.signature(pyqwest.HTTPTransport).parameters["pool_idle_timeout"].default)
 
 
-def scaled_pyqwest_transport(build: Callable[[], httpx.AsyncBaseTransport], time_scale: float
-                             ) -> Callable[[], httpx.AsyncBaseTransport]:
+def scaled_pyqwest_transport(
+    build: Callable[[], httpx.AsyncBaseTransport], time_scale: float
+) -> Callable[[], httpx.AsyncBaseTransport]:
     """The SDK's pyqwest transport builder, its pool idle timeout scaled like the server's keep-alive.
 
     The SDK samples through pyqwest (reqwest) unless the server turns it off,

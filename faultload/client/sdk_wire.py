@@ -131,8 +131,14 @@ def classify_exception(exc: BaseException) -> ErrorClass:
 class SdkWire:
     """One worker's SDK attempts, written into its History as the raw client would."""
 
-    def __init__(self, job: WorkerJob, history: History, examples: dict[str, str],
-                 add_counter: Callable[[int, int], None], now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        job: WorkerJob,
+        history: History,
+        examples: dict[str, str],
+        add_counter: Callable[[int, int], None],
+        now: Callable[[], float],
+    ) -> None:
         self.job = job
         self.history = history
         self.examples = examples
@@ -292,7 +298,9 @@ class RecordingTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeout = request.extensions.get("timeout")
         if self._scale != 1.0 and isinstance(timeout, dict):
-            request.extensions["timeout"] = {k: (v * self._scale if v is not None else None) for k, v in timeout.items()}
+            request.extensions["timeout"] = {
+                k: (v * self._scale if v is not None else None) for k, v in timeout.items()
+            }
         kind = attempt_kind(request.url.path)
         if kind is None:  # sessions, heartbeats, config: not a sample request's attempt
             return await self._inner.handle_async_request(request)

@@ -22,7 +22,9 @@ class AccessRefused(SessionError):
 
 def _post(url: str, body: dict, timeout_s: float, access: Access) -> dict:
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json", **dict(access.header_items())},
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **dict(access.header_items())},
         method="POST",
     )
     try:
@@ -30,8 +32,10 @@ def _post(url: str, body: dict, timeout_s: float, access: Access) -> dict:
             return json.loads(resp.read())
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
-            raise AccessRefused(f"the server refused the API key (HTTP {exc.code} at {urlsplit(url).path}): "
-                                "give its key with --api-key or TINKER_API_KEY") from None
+            raise AccessRefused(
+                f"the server refused the API key (HTTP {exc.code} at {urlsplit(url).path}): "
+                "give its key with --api-key or TINKER_API_KEY"
+            ) from None
         raise SessionError(f"POST {url} failed: {exc}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise SessionError(f"POST {url} failed: {exc}") from None
@@ -42,12 +46,14 @@ def open_sampling_session(base_url: str, base_model: str, timeout_s: float = 30.
     session = _post(
         f"{base_url}/api/v1/create_session",
         {"tags": ["faultload"], "user_metadata": {}, "sdk_version": CLIENT_VERSION},
-        timeout_s, access,
+        timeout_s,
+        access,
     )
     sampling = _post(
         f"{base_url}/api/v1/create_sampling_session",
         {"session_id": session["session_id"], "sampling_session_seq_id": 0, "base_model": base_model},
-        timeout_s, access,
+        timeout_s,
+        access,
     )
     return sampling["sampling_session_id"]
 

@@ -114,8 +114,14 @@ class TrainingClient:
             beat.cancel()
 
     async def _create_session(self, trainer: int) -> str | None:
-        body = json.dumps({"tags": ["faultload-trainer"], "user_metadata": {}, "type": "create_session",
-                           "sdk_version": CLIENT_VERSION}).encode()
+        body = json.dumps(
+            {
+                "tags": ["faultload-trainer"],
+                "user_metadata": {},
+                "type": "create_session",
+                "sdk_version": CLIENT_VERSION,
+            }
+        ).encode()
         call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)  # a trainer's set-up, as its first call
         answer = await self._submit(call, "create_session", body, self._headers)
         session_id = self._field(call, answer, "session_id")
@@ -126,8 +132,15 @@ class TrainingClient:
         return session_id
 
     async def _create_model(self, trainer: int, session_id: str) -> str | None:
-        body = json.dumps({"session_id": session_id, "model_seq_id": 0, "base_model": self.job.base_model,
-                           "lora_config": {"rank": LORA_RANK}, "type": "create_model"}).encode()
+        body = json.dumps(
+            {
+                "session_id": session_id,
+                "model_seq_id": 0,
+                "base_model": self.job.base_model,
+                "lora_config": {"rank": LORA_RANK},
+                "type": "create_model",
+            }
+        ).encode()
         call = self._begin(TrainingOp.CREATE_MODEL, trainer, 0)
         answer = await self._submit(call, "create_model", body, self._headers)
         request_id, model_id = self._field(call, answer, "request_id"), self._field(call, answer, "model_id")
@@ -176,8 +189,19 @@ class TrainingClient:
     def _end(self, call: _Call, outcome: Outcome) -> bool:
         self._open.pop(id(call), None)
         done = self.now() if outcome == Outcome.OK else float("nan")
-        self.recorder.add(call.op, call.trainer, call.step, call.start, call.accepted, done, call.attempts, outcome,
-                          call.error, call.status, call.message)
+        self.recorder.add(
+            call.op,
+            call.trainer,
+            call.step,
+            call.start,
+            call.accepted,
+            done,
+            call.attempts,
+            outcome,
+            call.error,
+            call.status,
+            call.message,
+        )
         return outcome == Outcome.OK
 
     def _unanswered(self, answer: bytes | None) -> Outcome:
@@ -261,7 +285,9 @@ class TrainingClient:
             call = _Call(TrainingOp.HEARTBEAT, trainer, beat, self.now())
             call.attempts = 1
             try:
-                status, _, payload = await self.session.post(self._api + "session_heartbeat", body, self._headers, timeout)
+                status, _, payload = await self.session.post(
+                    self._api + "session_heartbeat", body, self._headers, timeout
+                )
             except OSError as exc:
                 call.note(classify_error(exc), f"session_heartbeat: {type(exc).__name__}: {exc}")
                 outcome = Outcome.FAILED
@@ -269,15 +295,19 @@ class TrainingClient:
                 call.status = status
                 outcome = Outcome.OK if status == 200 else Outcome.FAILED
                 if status != 200:
-                    call.note(ErrorClass.HTTP_5XX if status >= 500 else ErrorClass.HTTP_4XX,
-                              f"session_heartbeat: HTTP {status}: {payload[:300]!r}", status)
+                    call.note(
+                        ErrorClass.HTTP_5XX if status >= 500 else ErrorClass.HTTP_4XX,
+                        f"session_heartbeat: HTTP {status}: {payload[:300]!r}",
+                        status,
+                    )
             call.accepted = self.now()
             self._end(call, outcome)
             beat += 1
 
 
-async def run_training(job: WorkerJob, stop: Callable[[], bool],
-                       built: Callable[[TrainingClient], None] = lambda client: None) -> TrainingClient:
+async def run_training(
+    job: WorkerJob, stop: Callable[[], bool], built: Callable[[TrainingClient], None] = lambda client: None
+) -> TrainingClient:
     """Run the training worker's trainers; ``built`` gets the client before it runs (its log outlives a crash).
 
     It counts nothing in the live sampling counters: the watchdog and the progress line judge samples.

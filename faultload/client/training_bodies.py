@@ -58,45 +58,73 @@ class TrainingCodec:
         self.encoding = encoding
         if encoding == "proto":
             from faultload.client import training_proto  # local import: tinker, in a proto training worker only
+
             self._proto = training_proto
             self._zstd = training_proto.compressor()
-        self.poll_headers = f"Content-Type: application/json\r\nAccept: {_PROTO}\r\n".encode() \
-            if encoding == "proto" else b"Content-Type: application/json\r\n"
+        self.poll_headers = (
+            f"Content-Type: application/json\r\nAccept: {_PROTO}\r\n".encode()
+            if encoding == "proto"
+            else b"Content-Type: application/json\r\n"
+        )
 
-    def forward_backward(self, model_id: str, seq_id: int, trainer: int, step: int, datums: int,
-                         tokens: int) -> Encoded:
+    def forward_backward(
+        self, model_id: str, seq_id: int, trainer: int, step: int, datums: int, tokens: int
+    ) -> Encoded:
         targets = [target_tokens(trainer, step, d, tokens) for d in range(datums)]
         prompt = [int(x) for x in (np.arange(tokens) % 1000 + 1)]
         if self.encoding == "json":
-            data = [{"model_input": {"chunks": [{"type": "encoded_text", "tokens": prompt}]},
-                     "loss_fn_inputs": {"target_tokens": {"data": t.tolist(), "dtype": "int64"}}} for t in targets]
-            body = {"model_id": model_id, "seq_id": seq_id, "type": "forward_backward",
-                    "forward_backward_input": {"data": data, "loss_fn": "cross_entropy"}}
+            data = [
+                {
+                    "model_input": {"chunks": [{"type": "encoded_text", "tokens": prompt}]},
+                    "loss_fn_inputs": {"target_tokens": {"data": t.tolist(), "dtype": "int64"}},
+                }
+                for t in targets
+            ]
+            body = {
+                "model_id": model_id,
+                "seq_id": seq_id,
+                "type": "forward_backward",
+                "forward_backward_input": {"data": data, "loss_fn": "cross_entropy"},
+            }
             return Encoded(json.dumps(body).encode(), b"Content-Type: application/json\r\n")
         types = self._proto.types
-        data = [types.Datum(model_input=types.ModelInput.from_ints(prompt), loss_fn_inputs={"target_tokens": t.tolist()})
-                for t in targets]
+        data = [
+            types.Datum(model_input=types.ModelInput.from_ints(prompt), loss_fn_inputs={"target_tokens": t.tolist()})
+            for t in targets
+        ]
         request = types.ForwardBackwardRequest(
             forward_backward_input=types.ForwardBackwardInput(data=data, loss_fn="cross_entropy"),
-            model_id=model_id, seq_id=seq_id)
+            model_id=model_id,
+            seq_id=seq_id,
+        )
         raw = self._proto.forward_backward_request_to_proto(request).SerializeToString()
         return Encoded(self._zstd.compress(raw), f"Content-Type: {_PROTO}\r\nContent-Encoding: zstd\r\n".encode())
 
     @staticmethod
     def optim_step(model_id: str, seq_id: int) -> bytes:
-        return json.dumps({"model_id": model_id, "seq_id": seq_id, "type": "optim_step",
-                           "adam_params": {"learning_rate": LEARNING_RATE, "beta1": 0.9, "beta2": 0.95,
-                                           "eps": 1e-12}}).encode()
+        return json.dumps(
+            {
+                "model_id": model_id,
+                "seq_id": seq_id,
+                "type": "optim_step",
+                "adam_params": {"learning_rate": LEARNING_RATE, "beta1": 0.9, "beta2": 0.95, "eps": 1e-12},
+            }
+        ).encode()
 
-    def check_forward_backward(self, ctype: str, payload: bytes, trainer: int, step: int, datums: int,
-                               tokens: int) -> str | None:
+    def check_forward_backward(
+        self, ctype: str, payload: bytes, trainer: int, step: int, datums: int, tokens: int
+    ) -> str | None:
         """None if the result is this call's; else one line saying what is wrong."""
         try:
             if "protobuf" in ctype:
-                got = [np.asarray(o["logprobs"].tolist(), dtype=np.float64) for o in
-                       self._proto.deserialize_forward_backward_output(payload).loss_fn_outputs]
+                got = [
+                    np.asarray(o["logprobs"].tolist(), dtype=np.float64)
+                    for o in self._proto.deserialize_forward_backward_output(payload).loss_fn_outputs
+                ]
             else:
-                got = [np.asarray(o["logprobs"]["data"], dtype=np.float64) for o in json.loads(payload)["loss_fn_outputs"]]
+                got = [
+                    np.asarray(o["logprobs"]["data"], dtype=np.float64) for o in json.loads(payload)["loss_fn_outputs"]
+                ]
         except Exception as exc:  # any undecodable result is corrupt, whatever raised
             return f"undecodable forward_backward result ({ctype}): {type(exc).__name__}: {exc}"
         if len(got) != datums:

@@ -73,8 +73,7 @@ def _prepare(job: WorkerJob, counters: Any) -> Any:
     return prepare_sdk(job, counters, len(COUNTER_SLOTS))
 
 
-async def _run(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any,
-               built: Callable[[Any], None]):
+async def _run(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any, built: Callable[[Any], None]):
     """Run the worker's client; ``built`` gets the client as soon as it exists (its history outlives a crash)."""
     if prepared is not None:
         built(prepared)
@@ -93,8 +92,15 @@ def _crash_result(job: WorkerJob, clients: list, exc: BaseException) -> WorkerRe
     with contextlib.suppress(Exception):
         client.close()  # the SDK client's: freezes its attempt rows
     submit, e2e = _histograms(client.history)
-    return WorkerResult(job.worker, client.history, submit, e2e, client.examples, crashed=crashed,
-                        training=getattr(client, "training", None))
+    return WorkerResult(
+        job.worker,
+        client.history,
+        submit,
+        e2e,
+        client.examples,
+        crashed=crashed,
+        training=getattr(client, "training", None),
+    )
 
 
 def prepare_job(job: WorkerJob, counters: Any) -> tuple[Any, str | None]:
@@ -109,8 +115,9 @@ def prepare_job(job: WorkerJob, counters: Any) -> tuple[Any, str | None]:
         return None, f"setting up the {job.shape.client} client: {exc!r}\n{traceback.format_exc()}"
 
 
-def run_job(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any,
-            profile_dir: str | None = None) -> WorkerResult:
+def run_job(
+    job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared: Any, profile_dir: str | None = None
+) -> WorkerResult:
     """Run a prepared job (``job.t0`` on this process's monotonic clock) to its result; never raises.
     Given ``profile_dir``, the run's CPU profile is written there as ``worker-<n>.prof``."""
     # CPU time, not wall: a worker waits on its sockets most of a trial, and a wall-clock profile shows that wait.
@@ -124,8 +131,9 @@ def run_job(job: WorkerJob, counters: Any, stopped: Callable[[], bool], prepared
             profiler.disable()
             profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))
         submit, e2e = _histograms(client.history)
-        result = WorkerResult(job.worker, client.history, submit, e2e, client.examples,
-                              training=getattr(client, "training", None))
+        result = WorkerResult(
+            job.worker, client.history, submit, e2e, client.examples, training=getattr(client, "training", None)
+        )
     except BaseException as exc:  # the worker must always report, never hang the trial
         result = _crash_result(job, clients, exc)
     result.address = job.source_ip
@@ -152,7 +160,14 @@ PROFILE_ENV = "FAULTLOAD_PROFILE_WORKERS"  # a folder: profile each local worker
 
 
 def _worker_main(
-    job: WorkerJob | None, jobs_in: Any, counters: Any, ready: Any, go: Any, t0: Any, stop: Any, out: Any,
+    job: WorkerJob | None,
+    jobs_in: Any,
+    counters: Any,
+    ready: Any,
+    go: Any,
+    t0: Any,
+    stop: Any,
+    out: Any,
     parent_pid: int,
 ) -> None:
     """A local worker process's entry point: an edge, so it reads its one setting (``PROFILE_ENV``) here, and
@@ -178,8 +193,9 @@ def _worker_main(
     if setup_error is not None:
         out.put(WorkerResult(job.worker, History.empty(0), {}, {}, crashed=setup_error))
         return
-    result = run_job(dataclasses.replace(job, t0=t0.value), counters, stop.is_set, prepared,
-                     profile_dir=os.environ.get(PROFILE_ENV))
+    result = run_job(
+        dataclasses.replace(job, t0=t0.value), counters, stop.is_set, prepared, profile_dir=os.environ.get(PROFILE_ENV)
+    )
     result.cpu_s, result.startup_cpu_s = process_cpu_s(), startup_cpu_s
     out.put(result)
 
@@ -280,8 +296,10 @@ class WorkerPool:
             try:
                 jobs_out.send(job)
             except OSError as exc:  # it died waiting (killed, out of memory): the harness's failure, said so
-                raise WorkerLost(f"load worker {job.worker} exited before it got its job "
-                                 f"(exit code {proc.exitcode}): {exc.strerror or exc}") from None
+                raise WorkerLost(
+                    f"load worker {job.worker} exited before it got its job "
+                    f"(exit code {proc.exitcode}): {exc.strerror or exc}"
+                ) from None
 
     def start(self) -> None:
         for job in self.jobs:
@@ -348,8 +366,11 @@ class WorkerPool:
         reported = {r.worker for r in self.results}
         for job, proc in zip(self.jobs, self.processes):  # spawned in job order
             if job.worker not in reported:  # killed (SIGKILL, the OOM killer): its requests as unfinished
-                self.results.append(unfinished_result(
-                    job, f"load worker {job.worker} exited (code {proc.exitcode}) without handing back its history"))
+                self.results.append(
+                    unfinished_result(
+                        job, f"load worker {job.worker} exited (code {proc.exitcode}) without handing back its history"
+                    )
+                )
         return sorted(self.results, key=lambda r: r.worker)
 
     def terminate(self) -> None:

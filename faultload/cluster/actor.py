@@ -54,7 +54,7 @@ class LoadWorker:
 
     def live(self) -> list[int]:
         base = self.job.worker * SLOTS
-        return list(self.counters[base:base + SLOTS])
+        return list(self.counters[base : base + SLOTS])
 
     def stop(self) -> None:
         self._stop.set()

@@ -43,8 +43,10 @@ def resolve_address(address: str, environ: Mapping[str, str]) -> str:
         if not address:
             raise ClusterError("--ray auto: RAY_ADDRESS is not set (give the cluster as HOST:PORT)")
     if "://" in address:
-        raise ClusterError(f"--ray {address!r}: give the cluster's GCS address as HOST:PORT (ray:// clients "
-                           "are not supported: the actors' results come back through the driver)")
+        raise ClusterError(
+            f"--ray {address!r}: give the cluster's GCS address as HOST:PORT (ray:// clients "
+            "are not supported: the actors' results come back through the driver)"
+        )
     host, _, port = address.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise ClusterError(f"--ray {address!r}: expected HOST:PORT, e.g. 127.0.0.3:26379")
@@ -81,20 +83,33 @@ def connect(address: str, allow_remote: bool, environ: Mapping[str, str]) -> Mod
     host = address_host(address)
     loopback = is_loopback_host(host)
     if not loopback and not allow_remote:
-        raise ClusterError(f"--ray {address}: not a loopback address (pass --allow-remote to load from a "
-                           "cluster across a network)")
+        raise ClusterError(
+            f"--ray {address}: not a loopback address (pass --allow-remote to load from a cluster across a network)"
+        )
     if host in ("127.0.0.1", "localhost"):
-        raise ClusterError(f"--ray {address}: Ray rewrites 127.0.0.1/localhost to this machine's external "
-                           "address; start the cluster on another loopback address (e.g. 127.0.0.3)")
+        raise ClusterError(
+            f"--ray {address}: Ray rewrites 127.0.0.1/localhost to this machine's external "
+            "address; start the cluster on another loopback address (e.g. 127.0.0.3)"
+        )
     ray = import_ray()
     if ray.is_initialized():
         return ray
     # A loopback cluster is this machine: its actors import the faultload this driver runs (a checkout
     # on PYTHONPATH, as the suite's worktrees run), not whichever the raylet's Python has installed.
-    kwargs = {"_node_ip_address": host, "runtime_env": {"env_vars": {"PYTHONPATH": _pythonpath(environ)}}} if loopback else {}
+    kwargs = (
+        {"_node_ip_address": host, "runtime_env": {"env_vars": {"PYTHONPATH": _pythonpath(environ)}}}
+        if loopback
+        else {}
+    )
     try:
-        ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.ERROR,
-                 configure_logging=False, **kwargs)
+        ray.init(
+            address=address,
+            namespace=NAMESPACE,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=False,
+            **kwargs,
+        )
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError ... for a cluster it cannot join
         first = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise ClusterError(f"--ray {address}: cannot join the cluster: {first}") from None

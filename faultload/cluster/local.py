@@ -41,8 +41,13 @@ class LocalCluster:
     def _ray(self, *args: str) -> None:
         ray_cli = Path(sys.executable).with_name("ray")
         env = child_environment({"RAY_USAGE_STATS_ENABLED": "0"})
-        proc = subprocess.run([str(ray_cli), "start", *args, f"--num-cpus={self.cpus}"], env=env,
-                              capture_output=True, text=True, timeout=START_TIMEOUT_S)
+        proc = subprocess.run(
+            [str(ray_cli), "start", *args, f"--num-cpus={self.cpus}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT_S,
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"ray start {' '.join(args)}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
 
@@ -53,8 +58,14 @@ class LocalCluster:
         port = pick_free_port(head)
         self.address = f"{head}:{port}"
         try:
-            self._ray("--head", f"--node-ip-address={head}", f"--port={port}", "--include-dashboard=false",
-                      "--disable-usage-stats", f"--temp-dir={self.temp_dir}")
+            self._ray(
+                "--head",
+                f"--node-ip-address={head}",
+                f"--port={port}",
+                "--include-dashboard=false",
+                "--disable-usage-stats",
+                f"--temp-dir={self.temp_dir}",
+            )
             for other in self.addresses[1:]:
                 self._ray(f"--address={self.address}", f"--node-ip-address={other}")
         except BaseException:

@@ -65,11 +65,15 @@ def probe_nodes(ray: ModuleType) -> list[Node]:
             facts = ray.get(refs[info["NodeID"]], timeout=PROBE_TIMEOUT_S)
         except Exception as exc:  # ModuleNotFoundError inside RayTaskError, GetTimeoutError, a dead node ...
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
-            raise ClusterError(f"--ray: node {address} cannot run faultload's workers ({first}); start its "
-                               "raylet from a Python that has this faultload installed") from None
+            raise ClusterError(
+                f"--ray: node {address} cannot run faultload's workers ({first}); start its "
+                "raylet from a Python that has this faultload installed"
+            ) from None
         if facts["version"] != local_version:
-            raise ClusterError(f"--ray: node {address} runs faultload {facts['version']}, this one is "
-                               f"{local_version}: install the same faultload on every node")
+            raise ClusterError(
+                f"--ray: node {address} runs faultload {facts['version']}, this one is "
+                f"{local_version}: install the same faultload on every node"
+            )
         nodes.append(Node(info["NodeID"], address, facts["limits"], facts["version"]))
     return sorted(nodes, key=lambda n: n.address)
 
@@ -91,8 +95,10 @@ def place(jobs: list[WorkerJob], nodes: list[Node], target_loopback: bool) -> li
     if target_loopback:
         away = [n.address for n in nodes if not n.loopback]
         if away:
-            raise ClusterError(f"--ray: node {away[0]} is not on loopback and cannot reach the loopback target; "
-                               "load a url= target with --allow-remote, or leave that node out of the cluster")
+            raise ClusterError(
+                f"--ray: node {away[0]} is not on loopback and cannot reach the loopback target; "
+                "load a url= target with --allow-remote, or leave that node out of the cluster"
+            )
     placed = []
     for i, job in enumerate(jobs):
         node = nodes[i % len(nodes)]

@@ -61,16 +61,20 @@ class RayWorkerPool:
     def start(self) -> None:
         actor_cls = self._ray.remote(LoadWorker)
         for job, node in zip(self.jobs, self.nodes):
-            actor = actor_cls.options(**pinned(self._ray, node.node_id), max_concurrency=ACTOR_CONCURRENCY,
-                                      name=f"faultload-worker-{job.nonce_salt}-{job.worker}").remote(job)
+            actor = actor_cls.options(
+                **pinned(self._ray, node.node_id),
+                max_concurrency=ACTOR_CONCURRENCY,
+                name=f"faultload-worker-{job.nonce_salt}-{job.worker}",
+            ).remote(job)
             self.actors.append(actor)
         self._ready_refs = [actor.prepare.remote() for actor in self.actors]
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
         ready, _ = self._ray.wait(self._ready_refs, num_returns=len(self._ready_refs), timeout=timeout_s)
         if len(ready) < len(self._ready_refs):
-            raise RuntimeError(f"only {len(ready)}/{len(self.actors)} load workers started on the Ray cluster "
-                               f"in {timeout_s:.0f}s")
+            raise RuntimeError(
+                f"only {len(ready)}/{len(self.actors)} load workers started on the Ray cluster in {timeout_s:.0f}s"
+            )
         try:
             self._pids = self._ray.get(self._ready_refs)
         except Exception as exc:  # RayActorError: an actor died starting
@@ -147,8 +151,9 @@ class RayWorkerPool:
             self.poll(0.5)
         for ref in list(self._run_refs):  # their actors are killed below
             i = self._run_refs.pop(ref)
-            result = unfinished_result(self.jobs[i], f"on node {self.nodes[i].address}: no result in "
-                                                     f"{timeout_s:.0f}s after the stop")
+            result = unfinished_result(
+                self.jobs[i], f"on node {self.nodes[i].address}: no result in {timeout_s:.0f}s after the stop"
+            )
             result.node = self.nodes[i].address
             self.results.append(result)
         self.terminate()

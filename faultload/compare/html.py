@@ -59,23 +59,47 @@ def compare_page(result: Mapping[str, Any], trials: Sequence[SideTrial] | None =
     body = [
         f"<h1>{esc(title)}</h1>",
         f'<p class="summary">{counted({s: states.count(s) for s in WORDS}, WORDS)} — {esc(verdict_text(dict(result)))}</p>',
-        facts([("baseline", esc(result["baseline"])), ("candidate", esc(result["candidate"])),
-               ("trials", esc(f"{result['repeats']} per build, ABBA order (baseline, candidate, candidate, "
-                              "baseline, …), each on a fresh stack")),
-               ("interval", esc(f"{level}%, bootstrap over the repeats"))]),
+        facts(
+            [
+                ("baseline", esc(result["baseline"])),
+                ("candidate", esc(result["candidate"])),
+                (
+                    "trials",
+                    esc(
+                        f"{result['repeats']} per build, ABBA order (baseline, candidate, candidate, "
+                        "baseline, …), each on a fresh stack"
+                    ),
+                ),
+                ("interval", esc(f"{level}%, bootstrap over the repeats")),
+            ]
+        ),
         "<h2>Ratios</h2>",
         '<p class="note">Candidate / baseline per metric, log axis: the dot is the ratio of the medians, the bar '
-        f'its {level}% interval, the black line the threshold with its worse side shaded, the dashed line 1 (no '
+        f"its {level}% interval, the black line the threshold with its worse side shaded, the dashed line 1 (no "
         "change). A metric is worse only when the ratio is past its threshold and the whole interval is on the "
         "worse side of 1; unknown when a side did not measure it.</p>",
-        interval_chart([_interval(row, state) for (row, _), state in zip(rows, states)],
-                       f"candidate / baseline ({level}% interval)"),
+        interval_chart(
+            [_interval(row, state) for (row, _), state in zip(rows, states)],
+            f"candidate / baseline ({level}% interval)",
+        ),
         "<h2>Table</h2>",
         f'<p class="note">{esc(result["baseline"])} → {esc(result["candidate"])}, {result["repeats"]} trials each '
         "(ABBA order)</p>",
-        table(head, [(state, [f'<span id="metric-{esc(row["name"])}">{esc(cells[0])}</span>',
-                              *(esc(c) for c in cells[1:-1]), f'<span class="state">{esc(cells[-1])}</span>'])
-                     for (row, cells), state in zip(rows, states)], {1: "num", 2: "num", 3: "num", 5: "num"}),
+        table(
+            head,
+            [
+                (
+                    state,
+                    [
+                        f'<span id="metric-{esc(row["name"])}">{esc(cells[0])}</span>',
+                        *(esc(c) for c in cells[1:-1]),
+                        f'<span class="state">{esc(cells[-1])}</span>',
+                    ],
+                )
+                for (row, cells), state in zip(rows, states)
+            ],
+            {1: "num", 2: "num", 3: "num", 5: "num"},
+        ),
         f'<p class="summary">Verdict: {esc(verdict_text(dict(result)))}</p>',
         "<h2>Trials</h2>",
         (charts(spec) if spec else '<p class="note">No timeline: the page was written from the JSON alone.</p>'),
@@ -97,8 +121,16 @@ def _interval(row: Mapping[str, Any], state: str) -> Interval:
     else:
         shown = "∞" if ratio is not None and math.isinf(ratio) else f"{ratio:.3f}"
         note = f"{shown} [{_end(ci[0])} – {_end(ci[1])}] {'WORSE' if state == 'worse' else 'ok'}"
-    return Interval(row["name"], state, ratio, ci[0] if ci else None, ci[1] if ci else None, row["threshold"],
-                    bool(row["higher_is_worse"]), note)
+    return Interval(
+        row["name"],
+        state,
+        ratio,
+        ci[0] if ci else None,
+        ci[1] if ci else None,
+        row["threshold"],
+        bool(row["higher_is_worse"]),
+        note,
+    )
 
 
 def _end(value: float) -> str:
@@ -119,12 +151,25 @@ def _timelines(trials: Sequence[SideTrial]) -> dict[str, Any]:
         groups = rate.reshape(bins, factor)
         counts = np.isfinite(groups).sum(axis=1)
         mean = np.where(counts > 0, np.nansum(groups, axis=1) / np.maximum(counts, 1), np.nan)
-        shown.append(series(f"{t.order:02d} {t.side}", mean, SIDE_COLOURS[t.side], "step", 1,
-                            dash=t.side == "candidate"))
+        shown.append(
+            series(f"{t.order:02d} {t.side}", mean, SIDE_COLOURS[t.side], "step", 1, dash=t.side == "candidate")
+        )
     x = values(np.arange(bins) * width * factor, 3)
-    return {"end_s": bins * width * factor, "bin_s": width * factor, "faults": [], "marks": [],
-            "panels": [panel("completions", "each trial's completions per second (baseline solid, candidate dashed)",
-                             "per s", x, shown)]}
+    return {
+        "end_s": bins * width * factor,
+        "bin_s": width * factor,
+        "faults": [],
+        "marks": [],
+        "panels": [
+            panel(
+                "completions",
+                "each trial's completions per second (baseline solid, candidate dashed)",
+                "per s",
+                x,
+                shown,
+            )
+        ],
+    }
 
 
 def _trials_table(trials: Sequence[Mapping[str, Any]]) -> str:
@@ -133,14 +178,36 @@ def _trials_table(trials: Sequence[Mapping[str, Any]]) -> str:
     rows = []
     for t in trials:
         violated = t.get("violated") or []
-        state = ("error" if t.get("error") else "violated" if violated
-                 else "unknown" if t.get("invariants_ok") is None else "held")
-        invariants = ("VIOLATED: " + ", ".join(violated) if violated else
-                      "unknown" if t.get("invariants_ok") is None else "held")
+        state = (
+            "error"
+            if t.get("error")
+            else "violated"
+            if violated
+            else "unknown"
+            if t.get("invariants_ok") is None
+            else "held"
+        )
+        invariants = (
+            "VIOLATED: " + ", ".join(violated) if violated else "unknown" if t.get("invariants_ok") is None else "held"
+        )
         swatch = f'<span class="swatch" style="background:{SIDE_COLOURS.get(t["side"], "#777")}"></span>'
-        rows.append((state, [esc(f"{t['order']:02d}"), swatch + esc(t["side"]), esc(t.get("build", "")),
-                             esc(f"{t['completed']} / {t['requested']}"), esc(f"{t['wall_s']:.1f}"),
-                             esc(f"{t['load_s']:.1f}"), f'<span class="state">{esc(invariants)}</span>',
-                             esc(t.get("error") or "-")]))
-    return table(("#", "side", "build", "completed / requested", "wall s", "load s", "invariants", "error"), rows,
-                 {0: "num", 3: "num", 4: "num", 5: "num", 7: "detail"})
+        rows.append(
+            (
+                state,
+                [
+                    esc(f"{t['order']:02d}"),
+                    swatch + esc(t["side"]),
+                    esc(t.get("build", "")),
+                    esc(f"{t['completed']} / {t['requested']}"),
+                    esc(f"{t['wall_s']:.1f}"),
+                    esc(f"{t['load_s']:.1f}"),
+                    f'<span class="state">{esc(invariants)}</span>',
+                    esc(t.get("error") or "-"),
+                ],
+            )
+        )
+    return table(
+        ("#", "side", "build", "completed / requested", "wall s", "load s", "invariants", "error"),
+        rows,
+        {0: "num", 3: "num", 4: "num", 5: "num", 7: "detail"},
+    )

@@ -28,9 +28,17 @@ from faultload.host.settings import read_faultload_table
 SCHEMA = "faultload.compare/1"
 # candidate / baseline past which a metric is worse: above for costs, below for throughput
 DEFAULT_THRESHOLDS: Mapping[str, float] = {
-    "server_cpu_ms_per_request": 1.15, "throughput_per_s": 0.87, "submit_p50_s": 1.25, "submit_p99_s": 1.5,
-    "e2e_p50_s": 1.25, "e2e_p99_s": 1.5, "healthz_p99_s": 2.0, "fds_per_in_flight": 1.5,
-    "rss_bytes_per_in_flight": 1.5, "rss_bytes_per_result": 1.5, "router_peak_in_flight": 0.8,
+    "server_cpu_ms_per_request": 1.15,
+    "throughput_per_s": 0.87,
+    "submit_p50_s": 1.25,
+    "submit_p99_s": 1.5,
+    "e2e_p50_s": 1.25,
+    "e2e_p99_s": 1.5,
+    "healthz_p99_s": 2.0,
+    "fds_per_in_flight": 1.5,
+    "rss_bytes_per_in_flight": 1.5,
+    "rss_bytes_per_result": 1.5,
+    "router_peak_in_flight": 0.8,
     "attempts_per_request": 1.10,
 }
 
@@ -76,22 +84,47 @@ def _is_worse(metric: Metric, ratio: float, ci: tuple[float, float], threshold: 
     return ratio < threshold and ci[1] < 1.0
 
 
-def judge_metric(metric: Metric, baseline: Sequence[float | None], candidate: Sequence[float | None],
-                 settings: CompareSettings, seed: int = 0) -> dict[str, Any]:
+def judge_metric(
+    metric: Metric,
+    baseline: Sequence[float | None],
+    candidate: Sequence[float | None],
+    settings: CompareSettings,
+    seed: int = 0,
+) -> dict[str, Any]:
     """One metric's row of the ``faultload.compare/1`` JSON."""
     threshold = settings.thresholds[metric.name]
-    row: dict[str, Any] = {"name": metric.name, "unit": metric.unit, "higher_is_worse": metric.higher_is_worse,
-                           "threshold": threshold, "baseline_values": list(baseline),
-                           "candidate_values": list(candidate)}
+    row: dict[str, Any] = {
+        "name": metric.name,
+        "unit": metric.unit,
+        "higher_is_worse": metric.higher_is_worse,
+        "threshold": threshold,
+        "baseline_values": list(baseline),
+        "candidate_values": list(candidate),
+    }
     if not baseline or not candidate or any(v is None for v in (*baseline, *candidate)):
-        return {**row, "baseline_median": None, "candidate_median": None, "ratio": None, "ci": None,
-                "worse": False, "unknown": True}
-    estimate = ratio_of_medians(baseline, candidate, confidence=settings.confidence,
-                                resamples=settings.resamples, seed=seed)
+        return {
+            **row,
+            "baseline_median": None,
+            "candidate_median": None,
+            "ratio": None,
+            "ci": None,
+            "worse": False,
+            "unknown": True,
+        }
+    estimate = ratio_of_medians(
+        baseline, candidate, confidence=settings.confidence, resamples=settings.resamples, seed=seed
+    )
     unbounded = not all(math.isfinite(x) for x in (estimate.ratio, *estimate.ci))
-    return {**row, "baseline_median": estimate.baseline_median, "candidate_median": estimate.candidate_median,
-            "ratio": _finite(estimate.ratio), "ci": [_finite(x) for x in estimate.ci], "unbounded": unbounded,
-            "worse": _is_worse(metric, estimate.ratio, estimate.ci, threshold), "unknown": False}
+    return {
+        **row,
+        "baseline_median": estimate.baseline_median,
+        "candidate_median": estimate.candidate_median,
+        "ratio": _finite(estimate.ratio),
+        "ci": [_finite(x) for x in estimate.ci],
+        "unbounded": unbounded,
+        "worse": _is_worse(metric, estimate.ratio, estimate.ci, threshold),
+        "unknown": False,
+    }
 
 
 def _finite(value: float) -> float | None:
@@ -119,20 +152,34 @@ def comparison_json(result: Mapping[str, Any]) -> str:
     return json.dumps(result, indent=2, allow_nan=False, default=str) + "\n"
 
 
-def judge_comparison(baseline: str, candidate: str, baseline_reports: Sequence[Mapping[str, Any]],
-                     candidate_reports: Sequence[Mapping[str, Any]], settings: CompareSettings,
-                     trials: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def judge_comparison(
+    baseline: str,
+    candidate: str,
+    baseline_reports: Sequence[Mapping[str, Any]],
+    candidate_reports: Sequence[Mapping[str, Any]],
+    settings: CompareSettings,
+    trials: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
     """The ``faultload.compare/1`` JSON from each side's trial reports (in the order they ran)."""
     b = [read_metrics(r) for r in baseline_reports]
     c = [read_metrics(r) for r in candidate_reports]
-    rows = [judge_metric(m, [x[m.name] for x in b], [x[m.name] for x in c], settings, seed=i)
-            for i, m in enumerate(METRICS)]
+    rows = [
+        judge_metric(m, [x[m.name] for x in b], [x[m.name] for x in c], settings, seed=i) for i, m in enumerate(METRICS)
+    ]
     worse = [r["name"] for r in rows if r["worse"]]
     unknown = [r["name"] for r in rows if r["unknown"]]
-    return {"schema": SCHEMA, "baseline": baseline, "candidate": candidate,
-            "repeats": min(len(baseline_reports), len(candidate_reports)), "metrics": rows,
-            "worse": worse, "unknown": unknown, "confidence": settings.confidence,
-            "trials": [dict(t) for t in trials], "ok": not worse and not unknown}
+    return {
+        "schema": SCHEMA,
+        "baseline": baseline,
+        "candidate": candidate,
+        "repeats": min(len(baseline_reports), len(candidate_reports)),
+        "metrics": rows,
+        "worse": worse,
+        "unknown": unknown,
+        "confidence": settings.confidence,
+        "trials": [dict(t) for t in trials],
+        "ok": not worse and not unknown,
+    }
 
 
 def settings_dict(settings: CompareSettings) -> dict[str, Any]:

@@ -85,18 +85,21 @@ def _percentile(*path: str) -> Callable[[Report], float | None]:
     def read(report: Report) -> float | None:
         value = _get(report, *path)
         return None if value is None else float(value)
+
     return read
 
 
 def _growth_per(peak: str, baseline: str, *per: str, resolution: float = 0) -> Callable[[Report], float | None]:
     """(peak − baseline) of a server figure per ``per`` (a path in the report), when the load was sampled; a
     growth under ``resolution`` (the figure's own) is 0."""
+
     def read(report: Report) -> float | None:
         top, base = _get(report, "server", peak), _get(report, "server", baseline)
         if top is None or base is None or not _sampled(report):
             return None
         growth = max(0, top - base)
         return _ratio(growth if growth >= resolution else 0, _get(report, *per))
+
     return read
 
 
@@ -117,17 +120,36 @@ METRICS: tuple[Metric, ...] = (
     Metric("e2e_p50_s", "s", True, _percentile("latency_s", "e2e", "p50"), "submit to result, median"),
     Metric("e2e_p99_s", "s", True, _percentile("latency_s", "e2e", "p99"), "submit to result, p99"),
     Metric("healthz_p99_s", "s", True, _healthz_p99, "/healthz latency, p99"),
-    Metric("fds_per_in_flight", "fds", True, _growth_per("peak_fds", "baseline_fds", "router", "peak_in_flight"),
-           "server fds above baseline per request in flight"),
-    Metric("rss_bytes_per_in_flight", "B", True,
-           _growth_per("peak_rss_bytes", "baseline_rss_bytes", "router", "peak_in_flight",
-                       resolution=RSS_RESOLUTION_BYTES),
-           "server RSS above baseline per request in flight"),
-    Metric("rss_bytes_per_result", "B", True,
-           _growth_per("peak_rss_bytes", "baseline_rss_bytes", "completed", resolution=RSS_RESOLUTION_BYTES),
-           "server RSS above baseline per completed request (the results it holds)"),
-    Metric("router_peak_in_flight", "", False, _router_peak,
-           "completions the server had at the router at once, at the peak (fewer: it forwards less at once)"),
+    Metric(
+        "fds_per_in_flight",
+        "fds",
+        True,
+        _growth_per("peak_fds", "baseline_fds", "router", "peak_in_flight"),
+        "server fds above baseline per request in flight",
+    ),
+    Metric(
+        "rss_bytes_per_in_flight",
+        "B",
+        True,
+        _growth_per(
+            "peak_rss_bytes", "baseline_rss_bytes", "router", "peak_in_flight", resolution=RSS_RESOLUTION_BYTES
+        ),
+        "server RSS above baseline per request in flight",
+    ),
+    Metric(
+        "rss_bytes_per_result",
+        "B",
+        True,
+        _growth_per("peak_rss_bytes", "baseline_rss_bytes", "completed", resolution=RSS_RESOLUTION_BYTES),
+        "server RSS above baseline per completed request (the results it holds)",
+    ),
+    Metric(
+        "router_peak_in_flight",
+        "",
+        False,
+        _router_peak,
+        "completions the server had at the router at once, at the peak (fewer: it forwards less at once)",
+    ),
     Metric("attempts_per_request", "", True, _attempts_per_request, "HTTP attempts per request"),
 )
 METRIC_NAMES = tuple(m.name for m in METRICS)

@@ -50,8 +50,16 @@ def trials_violated(result: Mapping[str, Any]) -> list[str]:
     return sorted({name for trial in result.get("trials") or () for name in trial.get("violated") or ()})
 
 
-def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets, workspace,
-                      json_out: str | None = None, out: TextIO | None = None, html: str | None = None) -> ReplayStatus:
+def replay_comparison(
+    path: Path | str,
+    data: Mapping[str, Any],
+    config,
+    budgets,
+    workspace,
+    json_out: str | None = None,
+    out: TextIO | None = None,
+    html: str | None = None,
+) -> ReplayStatus:
     """Run a comparative repro's trial on both builds again: REPRODUCED while the candidate is still worse
     (or a metric went unmeasured: unknown is not a pass) or a trial violated an invariant, NOT_REPRODUCED once not."""
     baseline, repeats, settings = compare_spec(path, data)
@@ -62,10 +70,12 @@ def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets
     def say(message: str) -> None:
         print(message, file=out, flush=True)
 
-    say(f"replaying {path}: {config.shape.requests} requests, {builds['candidate'].text} against "
+    say(
+        f"replaying {path}: {config.shape.requests} requests, {builds['candidate'].text} against "
         f"{baseline.text}, {repeats} trials each (ABBA), time scale {config.shape.time_scale:g}; "
         f"originally worse: {', '.join(was) or 'nothing'}"
-        + (f", violated in a trial: {', '.join(was_violated)}" if was_violated else ""))
+        + (f", violated in a trial: {', '.join(was_violated)}" if was_violated else "")
+    )
     trials = run_comparison(config, builds, repeats, workspace, budgets, log=lambda m: say(f"  {m}"))
     result = judge_trials(builds, trials, settings)  # an interrupted trial raised KeyboardInterrupt (exit 130)
     say(markdown_table(result))
@@ -73,7 +83,8 @@ def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets
     if result["worse"] or violated:
         status = "reproduced"
         parts = ([f"still worse: {', '.join(result['worse'])}"] if result["worse"] else []) + (
-            [f"violated in a trial: {', '.join(violated)}"] if violated else [])
+            [f"violated in a trial: {', '.join(violated)}"] if violated else []
+        )
         say("reproduced: " + "; ".join(parts))
     elif result["unknown"]:
         status = "not judged"
@@ -82,8 +93,15 @@ def replay_comparison(path: Path | str, data: Mapping[str, Any], config, budgets
         status = ReplayStatus.NOT_REPRODUCED.value
         say(f"{status}: {builds['candidate'].text} is no worse than {baseline.text} now")
     if json_out:
-        replayed = {**result, "replay": {"repro": str(path), "status": status, "originally_worse": list(was),
-                                         "originally_violated": was_violated}}
+        replayed = {
+            **result,
+            "replay": {
+                "repro": str(path),
+                "status": status,
+                "originally_worse": list(was),
+                "originally_violated": was_violated,
+            },
+        }
         Path(json_out).write_text(comparison_json(replayed))
     if html:
         write_compare_html(result, trials, html)

@@ -52,9 +52,21 @@ def table_rows(result: dict[str, Any]) -> tuple[list[str], list[tuple[dict[str, 
     ``--html``'s."""
     level = round(100 * result.get("confidence", 0.95))
     head = ["metric", "baseline", "candidate", "ratio", f"{level}% interval", "threshold", "verdict"]
-    return head, [(row, [row["name"], _fmt(row["baseline_median"], row["unit"]),
-                         _fmt(row["candidate_median"], row["unit"]), _number(ratio_of(row)), _interval(row),
-                         _bound(row), _verdict(row)]) for row in result["metrics"]]
+    return head, [
+        (
+            row,
+            [
+                row["name"],
+                _fmt(row["baseline_median"], row["unit"]),
+                _fmt(row["candidate_median"], row["unit"]),
+                _number(ratio_of(row)),
+                _interval(row),
+                _bound(row),
+                _verdict(row),
+            ],
+        )
+        for row in result["metrics"]
+    ]
 
 
 def verdict_text(result: dict[str, Any]) -> str:
@@ -68,8 +80,12 @@ def verdict_text(result: dict[str, Any]) -> str:
 def markdown_table(result: dict[str, Any]) -> str:
     """One row per metric: both medians, the ratio with its interval, the threshold and the verdict."""
     head, rows = table_rows(result)
-    lines = [f"`{result['baseline']}` → `{result['candidate']}`, {result['repeats']} trials each (ABBA order)", "",
-             "| " + " | ".join(head) + " |", "| --- | ---: | ---: | ---: | :---: | ---: | --- |"]
+    lines = [
+        f"`{result['baseline']}` → `{result['candidate']}`, {result['repeats']} trials each (ABBA order)",
+        "",
+        "| " + " | ".join(head) + " |",
+        "| --- | ---: | ---: | ---: | :---: | ---: | --- |",
+    ]
     for row, cells in rows:
         cells[-1] = "**worse**" if cells[-1] == "worse" else cells[-1]
         lines.append("| " + " | ".join(cells) + " |")
@@ -84,23 +100,40 @@ def junit_suite(result: dict[str, Any]) -> Suite:
     trials = result.get("trials") or []
     for trial in trials:
         error, name = trial.get("error"), f"{trial['order']:02d}-{trial['side']}"
-        cases.append(Case("faultload.compare.trials", name, "error" if error else "passed",
-                          f"harness error: {error}" if error else "", trial.get("wall_s")))
-    properties = {"baseline": result["baseline"], "candidate": result["candidate"], "repeats": result["repeats"],
-                  "confidence": result.get("confidence", 0.95)}
+        cases.append(
+            Case(
+                "faultload.compare.trials",
+                name,
+                "error" if error else "passed",
+                f"harness error: {error}" if error else "",
+                trial.get("wall_s"),
+            )
+        )
+    properties = {
+        "baseline": result["baseline"],
+        "candidate": result["candidate"],
+        "repeats": result["repeats"],
+        "confidence": result.get("confidence", 0.95),
+    }
     wall_s = sum(t.get("wall_s") or 0.0 for t in trials) if trials else None
     return Suite("faultload.compare", cases, properties, wall_s)
 
 
 def _metric_case(row: dict[str, Any], level: int) -> Case:
     if row["unknown"]:  # a side's trial measured None (no server pid, no /healthz probe), or no trial ran
-        measured = " and ".join(f"{sum(v is not None for v in row[f'{side}_values'])} of {len(row[f'{side}_values'])} "
-                                f"{side} trials" for side in ("baseline", "candidate"))
+        measured = " and ".join(
+            f"{sum(v is not None for v in row[f'{side}_values'])} of {len(row[f'{side}_values'])} {side} trials"
+            for side in ("baseline", "candidate")
+        )
         return Case("faultload.compare", row["name"], "skipped", f"not judged: measured in {measured}")
     if row["worse"]:
-        return Case("faultload.compare", row["name"], "failure",
-                    f"worse: ratio {_number(ratio_of(row))}, {level}% interval {_interval(row)}, "
-                    f"threshold {_bound(row)} (candidate / baseline)")
+        return Case(
+            "faultload.compare",
+            row["name"],
+            "failure",
+            f"worse: ratio {_number(ratio_of(row))}, {level}% interval {_interval(row)}, "
+            f"threshold {_bound(row)} (candidate / baseline)",
+        )
     return Case("faultload.compare", row["name"])
 
 

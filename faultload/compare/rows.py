@@ -23,8 +23,16 @@ COMPARE_REPEATS = 5
 # about as much as this whole function for a 32k-token result"); at 64 tokens it is lost in the per-request
 # cost. At 16,384 tokens json-decode's ×1.2-1.4 was within this machine's drift (caught in 1 of 2 runs; an A/A
 # there reached ×1.13); at 32,768 it was ×2.1 (interval 1.18-2.65) and the A/A ×0.99.
-LONG_RESULT_TRIAL = ("--requests", "1024", "--result-tokens", "32768", "--router-mode", "barrier",
-                     "--max-outstanding", "0")
+LONG_RESULT_TRIAL = (
+    "--requests",
+    "1024",
+    "--result-tokens",
+    "32768",
+    "--router-mode",
+    "barrier",
+    "--max-outstanding",
+    "0",
+)
 # A large store: 16,384 requests, 1,024 at a time, every result answered at once and kept its retrieved TTL
 # (300 s, past the trial), so the store holds up to 16,384 delivered results as later requests are served. A cost
 # per request that grows with what the store holds shows here: at the 4,096 burst (at most 4,096 held, 2,048 on
@@ -32,11 +40,31 @@ LONG_RESULT_TRIAL = ("--requests", "1024", "--result-tokens", "32768", "--router
 STORE_TRIAL = ("--requests", "16384", "--router-mode", "immediate", "--max-outstanding", "1024")
 
 
-def compare_command(baseline: str, candidate: str, out: Path, python: str = sys.executable,
-                    trial: tuple[str, ...] = COMPARE_TRIAL, repeats: int = COMPARE_REPEATS) -> list[str]:
+def compare_command(
+    baseline: str,
+    candidate: str,
+    out: Path,
+    python: str = sys.executable,
+    trial: tuple[str, ...] = COMPARE_TRIAL,
+    repeats: int = COMPARE_REPEATS,
+) -> list[str]:
     """The command line of a comparison row (its result JSON goes to ``out``)."""
-    return [python, "-m", "faultload", "compare", "--baseline", baseline, "--candidate", candidate,
-            "--repeats", str(repeats), *trial, "--json-out", str(out), "--quiet"]
+    return [
+        python,
+        "-m",
+        "faultload",
+        "compare",
+        "--baseline",
+        baseline,
+        "--candidate",
+        candidate,
+        "--repeats",
+        str(repeats),
+        *trial,
+        "--json-out",
+        str(out),
+        "--quiet",
+    ]
 
 
 def compare_outcome(result: dict[str, Any] | None, returncode: int | None) -> tuple[str, list[str], str | None]:

@@ -61,23 +61,42 @@ class SideTrial:
     def summary(self) -> dict[str, Any]:
         """What the comparison's JSON says about this trial."""
         invariants = self.report.get("invariants") or []
-        return {"order": self.order, "side": self.side, "build": self.build.text,
-                "requested": self.report["requested"], "completed": self.report["completed"],
-                "wall_s": self.report["wall_s"], "load_s": self.report["load_s"],
-                "invariants_ok": self.invariants_ok,
-                "violated": [v["name"] for v in invariants if v["ok"] is False], "error": self.report.get("error")}
+        return {
+            "order": self.order,
+            "side": self.side,
+            "build": self.build.text,
+            "requested": self.report["requested"],
+            "completed": self.report["completed"],
+            "wall_s": self.report["wall_s"],
+            "load_s": self.report["load_s"],
+            "invariants_ok": self.invariants_ok,
+            "violated": [v["name"] for v in invariants if v["ok"] is False],
+            "error": self.report.get("error"),
+        }
 
 
 def judge_trials(builds: dict[str, Build], trials: list[SideTrial], settings: CompareSettings) -> dict[str, Any]:
     """The ``faultload.compare/1`` JSON of a comparison's trials (each side's reports in the order they ran)."""
     sides = {side: [t.report for t in trials if t.side == side] for side in SIDES}
-    return judge_comparison(builds["baseline"].text, builds["candidate"].text, sides["baseline"],
-                            sides["candidate"], settings, [t.summary() for t in trials])
+    return judge_comparison(
+        builds["baseline"].text,
+        builds["candidate"].text,
+        sides["baseline"],
+        sides["candidate"],
+        settings,
+        [t.summary() for t in trials],
+    )
 
 
-def run_comparison(config: TrialConfig, builds: dict[str, Build], repeats: int, workspace: Workspace,
-                   budgets: Budgets, log: Callable[[str], None] = lambda message: None,
-                   run: Callable[..., Any] = run_trial) -> list[SideTrial]:
+def run_comparison(
+    config: TrialConfig,
+    builds: dict[str, Build],
+    repeats: int,
+    workspace: Workspace,
+    budgets: Budgets,
+    log: Callable[[str], None] = lambda message: None,
+    run: Callable[..., Any] = run_trial,
+) -> list[SideTrial]:
     """Every trial of the comparison, in the order run. Each side's config is checked before the first trial.
 
     An interrupted trial (Ctrl-C, SIGTERM) ends the comparison with KeyboardInterrupt: no further trial starts.
@@ -95,6 +114,8 @@ def run_comparison(config: TrialConfig, builds: dict[str, Build], repeats: int, 
         trials.append(SideTrial(side, builds[side], i, report, completions_per_s(result, 1.0), overall(verdicts)))
         violated = [v.name for v in verdicts if v.ok is False]
         note = f" (violated: {', '.join(violated)})" if violated else ""
-        log(f"trial {i + 1}/{len(order)}: {side} {report['completed']}/{report['requested']} in "
-            f"{report['wall_s']:.1f}s{note}")
+        log(
+            f"trial {i + 1}/{len(order)}: {side} {report['completed']}/{report['requested']} in "
+            f"{report['wall_s']:.1f}s{note}"
+        )
     return trials

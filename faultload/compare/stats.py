@@ -32,8 +32,14 @@ def _median_ratio(baseline: np.ndarray, candidate: np.ndarray, axis: int = -1) -
         return np.where(b == c, 1.0, c / b)  # 0/0 (two sides that both measured none) is no change
 
 
-def ratio_of_medians(baseline: Sequence[float], candidate: Sequence[float], *, confidence: float = 0.95,
-                     resamples: int = 9999, seed: int = 0) -> RatioEstimate:
+def ratio_of_medians(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 9999,
+    seed: int = 0,
+) -> RatioEstimate:
     """Medians, their ratio (candidate / baseline) and its bootstrap interval; inf when only the baseline is 0."""
     b, c = np.asarray(baseline, dtype=np.float64), np.asarray(candidate, dtype=np.float64)
     if b.size == 0 or c.size == 0 or not (np.isfinite(b).all() and np.isfinite(c).all()):
@@ -44,9 +50,16 @@ def ratio_of_medians(baseline: Sequence[float], candidate: Sequence[float], *, c
     with warnings.catch_warnings():  # all-equal resamples are fine here: the interval is then one point
         warnings.simplefilter("ignore", stats.DegenerateDataWarning)
         with np.errstate(divide="ignore", invalid="ignore"):
-            result = stats.bootstrap((b, c), _median_ratio, paired=False, vectorized=True, method="percentile",
-                                     confidence_level=confidence, n_resamples=resamples,
-                                     random_state=np.random.default_rng(seed))
+            result = stats.bootstrap(
+                (b, c),
+                _median_ratio,
+                paired=False,
+                vectorized=True,
+                method="percentile",
+                confidence_level=confidence,
+                n_resamples=resamples,
+                random_state=np.random.default_rng(seed),
+            )
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
     if math.isnan(low) or math.isnan(high):  # every resample the same: the interval is the point
         low = high = ratio

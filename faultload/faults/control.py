@@ -178,17 +178,26 @@ class ToxiproxyControl:
         """Proxy down: stop listening and drop its connections."""
         self._with_lib(f"disable {name}", lambda: self._proxy(name).disable())
 
-    def add_toxic(self, proxy: str, name: str, kind: str, attributes: Mapping[str, int],
-                  stream: str = "downstream", toxicity: float = 1.0) -> None:
+    def add_toxic(
+        self,
+        proxy: str,
+        name: str,
+        kind: str,
+        attributes: Mapping[str, int],
+        stream: str = "downstream",
+        toxicity: float = 1.0,
+    ) -> None:
         """Add toxic ``name`` of type ``kind`` to ``proxy``."""
         self._with_lib(
             f"add toxic {name} to {proxy}",
-            lambda: self._proxy(proxy).add_toxic(type=kind, name=name, stream=stream, toxicity=toxicity,
-                                                  attributes=dict(attributes)),
+            lambda: self._proxy(proxy).add_toxic(
+                type=kind, name=name, stream=stream, toxicity=toxicity, attributes=dict(attributes)
+            ),
         )
 
-    def update_toxic(self, proxy: str, name: str, attributes: Mapping[str, int] | None = None,
-                     toxicity: float | None = None) -> dict[str, Any]:
+    def update_toxic(
+        self, proxy: str, name: str, attributes: Mapping[str, int] | None = None, toxicity: float | None = None
+    ) -> dict[str, Any]:
         """Change an existing toxic in place (PATCH; the library has no such call)."""
         body: dict[str, Any] = {}
         if attributes is not None:
@@ -227,8 +236,15 @@ class ToxiproxyControl:
     async def adisable(self, name: str) -> None:
         await self._async(self.disable, name)
 
-    async def aadd_toxic(self, proxy: str, name: str, kind: str, attributes: Mapping[str, int],
-                         stream: str = "downstream", toxicity: float = 1.0) -> None:
+    async def aadd_toxic(
+        self,
+        proxy: str,
+        name: str,
+        kind: str,
+        attributes: Mapping[str, int],
+        stream: str = "downstream",
+        toxicity: float = 1.0,
+    ) -> None:
         await self._async(self.add_toxic, proxy, name, kind, attributes, stream, toxicity)
 
     async def aremove_toxic(self, proxy: str, name: str) -> None:

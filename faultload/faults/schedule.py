@@ -115,16 +115,20 @@ class FaultRunner:
         for i, fault in enumerate(self.schedule.faults):
             if fault.link in PROXY_LINKS:
                 if self.control is None or fault.link not in self.proxy_names:
-                    raise ValueError(f"schedule.faults[{i}].link: no proxy for {fault.link!r}; "
-                                     f"have: {', '.join(self.proxy_names) or '(none)'}")
+                    raise ValueError(
+                        f"schedule.faults[{i}].link: no proxy for {fault.link!r}; "
+                        f"have: {', '.join(self.proxy_names) or '(none)'}"
+                    )
             elif fault.link == "server":
                 if self.server is None:
                     raise ValueError(f"schedule.faults[{i}].link: server fault {fault.kind!r} but no server controller")
             elif self.router is None:
                 raise ValueError(f"schedule.faults[{i}].link: router fault {fault.kind!r} but no router controller")
             if fault.anchor is not None and fault.anchor.event not in self.events:
-                raise ValueError(f"schedule.faults[{i}].anchor: no counter of {fault.anchor.event!r} events; "
-                                 f"have: {', '.join(self.events) or '(none)'}")
+                raise ValueError(
+                    f"schedule.faults[{i}].anchor: no counter of {fault.anchor.event!r} events; "
+                    f"have: {', '.join(self.events) or '(none)'}"
+                )
 
     # -- running -------------------------------------------------------------
     def start(self, trial_start: float | None = None) -> None:
@@ -134,8 +138,7 @@ class FaultRunner:
         now = self.clock()
         self.trial_start = now if trial_start is None else trial_start
         self.trial_start_epoch = time.time() - (now - self.trial_start)
-        self._tasks = [asyncio.create_task(self._run_one(i), name=f"fault-{i}")
-                       for i in range(len(self._records))]
+        self._tasks = [asyncio.create_task(self._run_one(i), name=f"fault-{i}") for i in range(len(self._records))]
 
     async def wait(self, timeout_s: float) -> bool:
         """Wait (bounded) until every scheduled apply/remove has happened; True if so."""
@@ -168,8 +171,11 @@ class FaultRunner:
             if self._now() >= self.events_until_s:
                 break
             await asyncio.sleep(EVENT_POLL_S)
-        self._update(index, not_applied=f"{anchor.to_spec()} never came by t={self.events_until_s:g}s "
-                                        f"({self._seen(anchor.event)} seen)")
+        self._update(
+            index,
+            not_applied=f"{anchor.to_spec()} never came by t={self.events_until_s:g}s "
+            f"({self._seen(anchor.event)} seen)",
+        )
         return None
 
     async def _run_one(self, index: int) -> None:
@@ -272,8 +278,9 @@ class FaultRunner:
         proxy, added = self.proxy_names[fault.link], []
         for name, stream in toxic_names(index, fault):
             try:
-                await self._control().aadd_toxic(proxy, name, fault.kind, dict(fault.attributes), stream,
-                                                 fault.toxicity)
+                await self._control().aadd_toxic(
+                    proxy, name, fault.kind, dict(fault.attributes), stream, fault.toxicity
+                )
             except FaultControlError:
                 await self._remove_toxics(added, proxy, quiet=True)
                 raise
@@ -366,8 +373,10 @@ class FaultRunner:
             elif record.event_at_s is None:
                 why = f"the load ended (t={now:.3f}s) before {anchor.to_spec()} ({self._seen(anchor.event)} seen)"
             else:
-                why = f"the load ended (t={now:.3f}s) before its offset after {anchor.to_spec()} (seen at " \
-                      f"t={record.event_at_s:.3f}s)"
+                why = (
+                    f"the load ended (t={now:.3f}s) before its offset after {anchor.to_spec()} (seen at "
+                    f"t={record.event_at_s:.3f}s)"
+                )
             self._update(index, not_applied=why)
 
     # -- results -----------------------------------------------------------------

@@ -42,20 +42,31 @@ class FaultStack:
         self._healed = True
         self._closed = False
 
-    def start_proxies(self, api_upstream: str, router_upstream: str, backend_port: int | None = None,
-                      exclude: frozenset[int] = frozenset()) -> Topology:
+    def start_proxies(
+        self,
+        api_upstream: str,
+        router_upstream: str,
+        backend_port: int | None = None,
+        exclude: frozenset[int] = frozenset(),
+    ) -> Topology:
         """Start toxiproxy and create ``edge`` -> API server, ``backend`` -> router (on ``backend_port`` if given;
         the edge on none of ``exclude``)."""
         self.server.start()
         self.control = self.server.control()
-        self.topology = create_topology(self.control, api_upstream, router_upstream, backend_port=backend_port,
-                                        exclude=exclude)
+        self.topology = create_topology(
+            self.control, api_upstream, router_upstream, backend_port=backend_port, exclude=exclude
+        )
         return self.topology
 
-    def start_schedule(self, schedule: FaultSchedule, router: RouterController | None, t0: float,
-                       server: ServerController | None = None,
-                       events: Mapping[str, Callable[[], int]] | None = None,
-                       events_until_s: float | None = None) -> None:
+    def start_schedule(
+        self,
+        schedule: FaultSchedule,
+        router: RouterController | None,
+        t0: float,
+        server: ServerController | None = None,
+        events: Mapping[str, Callable[[], int]] | None = None,
+        events_until_s: float | None = None,
+    ) -> None:
         """Run ``schedule`` relative to ``t0`` (time.monotonic) in the stack's own loop thread; an anchored
         fault waits for its event on ``events`` (counts since the load began) until ``events_until_s``."""
         self.runner = None
@@ -63,8 +74,9 @@ class FaultStack:
         if not schedule.faults:
             return
         names = self.topology.names if self.topology else {}
-        self.runner = FaultRunner(schedule, self.control, names, router=router, server=server, events=events,
-                                  events_until_s=events_until_s)
+        self.runner = FaultRunner(
+            schedule, self.control, names, router=router, server=server, events=events, events_until_s=events_until_s
+        )
         self._ensure_loop()
         assert self._loop is not None
         self._healed = False

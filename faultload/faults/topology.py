@@ -31,9 +31,15 @@ class Topology:
         return {EDGE: self.edge.name, BACKEND: self.backend.name}
 
 
-def create_proxy_on_free_port(control: ToxiproxyControl, name: str, upstream: str, host: str = "127.0.0.1",
-                              rng: random.Random | None = None, attempts: int = 5,
-                              exclude: set[int] | frozenset[int] = frozenset()) -> ProxyInfo:
+def create_proxy_on_free_port(
+    control: ToxiproxyControl,
+    name: str,
+    upstream: str,
+    host: str = "127.0.0.1",
+    rng: random.Random | None = None,
+    attempts: int = 5,
+    exclude: set[int] | frozenset[int] = frozenset(),
+) -> ProxyInfo:
     """Create ``name`` -> ``upstream`` on a free port below the ephemeral range (none of ``exclude``)."""
     rng = rng or random.Random()
     last: Exception | None = None
@@ -48,9 +54,16 @@ def create_proxy_on_free_port(control: ToxiproxyControl, name: str, upstream: st
     raise FaultControlError(f"could not create proxy {name} after {attempts} ports: {last}")
 
 
-def create_topology(control: ToxiproxyControl, api_upstream: str, router_upstream: str, host: str = "127.0.0.1",
-                    rng: random.Random | None = None, names: tuple[str, str] = (EDGE, BACKEND),
-                    backend_port: int | None = None, exclude: frozenset[int] = frozenset()) -> Topology:
+def create_topology(
+    control: ToxiproxyControl,
+    api_upstream: str,
+    router_upstream: str,
+    host: str = "127.0.0.1",
+    rng: random.Random | None = None,
+    names: tuple[str, str] = (EDGE, BACKEND),
+    backend_port: int | None = None,
+    exclude: frozenset[int] = frozenset(),
+) -> Topology:
     """Create the edge proxy (-> ``api_upstream``) and the backend proxy (-> ``router_upstream``).
 
     ``backend_port``: the port a server already started was told to forward to (no other is tried).

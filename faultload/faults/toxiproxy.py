@@ -43,8 +43,7 @@ def find_toxiproxy(tool_dir: Path) -> Path | None:
 def binary_version(binary: Path, timeout_s: float = 5.0) -> str | None:
     """Version printed by ``binary --version`` (e.g. ``2.12.0``); None if it does not run."""
     try:
-        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True,
-                             timeout=timeout_s, check=False)
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     words = (out.stdout + out.stderr).split()
@@ -77,14 +76,21 @@ def check_toxiproxy(tool_dir: Path, explicit: Path | None = None, go: str | None
         where = f"--toxiproxy {explicit}" if explicit else f"{tool_dir} or PATH"
         go = go if go is not None else find_go()
         if go:
-            return False, (f"toxiproxy-server not found in {where}: run `faultload setup` "
-                           f"(builds {PINNED_VERSION} with go, ~1 min) or pass --toxiproxy PATH")
-        return False, (f"toxiproxy-server not found in {where} and no `go` to build it: get the "
-                       f"{PINNED_VERSION} release binary or the container image {CONTAINER_IMAGE}, "
-                       f"then pass --toxiproxy PATH")
+            return False, (
+                f"toxiproxy-server not found in {where}: run `faultload setup` "
+                f"(builds {PINNED_VERSION} with go, ~1 min) or pass --toxiproxy PATH"
+            )
+        return False, (
+            f"toxiproxy-server not found in {where} and no `go` to build it: get the "
+            f"{PINNED_VERSION} release binary or the container image {CONTAINER_IMAGE}, "
+            f"then pass --toxiproxy PATH"
+        )
     version = binary_version(binary)
     if version is None:
-        return False, f"{binary} does not run (`{binary} --version` failed); run `faultload setup` or pass --toxiproxy PATH"
+        return (
+            False,
+            f"{binary} does not run (`{binary} --version` failed); run `faultload setup` or pass --toxiproxy PATH",
+        )
     if version != PINNED_VERSION:
         return True, f"toxiproxy-server {version} at {binary} (pinned {PINNED_VERSION}: `faultload setup` installs it)"
     return True, f"toxiproxy-server {version} at {binary}"
@@ -167,12 +173,16 @@ class ToxiproxyServer:
             cmd += ["-seed", str(self.seed)]
         tie = self.die_with_parent and threading.current_thread() is threading.main_thread()
         self.process = popen_tied(
-            cmd, tie=tie, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
-            start_new_session=True, env=child_environment({"LOG_LEVEL": self.log_level}),
+            cmd,
+            tie=tie,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=child_environment({"LOG_LEVEL": self.log_level}),
         )
         self.pid_path = self.log_dir / f"toxiproxy-{self.port}.pid"
-        self.pid_path.write_text(json.dumps({"pid": self.process.pid, "port": self.port,
-                                             "binary": str(self.binary)}))
+        self.pid_path.write_text(json.dumps({"pid": self.process.pid, "port": self.port, "binary": str(self.binary)}))
         deadline = time.monotonic() + self.start_timeout_s
         for _ in range(int(self.start_timeout_s / 0.05) + 1):
             if self.process.poll() is not None:

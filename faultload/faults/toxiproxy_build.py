@@ -31,9 +31,11 @@ class ToxiproxyBuildError(GoBuildError):
 
 def no_go_advice(target: Path) -> str:
     """The one line printed when Go is absent."""
-    return (f"toxiproxy-server {PINNED_VERSION} is not in {target.parent} and there is no `go` to build it: "
-            f"install Go (https://go.dev/dl/) and run `faultload setup` again, or put the {PINNED_VERSION} "
-            f"release binary (or the one in {CONTAINER_IMAGE}) at {target}")
+    return (
+        f"toxiproxy-server {PINNED_VERSION} is not in {target.parent} and there is no `go` to build it: "
+        f"install Go (https://go.dev/dl/) and run `faultload setup` again, or put the {PINNED_VERSION} "
+        f"release binary (or the one in {CONTAINER_IMAGE}) at {target}"
+    )
 
 
 def ensure_toxiproxy(tool_dir: Path, go: str | None, log: Log, timeout_s: float = BUILD_TIMEOUT_S) -> Path:

@@ -52,16 +52,36 @@ def build_into(tool_dir: Path, name: str, build: Callable[[Path], Path], error: 
     return target
 
 
-def run_go(go: str, args: list[str], scratch: Path, what: str, timeout_s: float, error: type[GoBuildError],
-           cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+def run_go(
+    go: str,
+    args: list[str],
+    scratch: Path,
+    what: str,
+    timeout_s: float,
+    error: type[GoBuildError],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> None:
     """``go args`` with go's scratch files in ``scratch/tmp``; the whole process group dies on timeout or Ctrl-C."""
     (scratch / "tmp").mkdir(exist_ok=True)
     inherited = child_environment()
-    full_env = {**inherited, "GOTMPDIR": str(scratch / "tmp"),
-                "GOFLAGS": f"{inherited.get('GOFLAGS', '')} -buildvcs=false".strip(), **(env or {})}
+    full_env = {
+        **inherited,
+        "GOTMPDIR": str(scratch / "tmp"),
+        "GOFLAGS": f"{inherited.get('GOFLAGS', '')} -buildvcs=false".strip(),
+        **(env or {}),
+    }
     try:
-        proc = subprocess.Popen([go, *args], env=full_env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                text=True, stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [go, *args],
+            env=full_env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except OSError as exc:
         raise error(f"cannot run {go}: {exc}") from None
     try:

@@ -77,8 +77,11 @@ def http_get_json(url: str, timeout_s: float, tls: ssl.SSLContext | None = None)
     """GET ``url`` (https with ``tls``); (seconds taken, parsed JSON or None on any failure)."""
     parts = urlsplit(url)
     start = time.monotonic()
-    conn = (http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s, context=tls)
-            if parts.scheme == "https" else http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s))
+    conn = (
+        http.client.HTTPSConnection(parts.hostname, parts.port, timeout=timeout_s, context=tls)
+        if parts.scheme == "https"
+        else http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    )
     try:
         conn.request("GET", parts.path or "/")
         resp = conn.getresponse()

@@ -78,7 +78,10 @@ class Pauser:
         deadline = max(0.0, seconds) + self.margin_s
         resumer = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _RESUMER, repr(deadline), *map(str, pids)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         self._resumers.append(resumer)
         self._depth += 1

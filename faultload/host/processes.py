@@ -56,6 +56,7 @@ def popen_tied(cmd: list[str], *, sig: int = signal.SIGKILL, tie: bool = True, *
         if tie:
             die_with_parent(parent, sig)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINAL_SIGNALS)
+
     with terminal_signals_blocked():
         return subprocess.Popen(cmd, preexec_fn=preexec, **popen_kwargs)
 
@@ -155,8 +156,10 @@ class Interrupts:
         self.received.append(signum)
         name = signal.Signals(signum).name
         if len(self.received) == 1:
-            _say(f"{self.name}: {name}: stopping everything it started and reporting what ran "
-                 "(Ctrl-C again to stop at once)")
+            _say(
+                f"{self.name}: {name}: stopping everything it started and reporting what ran "
+                "(Ctrl-C again to stop at once)"
+            )
             raise KeyboardInterrupt
         if self._timer is None:
             killed = kill_descendants()

@@ -76,8 +76,17 @@ def output_folder_problem(path: str | Path, kind: str = "file") -> str | None:
 # Every output option of every command (argparse dest -> "file" or "dir"): each is checked before any work
 # (faultload.cli.main), whichever command has it.
 OUTPUT_OPTIONS: dict[str, str] = {
-    "json_out": "file", "junit_xml": "file", "html": "file", "plot": "file", "history": "file",
-    "markdown_out": "file", "profile_server": "file", "bundle": "dir", "trials_out": "dir", "out": "dir", "logs": "dir",
+    "json_out": "file",
+    "junit_xml": "file",
+    "html": "file",
+    "plot": "file",
+    "history": "file",
+    "markdown_out": "file",
+    "profile_server": "file",
+    "bundle": "dir",
+    "trials_out": "dir",
+    "out": "dir",
+    "logs": "dir",
 }
 
 

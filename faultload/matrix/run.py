@@ -46,63 +46,35 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
-from faultload.compare.rows import COMPARE_REPEATS, compare_command, compare_outcome
+from faultload.compare.rows import compare_command
 from faultload.host.workspace import Workspace
+from faultload.matrix.judge import RowResult, judge_compare_row, judge_row
 from faultload.matrix.rows import DEFAULT_ROWS, FINDING_1_INVARIANTS, Expectation, MatrixRow
 from faultload.model.switches import switches_text
-from faultload.store.matrix_table import shown_result
 from faultload.suite.profiles import get_profile
 
 # The faultload package's folder: what each row's `pytest` is pointed at (the properties are in suite/).
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 SCHEMA = "faultload.matrix/1"
-# The rows are data in faultload.matrix.rows; re-exported here, where their users have always found them.
-__all__ = ["DEFAULT_ROWS", "FINDING_1_INVARIANTS", "Expectation", "MatrixRow", "SCHEMA", "RowResult",
-           "judge_row", "judge_compare_row", "run_matrix", "select_rows"]
-
-
-@dataclass
-class RowResult:
-    row: str
-    target: str
-    regress: list[str]
-    expected: str
-    result: str  # "clean" | "caught" | "error"
-    fixes: list[str] = field(default_factory=list)
-    expected_caught_by: list[str] = field(default_factory=list)
-    caught_by: list[str] = field(default_factory=list)
-    unexpected: bool = False  # caught, but by none of expected_caught_by
-    judged_trials: int = 0
-    min_judged_trials: int = 1
-    invariants: dict[str, dict[str, int]] = field(default_factory=dict)  # judged/unknown/skipped per invariant
-    repro_requests: int | None = None
-    repro_training_calls: int = 0  # the smallest repro's forward_backward + optim_step beside its samples
-    repro_path: str | None = None
-    evidence: str | None = None  # the smallest repro's first violated invariant and its detail
-    wall_s: float = 0.0
-    properties: list[dict[str, Any]] = field(default_factory=list)
-    trials: int = 0
-    error: str | None = None
-    why: str = ""
-
-    as_expected: bool = False
-
-    def settle(self) -> "RowResult":
-        """Set ``unexpected`` and ``as_expected`` from the result and the expectation."""
-        self.unexpected = bool(self.result == "caught" and self.expected_caught_by
-                               and not set(self.caught_by) & set(self.expected_caught_by))
-        self.as_expected = self.result == self.expected and not self.unexpected
-        return self
-
-    @property
-    def shown(self) -> str:
-        """The result as the table shows it: ``caught (unexpected: ...)`` when caught for the wrong reason."""
-        return shown_result(asdict(self))
+# The rows are data in faultload.matrix.rows, and a row's result is judged in faultload.matrix.judge; both
+# re-exported here, where their users have always found them.
+__all__ = [
+    "DEFAULT_ROWS",
+    "FINDING_1_INVARIANTS",
+    "Expectation",
+    "MatrixRow",
+    "SCHEMA",
+    "RowResult",
+    "judge_row",
+    "judge_compare_row",
+    "run_matrix",
+    "select_rows",
+]
 
 
 def select_rows(names: list[str] | None, rows: tuple[MatrixRow, ...] = DEFAULT_ROWS) -> list[MatrixRow]:
@@ -116,12 +88,32 @@ def select_rows(names: list[str] | None, rows: tuple[MatrixRow, ...] = DEFAULT_R
     return [by_name[n] for n in dict.fromkeys(names)]
 
 
-def row_command(row: MatrixRow, profile: str, summary: Path, suite_dir: Path, *, all_properties: bool,
-                python: str = sys.executable, session_s: float | None = None) -> list[str]:
+def row_command(
+    row: MatrixRow,
+    profile: str,
+    summary: Path,
+    suite_dir: Path,
+    *,
+    all_properties: bool,
+    python: str = sys.executable,
+    session_s: float | None = None,
+) -> list[str]:
     """The pytest command line that runs one row (``session_s``: override the profile's session time)."""
-    cmd = [python, "-m", "pytest", str(suite_dir), "-p", "no:cacheprovider", "-q",
-           "--faultload-profile", profile, "--faultload-target", row.target,
-           "--faultload-summary-json", str(summary)]
+    cmd = [
+        python,
+        "-m",
+        "pytest",
+        str(suite_dir),
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--faultload-profile",
+        profile,
+        "--faultload-target",
+        row.target,
+        "--faultload-summary-json",
+        str(summary),
+    ]
     for name in row.regress:
         cmd += ["--faultload-regress", name]
     for name in row.fixes:
@@ -137,86 +129,24 @@ def row_command(row: MatrixRow, profile: str, summary: Path, suite_dir: Path, *,
     return cmd
 
 
-def judge_row(row: MatrixRow, summary: dict[str, Any] | None, returncode: int | None, wall_s: float,
-              note: str | None = None, *, profile: str | None = None) -> RowResult:
-    """A row's result from its session summary and pytest's exit code.
-
-    ``profile`` (default: the summary's) picks the row's expectation and the
-    fewest judged trials a clean result needs.
-    """
-    name = profile or (summary or {}).get("profile") or "ci"
-    expectation = row.expectation(name)
-    result = RowResult(row.name, row.target, list(row.regress), expectation.expected, "error", list(row.fixes),
-                       expected_caught_by=list(expectation.caught_by),
-                       min_judged_trials=get_profile(name).min_judged_trials,
-                       wall_s=round(wall_s, 1), why=expectation.why or row.why)
-    if summary is None:
-        result.error = note or f"pytest exited {returncode} without a summary"
-        return result.settle()
-    props = summary.get("properties", [])
-    result.properties = props
-    result.trials = int(summary.get("trials", 0))
-    result.judged_trials = int(summary.get("judged_trials", 0))
-    result.invariants = summary.get("invariants", {}) or {}
-    failed = [p for p in props if p.get("outcome") in ("failed", "error")]
-    caught = [p for p in failed if p.get("violated")]
-    broken = "; ".join(p.get("error") or f"{p['name']} failed without a violated invariant"
-                       for p in failed if not p.get("violated"))
-    unjudged = [p["name"] for p in props if not p.get("violated") and not p.get("judged_trials")]
-    if caught:
-        result.result = "caught"
-        result.caught_by = list(dict.fromkeys(name for p in caught for name in p["violated"]))
-        with_repro = [p for p in caught if p.get("repro_requests") is not None]
-        if with_repro:
-            smallest = min(with_repro, key=lambda p: p["repro_requests"])
-            result.repro_requests = smallest["repro_requests"]
-            result.repro_training_calls = smallest.get("repro_training_calls") or 0
-            result.repro_path = smallest.get("repro_path")
-            result.evidence = first_evidence(smallest)
-        result.error = broken or None
-    elif broken:
-        result.error = broken
-    elif note:
-        result.error = note
-    elif returncode not in (0, 1) or not props:
-        result.error = f"pytest exited {returncode}" + ("" if props else " and ran no property")
-    elif unjudged or result.judged_trials < result.min_judged_trials:
-        result.error = (f"not judged: {result.judged_trials} judged trials, the {name} profile's minimum is "
-                        f"{result.min_judged_trials}"
-                        + (f"; judged nothing: {', '.join(unjudged)}" if unjudged else ""))
-    else:
-        result.result = "clean"
-    return result.settle()
-
-
-def judge_compare_row(row: MatrixRow, result: dict[str, Any] | None, returncode: int | None, wall_s: float,
-                      note: str | None = None, *, profile: str = "ci") -> RowResult:
-    """A comparison row's result from its ``faultload.compare/1`` JSON (every trial counts as judged)."""
-    expectation = row.expectation(profile)
-    out = RowResult(row.name, row.target, list(row.regress), expectation.expected, "error", list(row.fixes),
-                    expected_caught_by=list(expectation.caught_by), min_judged_trials=2 * COMPARE_REPEATS,
-                    wall_s=round(wall_s, 1), why=expectation.why or row.why)
-    out.result, out.caught_by, out.error = compare_outcome(result, returncode)
-    if note:
-        out.result, out.error = "error", note
-    trials = (result or {}).get("trials", [])
-    out.trials = out.judged_trials = len(trials)
-    if out.result == "clean" and out.judged_trials < out.min_judged_trials:
-        out.result, out.error = "error", f"not judged: {out.judged_trials} trials ran, {out.min_judged_trials} needed"
-    out.properties = [{"name": m["name"], "ratio": m["ratio"], "ci": m["ci"], "threshold": m["threshold"],
-                       "unbounded": m.get("unbounded", False), "worse": m["worse"]}
-                      for m in (result or {}).get("metrics", [])]
-    return out.settle()
-
-
 def row_timeout_s(profile_name: str, session_s: float | None = None) -> float:
     """A bound on one row's session: the profile's session time and shrink time, plus stack start-up."""
     profile = get_profile(profile_name)
     return (profile.session_s if session_s is None else session_s) + profile.shrink_s + 300.0
 
 
-def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all_properties: bool,
-            cwd: Path, timeout_s: float, log: Callable[[str], None], session_s: float | None = None) -> RowResult:
+def run_row(
+    row: MatrixRow,
+    profile: str,
+    workdir: Path,
+    suite_dir: Path,
+    *,
+    all_properties: bool,
+    cwd: Path,
+    timeout_s: float,
+    log: Callable[[str], None],
+    session_s: float | None = None,
+) -> RowResult:
     """Run one row's pytest session; its output goes to ``workdir/<row>.log``."""
     summary_path = workdir / f"{row.name}.summary.json"
     log_path = workdir / f"{row.name}.log"
@@ -227,8 +157,9 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
     started = time.monotonic()
     note = None
     with open(log_path, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True
+        )
         try:
             returncode: int | None = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -245,25 +176,18 @@ def run_row(row: MatrixRow, profile: str, workdir: Path, suite_dir: Path, *, all
             note = note or f"unreadable summary: {exc}"
     judged = judge_compare_row if row.baseline is not None else judge_row
     result = judged(row, summary, returncode, time.monotonic() - started, note, profile=profile)
-    log(f"{row.name}: {result.shown} (expected {result.expected}"
+    log(
+        f"{row.name}: {result.shown} (expected {result.expected}"
         + (f" by {', '.join(result.expected_caught_by)}" if result.expected_caught_by else "")
         + f") in {result.wall_s:.0f}s, {result.judged_trials} judged trials"
         + (f", caught by {', '.join(result.caught_by)}" if result.caught_by else "")
         + (f", repro {result.repro_requests} requests" if result.repro_requests is not None else "")
         + (f" + {result.repro_training_calls} training calls" if result.repro_training_calls else "")
         + (f"; {result.error}" if result.error else "")
-        + (f"; {result.evidence}" if result.evidence else "") + f"; log {log_path}")
+        + (f"; {result.evidence}" if result.evidence else "")
+        + f"; log {log_path}"
+    )
     return result
-
-
-def first_evidence(prop: dict[str, Any], limit: int = 400) -> str | None:
-    """``name: detail`` of a caught property's first violated invariant, cut to ``limit`` characters."""
-    evidence = prop.get("evidence") or {}
-    for name in prop.get("violated") or ():
-        if name in evidence:
-            text = f"{name}: {evidence[name]}"
-            return text if len(text) <= limit else text[:limit - 1] + "…"
-    return None
 
 
 def _stop(proc: subprocess.Popen) -> int | None:
@@ -280,11 +204,18 @@ def _stop(proc: subprocess.Popen) -> int | None:
     return proc.poll()
 
 
-def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = False, cwd: Path | None = None,
-               workdir: Path | None = None, log: Callable[[str], None] = print,
-               session_s: float | None = None, home: str | None = None,
-               spread: Callable[[list[MatrixRow], Callable[[MatrixRow], RowResult]], list[RowResult]] | None = None,
-               ) -> dict[str, Any]:
+def run_matrix(
+    rows: list[MatrixRow],
+    profile: str,
+    *,
+    all_properties: bool = False,
+    cwd: Path | None = None,
+    workdir: Path | None = None,
+    log: Callable[[str], None] = print,
+    session_s: float | None = None,
+    home: str | None = None,
+    spread: Callable[[list[MatrixRow], Callable[[MatrixRow], RowResult]], list[RowResult]] | None = None,
+) -> dict[str, Any]:
     """Run every row; the matrix as the JSON contract describes (``session_s``: each row's session time;
     ``home``: the workspace the logs go under when ``workdir`` is None, the caller's $FAULTLOAD_HOME;
     ``spread``: runs the rows, e.g. over a Ray cluster's nodes (``matrix.spread``); default one after another)."""
@@ -294,14 +225,25 @@ def run_matrix(rows: list[MatrixRow], profile: str, *, all_properties: bool = Fa
         workdir = Workspace.default(home).root / "matrix" / time.strftime("%Y%m%dT%H%M%S")
     workdir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    run_one = functools.partial(run_row, profile=profile, workdir=workdir, suite_dir=suite_dir,
-                                all_properties=all_properties, cwd=cwd, timeout_s=row_timeout_s(profile, session_s),
-                                log=log, session_s=session_s)
+    run_one = functools.partial(
+        run_row,
+        profile=profile,
+        workdir=workdir,
+        suite_dir=suite_dir,
+        all_properties=all_properties,
+        cwd=cwd,
+        timeout_s=row_timeout_s(profile, session_s),
+        log=log,
+        session_s=session_s,
+    )
     for row in rows:
         expectation = row.expectation(profile)
-        log(f"row {row.name}: {row.target}" + switches_text(row.regress, row.fixes)
+        log(
+            f"row {row.name}: {row.target}"
+            + switches_text(row.regress, row.fixes)
             + f", profile {profile}, expected {expectation.expected}"
-            + (f" by {', '.join(expectation.caught_by)}" if expectation.caught_by else ""))
+            + (f" by {', '.join(expectation.caught_by)}" if expectation.caught_by else "")
+        )
     results = spread(rows, run_one) if spread is not None else [run_one(row) for row in rows]
     return {
         "schema": SCHEMA,

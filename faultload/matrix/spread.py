@@ -24,8 +24,9 @@ def _run_on_node(run_one: Callable[[Any], Any], row: Any) -> Any:
     return run_one(row)
 
 
-def spread_rows(cluster: RayCluster, rows: list[Any], run_one: Callable[[Any], Any],
-                log: Callable[[str], None]) -> list[Any]:
+def spread_rows(
+    cluster: RayCluster, rows: list[Any], run_one: Callable[[Any], Any], log: Callable[[str], None]
+) -> list[Any]:
     """``run_one(row)`` for every row, on the cluster's nodes, at most one per node at a time."""
     ray = cluster.ray
     task = ray.remote(_run_on_node)

@@ -30,8 +30,10 @@ class Access:
 
     def __repr__(self) -> str:  # never the key, nor a header's value (a gateway token is a secret too)
         names = ", ".join(name for name, _ in self.headers)
-        return (f"Access(api_key=<{'default' if self.api_key == SDK_API_KEY else 'given'}>, headers=[{names}], "
-                f"ca_cert={self.ca_cert!r}, insecure={self.insecure})")
+        return (
+            f"Access(api_key=<{'default' if self.api_key == SDK_API_KEY else 'given'}>, headers=[{names}], "
+            f"ca_cert={self.ca_cert!r}, insecure={self.insecure})"
+        )
 
     __str__ = __repr__
 
@@ -45,9 +47,14 @@ class Access:
             if any(c in value for c in "\r\n"):
                 raise ValueError(f"--header {name}: its value holds a line break")
             if name.lower() in ("host", "content-length", "content-type", API_KEY_HEADER.lower()):
-                raise ValueError(f"--header {name}: set by faultload itself" + (
-                    " (give the key with --api-key or TINKER_API_KEY)" if name.lower() == API_KEY_HEADER.lower()
-                    else ""))
+                raise ValueError(
+                    f"--header {name}: set by faultload itself"
+                    + (
+                        " (give the key with --api-key or TINKER_API_KEY)"
+                        if name.lower() == API_KEY_HEADER.lower()
+                        else ""
+                    )
+                )
         if self.ca_cert is not None and not os.path.isfile(self.ca_cert):
             raise ValueError(f"--ca-cert {self.ca_cert}: no such file")
         return self
@@ -77,26 +84,43 @@ def parse_header(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
-def access_for(url: str | None, *, api_key: str | None, env_api_key: str | None, headers: list[str],
-               ca_cert: str | None, insecure: bool, sdk_client: bool, prefix: str = "--") -> Access:
+def access_for(
+    url: str | None,
+    *,
+    api_key: str | None,
+    env_api_key: str | None,
+    headers: list[str],
+    ca_cert: str | None,
+    insecure: bool,
+    sdk_client: bool,
+    prefix: str = "--",
+) -> Access:
     """How the load reaches a target (``url``: a url= target's, None for a server faultload launches), from
     the options (named with ``prefix``: ``--`` for the CLI, ``--faultload-`` for pytest) and the
     environment's ``TINKER_API_KEY`` (``env_api_key``). A launched server authorizes faultload's own key: the
     options are refused for it, the variable ignored. ValueError in one line on bad input."""
-    given = [name for name, value in (("api-key", api_key), ("header", headers), ("ca-cert", ca_cert),
-                                      ("insecure", insecure)) if value]
+    given = [
+        name
+        for name, value in (("api-key", api_key), ("header", headers), ("ca-cert", ca_cert), ("insecure", insecure))
+        if value
+    ]
     if url is None:
         if given:
-            raise ValueError(f"{prefix}{given[0]}: only for a url= target (a server faultload launches takes "
-                             "its own key)")
+            raise ValueError(
+                f"{prefix}{given[0]}: only for a url= target (a server faultload launches takes its own key)"
+            )
         return Access()
     if not url.startswith("https://") and (ca_cert or insecure):
         raise ValueError(f"{prefix}{'ca-cert' if ca_cert else 'insecure'}: the target is http, not https")
     if insecure and sdk_client:
         raise ValueError(f"{prefix}insecure: the sdk client always checks certificates; give {prefix}ca-cert instead")
     key = api_key or env_api_key
-    return Access(**({"api_key": key} if key else {}), headers=tuple(parse_header(h) for h in headers),
-                  ca_cert=ca_cert, insecure=insecure).validate()
+    return Access(
+        **({"api_key": key} if key else {}),
+        headers=tuple(parse_header(h) for h in headers),
+        ca_cert=ca_cert,
+        insecure=insecure,
+    ).validate()
 
 
 def tls_for(url: str, access: Access) -> ssl.SSLContext | None:

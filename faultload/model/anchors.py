@@ -59,6 +59,8 @@ class Anchor:
         """``EVENT:K`` (``K`` a whole number >= 1)."""
         event, colon, count = text.partition(":")
         if not colon or not count.strip().isdigit():
-            raise ValueError(f"fault.anchor: {text!r} is not EVENT:K (K a whole number >= 1; in {spec!r}); "
-                             f"events: {', '.join(ANCHOR_EVENTS)}")
+            raise ValueError(
+                f"fault.anchor: {text!r} is not EVENT:K (K a whole number >= 1; in {spec!r}); "
+                f"events: {', '.join(ANCHOR_EVENTS)}"
+            )
         return cls(event.strip(), int(count))

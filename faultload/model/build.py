@@ -27,8 +27,11 @@ class Build:
     @property
     def text(self) -> str:
         """The spec this build parses from, switches in a fixed order (two spellings of one build compare equal)."""
-        return (self.target + (f"+regress={','.join(self.regress)}" if self.regress else "")
-                + (f"+fix={','.join(self.fixes)}" if self.fixes else ""))
+        return (
+            self.target
+            + (f"+regress={','.join(self.regress)}" if self.regress else "")
+            + (f"+fix={','.join(self.fixes)}" if self.fixes else "")
+        )
 
 
 def parse_build(text: str, what: str = "build") -> Build:

@@ -17,7 +17,7 @@ from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.model.watchdog import WatchdogLimits
 
 
-def _plain(cls: type, data: Mapping[str, Any], what: str):
+def _plain(cls: type, data: Mapping[str, Any], what: str) -> Any:
     """A flat frozen dataclass from a mapping; unknown keys are an error."""
     if not isinstance(data, Mapping):
         raise ValueError(f"{what}: expected an object, got {data!r}")
@@ -47,7 +47,7 @@ _CODECS: dict[str, tuple[Any, Any]] = {
 }
 
 
-def config_to_dict(config) -> dict[str, Any]:
+def config_to_dict(config: TrialConfig) -> dict[str, Any]:
     """A ``TrialConfig`` as JSON-ready data (``config_from_dict`` is its inverse)."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(config):
@@ -64,7 +64,7 @@ def config_to_dict(config) -> dict[str, Any]:
     return out
 
 
-def config_from_dict(data: Mapping[str, Any]):
+def config_from_dict(data: Mapping[str, Any]) -> TrialConfig:
     """The inverse of :func:`config_to_dict`; ValueError naming a bad or unknown field.
 
     Fields missing from ``data`` take ``TrialConfig``'s defaults, so a repro

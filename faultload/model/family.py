@@ -37,16 +37,27 @@ class ServerContract:
 
 # SkyRL's skyrl.tinker.api: RETRIEVE_FUTURE_TIMEOUT_SECONDS, the in-memory store's TTLs (the retrieved one was
 # 120 s before the fix `--regress retention` undoes) and its sweep interval, EngineConfig.session_timeout_sec.
-SKYRL_CONTRACT = ServerContract(poll_hold_s=300.0, hold_expiry="408", retrieved_ttl_s=300.0,
-                                completed_ttl_s=600.0, session_timeout_s=300.0, cpu_ms_per_request=3.0,
-                                sweep_s=30.0)
+SKYRL_CONTRACT = ServerContract(
+    poll_hold_s=300.0,
+    hold_expiry="408",
+    retrieved_ttl_s=300.0,
+    completed_ttl_s=600.0,
+    session_timeout_s=300.0,
+    cpu_ms_per_request=3.0,
+    sweep_s=30.0,
+)
 
 # TuFT's tuft.server: FutureStore.retrieve holds a poll 120 s (its keyword default), then answers the SDK's
 # TryAgainResponse with a 200; its in-memory futures are never evicted (FutureStore.cleanup is never called) and
 # its sessions never expire, so a result is due for as long as the server runs.
-TUFT_CONTRACT = ServerContract(poll_hold_s=120.0, hold_expiry="try_again", retrieved_ttl_s=None,
-                               completed_ttl_s=None, session_timeout_s=None, cpu_ms_per_request=5.5)
-
+TUFT_CONTRACT = ServerContract(
+    poll_hold_s=120.0,
+    hold_expiry="try_again",
+    retrieved_ttl_s=None,
+    completed_ttl_s=None,
+    session_timeout_s=None,
+    cpu_ms_per_request=5.5,
+)
 
 
 @dataclass(frozen=True)
@@ -65,13 +76,22 @@ class FamilyTraits:
 # The families faultload can install and launch, by the name a target spec starts with (skyrl==X.Y.Z).
 TRAITS = {
     # 0.3.0 answers a result as JSON only
-    "skyrl": FamilyTraits(SKYRL_CONTRACT, REGRESSIONS, SKYRL_FIXES, engines=("sleeper", "null"),
-                          knobs=("forwarding_max_connections", "forwarding_timeout_s", "retrieved_ttl_s"),
-                          sdk_reads_since=(0, 4)),
+    "skyrl": FamilyTraits(
+        SKYRL_CONTRACT,
+        REGRESSIONS,
+        SKYRL_FIXES,
+        engines=("sleeper", "null"),
+        knobs=("forwarding_max_connections", "forwarding_timeout_s", "retrieved_ttl_s"),
+        sdk_reads_since=(0, 4),
+    ),
     # A TuFT launch serves sampling only (no training capability, no torch): no engine to swap, no store TTL.
-    "tuft": FamilyTraits(TUFT_CONTRACT, (), TUFT_FIXES, engines=("sleeper",),
-                         knobs=("forwarding_max_connections", "forwarding_timeout_s")),
+    "tuft": FamilyTraits(
+        TUFT_CONTRACT,
+        (),
+        TUFT_FIXES,
+        engines=("sleeper",),
+        knobs=("forwarding_max_connections", "forwarding_timeout_s"),
+    ),
 }
 CONTRACTS = {name: traits.contract for name, traits in TRAITS.items()}
 FAMILY_NAMES = tuple(TRAITS)
-

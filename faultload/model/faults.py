@@ -21,83 +21,54 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, cast
 
 from faultload.model.anchors import ANCHOR_EVENTS, Anchor
-
-LINKS = ("edge", "backend", "router", "server")
-PROXY_LINKS = ("edge", "backend")
-# Toxiproxy's two streams, and "both": one toxic on each (Toxiproxy has no both-ways toxic).
-TOXIPROXY_STREAMS = ("downstream", "upstream")
-STREAMS = (*TOXIPROXY_STREAMS, "both")
-
-@dataclass(frozen=True)
-class FaultKind:
-    """One kind of fault, stated once: where it applies, what it takes, and what it is. Everything else that
-    names kinds (the spec parser, the strategies, the runner, the checkers) derives from :data:`KINDS`."""
-
-    name: str
-    links: tuple[str, ...]
-    required: tuple[str, ...] = ()  # attributes, in Toxiproxy's units for a toxic
-    optional: tuple[tuple[str, int], ...] = ()  # attributes with their defaults
-    toxic: bool = False  # applied as a Toxiproxy toxic (it takes a stream and a toxicity)
-    outage: bool = False  # cuts the link off rather than degrading it: the long windows
-    process: bool = False  # acts on a process (SIGSTOP for a window, or a restart), not a socket
-    router_timed: bool = False  # the router applies it and ends it on its own timer (an HTTP control call)
-    fatal_on: tuple[str, ...] = ()  # links where its victims may fail without it being a lost result
-
-
-KINDS: tuple[FaultKind, ...] = (
-    FaultKind("latency", PROXY_LINKS, ("latency",), (("jitter", 0),), toxic=True),  # ms, ms
-    FaultKind("bandwidth", PROXY_LINKS, ("rate",), toxic=True),  # KB/s
-    FaultKind("slow_close", PROXY_LINKS, ("delay",), toxic=True),  # ms
-    FaultKind("timeout", PROXY_LINKS, ("timeout",), toxic=True, outage=True, fatal_on=("backend",)),  # ms, 0: for ever
-    FaultKind("reset_peer", PROXY_LINKS, (), (("timeout", 0),), toxic=True, outage=True, fatal_on=("backend",)),
-    FaultKind("slicer", PROXY_LINKS, ("average_size",), (("size_variation", 0), ("delay", 0)), toxic=True),  # B, B, µs
-    FaultKind("limit_data", PROXY_LINKS, ("bytes",), toxic=True, outage=True, fatal_on=("backend",)),
-    FaultKind("down", PROXY_LINKS, outage=True, fatal_on=("backend",)),  # the proxy disabled: not a toxic
-    FaultKind("stall", ("router",), router_timed=True),
-    FaultKind("errors", ("router",), (), (("status", 503),), router_timed=True, fatal_on=("router",)),
-    FaultKind("truncate", ("router",), router_timed=True, fatal_on=("router",)),
-    FaultKind("crash", ("router",), fatal_on=("router",)),
-    # SIGSTOP the router's processes or the server, SIGCONT at the window's end (a weight sync, a GC pause)
-    FaultKind("pause", ("router", "server"), process=True),
-    FaultKind("restart", ("server",), process=True, fatal_on=("server",)),  # an instant
+from faultload.model.fault_kinds import (
+    FATAL_FAULTS,
+    KIND,
+    KINDS,
+    LINKS,
+    OUTAGE_KINDS,
+    PAUSE_FAULTS,
+    PROXY_KINDS,
+    PROXY_LINKS,
+    ROUTER_KINDS,
+    ROUTER_TIMED_KINDS,
+    SERVER_KINDS,
+    STREAMS,
+    TOXIC_KINDS,
+    TOXIPROXY_STREAMS,
+    FaultKind,
+    is_process_fault,
+    kinds_for,
 )
-KIND = {kind.name: kind for kind in KINDS}
-Attributes = dict[str, tuple[tuple[str, ...], dict[str, int]]]  # kind -> (required, optional with defaults)
 
-
-def _attributes(keep) -> Attributes:
-    return {k.name: (k.required, dict(k.optional)) for k in KINDS if keep(k)}
-
-
-TOXIC_KINDS: Attributes = _attributes(lambda k: k.toxic)
-# Faults that cut a link off rather than degrade it: a client behind one cannot reach the other side at all.
-OUTAGE_KINDS = frozenset(k.name for k in KINDS if k.outage)
-PROXY_KINDS: Attributes = _attributes(lambda k: k.links == PROXY_LINKS and not k.toxic)  # proxy faults, not toxics
-ROUTER_KINDS: Attributes = _attributes(lambda k: "router" in k.links)
-SERVER_KINDS: Attributes = _attributes(lambda k: "server" in k.links)
-# The router faults applied by a call to its HTTP control endpoint, each ended by the router's own timer.
-ROUTER_TIMED_KINDS = frozenset(k.name for k in KINDS if k.router_timed)
-# Faults whose victims may fail without it being a lost result ("link:kind").
-FATAL_FAULTS = frozenset(f"{link}:{k.name}" for k in KINDS for link in k.fatal_on)
-# Process pauses need a window (a pause to the end is a collapse by construction); a restart is an instant.
-PAUSE_FAULTS = ("server:pause", "router:pause")
 _FIELDS = ("link", "kind", "attributes", "stream", "toxicity", "start_s", "duration_s", "anchor")
 SPEC_SYNTAX = "LINK:TYPE[:k=v,...][@START[+DURATION]] (START: seconds, or EVENT:K[+OFFSET])"
 
-
-def is_process_fault(link: str, kind: str) -> bool:
-    """``server:pause``, ``server:restart``, ``router:pause``: a fault on a process, whose silence is the fault's."""
-    found = KIND.get(kind)
-    return found is not None and found.process and link in found.links
-
-
-def kinds_for(link: str) -> dict[str, tuple[tuple[str, ...], dict[str, int]]]:
-    """The kinds allowed on ``link`` with their (required, optional) attributes."""
-    if link == "router":
-        return ROUTER_KINDS
-    if link == "server":
-        return SERVER_KINDS
-    return {**TOXIC_KINDS, **PROXY_KINDS}
+# The kinds' table lives in fault_kinds.py; its names are importable from here too, where a fault's users have
+# always found them.
+__all__ = [
+    "Fault",
+    "FaultSchedule",
+    "parse_fault",
+    "SPEC_SYNTAX",
+    "FATAL_FAULTS",
+    "KIND",
+    "KINDS",
+    "LINKS",
+    "OUTAGE_KINDS",
+    "PAUSE_FAULTS",
+    "PROXY_KINDS",
+    "PROXY_LINKS",
+    "ROUTER_KINDS",
+    "ROUTER_TIMED_KINDS",
+    "SERVER_KINDS",
+    "STREAMS",
+    "TOXIC_KINDS",
+    "TOXIPROXY_STREAMS",
+    "FaultKind",
+    "is_process_fault",
+    "kinds_for",
+]
 
 
 def _allowed(items: Any) -> str:
@@ -150,8 +121,7 @@ class Fault:
         if self.kind not in kinds:
             where = {"router": "router kinds", "server": "server kinds"}.get(self.link, "proxy kinds")
             raise ValueError(
-                f"fault.kind: {self.kind!r} is not allowed on link {self.link!r}; "
-                f"{where}: {_allowed(kinds)}"
+                f"fault.kind: {self.kind!r} is not allowed on link {self.link!r}; {where}: {_allowed(kinds)}"
             )
         object.__setattr__(self, "attributes", self._checked_attributes(kinds[self.kind]))
         self._check_stream_and_toxicity()
@@ -168,11 +138,15 @@ class Fault:
     def _check_process_window(self) -> None:
         label = f"{self.link}:{self.kind}"
         if label in PAUSE_FAULTS and self.duration_s is None:
-            raise ValueError(f"fault.duration_s: {label} needs a window (e.g. {label}@2+10); "
-                             "a pause to the end of the trial is a collapse by construction")
+            raise ValueError(
+                f"fault.duration_s: {label} needs a window (e.g. {label}@2+10); "
+                "a pause to the end of the trial is a collapse by construction"
+            )
         if label == "server:restart" and self.duration_s is not None:
-            raise ValueError(f"fault.duration_s: server:restart is an instant and takes no duration "
-                             f"(e.g. server:restart@{self.start_s!r})")
+            raise ValueError(
+                f"fault.duration_s: server:restart is an instant and takes no duration "
+                f"(e.g. server:restart@{self.start_s!r})"
+            )
 
     def _checked_attributes(self, spec: tuple[tuple[str, ...], dict[str, int]]) -> tuple[tuple[str, int], ...]:
         required, optional = spec
@@ -395,5 +369,13 @@ def parse_fault(spec: str) -> Fault:
                 raise ValueError(f"fault.attributes: {key!r} is given twice (in {spec!r})")
             else:
                 attributes[key] = _parse_value(value, f"attributes.{key}", spec)
-    return Fault(link=link, kind=kind, attributes=attributes, stream=stream, toxicity=toxicity,
-                 start_s=start, duration_s=duration, anchor=anchor)
+    return Fault(
+        link=link,
+        kind=kind,
+        attributes=attributes,
+        stream=stream,
+        toxicity=toxicity,
+        start_s=start,
+        duration_s=duration,
+        anchor=anchor,
+    )

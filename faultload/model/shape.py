@@ -69,7 +69,8 @@ def _drop_legacy_policy(data: dict[str, Any]) -> dict[str, Any]:
         if value != old_default:
             raise ValueError(
                 f"policy.{name}={value!r} is no longer a setting: the raw client retries as the SDK does, "
-                f"until the trial's wall bound (a file from an older faultload; remove the field to run it so)")
+                f"until the trial's wall bound (a file from an older faultload; remove the field to run it so)"
+            )
     return out
 
 
@@ -140,8 +141,10 @@ class LoadShape:
             (self.arrival == "burst" or self.client == "raw", "arrival patterns other than burst need client raw"),
             # What the real SDK cannot be told to do (faultload.client.sdk).
             (self.accept == "proto" or self.client == "raw", "accept json needs client raw (the SDK asks for proto)"),
-            (not (self.delay_polls.fraction or self.abandon_polls.fraction) or self.client == "raw",
-             "delayed or abandoned polls need client raw (the SDK polls as it decides)"),
+            (
+                not (self.delay_polls.fraction or self.abandon_polls.fraction) or self.client == "raw",
+                "delayed or abandoned polls need client raw (the SDK polls as it decides)",
+            ),
             (policy == ClientPolicy() or self.client == "raw", "a client policy other than the SDK's needs client raw"),
             (policy.submit_concurrency >= 1, "policy.submit_concurrency must be >= 1"),
             (0 < policy.poll_timeout_s < math.inf, "policy.poll_timeout_s must be > 0 and finite"),
@@ -173,8 +176,12 @@ class LoadShape:
         """The inverse of :meth:`to_dict`; ValueError naming any unknown field (nested ones too)."""
         data = dict(data)
         _reject_unknown(cls, data, "load shape")
-        for name, sub in (("delay_polls", PollBehaviour), ("abandon_polls", PollBehaviour), ("policy", ClientPolicy),
-                          ("training", TrainingMix)):
+        for name, sub in (
+            ("delay_polls", PollBehaviour),
+            ("abandon_polls", PollBehaviour),
+            ("policy", ClientPolicy),
+            ("training", TrainingMix),
+        ):
             if name in data and isinstance(data[name], dict):
                 fields = _drop_legacy_policy(data[name]) if sub is ClientPolicy else data[name]
                 _reject_unknown(sub, fields, name)
@@ -199,13 +206,35 @@ def _reject_unknown(cls: type, data: dict[str, Any], what: str) -> None:
 # Field -> the types it accepts (bool is an int to Python, but never a count here).
 _NUMBER = (int, float)
 _TYPES: dict[str, tuple[type, ...]] = {
-    "requests": (int,), "result_tokens": (int,), "num_samples": (int,), "prompt_extra_tokens": (int,),
-    "max_outstanding": (int,), "workers": (int,), "client": (str,), "sdk": (str,), "accept": (str,), "time_scale": _NUMBER,
-    "seed": (int,), "arrival": (str,), "arrival_span_s": _NUMBER, "arrival_waves": (int,), "delay_polls": (PollBehaviour,), "abandon_polls": (PollBehaviour,), "policy": (ClientPolicy,),
-    "policy.submit_concurrency": (int,), "policy.poll_timeout_s": _NUMBER, "policy.backoff_cap_s": _NUMBER,
-    "policy.submit_retry_window_s": _NUMBER, "policy.connect_timeout_s": _NUMBER,
-    "policy.keepalive_expiry_s": _NUMBER, "training": (TrainingMix,), "training.trainers": (int,),
-    "training.steps": (int,), "training.datums": (int,), "training.datum_tokens": (int,), "training.spread_s": _NUMBER,
+    "requests": (int,),
+    "result_tokens": (int,),
+    "num_samples": (int,),
+    "prompt_extra_tokens": (int,),
+    "max_outstanding": (int,),
+    "workers": (int,),
+    "client": (str,),
+    "sdk": (str,),
+    "accept": (str,),
+    "time_scale": _NUMBER,
+    "seed": (int,),
+    "arrival": (str,),
+    "arrival_span_s": _NUMBER,
+    "arrival_waves": (int,),
+    "delay_polls": (PollBehaviour,),
+    "abandon_polls": (PollBehaviour,),
+    "policy": (ClientPolicy,),
+    "policy.submit_concurrency": (int,),
+    "policy.poll_timeout_s": _NUMBER,
+    "policy.backoff_cap_s": _NUMBER,
+    "policy.submit_retry_window_s": _NUMBER,
+    "policy.connect_timeout_s": _NUMBER,
+    "policy.keepalive_expiry_s": _NUMBER,
+    "training": (TrainingMix,),
+    "training.trainers": (int,),
+    "training.steps": (int,),
+    "training.datums": (int,),
+    "training.datum_tokens": (int,),
+    "training.spread_s": _NUMBER,
 }
 
 
@@ -224,7 +253,6 @@ def _check_types(shape: "LoadShape") -> None:
             value = getattr(behaviour, part)
             if isinstance(value, bool) or not isinstance(value, _NUMBER):
                 raise ValueError(f"{name} {part} must be a number, got {value!r}")
-
 
 
 def parse_poll_behaviour(text: str, flag: str) -> PollBehaviour:

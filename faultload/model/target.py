@@ -22,7 +22,9 @@ from faultload.model.family import FAMILY_NAMES, TRAITS
 DEFAULT_TARGET = "skyrl==0.4.0"
 # Every form a target spec takes, for help texts and errors.
 TARGET_FORMS = tuple(form for family in FAMILY_NAMES for form in (f"{family}==X.Y.Z", f"{family}@PATH")) + (
-    "url=http(s)://HOST:PORT", "FAMILY+url=http(s)://HOST:PORT")
+    "url=http(s)://HOST:PORT",
+    "FAMILY+url=http(s)://HOST:PORT",
+)
 URL_FAMILY = "skyrl"  # the family a bare url= target is judged as
 RELEASE_VERSION = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|dev|rc|a|b)\d+)?$")
 
@@ -49,17 +51,16 @@ def parse_target(text: str) -> TargetSpec:
     text = text.strip()
     for family in FAMILY_NAMES:
         if text.startswith(f"{family}=="):
-            version = text[len(family) + 2:]
+            version = text[len(family) + 2 :]
             if not RELEASE_VERSION.match(version):
                 raise ValueError(f"target {text!r}: version {version!r} is not X.Y.Z")
             return TargetSpec("release", text, version=version, family=family)
         if text.startswith(f"{family}@"):
-            path = os.path.abspath(os.path.expanduser(text[len(family) + 1:]))
+            path = os.path.abspath(os.path.expanduser(text[len(family) + 1 :]))
             if not os.path.isdir(path):
                 raise ValueError(f"target {text!r}: {path} is not a directory")
             if not any(os.path.exists(os.path.join(path, f)) for f in ("pyproject.toml", "setup.py")):
-                raise ValueError(f"target {text!r}: {path} has no pyproject.toml or setup.py "
-                                 f"(not a {family} checkout)")
+                raise ValueError(f"target {text!r}: {path} has no pyproject.toml or setup.py (not a {family} checkout)")
             return TargetSpec("checkout", text, path=path, family=family)
     family, plus, rest = text.partition("+")
     if plus and rest.startswith("url="):
@@ -72,7 +73,7 @@ def parse_target(text: str) -> TargetSpec:
 
 
 def _url_target(text: str, url_part: str, family: str) -> TargetSpec:
-    url = url_part[len("url="):].rstrip("/")
+    url = url_part[len("url=") :].rstrip("/")
     parts = urlsplit(url)
     try:
         port = parts.port  # raises ValueError for a non-numeric or out-of-range port

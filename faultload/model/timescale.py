@@ -15,4 +15,3 @@ from __future__ import annotations
 def trial_s(sdk_seconds: float, time_scale: float) -> float:
     """``sdk_seconds`` at ``time_scale``, in trial (real) seconds."""
     return round(sdk_seconds * time_scale, 6)
-

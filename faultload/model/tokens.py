@@ -75,7 +75,7 @@ def _logprob_values() -> np.ndarray:
 
 def output_logprobs(nonce: int, sample: int, length: int) -> np.ndarray:
     """Output logprobs as float32, exactly as a JSON or proto round trip yields them."""
-    return _logprob_values()[logprob_digits(nonce, sample, length)]
+    return np.asarray(_logprob_values()[logprob_digits(nonce, sample, length)])
 
 
 # --------------------------------------------------------------------------- what a real engine varies
@@ -149,7 +149,7 @@ def prompt_logprobs(nonce: int, prompt: list[int], k: int) -> np.ndarray:
     i = np.arange(len(prompt), dtype=np.int64)
     out = _logprob_values()[rank_digit(nonce, i, prompt_rank(nonce, i, k))]
     out[0] = np.nan
-    return out
+    return np.asarray(out)
 
 
 # The Tinker API's fill for an empty top-k cell (tinker's MASK_LOGPROB; SkyRL's _TOPK_MASK_TOKEN_ID/_LOGPROB).

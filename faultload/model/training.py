@@ -63,9 +63,10 @@ def parse_training(text: str) -> TrainingMix:
             datums_text, _, tokens_text = body.partition("@")
             mix = TrainingMix(mix.trainers, mix.steps, int(datums_text), int(tokens_text or TrainingMix.datum_tokens))
     except ValueError:
-        raise ValueError(f"--trainers expects T, TxS or TxS:D@N (trainers x steps : datums @ tokens), got {text!r}") from None
-    for holds, message in [(mix.trainers >= 1, "at least 1 trainer (leave --trainers out for none)"),
-                           *mix.problems()]:
+        raise ValueError(
+            f"--trainers expects T, TxS or TxS:D@N (trainers x steps : datums @ tokens), got {text!r}"
+        ) from None
+    for holds, message in [(mix.trainers >= 1, "at least 1 trainer (leave --trainers out for none)"), *mix.problems()]:
         if not holds:
             raise ValueError(f"--trainers {text}: {message}")
     return mix

@@ -25,6 +25,7 @@ from faultload.model.watchdog import WatchdogLimits
 # waited on to its fd baseline, or (re)started, before the trial).
 TRIAL_PHASES = ("stack_start", "session_open", "workers_start", "load", "gather", "hold", "clean_up", "other")
 
+
 @dataclass(frozen=True)
 class ServerKnobs:
     """The server's own forwarding and store settings, passed through when it has them."""
@@ -119,12 +120,18 @@ class TrialConfig:
         if self.proxies not in ("on", "off", "auto"):
             raise ValueError("proxies must be on, off or auto")
         if self.proxies == "off" and self.faults.faults:
-            raise ValueError("--proxies off leaves no fault stack: edge/backend faults need Toxiproxy, router and process faults its scheduler")
+            raise ValueError(
+                "--proxies off leaves no fault stack: edge/backend faults need Toxiproxy, router and process faults its scheduler"
+            )
         if spec.kind == "url" and any(f.link != "edge" for f in self.faults.faults):
             raise ValueError("a url= target's router and backend are not ours: only edge faults apply")
         if not 0 < self.max_wall_s < math.inf:
             raise ValueError("max_wall_s must be > 0 and finite")
-        if isinstance(self.hold_s, bool) or not isinstance(self.hold_s, (int, float)) or not 0 <= self.hold_s < math.inf:
+        if (
+            isinstance(self.hold_s, bool)
+            or not isinstance(self.hold_s, (int, float))
+            or not 0 <= self.hold_s < math.inf
+        ):
             raise ValueError(f"hold_s must be a number >= 0 and finite, got {self.hold_s!r}")
         problem = unknown_switch(self.regress, self.fixes)
         if problem:
@@ -135,8 +142,9 @@ class TrialConfig:
             if value is not None and not 0 < value < math.inf:
                 raise ValueError(f"{name} must be > 0 and finite, got {value}")
             if value is not None and spec.kind != "url" and name not in TRAITS[spec.family].knobs:
-                raise ValueError(f"{spec.text} has no setting {name} (its launcher passes "
-                                 f"{', '.join(TRAITS[spec.family].knobs)})")
+                raise ValueError(
+                    f"{spec.text} has no setting {name} (its launcher passes {', '.join(TRAITS[spec.family].knobs)})"
+                )
         if not 0 <= self.server_port < 65536:
             raise ValueError("server_port must be in [0, 65535]")
         self._validate_engine(spec)
@@ -148,22 +156,29 @@ class TrialConfig:
         for names, known, what in ((self.regress, traits.regressions, "regression"), (self.fixes, traits.fixes, "fix")):
             for name in names:
                 if name not in known:
-                    raise ValueError(f"{spec.text} has no {what} switch {name!r} "
-                                     f"({what} switches it has: {', '.join(known) or 'none'})")
+                    raise ValueError(
+                        f"{spec.text} has no {what} switch {name!r} "
+                        f"({what} switches it has: {', '.join(known) or 'none'})"
+                    )
 
     def _validate_engine(self, spec: TargetSpec) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {self.engine!r}")
-        if isinstance(self.engine_s_per_token, bool) or not isinstance(self.engine_s_per_token, (int, float)) \
-                or not 0 <= self.engine_s_per_token <= 1:
+        if (
+            isinstance(self.engine_s_per_token, bool)
+            or not isinstance(self.engine_s_per_token, (int, float))
+            or not 0 <= self.engine_s_per_token <= 1
+        ):
             raise ValueError(f"engine_s_per_token must be a number in [0, 1], got {self.engine_s_per_token!r}")
         if spec.kind == "url":
             if self.engine != "sleeper" or self.engine_s_per_token:
                 raise ValueError("a url= target's engine is its own: --engine applies to targets faultload launches")
             return
         if self.engine not in TRAITS[spec.family].engines:
-            raise ValueError(f"engine {self.engine} is not one {spec.text}'s launcher runs "
-                             f"({', '.join(TRAITS[spec.family].engines)})")
+            raise ValueError(
+                f"engine {self.engine} is not one {spec.text}'s launcher runs "
+                f"({', '.join(TRAITS[spec.family].engines)})"
+            )
         if self.engine_s_per_token and self.engine != "null":
             raise ValueError("engine_s_per_token needs engine null (the sleeper runs no step)")
         if self.shape.training.enabled and self.engine != "null":
@@ -176,9 +191,16 @@ class TrialConfig:
     def stack_config(self) -> StackConfig:
         """The part of this config a reusable stack is made of."""
         return StackConfig(
-            spec=self.spec, regress=self.regress, fixes=self.fixes, knobs=self.knobs, time_scale=self.shape.time_scale,
-            proxies=self.uses_proxies, server_pid=self.server_pid, server_port=self.server_port,
-            profile_server=self.profile_server, keep_run_dir=self.keep_run_dir,
-            engine=self.engine, engine_s_per_token=self.engine_s_per_token,
+            spec=self.spec,
+            regress=self.regress,
+            fixes=self.fixes,
+            knobs=self.knobs,
+            time_scale=self.shape.time_scale,
+            proxies=self.uses_proxies,
+            server_pid=self.server_pid,
+            server_port=self.server_port,
+            profile_server=self.profile_server,
+            keep_run_dir=self.keep_run_dir,
+            engine=self.engine,
+            engine_s_per_token=self.engine_s_per_token,
         )
-

@@ -31,16 +31,15 @@ class WatchdogLimits:
             raise ValueError("watchdog confirm_s must be >= 0")
 
 
-
 # What each [tool.faultload.watchdog] key means (the settings reference is written from it).
 WATCHDOG_KEYS = {
     "fd_fraction": "fd exhaustion: the server's open fds reached this share of its soft RLIMIT_NOFILE",
     "stall_latency_s": "an event-loop stall: every /healthz probe failing or slower than this (real s)...",
     "stall_window_s": "...for this long (real s)",
     "no_progress_window_s": "no progress: requests outstanding, yet neither the client nor the router completed "
-                            "or received anything for this long (real s; planned client waits extend it)",
+    "or received anything for this long (real s; planned client waits extend it)",
     "accept_window_s": "accept-queue overflow: the listen queue pinned at its backlog while the kernel's "
-                       "ListenOverflows rise, for this long (real s)",
+    "ListenOverflows rise, for this long (real s)",
     "confirm_s": "after the first signal, keep watching this long (real s) for its consequences",
 }
 

@@ -51,9 +51,15 @@ class CollapseVerdict:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "CollapseVerdict":
-        return cls(data["kind"], float(data["at_s"]), list(data["evidence"]),
-                   [Signal.from_dict(c) for c in data.get("consequences", [])])
+        return cls(
+            data["kind"],
+            float(data["at_s"]),
+            list(data["evidence"]),
+            [Signal.from_dict(c) for c in data.get("consequences", [])],
+        )
 
     def line(self) -> str:
-        chain = " -> ".join([f"{self.kind} at t={self.at_s:.0f}s"] + [f"{c.kind} at t={c.at_s:.0f}s" for c in self.consequences])
+        chain = " -> ".join(
+            [f"{self.kind} at t={self.at_s:.0f}s"] + [f"{c.kind} at t={c.at_s:.0f}s" for c in self.consequences]
+        )
         return f"collapse: {chain}; {self.evidence[0] if self.evidence else ''}"

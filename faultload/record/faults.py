@@ -36,11 +36,11 @@ class AppliedFault:
     removed_at_s: float | None = None
     applied_at_epoch: float | None = None
     removed_at_epoch: float | None = None
-    error: str | None = None           # applying failed: the fault never took effect
-    remove_error: str | None = None    # removal failed (heal's reset is the backstop)
-    removed_by: str | None = None      # "schedule" or "heal"
-    event_at_s: float | None = None    # an anchored fault: when its event came (trial seconds)
-    not_applied: str | None = None     # an anchored fault whose event never came: why it was never applied
+    error: str | None = None  # applying failed: the fault never took effect
+    remove_error: str | None = None  # removal failed (heal's reset is the backstop)
+    removed_by: str | None = None  # "schedule" or "heal"
+    event_at_s: float | None = None  # an anchored fault: when its event came (trial seconds)
+    not_applied: str | None = None  # an anchored fault whose event never came: why it was never applied
 
     @property
     def applied(self) -> bool:
@@ -67,11 +67,17 @@ class AppliedFault:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "index": self.index, "fault": self.fault.to_dict(),
-            "applied_at_s": self.applied_at_s, "removed_at_s": self.removed_at_s,
-            "applied_at_epoch": self.applied_at_epoch, "removed_at_epoch": self.removed_at_epoch,
-            "error": self.error, "remove_error": self.remove_error, "removed_by": self.removed_by,
-            "event_at_s": self.event_at_s, "not_applied": self.not_applied,
+            "index": self.index,
+            "fault": self.fault.to_dict(),
+            "applied_at_s": self.applied_at_s,
+            "removed_at_s": self.removed_at_s,
+            "applied_at_epoch": self.applied_at_epoch,
+            "removed_at_epoch": self.removed_at_epoch,
+            "error": self.error,
+            "remove_error": self.remove_error,
+            "removed_by": self.removed_by,
+            "event_at_s": self.event_at_s,
+            "not_applied": self.not_applied,
         }
 
     @classmethod
@@ -93,9 +99,14 @@ class FaultLog:
     def windows(self) -> tuple[FaultWindow, ...]:
         """Each fault that took effect, from its apply to its removal (``inf``: not removed yet), for the watchdog."""
         return tuple(
-            FaultWindow(float(r.applied_at_s), math.inf if r.healed_at_s is None else float(r.healed_at_s),
-                        r.fault.link, r.fault.kind)
-            for r in self.records if r.applied and r.applied_at_s is not None
+            FaultWindow(
+                float(r.applied_at_s),
+                math.inf if r.healed_at_s is None else float(r.healed_at_s),
+                r.fault.link,
+                r.fault.kind,
+            )
+            for r in self.records
+            if r.applied and r.applied_at_s is not None
         )
 
     def unhealed(self) -> tuple[AppliedFault, ...]:

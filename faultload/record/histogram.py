@@ -24,7 +24,7 @@ bucket, no finer.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -82,13 +82,13 @@ class Histogram:
             "max": self.max if self.total else None,
         }
 
-    def to_state(self) -> dict:
+    def to_state(self) -> dict[str, Any]:
         """Sparse, picklable/JSON-able form for crossing process boundaries."""
         nonzero = np.nonzero(self.counts)[0]
         return {"index": nonzero.tolist(), "count": self.counts[nonzero].tolist(), "max": self.max}
 
     @classmethod
-    def from_state(cls, state: dict) -> "Histogram":
+    def from_state(cls, state: dict[str, Any]) -> "Histogram":
         hist = cls()
         hist.counts[np.asarray(state["index"], dtype=np.int64)] = np.asarray(state["count"], dtype=np.int64)
         hist.max = float(state["max"])

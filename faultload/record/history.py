@@ -12,7 +12,7 @@ import array
 import hashlib
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Iterable
+from typing import Any, Iterable
 
 import numpy as np
 
@@ -111,7 +111,7 @@ class AttemptRecorder:
     """Appends attempts into typed arrays (no Python object per attempt)."""
 
     def __init__(self) -> None:
-        self._cols = {name: array.array(code) for name, code in _ARRAY_CODES.items()}
+        self._cols: dict[str, array.array[Any]] = {name: array.array(code) for name, code in _ARRAY_CODES.items()}
 
     def add(self, row: int, kind: AttemptKind, start: float, end: float, status: int) -> None:
         c = self._cols
@@ -175,15 +175,17 @@ class History:
         (Through a file object: given a name, numpy appends ``.npz`` when it is
         missing, and ``load(path)`` would then not find the file.)
         """
-        attempts = {f"attempt_{name}": col for name, col in self.attempts.items()}
+        # Any: numpy's stub would read a str-keyed dict of arrays as maybe filling its allow_pickle (numpy >= 2.1)
+        arrays: dict[str, Any] = {**self.columns, **{f"attempt_{name}": col for name, col in self.attempts.items()}}
         with open(path, "wb") as fh:
-            np.savez_compressed(fh, **self.columns, **attempts)
+            np.savez_compressed(fh, **arrays)
 
     @classmethod
     def load(cls, path: str) -> "History":
         with np.load(path) as data:
             attempts = (
                 {name: data[f"attempt_{name}"] for name in ATTEMPT_COLUMNS}
-                if "attempt_row" in data.files else empty_attempts()
+                if "attempt_row" in data.files
+                else empty_attempts()
             )
             return cls({name: data[name] for name in COLUMNS}, attempts)

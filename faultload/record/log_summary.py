@@ -41,9 +41,14 @@ class LogClass:
     def to_dict(self, exact: bool = False) -> dict[str, Any]:
         """The report's form; ``exact`` adds every occurrence's time and request id (a trial bundle's form)."""
         out = {
-            "name": self.name, "count": self.count, "example": self.example,
-            "first_ts": self.first_ts, "last_ts": self.last_ts,
-            "first_time": self.first_time, "last_time": self.last_time, "untimed": self.untimed,
+            "name": self.name,
+            "count": self.count,
+            "example": self.example,
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
+            "first_time": self.first_time,
+            "last_time": self.last_time,
+            "untimed": self.untimed,
         }
         if exact:
             out.update(times=self.times.tolist(), request_ids=self.request_ids.tolist())
@@ -53,9 +58,15 @@ class LogClass:
     def from_dict(cls, data: Mapping[str, Any]) -> "LogClass":
         """The inverse of ``to_dict(exact=True)``."""
         return cls(
-            name=data["name"], count=data["count"], example=data["example"], first_ts=data["first_ts"],
-            last_ts=data["last_ts"], first_time=data["first_time"], last_time=data["last_time"],
-            times=np.asarray(data["times"], dtype=np.float64), untimed=data["untimed"],
+            name=data["name"],
+            count=data["count"],
+            example=data["example"],
+            first_ts=data["first_ts"],
+            last_ts=data["last_ts"],
+            first_time=data["first_time"],
+            last_time=data["last_time"],
+            times=np.asarray(data["times"], dtype=np.float64),
+            untimed=data["untimed"],
             request_ids=np.asarray(data["request_ids"], dtype=np.int64),
         )
 
@@ -94,8 +105,12 @@ class ServerLogSummary:
     def to_dict(self, exact: bool = False) -> dict[str, Any]:
         """The report's form; ``exact``: with each class's times, so :meth:`from_dict` gives it back."""
         return {
-            "lines": self.lines, "records": self.records, "warnings": self.warnings,
-            "errors": self.errors, "first_ts": self.first_ts, "last_ts": self.last_ts,
+            "lines": self.lines,
+            "records": self.records,
+            "warnings": self.warnings,
+            "errors": self.errors,
+            "first_ts": self.first_ts,
+            "last_ts": self.last_ts,
             "classes": [c.to_dict(exact) for c in self.classes.values()],
             "notes": [c.to_dict(exact) for c in self.notes.values()],
         }
@@ -107,5 +122,4 @@ class ServerLogSummary:
         classes = {c["name"]: LogClass.from_dict(c) for c in data["classes"]}
         notes = {c["name"]: LogClass.from_dict(c) for c in data.get("notes", [])}
         notes.update({name: classes.pop(name) for name, _ in NOTE_CLASSES if name in classes})
-        return cls(data["lines"], data["records"], data["warnings"], classes, data["first_ts"], data["last_ts"],
-                   notes)
+        return cls(data["lines"], data["records"], data["warnings"], classes, data["first_ts"], data["last_ts"], notes)

@@ -12,13 +12,25 @@ from typing import Any, Mapping
 import numpy as np
 
 SAMPLE_FIELDS = (
-    "t", "rss", "fds", "cpu_s", "router_received", "router_completed", "router_in_flight",
-    "client_completed", "client_failed", "client_in_flight",
-    "accept_queue", "listen_backlog", "listen_overflows", "listen_drops",
+    "t",
+    "rss",
+    "fds",
+    "cpu_s",
+    "router_received",
+    "router_completed",
+    "router_in_flight",
+    "client_completed",
+    "client_failed",
+    "client_in_flight",
+    "accept_queue",
+    "listen_backlog",
+    "listen_overflows",
+    "listen_drops",
     "client_connections_peak",  # the workers' most open connections so far (summed per-worker peaks)
     # The server's engine subprocess (SkyRL's engine loop with the null backend, or the sleeper): the training
     # path's own process. Absent from older bundles' samples.
-    "engine_fds", "engine_cpu_s",
+    "engine_fds",
+    "engine_cpu_s",
 )
 
 
@@ -57,11 +69,13 @@ class MonitorSamples:
         """JSON-ready (columns as lists), for a trial bundle; :meth:`from_dict` is its inverse."""
         return {
             "samples": {name: col.tolist() for name, col in self.samples.items()},
-            "healthz_t": self.healthz_t.tolist(), "healthz_latency_s": self.healthz_latency_s.tolist(),
+            "healthz_t": self.healthz_t.tolist(),
+            "healthz_latency_s": self.healthz_latency_s.tolist(),
             "healthz_ok": self.healthz_ok.tolist(),
             "baseline": self.baseline.to_dict() if self.baseline else None,
             "drained": self.drained.to_dict() if self.drained else None,
-            "fd_limit": list(self.fd_limit) if self.fd_limit else None, "notes": list(self.notes),
+            "fd_limit": list(self.fd_limit) if self.fd_limit else None,
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -71,8 +85,11 @@ class MonitorSamples:
 
         return cls(
             samples={name: floats(col) for name, col in data["samples"].items()},
-            healthz_t=floats(data["healthz_t"]), healthz_latency_s=floats(data["healthz_latency_s"]),
+            healthz_t=floats(data["healthz_t"]),
+            healthz_latency_s=floats(data["healthz_latency_s"]),
             healthz_ok=np.asarray(data["healthz_ok"], dtype=bool),
-            baseline=ProcessSnapshot.from_dict(data["baseline"]), drained=ProcessSnapshot.from_dict(data["drained"]),
-            fd_limit=tuple(data["fd_limit"]) if data["fd_limit"] else None, notes=list(data["notes"]),
+            baseline=ProcessSnapshot.from_dict(data["baseline"]),
+            drained=ProcessSnapshot.from_dict(data["drained"]),
+            fd_limit=tuple(data["fd_limit"]) if data["fd_limit"] else None,
+            notes=list(data["notes"]),
         )

@@ -43,8 +43,17 @@ import numpy as np
 
 from faultload.record.log_summary import NO_REQUEST_ID, NOTE_CLASSES, LogClass, ServerLogSummary
 
-__all__ = ["NO_REQUEST_ID", "NOTE_CLASSES", "LogClass", "ServerLogSummary", "classify_lines", "classify_log",
-           "classify_log_file", "normalize_message", "KNOWN_CLASSES"]
+__all__ = [
+    "NO_REQUEST_ID",
+    "NOTE_CLASSES",
+    "LogClass",
+    "ServerLogSummary",
+    "classify_lines",
+    "classify_log",
+    "classify_log_file",
+    "normalize_message",
+    "KNOWN_CLASSES",
+]
 
 # Known error classes, in priority order: the first whose pattern matches wins.
 KNOWN_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -52,15 +61,27 @@ KNOWN_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     for name, pattern in (
         ("too_many_open_files", r"too many open files|\bEMFILE\b|\[Errno 24\]"),
         ("pool_timeout", r"QueuePool limit|\bPoolTimeout\b|pool timed out|pool .{0,40}timed out|pool .{0,40}exhausted"),
-        ("forwarding_timeout", r"SocketTimeoutError|ServerTimeoutError|ReadTimeout|read timeout|"
-                               r"Timeout on reading data|waiting for a response"),
-        ("payload_error", r"ClientPayloadError|Response payload is not completed|ContentLengthError|"
-                          r"TransferEncodingError"),
-        ("connection_reset", r"Connection reset|ConnectionResetError|\[Errno 104\]|ServerDisconnectedError|"
-                             r"Server disconnected|ClientConnectionResetError|BrokenPipeError|\[Errno 32\]|"
-                             r"Connection lost"),
-        ("connect_error", r"ClientConnectorError|Cannot connect to host|Connection refused|"
-                          r"ConnectionRefusedError|\[Errno 111\]"),
+        (
+            "forwarding_timeout",
+            r"SocketTimeoutError|ServerTimeoutError|ReadTimeout|read timeout|"
+            r"Timeout on reading data|waiting for a response",
+        ),
+        (
+            "payload_error",
+            r"ClientPayloadError|Response payload is not completed|ContentLengthError|"
+            r"TransferEncodingError",
+        ),
+        (
+            "connection_reset",
+            r"Connection reset|ConnectionResetError|\[Errno 104\]|ServerDisconnectedError|"
+            r"Server disconnected|ClientConnectionResetError|BrokenPipeError|\[Errno 32\]|"
+            r"Connection lost",
+        ),
+        (
+            "connect_error",
+            r"ClientConnectorError|Cannot connect to host|Connection refused|"
+            r"ConnectionRefusedError|\[Errno 111\]",
+        ),
         ("db_locked", r"database is locked|database table is locked|OperationalError.{0,60}locked"),
         ("future_evicted", r"evicted before its result arrived"),
         ("timeout", r"\bTimeoutError\b|\btimed out\b|\bCancelledError\b.{0,40}timeout"),
@@ -73,9 +94,7 @@ GENERIC_OVERFLOW = "other"
 MAX_CLASSES = 64
 EXAMPLE_CHARS = 400
 
-_HEADER_RE = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - ([^\s:]+): ?(.*)$"
-)
+_HEADER_RE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - ([^\s:]+): ?(.*)$")
 _PLAIN_LEVEL_RE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)$")
 _EXC_LINE_RE = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Group|Failure))(?::\s*(.*))?$"
@@ -166,8 +185,9 @@ class _Classifier:
                 if ts is not None:
                     self.first_ts = ts if self.first_ts is None else self.first_ts
                     self.last_ts = ts
-                self.current = _Record(f"{match.group(1)},{match.group(2)}", ts, match.group(3),
-                                       match.group(4), match.group(5))
+                self.current = _Record(
+                    f"{match.group(1)},{match.group(2)}", ts, match.group(3), match.group(4), match.group(5)
+                )
                 return
         if not line:
             return
@@ -264,9 +284,15 @@ def _add(acc: _Acc, record: _Record) -> None:
 def _log_class(name: str, acc: _Acc) -> LogClass:
     times = np.asarray(acc.times, dtype=np.float64)
     return LogClass(
-        name=name, count=acc.count, example=acc.example,
-        first_ts=float(times[0]) if times.size else None, last_ts=float(times[-1]) if times.size else None,
-        first_time=acc.first_time, last_time=acc.last_time, times=times, untimed=acc.untimed,
+        name=name,
+        count=acc.count,
+        example=acc.example,
+        first_ts=float(times[0]) if times.size else None,
+        last_ts=float(times[-1]) if times.size else None,
+        first_time=acc.first_time,
+        last_time=acc.last_time,
+        times=times,
+        untimed=acc.untimed,
         request_ids=np.asarray(acc.request_ids, dtype=np.int64),
     )
 

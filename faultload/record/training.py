@@ -47,12 +47,23 @@ class TrainingRecorder:
     """Rows appended as a client ends each call (a few thousand per trial: Python lists are enough)."""
 
     def __init__(self) -> None:
-        self._rows: list[tuple] = []
+        self._rows: list[tuple[Any, ...]] = []
         self.examples: dict[str, str] = {}  # "op:error" -> first message
 
-    def add(self, op: TrainingOp, trainer: int, step: int, start: float, accepted: float, done: float,
-            attempts: int, outcome: Outcome, error: ErrorClass = ErrorClass.NONE, status: int = 0,
-            message: str = "") -> None:
+    def add(
+        self,
+        op: TrainingOp,
+        trainer: int,
+        step: int,
+        start: float,
+        accepted: float,
+        done: float,
+        attempts: int,
+        outcome: Outcome,
+        error: ErrorClass = ErrorClass.NONE,
+        status: int = 0,
+        message: str = "",
+    ) -> None:
         self._rows.append((op, trainer, step, start, accepted, done, min(attempts, 65535), outcome, error, status))
         if error != ErrorClass.NONE and message:
             self.examples.setdefault(f"{op.key}:{error.key}", message[:400])
@@ -69,7 +80,7 @@ class TrainingLog:
     examples: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_rows(cls, rows: list[tuple], examples: Mapping[str, str] | None = None) -> "TrainingLog":
+    def from_rows(cls, rows: list[tuple[Any, ...]], examples: Mapping[str, str] | None = None) -> "TrainingLog":
         names = list(TRAINING_COLUMNS)
         cols = {name: np.array([r[i] for r in rows], dtype=TRAINING_COLUMNS[name]) for i, name in enumerate(names)}
         return cls(cols, dict(examples or {}))
@@ -97,7 +108,7 @@ class TrainingLog:
 
     def of(self, op: TrainingOp) -> np.ndarray:
         """A boolean mask of ``op``'s rows."""
-        return self.columns["op"] == op
+        return np.asarray(self.columns["op"] == op)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: each column a list (NaN as null), exact for :meth:`from_dict`."""
@@ -139,8 +150,9 @@ def summarize(log: TrainingLog) -> dict[str, Any]:
             "lost": int(np.isin(rows, (Outcome.LOST, Outcome.GAVE_UP)).sum()),
             "corrupt": int((rows == Outcome.CORRUPT).sum()),
             "unfinished": int((rows == Outcome.PENDING).sum()),
-            "errors": {ErrorClass(int(e)).key: int(n) for e, n in zip(*np.unique(errors[errors > 0],
-                                                                                 return_counts=True))},
+            "errors": {
+                ErrorClass(int(e)).key: int(n) for e, n in zip(*np.unique(errors[errors > 0], return_counts=True))
+            },
             "latency_s": _percentiles(latency),
         }
     return out

@@ -41,9 +41,18 @@ class WorkerSummary:
     @classmethod
     def of(cls, worker: Any) -> "WorkerSummary":
         """From a ``WorkerResult`` (read by attribute: the client is not imported here)."""
-        return cls(worker.worker, worker.submit_hist, worker.e2e_hist, dict(worker.error_examples),
-                   worker.cpu_s, worker.crashed, worker.address, worker.node, worker.clock_offset_s,
-                   worker.clock_error_s)
+        return cls(
+            worker.worker,
+            worker.submit_hist,
+            worker.e2e_hist,
+            dict(worker.error_examples),
+            worker.cpu_s,
+            worker.crashed,
+            worker.address,
+            worker.node,
+            worker.clock_offset_s,
+            worker.clock_error_s,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -63,9 +63,9 @@ class RouterApp:
             if method == "GET":
                 await send(_json(self.stats()))
                 return
-        elif path.startswith(_CONTROL) and "/" not in path[len(_CONTROL):] and len(path) > len(_CONTROL):
+        elif path.startswith(_CONTROL) and "/" not in path[len(_CONTROL) :] and len(path) > len(_CONTROL):
             if method == "POST":
-                await send(self.control(path[len(_CONTROL):], request.body))
+                await send(self.control(path[len(_CONTROL) :], request.body))
                 return
         else:
             await send(Response(404, b"404: Not Found", "text/plain; charset=utf-8"))
@@ -196,7 +196,6 @@ class RouterApp:
             over.set()
 
 
-
 def close_idle_connections(server: Server | None, shared: SharedState) -> None:
     """Close this process's keep-alive connections if no completion is in flight anywhere.
 
@@ -213,8 +212,9 @@ def close_idle_connections(server: Server | None, shared: SharedState) -> None:
     server.close_idle()
 
 
-async def serve(config: RouterConfig, shared: SharedState, sock: socket.socket, on_ready: Any,
-                 completions_dir: str | None = None) -> None:
+async def serve(
+    config: RouterConfig, shared: SharedState, sock: socket.socket, on_ready: Any, completions_dir: str | None = None
+) -> None:
     """Serve on ``sock`` until SIGTERM/SIGINT."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

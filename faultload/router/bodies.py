@@ -63,28 +63,37 @@ def _prompt_logprobs_json(nonce: int, prompt: list[int], k: int) -> bytes:
     for i in range(1, len(prompt)):
         tid, own = int(prompt[i]), tokens.prompt_rank(nonce, i, k)
         entries = [(tid, own)] + [(tokens.alt_token(tid, m), m) for m in range(1, k + 1) if m != own]
-        items.append("{" + ",".join(
-            f'"{t}":{{"logprob":-0.{tokens.rank_digit(nonce, i, m):04d},"rank":{m},"decoded_token":""}}'
-            for t, m in entries) + "}")
+        items.append(
+            "{"
+            + ",".join(
+                f'"{t}":{{"logprob":-0.{tokens.rank_digit(nonce, i, m):04d},"rank":{m},"decoded_token":""}}'
+                for t, m in entries
+            )
+            + "}"
+        )
     return ("[" + ",".join(items) + "]").encode()
 
 
-def _choice_parts(nonce: int, j: int, max_tokens: int, tok_table: np.ndarray,
-                  lp_table: np.ndarray) -> tuple[list[Any], int]:
+def _choice_parts(
+    nonce: int, j: int, max_tokens: int, tok_table: np.ndarray, lp_table: np.ndarray
+) -> tuple[list[Any], int]:
     """Choice ``j``'s JSON up to its finish reason (its tokens, and its logprobs or null: tokens.choice) and
     how many tokens it holds."""
     shape = tokens.choice(nonce, j, max_tokens)
     parts: list[Any] = [
         b'%s{"index":%d,"text":"","token_ids":[' % (b"," if j else b"", j),
-        _without_last_byte(tok_table[tokens.output_tokens(nonce, j, max_tokens)[:shape.length]]),
+        _without_last_byte(tok_table[tokens.output_tokens(nonce, j, max_tokens)[: shape.length]]),
     ]
     if shape.has_logprobs:
-        lps = lp_table[tokens.logprob_digits(nonce, j, max_tokens)[:shape.length]]
+        lps = lp_table[tokens.logprob_digits(nonce, j, max_tokens)[: shape.length]]
         parts += [b'],"logprobs":{"token_logprobs":[', _without_last_byte(lps), b"]}"]
     else:
         parts.append(b'],"logprobs":null')
-    parts.append(b',"finish_reason":"stop","stop_reason":null' if shape.stopped
-                 else b',"finish_reason":"length","stop_reason":null')
+    parts.append(
+        b',"finish_reason":"stop","stop_reason":null'
+        if shape.stopped
+        else b',"finish_reason":"length","stop_reason":null'
+    )
     return parts, shape.length
 
 

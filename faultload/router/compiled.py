@@ -44,8 +44,10 @@ def find_router(tool_dir: Path, source_dir: Path = SOURCE_DIR) -> Path | None:
 
 def missing_advice(tool_dir: Path) -> str:
     """The one line said when a stack needs the compiled router and it is not built."""
-    return (f"the compiled router {binary_name()} is not in {tool_dir}: run `faultload setup` "
-            f"(it builds it from {SOURCE_DIR} with Go)")
+    return (
+        f"the compiled router {binary_name()} is not in {tool_dir}: run `faultload setup` "
+        f"(it builds it from {SOURCE_DIR} with Go)"
+    )
 
 
 def ensure_router(tool_dir: Path, go: str | None, log: Log, timeout_s: float = BUILD_TIMEOUT_S) -> Path:
@@ -55,14 +57,23 @@ def ensure_router(tool_dir: Path, go: str | None, log: Log, timeout_s: float = B
         log(f"compiled router already at {found}")
         return found
     if go is None:
-        raise RouterBuildError(f"the compiled router {binary_name()} is not in {tool_dir} and there is no `go` to "
-                               f"build it: install Go (https://go.dev/dl/) and run `faultload setup` again")
+        raise RouterBuildError(
+            f"the compiled router {binary_name()} is not in {tool_dir} and there is no `go` to "
+            f"build it: install Go (https://go.dev/dl/) and run `faultload setup` again"
+        )
     log(f"building the compiled router from {SOURCE_DIR} into {tool_dir} ...")
 
     def build(scratch: Path) -> Path:
         out = scratch / "faultload-router"
-        run_go(go, ["build", "-trimpath", "-o", str(out), "."], scratch, "the compiled router", timeout_s,
-               RouterBuildError, cwd=SOURCE_DIR)
+        run_go(
+            go,
+            ["build", "-trimpath", "-o", str(out), "."],
+            scratch,
+            "the compiled router",
+            timeout_s,
+            RouterBuildError,
+            cwd=SOURCE_DIR,
+        )
         return out
 
     target = build_into(Path(tool_dir), binary_name(), build, RouterBuildError)

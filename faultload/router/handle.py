@@ -91,8 +91,16 @@ class RouterHandle:
         self._log_dir.mkdir(parents=True, exist_ok=True)
         out_path, err_path = self._log_dir / "stdout.log", self._log_dir / "stderr.log"
         with open(out_path, "wb") as out, open(err_path, "ab") as err:
-            self._proc = popen_tied(cmd + self.config.to_argv(), sig=signal.SIGTERM, stdin=subprocess.DEVNULL,
-                                    stdout=out, stderr=err, start_new_session=True, env=env, cwd=root)
+            self._proc = popen_tied(
+                cmd + self.config.to_argv(),
+                sig=signal.SIGTERM,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                env=env,
+                cwd=root,
+            )
         try:
             self.port = self._wait_ready_line(out_path, ready_timeout_s)
             self.url = f"http://{self.host}:{self.port}"
@@ -246,8 +254,9 @@ class RouterHandle:
         self._control("/control/stall", {"seconds": seconds, "until_monotonic": time.monotonic() + seconds})
 
     def errors(self, seconds: float, status: int = 503) -> None:
-        self._control("/control/errors", {"seconds": seconds, "status": status,
-                                          "until_monotonic": time.monotonic() + seconds})
+        self._control(
+            "/control/errors", {"seconds": seconds, "status": status, "until_monotonic": time.monotonic() + seconds}
+        )
 
     def truncate(self, seconds: float) -> None:
         self._control("/control/truncate", {"seconds": seconds, "until_monotonic": time.monotonic() + seconds})
@@ -274,7 +283,10 @@ class RouterHandle:
 
 
 def start_router(
-    config: RouterConfig, host: str = "127.0.0.1", port: int = 0, ready_timeout_s: float = 20.0,
+    config: RouterConfig,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ready_timeout_s: float = 20.0,
     compiled: Path | None = None,
 ) -> RouterHandle:
     """Launch the router in its own session; return once /health answers.
@@ -292,4 +304,3 @@ def start_router(
         handle.stop()
         raise
     return handle
-

@@ -46,7 +46,6 @@ def _bind_socket(host: str, port: int, reuse_port: bool) -> socket.socket:
     return sock
 
 
-
 def _set_parent_death_signal() -> None:
     """Workers get SIGTERM when the supervisor dies, so none outlives it."""
     try:
@@ -56,8 +55,14 @@ def _set_parent_death_signal() -> None:
         pass
 
 
-def _worker_main(config: RouterConfig, shared: SharedState, host: str, port: int, reservation: socket.socket,
-                 completions_dir: str | None = None) -> None:
+def _worker_main(
+    config: RouterConfig,
+    shared: SharedState,
+    host: str,
+    port: int,
+    reservation: socket.socket,
+    completions_dir: str | None = None,
+) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     _set_parent_death_signal()
@@ -72,8 +77,9 @@ def _announce(port: int) -> None:
     sys.stdout.flush()
 
 
-def _supervise(config: RouterConfig, shared: SharedState, host: str, port: int,
-               completions_dir: str | None = None) -> int:
+def _supervise(
+    config: RouterConfig, shared: SharedState, host: str, port: int, completions_dir: str | None = None
+) -> int:
     """Fork ``config.procs`` workers on one SO_REUSEPORT port; reap them; stop them on a signal."""
     stopping = False
 
@@ -87,7 +93,9 @@ def _supervise(config: RouterConfig, shared: SharedState, host: str, port: int,
     port = reservation.getsockname()[1]
     ctx = mp.get_context("fork")
     workers = [
-        ctx.Process(target=_worker_main, args=(config, shared, host, port, reservation, completions_dir), name=f"router-{i}")
+        ctx.Process(
+            target=_worker_main, args=(config, shared, host, port, reservation, completions_dir), name=f"router-{i}"
+        )
         for i in range(config.procs)
     ]
     for w in workers:
@@ -149,8 +157,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-num-seqs", type=int, default=d.max_num_seqs)
     p.add_argument("--gen-seconds", type=float, default=d.gen_seconds)
     p.add_argument("--procs", type=int, default=d.procs)
-    p.add_argument("--completions-dir", default=None, metavar="DIR",
-                   help="append (nonce, time) of every completion to DIR/completions-PID.bin")
+    p.add_argument(
+        "--completions-dir",
+        default=None,
+        metavar="DIR",
+        help="append (nonce, time) of every completion to DIR/completions-PID.bin",
+    )
     p.add_argument("--bench", type=int, metavar="T", help="time body building for max_tokens=T and exit")
     return p
 

@@ -27,8 +27,14 @@ def _split(total: int, parts: int) -> list[tuple[int, int]]:
     return out
 
 
-def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, salt: int,
-               server_version: str | None = None, access: Access = Access()) -> list[WorkerJob]:
+def build_jobs(
+    config: TrialConfig,
+    base_url: str,
+    sampling_session_id: str,
+    salt: int,
+    server_version: str | None = None,
+    access: Access = Access(),
+) -> list[WorkerJob]:
     """The sampling workers' jobs, and one training worker's (the next source address) when the shape trains.
 
     The training worker's bodies are in the encoding the server's version takes (``encoding_for``).
@@ -36,20 +42,42 @@ def build_jobs(config: TrialConfig, base_url: str, sampling_session_id: str, sal
     shape = config.shape
     jobs = [
         WorkerJob(
-            worker=i, base_url=base_url, source_ip=source_ip(i), sampling_session_id=sampling_session_id,
-            base_model=BASE_MODEL, first=first, count=count, nonce_salt=salt, shape=shape, t0=0.0,
-            deadline_s=config.max_wall_s, access=access,
+            worker=i,
+            base_url=base_url,
+            source_ip=source_ip(i),
+            sampling_session_id=sampling_session_id,
+            base_model=BASE_MODEL,
+            first=first,
+            count=count,
+            nonce_salt=salt,
+            shape=shape,
+            t0=0.0,
+            deadline_s=config.max_wall_s,
+            access=access,
         )
         for i, (first, count) in enumerate(_split(shape.requests, shape.workers))
         if count > 0
     ]
     if shape.training.enabled:
         n = len(jobs)
-        jobs.append(WorkerJob(
-            worker=n, base_url=base_url, source_ip=source_ip(n), sampling_session_id=sampling_session_id,
-            base_model=BASE_MODEL, first=0, count=0, nonce_salt=salt, shape=shape, t0=0.0,
-            deadline_s=config.max_wall_s, role="train", training_encoding=encoding_for(server_version),
-            access=access))
+        jobs.append(
+            WorkerJob(
+                worker=n,
+                base_url=base_url,
+                source_ip=source_ip(n),
+                sampling_session_id=sampling_session_id,
+                base_model=BASE_MODEL,
+                first=0,
+                count=0,
+                nonce_salt=salt,
+                shape=shape,
+                t0=0.0,
+                deadline_s=config.max_wall_s,
+                role="train",
+                training_encoding=encoding_for(server_version),
+                access=access,
+            )
+        )
     return jobs
 
 
@@ -68,8 +96,9 @@ def spawn_early_workers(pools: Callable[[list[WorkerJob]], WorkerPool], config: 
     return spawn_early(job_count(config)) if spawn_early is not None else None
 
 
-def start_workers(early: WorkerPool | None, pools: Callable[[list[WorkerJob]], WorkerPool],
-                   jobs: list[WorkerJob]) -> WorkerPool:
+def start_workers(
+    early: WorkerPool | None, pools: Callable[[list[WorkerJob]], WorkerPool], jobs: list[WorkerJob]
+) -> WorkerPool:
     """The trial's workers started and ready: the early-spawned ones given their jobs, else ``pools(jobs)``
     started now (and terminated if starting them fails: the caller has no pool to clean up then)."""
     if early is not None:
@@ -99,8 +128,9 @@ class _SdkPools:
         return self._pools.spawn_early(count, sdk_folder=self._folder)
 
 
-def pools_for_sdk(pools: Callable[[list[WorkerJob]], WorkerPool], shape: LoadShape,
-                  workspace: Workspace) -> Callable[[list[WorkerJob]], WorkerPool]:
+def pools_for_sdk(
+    pools: Callable[[list[WorkerJob]], WorkerPool], shape: LoadShape, workspace: Workspace
+) -> Callable[[list[WorkerJob]], WorkerPool]:
     """``pools``, with its workers running the shape's SDK release when it names one; ValueError in one line for
     a release not installed, or workers that are not this machine's processes (Ray's)."""
     if not shape.sdk:

@@ -72,7 +72,9 @@ def plan(requests: int, want_outstanding: int, want_workers: int, limits: dict[s
         workers = need_workers
     router_procs = procs_for(outstanding, min(ROUTER_CONNECTIONS_PER_PROC, per_process))
     if limits["somaxconn"] < 1024:
-        notes.append(f"net.core.somaxconn is {limits['somaxconn']}: bursts of new connections may overflow accept queues")
+        notes.append(
+            f"net.core.somaxconn is {limits['somaxconn']}: bursts of new connections may overflow accept queues"
+        )
     return Fit(outstanding, workers, router_procs, notes)
 
 

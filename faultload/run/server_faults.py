@@ -25,8 +25,9 @@ RESTART_GRACE_S = 3.0  # SIGTERM to SIGKILL: a restart, not a drain
 class ServerFaults:
     """The runner's ``ServerController`` over one launched server."""
 
-    def __init__(self, server: ServerHandle, grace_s: float = RESTART_GRACE_S,
-                 startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+    def __init__(
+        self, server: ServerHandle, grace_s: float = RESTART_GRACE_S, startup_timeout_s: float = STARTUP_TIMEOUT_S
+    ) -> None:
         self.server = server
         self.grace_s = grace_s
         self.startup_timeout_s = startup_timeout_s

@@ -44,9 +44,15 @@ def _fds(pid: int) -> int | None:
     return None if snap is None else snap.fds
 
 
-def wait_fds_settle(read_fds: Callable[[], int | None], target: int, timeout_s: float, still_s: float,
-                    clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                    poll_s: float = 0.25) -> str | None:
+def wait_fds_settle(
+    read_fds: Callable[[], int | None],
+    target: int,
+    timeout_s: float,
+    still_s: float,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_s: float = 0.25,
+) -> str | None:
     """Poll ``read_fds`` until it is at most ``target`` (None: settled; an unreadable count counts as
     settled, the process is gone), for at most ``timeout_s``, and no longer than ``still_s`` after the
     count last went down: what the reason (returned) then says."""
@@ -62,8 +68,10 @@ def wait_fds_settle(read_fds: Callable[[], int | None], target: int, timeout_s: 
         if now - started >= timeout_s:
             break
         if now - lowest_at >= still_s:
-            return (f"server fds not back at baseline: {fds} vs {target}, none released in {still_s:g}s "
-                    f"(after {now - started:.0f}s of {timeout_s:g}s)")
+            return (
+                f"server fds not back at baseline: {fds} vs {target}, none released in {still_s:g}s "
+                f"(after {now - started:.0f}s of {timeout_s:g}s)"
+            )
         sleep(poll_s)
     return f"server fds not back at baseline after {timeout_s:g}s ({fds} vs {target})"
 
@@ -71,8 +79,9 @@ def wait_fds_settle(read_fds: Callable[[], int | None], target: int, timeout_s: 
 class Stack:
     """Router (+ Toxiproxy edge/backend proxies) + server, started together, stopped together."""
 
-    def __init__(self, config: StackConfig, router_config: RouterConfig, workspace: Workspace,
-                 access: Access = Access()) -> None:
+    def __init__(
+        self, config: StackConfig, router_config: RouterConfig, workspace: Workspace, access: Access = Access()
+    ) -> None:
         self.config = config
         self.access = access  # how a url= target is reached (its key, headers, TLS): never in the config
         self.spec: TargetSpec = config.spec
@@ -108,8 +117,10 @@ class Stack:
             # The port the server forwards to: the backend proxy's, or the router's without proxies.
             forward_port = pick_free_port(exclude={server_port})
             self.server = self._start_server(
-                server_port, f"http://127.0.0.1:{forward_port}",
-                lambda: self._start_router_and_proxies(server_port, forward_port, compiled))
+                server_port,
+                f"http://127.0.0.1:{forward_port}",
+                lambda: self._start_router_and_proxies(server_port, forward_port, compiled),
+            )
             snap = snapshot(self.server.pid)
             self.baseline_fds = snap.fds if snap else None
         except BaseException:
@@ -119,14 +130,16 @@ class Stack:
 
     def _start_router_and_proxies(self, server_port: int, forward_port: int, compiled: Path) -> None:
         # without proxies the server forwards straight to the router's port
-        self.router = start_router(self.router_config, port=0 if self.config.proxies else forward_port,
-                                   compiled=compiled)
+        self.router = start_router(
+            self.router_config, port=0 if self.config.proxies else forward_port, compiled=compiled
+        )
         if not self.config.proxies:
             return
         self.faults = FaultStack(self.workspace.tools, self.run_dir)
         api = urlsplit(self.spec.url).netloc if self.spec.kind == "url" else f"127.0.0.1:{server_port}"
-        topology = self.faults.start_proxies(api, f"127.0.0.1:{self.router.port}", backend_port=forward_port,
-                                             exclude=frozenset({server_port}))
+        topology = self.faults.start_proxies(
+            api, f"127.0.0.1:{self.router.port}", backend_port=forward_port, exclude=frozenset({server_port})
+        )
         # the edge proxy passes TLS through: the load speaks the target's scheme to it
         scheme = urlsplit(self.spec.url).scheme if self.spec.kind == "url" else "http"
         self.topology = {"edge": f"{scheme}://{topology.edge.address}", "backend": topology.backend.url}
@@ -138,13 +151,23 @@ class Stack:
             return attach_url(self.spec, cfg.server_pid, tls_for(self.spec.url or "", self.access))
         targets = self.workspace.targets
         if not install.is_installed(targets, self.spec):
-            raise install.InstallError(f"target {self.spec.text} is not installed; run `faultload setup --target {self.spec.text}`")
+            raise install.InstallError(
+                f"target {self.spec.text} is not installed; run `faultload setup --target {self.spec.text}`"
+            )
         assert self.run_dir is not None
         return family_of(self.spec).launch(
-            self.spec, install.target_python(targets, self.spec), self.run_dir, port, router_url,
-            regress=cfg.regress, fixes=cfg.fixes, time_scale=cfg.time_scale, knobs=dataclasses.asdict(cfg.knobs),
+            self.spec,
+            install.target_python(targets, self.spec),
+            self.run_dir,
+            port,
+            router_url,
+            regress=cfg.regress,
+            fixes=cfg.fixes,
+            time_scale=cfg.time_scale,
+            knobs=dataclasses.asdict(cfg.knobs),
             profile_path=Path(cfg.profile_server).resolve() if cfg.profile_server else None,
-            while_starting=while_starting, engine=cfg.engine,
+            while_starting=while_starting,
+            engine=cfg.engine,
             null_backend={"seconds_per_token": cfg.engine_s_per_token} if cfg.engine == "null" else None,
         )
 

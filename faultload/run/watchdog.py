@@ -72,8 +72,13 @@ class _Window:
 class Watchdog:
     """Feed it samples in time order; ask ``should_stop`` and ``verdict``."""
 
-    def __init__(self, limits: WatchdogLimits, fd_limit: tuple[int, int] | None,
-                 faults: tuple[FaultWindow, ...] = (), reconnect_s: float = 0.0) -> None:
+    def __init__(
+        self,
+        limits: WatchdogLimits,
+        fd_limit: tuple[int, int] | None,
+        faults: tuple[FaultWindow, ...] = (),
+        reconnect_s: float = 0.0,
+    ) -> None:
         limits.validate()
         if not 0 <= reconnect_s < float("inf"):
             raise ValueError("watchdog reconnect_s must be >= 0 and finite")
@@ -122,7 +127,9 @@ class Watchdog:
             self._peak_fds = max(self._peak_fds, fds)
             if self.fd_soft and fds >= lim.fd_fraction * self.fd_soft:
                 self._raise(
-                    FD_EXHAUSTION, t, f"server fds {fds} >= {lim.fd_fraction:.0%} of its limit {self.fd_soft} at t={t:.1f}s"
+                    FD_EXHAUSTION,
+                    t,
+                    f"server fds {fds} >= {lim.fd_fraction:.0%} of its limit {self.fd_soft} at t={t:.1f}s",
                 )
         if overflows >= 0 and self._overflow_start is None:
             self._overflow_start = overflows
@@ -132,7 +139,8 @@ class Watchdog:
         since = self._accept.update(t, pinned and rising)
         if since is not None and t - since >= lim.accept_window_s:
             self._raise(
-                ACCEPT_QUEUE_OVERFLOW, since,
+                ACCEPT_QUEUE_OVERFLOW,
+                since,
                 f"accept queue {accept_queue}/{backlog} pinned since t={since:.1f}s, ListenOverflows +{overflows - (self._overflow_start or 0)}",
             )
         self._check_progress(t, client_in_flight, progress)
@@ -155,7 +163,8 @@ class Watchdog:
         if t - self._last_progress_t >= self._idle_needs_s:
             since = self._last_progress_t
             self._raise(
-                NO_PROGRESS, since,
+                NO_PROGRESS,
+                since,
                 f"{client_in_flight} requests outstanding, nothing completed or received from "
                 f"t={since:.1f}s{self._idle_note} to t={t:.1f}s",
             )
@@ -189,7 +198,8 @@ class Watchdog:
         since = self._stall.update(t, bad)
         if since is not None and t - since >= lim.stall_window_s:
             self._raise(
-                EVENT_LOOP_STALL, since,
+                EVENT_LOOP_STALL,
+                since,
                 f"/healthz failing or slower than {lim.stall_latency_s:g}s from t={since:.1f}s to t={t:.1f}s",
             )
         if self._process_fault_at(t):
@@ -239,7 +249,9 @@ def load_watchdog_limits(pyproject: Path | None) -> WatchdogLimits:
     known = {f.name for f in dataclasses.fields(WatchdogLimits)}
     unknown = sorted(set(table) - known)
     if unknown:
-        raise ValueError(f"{pyproject} [tool.faultload.watchdog]: unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}")
+        raise ValueError(
+            f"{pyproject} [tool.faultload.watchdog]: unknown key {unknown[0]!r}; known: {', '.join(sorted(known))}"
+        )
     try:
         limits = WatchdogLimits(**{k: float(v) for k, v in table.items()})
     except (TypeError, ValueError) as exc:

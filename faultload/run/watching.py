@@ -58,28 +58,48 @@ class LogFollower:
         self.fd_lines += count
 
 
-def feed_watchdog(watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: bool,
-                  faults: tuple[FaultWindow, ...] = ()) -> None:
+def feed_watchdog(
+    watchdog: Watchdog, monitor: Monitor, fed: list[int], alive: bool, faults: tuple[FaultWindow, ...] = ()
+) -> None:
     """The monitor's new samples and probes, after the faults in force so far (each sample is judged with them)."""
     watchdog.observe_faults(faults)
     rows, probes = monitor.rows, monitor.probes
-    for row in rows[fed[0]:len(rows)]:
+    for row in rows[fed[0] : len(rows)]:
         sample = dict(zip(SAMPLE_FIELDS, row))
-        progress = (sample["client_completed"], sample["client_failed"], sample["router_received"], sample["router_completed"])
+        progress = (
+            sample["client_completed"],
+            sample["client_failed"],
+            sample["router_received"],
+            sample["router_completed"],
+        )
         watchdog.observe_sample(
-            sample["t"], int(sample["fds"]), int(sample["accept_queue"]), int(sample["listen_backlog"]),
-            int(sample["listen_overflows"]), int(sample["client_in_flight"]), progress, alive,
+            sample["t"],
+            int(sample["fds"]),
+            int(sample["accept_queue"]),
+            int(sample["listen_backlog"]),
+            int(sample["listen_overflows"]),
+            int(sample["client_in_flight"]),
+            progress,
+            alive,
         )
     fed[0] = len(rows)
-    for t, latency, ok in probes[fed[1]:len(probes)]:
+    for t, latency, ok in probes[fed[1] : len(probes)]:
         watchdog.observe_probe(t, latency, ok)
     fed[1] = len(probes)
 
 
 def wait_load(
-    pool: WorkerPool, deadline: float, progress: Progress | None, monitor: Monitor, every_s: float,
-    watchdog: Watchdog, server: ServerHandle, log: LogFollower, early_stop: bool,
-    faults: FaultWindows = tuple, harness_failed: Callable[[], bool] = lambda: False,
+    pool: WorkerPool,
+    deadline: float,
+    progress: Progress | None,
+    monitor: Monitor,
+    every_s: float,
+    watchdog: Watchdog,
+    server: ServerHandle,
+    log: LogFollower,
+    early_stop: bool,
+    faults: FaultWindows = tuple,
+    harness_failed: Callable[[], bool] = lambda: False,
 ) -> bool:
     """Wait for the load to finish; True if the watchdog stopped it early.
 

@@ -31,16 +31,21 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec], go_named: str | 
     limits = machine_limits()
     checks = [
         Check(
-            "open files (per process)", limits["nofile_hard"] >= WANT_NOFILE,
+            "open files (per process)",
+            limits["nofile_hard"] >= WANT_NOFILE,
             f"soft {limits['nofile_soft']}, hard {limits['nofile_hard']}",
             f"raise the hard limit to >= {WANT_NOFILE} (ulimit -Hn / limits.conf); faultload raises soft to hard itself",
         ),
         Check(
-            "net.core.somaxconn", limits["somaxconn"] >= WANT_SOMAXCONN, str(limits["somaxconn"]),
+            "net.core.somaxconn",
+            limits["somaxconn"] >= WANT_SOMAXCONN,
+            str(limits["somaxconn"]),
             f"sysctl -w net.core.somaxconn={WANT_SOMAXCONN} (accept queues are capped by it)",
         ),
         Check(
-            "ephemeral ports per source IP", limits["ephemeral_ports"] >= 16_384, str(limits["ephemeral_ports"]),
+            "ephemeral ports per source IP",
+            limits["ephemeral_ports"] >= 16_384,
+            str(limits["ephemeral_ports"]),
             "widen net.ipv4.ip_local_port_range, or use more --workers (each binds its own 127.0.1.x)",
         ),
     ]
@@ -48,12 +53,21 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec], go_named: str | 
     toxiproxy_ok, message = check_toxiproxy(workspace.tools, go=go or "")
     checks.append(Check("toxiproxy", toxiproxy_ok, message))
     router = find_router(workspace.tools)
-    checks.append(Check("compiled router", router is not None, str(router) if router else f"{binary_name()} not built",
-                        "faultload setup (builds it with Go)"))
+    checks.append(
+        Check(
+            "compiled router",
+            router is not None,
+            str(router) if router else f"{binary_name()} not built",
+            "faultload setup (builds it with Go)",
+        )
+    )
     built = toxiproxy_ok and router is not None
     # Go only builds Toxiproxy and the compiled router: without it, a machine with both built lacks nothing.
-    advice = ("needed only to build toxiproxy and the compiled router, which are built: nothing to do" if built
-              else "needed to build toxiproxy and the compiled router; see their lines")
+    advice = (
+        "needed only to build toxiproxy and the compiled router, which are built: nothing to do"
+        if built
+        else "needed to build toxiproxy and the compiled router; see their lines"
+    )
     named = f" (GO={go_named})" if go_named else ""
     checks.append(Check("go toolchain", go is not None, go or f"not found{named}", advice, required=not built))
     for spec in targets:
@@ -62,7 +76,12 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec], go_named: str | 
             continue
         ready = install.is_installed(workspace.targets, spec)
         checks.append(
-            Check(f"target {spec.text}", ready, "installed" if ready else "not installed", f"faultload setup --target {spec.text}")
+            Check(
+                f"target {spec.text}",
+                ready,
+                "installed" if ready else "not installed",
+                f"faultload setup --target {spec.text}",
+            )
         )
     return checks
 

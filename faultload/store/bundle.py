@@ -51,15 +51,27 @@ from faultload.record.samples import MonitorSamples
 from faultload.record.serverlog import ServerLogSummary
 from faultload.record.training import TrainingLog
 from faultload.record.trial import TrialResult, WorkerSummary
-from faultload.store.report import verdict_lines
+from faultload.store.report_text import verdict_lines
 from faultload.version import installed_version
 
 BUNDLE_VERSION = 1
 MANIFEST = "bundle.json"
 # The fields trial.json keeps in a form of their own (or another file does); every other field of a
 # TrialResult is stored as it is (a JSON value already), so a field added to the record is kept too.
-ENCODED_FIELDS = frozenset({"config", "history", "workers", "monitor", "fault_log", "server_log", "verdict",
-                            "router_completed_s", "router_repeats", "training"})
+ENCODED_FIELDS = frozenset(
+    {
+        "config",
+        "history",
+        "workers",
+        "monitor",
+        "fault_log",
+        "server_log",
+        "verdict",
+        "router_completed_s",
+        "router_repeats",
+        "training",
+    }
+)
 PLAIN_FIELDS = tuple(f.name for f in dataclasses.fields(TrialResult) if f.name not in ENCODED_FIELDS)
 
 
@@ -74,9 +86,14 @@ class StoredTrial(TrialResult):
 
 def versions_of(result: TrialResult) -> dict[str, Any]:
     """What judged and what was judged: faultload, the target (spec and version), Python, numpy."""
-    return {"faultload": installed_version(), "target": result.config.target,
-            "target_version": result.server.get("version"), "python": platform.python_version(),
-            "numpy": np.__version__, "platform": sys.platform}
+    return {
+        "faultload": installed_version(),
+        "target": result.config.target,
+        "target_version": result.server.get("version"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": sys.platform,
+    }
 
 
 def _optional(value: Any) -> Any:
@@ -87,8 +104,7 @@ def _exact(value: Any) -> Any:
     return None if value is None else value.to_dict(exact=True)
 
 
-def write_bundle(result: TrialResult, budgets: Budgets, verdicts: Sequence[Verdict],
-                 directory: str | Path) -> Path:
+def write_bundle(result: TrialResult, budgets: Budgets, verdicts: Sequence[Verdict], directory: str | Path) -> Path:
     """Write ``result``'s bundle into ``directory`` (created; files of an older bundle replaced)."""
     path = Path(directory)
     path.mkdir(parents=True, exist_ok=True)
@@ -99,21 +115,29 @@ def write_bundle(result: TrialResult, budgets: Budgets, verdicts: Sequence[Verdi
         workers=[w.to_dict() for w in result.workers],
         verdict=_exact(result.verdict),
         router_completed_s={str(nonce): s for nonce, s in result.router_completed_s.items()},
-        router_repeats=None if result.router_repeats is None else {
-            str(nonce): n for nonce, n in result.router_repeats.items()},
+        router_repeats=None
+        if result.router_repeats is None
+        else {str(nonce): n for nonce, n in result.router_repeats.items()},
     )
     files = {
-        "config.json": config_to_dict(result.config), "budgets.json": budgets.to_dict(), "trial.json": trial,
-        "monitor.json": _optional(result.monitor), "faults.json": _optional(result.fault_log),
-        "server_log.json": _exact(result.server_log), "verdicts.json": report,
+        "config.json": config_to_dict(result.config),
+        "budgets.json": budgets.to_dict(),
+        "trial.json": trial,
+        "monitor.json": _optional(result.monitor),
+        "faults.json": _optional(result.fault_log),
+        "server_log.json": _exact(result.server_log),
+        "verdicts.json": report,
         "training.json": _optional(result.training),
     }
     for name, data in files.items():
         write_text_atomic(path / name, json.dumps(data, indent=1, default=str) + "\n")
     result.history.save(str(path / "history.npz"))
     write_text_atomic(path / "verdicts.txt", "\n".join(verdict_lines(report, collapse)) + "\n")
-    manifest = {"bundle_version": BUNDLE_VERSION, "versions": versions_of(result),
-                "files": sorted([*files, "history.npz", "verdicts.txt"])}
+    manifest = {
+        "bundle_version": BUNDLE_VERSION,
+        "versions": versions_of(result),
+        "files": sorted([*files, "history.npz", "verdicts.txt"]),
+    }
     write_text_atomic(path / MANIFEST, json.dumps(manifest, indent=1) + "\n")  # last: a bundle with a manifest is whole
     return path
 
@@ -154,8 +178,9 @@ def _stored_trial(path: Path, manifest: Mapping[str, Any]) -> StoredTrial:
         server_log=None if log is None else ServerLogSummary.from_dict(log),
         verdict=None if trial["verdict"] is None else CollapseVerdict.from_dict(trial["verdict"]),
         router_completed_s={int(nonce): float(s) for nonce, s in trial["router_completed_s"].items()},
-        router_repeats=None if trial.get("router_repeats") is None else {
-            int(nonce): int(n) for nonce, n in trial["router_repeats"].items()},  # None: written before it
+        router_repeats=None
+        if trial.get("router_repeats") is None
+        else {int(nonce): int(n) for nonce, n in trial["router_repeats"].items()},  # None: written before it
         budgets=Budgets.from_mapping(_read_json(path, "budgets.json"), f"{path / 'budgets.json'}"),
         verdicts=[Verdict.from_dict(v) for v in _read_json(path, "verdicts.json")],
         versions=dict(manifest.get("versions") or {}),

@@ -19,13 +19,14 @@ from faultload.checker.compose import to_report
 from faultload.checker.judge import judge
 from faultload.model.switches import switches_text
 from faultload.store.bundle import StoredTrial, load_bundle
-from faultload.store.report import verdict_lines
+from faultload.store.report_text import verdict_lines
 
 MARKS = {True: "ok", False: "VIOLATED", None: "unknown"}
 
 
-def check_bundle(directory: str | Path, overrides: Sequence[str] = (), json_out: str | None = None,
-                 out: TextIO | None = None) -> int:
+def check_bundle(
+    directory: str | Path, overrides: Sequence[str] = (), json_out: str | None = None, out: TextIO | None = None
+) -> int:
     """Re-judge the bundle in ``directory``; True when a verdict is violated.
 
     ValueError (one line) for a directory that is not a bundle or a bad override.
@@ -40,9 +41,16 @@ def check_bundle(directory: str | Path, overrides: Sequence[str] = (), json_out:
     changed = _changes(before, now)
     print(_comparison(changed, overrides), file=out)
     if json_out:
-        data = {"bundle": str(directory), "budgets": budgets.to_dict(), "overrides": list(overrides),
-                "invariants": now, "stored_invariants": before, "changed": [c["name"] for c in changed],
-                "verdict": stored.verdict.to_dict() if stored.verdict else None, "versions": stored.versions}
+        data = {
+            "bundle": str(directory),
+            "budgets": budgets.to_dict(),
+            "overrides": list(overrides),
+            "invariants": now,
+            "stored_invariants": before,
+            "changed": [c["name"] for c in changed],
+            "verdict": stored.verdict.to_dict() if stored.verdict else None,
+            "versions": stored.versions,
+        }
         Path(json_out).write_text(json.dumps(data, indent=2, default=str) + "\n")
     return any(v["ok"] is False for v in now)
 
@@ -50,17 +58,20 @@ def check_bundle(directory: str | Path, overrides: Sequence[str] = (), json_out:
 def _header(directory: str | Path, stored: StoredTrial, overrides: Sequence[str]) -> str:
     config, versions = stored.config, stored.versions
     budgets = "the stored budgets" + (f" with {', '.join(overrides)}" if overrides else "")
-    return (f"bundle {directory}: target {config.target} (version {versions.get('target_version')})"
-            + switches_text(config.regress, config.fixes)
-            + f", {config.shape.requests} requests, written by faultload {versions.get('faultload')}; "
-            f"judged again with {budgets}")
+    return (
+        f"bundle {directory}: target {config.target} (version {versions.get('target_version')})"
+        + switches_text(config.regress, config.fixes)
+        + f", {config.shape.requests} requests, written by faultload {versions.get('faultload')}; "
+        f"judged again with {budgets}"
+    )
 
 
 def _changes(before: Iterable[dict[str, Any]], now: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """The verdicts of ``now`` that differ from ``before`` in anything, each with its old ``ok``."""
     old = {v["name"]: v for v in before}
-    return [{**v, "was": old[v["name"]]["ok"] if v["name"] in old else "absent"}
-            for v in now if old.get(v["name"]) != v]
+    return [
+        {**v, "was": old[v["name"]]["ok"] if v["name"] in old else "absent"} for v in now if old.get(v["name"]) != v
+    ]
 
 
 def _comparison(changed: list[dict[str, Any]], overrides: Sequence[str]) -> str:

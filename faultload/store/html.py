@@ -70,13 +70,17 @@ def esc(value: Any) -> str:
 def page(title: str, body: str, charts: bool = True) -> str:
     """The whole document: ``body`` with the style inlined, and (``charts``) uPlot and ``report.js`` after it."""
     style = asset("report.css") + ("\n" + asset("uPlot.min.css") if charts else "")
-    scripts = f"<script>\n{asset('uPlot.iife.min.js')}\n</script>\n<script>\n{asset('report.js')}</script>\n" if charts else ""
+    scripts = (
+        f"<script>\n{asset('uPlot.iife.min.js')}\n</script>\n<script>\n{asset('report.js')}</script>\n"
+        if charts
+        else ""
+    )
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{_CSP}\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{esc(title)}</title>\n<style>\n{style}\n</style>\n</head>\n<body>\n{body}\n"
-        + (f"<noscript><p class=\"chart-error\">the charts need JavaScript</p></noscript>\n{scripts}" if charts else "")
+        + (f'<noscript><p class="chart-error">the charts need JavaScript</p></noscript>\n{scripts}' if charts else "")
         + "</body>\n</html>\n"
     )
 
@@ -101,12 +105,16 @@ def panel(pid: str, title: str, unit: str, x: list, series: list[dict[str, Any]]
     return {"id": pid, "title": title, "unit": unit, "log": log, "x": x, "series": series}
 
 
-def series(label: str, y: np.ndarray, color: str, kind: str = "line", decimals: int = 2, dash: bool = False) -> dict[str, Any]:
+def series(
+    label: str, y: np.ndarray, color: str, kind: str = "line", decimals: int = 2, dash: bool = False
+) -> dict[str, Any]:
     """One series of a :func:`panel`: ``kind`` line, step or points; NaN a gap."""
     return {"label": label, "y": values(y, decimals), "color": color, "kind": kind, "dash": dash}
 
 
-def table(head: Sequence[str], rows: Iterable[tuple[str, Sequence[str]]], cell_class: Mapping[int, str] | None = None) -> str:
+def table(
+    head: Sequence[str], rows: Iterable[tuple[str, Sequence[str]]], cell_class: Mapping[int, str] | None = None
+) -> str:
     """A table of ``rows``: (the row's css class, its cells already escaped); ``cell_class``: column -> css
     class of its cells (``num``: right-aligned figures)."""
     cell_class = cell_class or {}
@@ -137,8 +145,15 @@ def counted(counts: Mapping[str, int], words: Mapping[str, str]) -> str:
 def bar(parts: Sequence[tuple[str, int, str]]) -> str:
     """A stacked bar of (css class, count, what) as wide as its share of their sum, its counts in words after it."""
     total = sum(n for _, n, _ in parts)
-    segments = "".join(f'<span class="seg {esc(css)}" style="width:{100 * n / total:.2f}%" title="{n} {esc(what)}">'
-                       "</span>" for css, n, what in parts if n) if total else ""
+    segments = (
+        "".join(
+            f'<span class="seg {esc(css)}" style="width:{100 * n / total:.2f}%" title="{n} {esc(what)}"></span>'
+            for css, n, what in parts
+            if n
+        )
+        if total
+        else ""
+    )
     words = ", ".join(f"{n} {what}" for _, n, what in parts if n) or "none"
     return f'<span class="bar">{segments}</span> <span class="bar-text">{esc(words)}</span>'
 
@@ -161,8 +176,11 @@ def tally_state(tally: Mapping[str, int] | None, hit: bool) -> str:
     return "unknown" if tally.get("unknown") else "skipped" if tally.get("skipped") else "none"
 
 
-def tally_grid(names: Sequence[str], rows: Iterable[tuple[str, str, Mapping[str, Mapping[str, int]], Collection[str]]],
-               hit_word: str = "caught") -> str:
+def tally_grid(
+    names: Sequence[str],
+    rows: Iterable[tuple[str, str, Mapping[str, Mapping[str, int]], Collection[str]]],
+    hit_word: str = "caught",
+) -> str:
     """A table of ``rows`` x ``names``: each row (its label, already escaped; its css class; its tallies by
     invariant, ``{"judged", "unknown", "skipped"}``; the invariants it was caught by), each cell its state
     (:func:`tally_state`; a caught one called ``hit_word``, in word and css class) and its trials judged /
@@ -221,33 +239,46 @@ def interval_chart(rows: Sequence[Interval], axis: str) -> str:
     bottom = _TOP + _ROW * len(rows)
     out = [f'<svg class="intervals" viewBox="0 0 {_WIDTH} {bottom + 34}" role="img" aria-label="{esc(axis)}">']
     for t in _ticks(lo, hi):
-        out.append(f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{_TOP}" y2="{bottom}" stroke="#e4e4e4"/>'
-                   f'<text x="{x(t):.1f}" y="{bottom + 14}" text-anchor="middle" class="tick">{t:g}</text>')
-    out.append(f'<line x1="{x(1.0):.1f}" x2="{x(1.0):.1f}" y1="{_TOP}" y2="{bottom}" stroke="#000" '
-               'stroke-dasharray="4 3"/>')
+        out.append(
+            f'<line x1="{x(t):.1f}" x2="{x(t):.1f}" y1="{_TOP}" y2="{bottom}" stroke="#e4e4e4"/>'
+            f'<text x="{x(t):.1f}" y="{bottom + 14}" text-anchor="middle" class="tick">{t:g}</text>'
+        )
+    out.append(
+        f'<line x1="{x(1.0):.1f}" x2="{x(1.0):.1f}" y1="{_TOP}" y2="{bottom}" stroke="#000" stroke-dasharray="4 3"/>'
+    )
     for i, r in enumerate(rows):
         out.append(_interval_row(r, _TOP + _ROW * i + _ROW / 2, x))
-    out.append(f'<text x="{_LEFT + span / 2:.1f}" y="{bottom + 30}" text-anchor="middle" class="axis">{esc(axis)}</text>')
+    out.append(
+        f'<text x="{_LEFT + span / 2:.1f}" y="{bottom + 30}" text-anchor="middle" class="axis">{esc(axis)}</text>'
+    )
     return "\n".join(out + ["</svg>"])
 
 
 def _interval_row(r: Interval, y: float, x) -> str:
     colour = _STROKE.get(r.state, "#555")
-    parts = [f'<g class="row {esc(r.state)}" data-label="{esc(r.label)}"><title>{esc(r.label)}: {esc(r.note)}</title>',
-             f'<text x="{_LEFT - 8}" y="{y + 4:.1f}" text-anchor="end" fill="{colour}">{esc(r.label)}</text>']
+    parts = [
+        f'<g class="row {esc(r.state)}" data-label="{esc(r.label)}"><title>{esc(r.label)}: {esc(r.note)}</title>',
+        f'<text x="{_LEFT - 8}" y="{y + 4:.1f}" text-anchor="end" fill="{colour}">{esc(r.label)}</text>',
+    ]
     if r.threshold is not None:
         edge = _WIDTH - _RIGHT if r.worse_above else _LEFT
         left, right = sorted((x(r.threshold), edge))
-        parts.append(f'<rect x="{left:.1f}" y="{y - _ROW / 2 + 3:.1f}" width="{right - left:.1f}" height="{_ROW - 6}" '
-                     'fill="#d62728" fill-opacity="0.09"/>'
-                     f'<line x1="{x(r.threshold):.1f}" x2="{x(r.threshold):.1f}" y1="{y - _ROW / 2 + 3:.1f}" '
-                     f'y2="{y + _ROW / 2 - 3:.1f}" stroke="#000" stroke-width="2"/>')
+        parts.append(
+            f'<rect x="{left:.1f}" y="{y - _ROW / 2 + 3:.1f}" width="{right - left:.1f}" height="{_ROW - 6}" '
+            'fill="#d62728" fill-opacity="0.09"/>'
+            f'<line x1="{x(r.threshold):.1f}" x2="{x(r.threshold):.1f}" y1="{y - _ROW / 2 + 3:.1f}" '
+            f'y2="{y + _ROW / 2 - 3:.1f}" stroke="#000" stroke-width="2"/>'
+        )
     if r.low is not None and r.high is not None:
-        parts.append(f'<line x1="{x(r.low):.1f}" x2="{x(r.high):.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" '
-                     'stroke-width="6" stroke-linecap="round" stroke-opacity="0.55"/>')
+        parts.append(
+            f'<line x1="{x(r.low):.1f}" x2="{x(r.high):.1f}" y1="{y:.1f}" y2="{y:.1f}" stroke="{colour}" '
+            'stroke-width="6" stroke-linecap="round" stroke-opacity="0.55"/>'
+        )
     if r.point is not None:
         parts.append(f'<circle cx="{x(r.point):.1f}" cy="{y:.1f}" r="5" fill="{colour}" stroke="#fff"/>')
-    parts.append(f'<text x="{_WIDTH - _RIGHT + 10}" y="{y + 4:.1f}" fill="{colour}" class="note">{esc(r.note)}</text></g>')
+    parts.append(
+        f'<text x="{_WIDTH - _RIGHT + 10}" y="{y + 4:.1f}" fill="{colour}" class="note">{esc(r.note)}</text></g>'
+    )
     return "".join(parts)
 
 
@@ -256,7 +287,7 @@ def _ticks(lo: float, hi: float, most: int = 9) -> list[float]:
     if hi / lo >= 8:
         decades = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
         for mantissas in ((1.0,), (1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0)):
-            ticks = [m * 10.0 ** e for e in decades for m in mantissas if lo <= m * 10.0 ** e <= hi]
+            ticks = [m * 10.0**e for e in decades for m in mantissas if lo <= m * 10.0**e <= hi]
             if len(ticks) >= 3:
                 return ticks[:: max(1, math.ceil(len(ticks) / most))]
     power = 10.0 ** math.floor(math.log10(hi - lo))
@@ -273,8 +304,11 @@ def time_edges(end_s: float, max_bins: int = MAX_BINS) -> np.ndarray:
     raw = max(end_s, 1e-3) / max_bins
     power = 10.0 ** math.floor(math.log10(raw))
     width = next(n * power for n in (*_NICE, 10.0) if n * power >= raw)
-    return np.arange(0.0, math.ceil(end_s / width) * width + width / 2, width)[: max_bins + 1] if end_s > 0 \
+    return (
+        np.arange(0.0, math.ceil(end_s / width) * width + width / 2, width)[: max_bins + 1]
+        if end_s > 0
         else np.array([0.0, width])
+    )
 
 
 def per_second(times: np.ndarray, edges: np.ndarray) -> np.ndarray:
@@ -301,7 +335,9 @@ def binned_quantiles(times: np.ndarray, values: np.ndarray, edges: np.ndarray, q
     return out
 
 
-def peaks(times: np.ndarray, columns: Mapping[str, np.ndarray], edges: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def peaks(
+    times: np.ndarray, columns: Mapping[str, np.ndarray], edges: np.ndarray
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """``(x, columns)`` as they are when there are at most :data:`MAX_POINTS` times; else each column's
     largest value in each bin of ``edges`` (x: the bin starts; NaN where a bin has no finite value), so a
     spike is never averaged away."""

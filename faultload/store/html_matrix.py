@@ -32,20 +32,36 @@ def matrix_page(matrix: Mapping[str, Any]) -> str:
     rows = matrix["rows"]
     states = [_state(r) for r in rows]
     counts = {state: states.count(state) for state in WORDS}
-    title = (f"faultload matrix: profile {matrix['profile']}: "
-             + ("every row as expected" if matrix["ok"] else "NOT every row as expected"))
-    names = list(dict.fromkeys([n for r in rows for n in (r.get("invariants") or {})]
-                               + [n for r in rows for n in r.get("caught_by") or ()]))
-    grid = tally_grid(names, [(_row_anchor(r), _state(r), r.get("invariants") or {}, set(r.get("caught_by") or ()))
-                              for r in rows]) if names else '<p class="note">no row judged an invariant</p>'
+    title = f"faultload matrix: profile {matrix['profile']}: " + (
+        "every row as expected" if matrix["ok"] else "NOT every row as expected"
+    )
+    names = list(
+        dict.fromkeys(
+            [n for r in rows for n in (r.get("invariants") or {})] + [n for r in rows for n in r.get("caught_by") or ()]
+        )
+    )
+    grid = (
+        tally_grid(
+            names, [(_row_anchor(r), _state(r), r.get("invariants") or {}, set(r.get("caught_by") or ())) for r in rows]
+        )
+        if names
+        else '<p class="note">no row judged an invariant</p>'
+    )
     body = [
         f"<h1>{esc(title)}</h1>",
         f'<p class="summary">{counted(counts, WORDS) or "no row"}</p>',
-        facts([("profile", esc(matrix["profile"])), ("rows", esc(len(rows))),
-               ("wall", esc(f"{matrix['wall_s'] / 60:.1f} min in all")),
-               ("session per row", esc("the profile's" if matrix.get("session_s") is None
-                                       else f"{matrix['session_s']:g} s"))]
-              + ([("logs", local_link(matrix["logs"]))] if matrix.get("logs") else [])),
+        facts(
+            [
+                ("profile", esc(matrix["profile"])),
+                ("rows", esc(len(rows))),
+                ("wall", esc(f"{matrix['wall_s'] / 60:.1f} min in all")),
+                (
+                    "session per row",
+                    esc("the profile's" if matrix.get("session_s") is None else f"{matrix['session_s']:g} s"),
+                ),
+            ]
+            + ([("logs", local_link(matrix["logs"]))] if matrix.get("logs") else [])
+        ),
         "<h2>Rows</h2>",
         _rows_table(rows, matrix.get("logs")),
         "<h2>Invariants per row</h2>",
@@ -70,22 +86,32 @@ def _rows_table(rows: list[Mapping[str, Any]], logs: str | None) -> str:
     for r in rows:
         repro = "-"
         if r.get("repro_requests") is not None:
-            size = f"{r['repro_requests']} requests" + (f" + {r['repro_training_calls']} training calls"
-                                                        if r.get("repro_training_calls") else "")
+            size = f"{r['repro_requests']} requests" + (
+                f" + {r['repro_training_calls']} training calls" if r.get("repro_training_calls") else ""
+            )
             repro = local_link(r.get("repro_path"), size) if r.get("repro_path") else esc(size)
-        cells.append((_state(r), [
-            f'<span id="row-{esc(r["row"])}">{esc(r["row"])}</span>',
-            esc(r["target"] + switches_text(r.get("regress") or (), r.get("fixes") or ())),
-            esc(shown_expectation(dict(r))),
-            f'<span class="state" data-result="{esc(r["result"])}">{esc(shown_result(dict(r)))}</span>',
-            esc(", ".join(r.get("caught_by") or ()) or "-"),
-            esc(f"{r.get('judged_trials', 0)} (min {r.get('min_judged_trials', 1)})"),
-            repro, esc(f"{r['wall_s'] / 60:.1f} min"),
-            local_link(Path(logs) / f"{r['row']}.log", "log") if logs else "-",
-            esc(_detail(r)),
-        ]))
-    return table(("row", "build", "expected", "result", "caught by", "judged trials", "repro", "wall", "log",
-                  "detail"), cells, {5: "num", 7: "num", 9: "detail"})
+        cells.append(
+            (
+                _state(r),
+                [
+                    f'<span id="row-{esc(r["row"])}">{esc(r["row"])}</span>',
+                    esc(r["target"] + switches_text(r.get("regress") or (), r.get("fixes") or ())),
+                    esc(shown_expectation(dict(r))),
+                    f'<span class="state" data-result="{esc(r["result"])}">{esc(shown_result(dict(r)))}</span>',
+                    esc(", ".join(r.get("caught_by") or ()) or "-"),
+                    esc(f"{r.get('judged_trials', 0)} (min {r.get('min_judged_trials', 1)})"),
+                    repro,
+                    esc(f"{r['wall_s'] / 60:.1f} min"),
+                    local_link(Path(logs) / f"{r['row']}.log", "log") if logs else "-",
+                    esc(_detail(r)),
+                ],
+            )
+        )
+    return table(
+        ("row", "build", "expected", "result", "caught by", "judged trials", "repro", "wall", "log", "detail"),
+        cells,
+        {5: "num", 7: "num", 9: "detail"},
+    )
 
 
 def _detail(row: Mapping[str, Any]) -> str:

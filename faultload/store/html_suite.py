@@ -32,8 +32,13 @@ def suite_page(summary: Mapping[str, Any]) -> str:
     props = summary.get("properties") or []
     outcomes = [p.get("outcome", "unknown") for p in props]
     counts = {state: outcomes.count(state) for state in WORDS}
-    verdict = ("no property ran" if not props else f"{counts['failed'] + counts['error']} of {len(props)} failed"
-               if counts["failed"] + counts["error"] else "every property passed")
+    verdict = (
+        "no property ran"
+        if not props
+        else f"{counts['failed'] + counts['error']} of {len(props)} failed"
+        if counts["failed"] + counts["error"]
+        else "every property passed"
+    )
     build = summary["target"] + switches_text(summary.get("regress") or (), summary.get("fixes") or ())
     title = f"faultload suite: {build}: {verdict}"
     failed = [p for p in props if p.get("outcome") in ("failed", "error") or p.get("violated")]
@@ -59,16 +64,24 @@ def suite_page(summary: Mapping[str, Any]) -> str:
 
 
 def _facts(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
-    items = [("profile", esc(summary["profile"])),
-             ("target", esc(summary["target"] + switches_text(summary.get("regress") or (), summary.get("fixes") or ()))),
-             ("trials", esc(f"{summary['trials']} run, {summary.get('judged_trials', 0)} judged (a trial once per "
-                            f"property that judged it), stack started {summary.get('stack_starts', 0)}x")),
-             ("wall", esc(f"{summary['wall_s']:.0f} s"))]
+    items = [
+        ("profile", esc(summary["profile"])),
+        ("target", esc(summary["target"] + switches_text(summary.get("regress") or (), summary.get("fixes") or ()))),
+        (
+            "trials",
+            esc(
+                f"{summary['trials']} run, {summary.get('judged_trials', 0)} judged (a trial once per "
+                f"property that judged it), stack started {summary.get('stack_starts', 0)}x"
+            ),
+        ),
+        ("wall", esc(f"{summary['wall_s']:.0f} s")),
+    ]
     if summary.get("baseline"):
         items.insert(2, ("compared with", esc(summary["baseline"])))
     if summary.get("load_share") is not None:
-        items.append(("trial wall", esc(f"{summary['trial_wall_s']:.0f} s, {100 * summary['load_share']:.0f}% of it "
-                                        "load")))
+        items.append(
+            ("trial wall", esc(f"{summary['trial_wall_s']:.0f} s, {100 * summary['load_share']:.0f}% of it load"))
+        )
     return items
 
 
@@ -87,16 +100,32 @@ def _properties_table(props: list[Mapping[str, Any]]) -> str:
     rows = []
     for p in props:
         judged, unjudged, not_run = drawn(p)
-        name = (f'<a href="#failure-{esc(p["name"])}">{esc(p["name"])}</a>' if _failed(p) else esc(p["name"]))
-        rows.append((p.get("outcome", "unknown"), [
-            name, f'<span class="state">{esc(WORDS.get(p.get("outcome", "unknown"), p.get("outcome")))}</span>',
-            bar([("judged", judged, "judged"), ("unknown", unjudged, "all unknown"), ("skipped", not_run, "not run")]),
-            esc(f"{p.get('trials', 0)} / {p.get('cached', 0)}"), esc(p.get("failing_examples", "-")),
-            esc(", ".join(p.get("violated") or ()) or "-"),
-            esc("; ".join(([p["error"]] if p.get("error") else []) + list(p.get("unjudged") or ())) or "-"),
-        ]))
-    return table(("property", "outcome", "examples", "trials run / cached", "failing examples", "violated", "detail"),
-                 rows, {3: "num", 4: "num", 6: "detail"})
+        name = f'<a href="#failure-{esc(p["name"])}">{esc(p["name"])}</a>' if _failed(p) else esc(p["name"])
+        rows.append(
+            (
+                p.get("outcome", "unknown"),
+                [
+                    name,
+                    f'<span class="state">{esc(WORDS.get(p.get("outcome", "unknown"), p.get("outcome")))}</span>',
+                    bar(
+                        [
+                            ("judged", judged, "judged"),
+                            ("unknown", unjudged, "all unknown"),
+                            ("skipped", not_run, "not run"),
+                        ]
+                    ),
+                    esc(f"{p.get('trials', 0)} / {p.get('cached', 0)}"),
+                    esc(p.get("failing_examples", "-")),
+                    esc(", ".join(p.get("violated") or ()) or "-"),
+                    esc("; ".join(([p["error"]] if p.get("error") else []) + list(p.get("unjudged") or ())) or "-"),
+                ],
+            )
+        )
+    return table(
+        ("property", "outcome", "examples", "trials run / cached", "failing examples", "violated", "detail"),
+        rows,
+        {3: "num", 4: "num", 6: "detail"},
+    )
 
 
 def _failed(prop: Mapping[str, Any]) -> bool:
@@ -104,14 +133,26 @@ def _failed(prop: Mapping[str, Any]) -> bool:
 
 
 def _grid(summary: Mapping[str, Any], props: list[Mapping[str, Any]]) -> str:
-    names = list(dict.fromkeys([n for p in props for n in (p.get("invariants") or {})]
-                               + [n for p in props for n in p.get("violated") or ()]))
+    names = list(
+        dict.fromkeys(
+            [n for p in props for n in (p.get("invariants") or {})]
+            + [n for p in props for n in p.get("violated") or ()]
+        )
+    )
     if not names:
         return '<p class="note">no invariant asserted</p>'
-    rows = [(esc(p["name"]), p.get("outcome", "unknown"), p.get("invariants") or {}, set(p.get("violated") or ()))
-            for p in props]
-    rows.append(("<strong>session</strong>", "", summary.get("invariants") or {},
-                 {n for p in props for n in p.get("violated") or ()}))
+    rows = [
+        (esc(p["name"]), p.get("outcome", "unknown"), p.get("invariants") or {}, set(p.get("violated") or ()))
+        for p in props
+    ]
+    rows.append(
+        (
+            "<strong>session</strong>",
+            "",
+            summary.get("invariants") or {},
+            {n for p in props for n in p.get("violated") or ()},
+        )
+    )
     return tally_grid(names, rows, hit_word="violated")
 
 
@@ -125,17 +166,23 @@ def _failure(prop: Mapping[str, Any]) -> str:
     if prop.get("first_failure_requests") is not None:
         items.append(("shrunk", esc(_shrink_text(prop))))
     repro = prop.get("repro_path")
-    items += [("repro", local_link(repro) + (f" — replay: <code>faultload replay {esc(repro)}</code>" if repro else "")),
-              ("trial page", local_link(prop.get("html_path"))),
-              ("bundle", local_link(prop.get("bundle_path")) + (f" — check: <code>faultload check "
-                                                                f"{esc(prop['bundle_path'])}</code>"
-                                                                if prop.get("bundle_path") else ""))]
+    items += [
+        ("repro", local_link(repro) + (f" — replay: <code>faultload replay {esc(repro)}</code>" if repro else "")),
+        ("trial page", local_link(prop.get("html_path"))),
+        (
+            "bundle",
+            local_link(prop.get("bundle_path"))
+            + (f" — check: <code>faultload check {esc(prop['bundle_path'])}</code>" if prop.get("bundle_path") else ""),
+        ),
+    ]
     steps = prop.get("reduce_steps") or []
     parts = [f'<h3 id="failure-{esc(prop["name"])}">{esc(prop["name"])}</h3>', facts(items)]
     if steps:
-        parts += [f'<p class="note">Shrink path: {esc(" → ".join(str(n) for n in shrink_path(prop)))} requests. '
-                  "Each reduction tried, in order (kept: it still failed, and the next ones start from it):</p>",
-                  _steps_table(steps)]
+        parts += [
+            f'<p class="note">Shrink path: {esc(" → ".join(str(n) for n in shrink_path(prop)))} requests. '
+            "Each reduction tried, in order (kept: it still failed, and the next ones start from it):</p>",
+            _steps_table(steps),
+        ]
     return "\n".join(parts)
 
 
@@ -160,8 +207,17 @@ def _shrink_text(prop: Mapping[str, Any]) -> str:
 
 
 def _steps_table(steps: list[Mapping[str, Any]]) -> str:
-    rows = [("held" if s["still_fails"] else "skipped",
-             [esc(i), esc(s["step"]), esc(s["requests"]),
-              f'<span class="state">{"still fails: kept" if s["still_fails"] else "passed: not kept"}</span>',
-              esc(f"{s['seconds']:.1f}")]) for i, s in enumerate(steps, 1)]
+    rows = [
+        (
+            "held" if s["still_fails"] else "skipped",
+            [
+                esc(i),
+                esc(s["step"]),
+                esc(s["requests"]),
+                f'<span class="state">{"still fails: kept" if s["still_fails"] else "passed: not kept"}</span>',
+                esc(f"{s['seconds']:.1f}"),
+            ],
+        )
+        for i, s in enumerate(steps, 1)
+    ]
     return table(("#", "reduction", "requests", "result", "seconds"), rows, {0: "num", 2: "num", 4: "num"})

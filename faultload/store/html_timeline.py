@@ -25,9 +25,15 @@ from faultload.store.html import binned_quantiles, panel, peaks, per_second, ser
 # Fault windows by link (the PNG timeline's hues).
 FAULT_COLOURS = {"edge": "#d62728", "backend": "#ff7f0e", "router": "#9467bd", "server": "#8c564b"}
 ERROR_COLOURS = {
-    ErrorClass.CONNECT: "#9467bd", ErrorClass.RESET: "#d62728", ErrorClass.TIMEOUT: "#ff7f0e",
-    ErrorClass.HTTP_404: "#8c564b", ErrorClass.HTTP_4XX: "#e377c2", ErrorClass.HTTP_5XX: "#7f7f7f",
-    ErrorClass.SERVER_FAILED: "#bcbd22", ErrorClass.INTEGRITY: "#17becf", ErrorClass.DECODE: "#1f77b4",
+    ErrorClass.CONNECT: "#9467bd",
+    ErrorClass.RESET: "#d62728",
+    ErrorClass.TIMEOUT: "#ff7f0e",
+    ErrorClass.HTTP_404: "#8c564b",
+    ErrorClass.HTTP_4XX: "#e377c2",
+    ErrorClass.HTTP_5XX: "#7f7f7f",
+    ErrorClass.SERVER_FAILED: "#bcbd22",
+    ErrorClass.INTEGRITY: "#17becf",
+    ErrorClass.DECODE: "#1f77b4",
     ErrorClass.OTHER: "#333333",
 }
 # Results that were themselves errors: no failed HTTP status marks them in the attempt log.
@@ -45,18 +51,29 @@ def timeline(result: TrialResult, marks: Iterable[tuple[float, str]] = ()) -> di
     panels = [_latency(h, edges, x), _completions(h, edges, x), _errors(h, edges, x), _retries(h, edges, x)]
     if result.monitor is not None and result.monitor.samples["t"].size:
         panels += _monitor_panels(result.monitor, edges)
-    return {"end_s": float(edges[-1]), "bin_s": float(edges[1] - edges[0]), "panels": panels,
-            "faults": windows, "marks": marks}
+    return {
+        "end_s": float(edges[-1]),
+        "bin_s": float(edges[1] - edges[0]),
+        "panels": panels,
+        "faults": windows,
+        "marks": marks,
+    }
 
 
 def fault_windows(result: TrialResult) -> list[dict[str, Any]]:
     """Each fault that took effect, from its apply to its heal (``end`` None: never healed)."""
     if result.fault_log is None:
         return []
-    return [{"start": round(float(r.applied_at_s), 3),
-             "end": None if r.healed_at_s is None else round(float(r.healed_at_s), 3),
-             "label": r.fault.to_spec(), "color": FAULT_COLOURS.get(r.fault.link, "#d62728")}
-            for r in result.fault_log.records if r.applied and r.applied_at_s is not None]
+    return [
+        {
+            "start": round(float(r.applied_at_s), 3),
+            "end": None if r.healed_at_s is None else round(float(r.healed_at_s), 3),
+            "label": r.fault.to_spec(),
+            "color": FAULT_COLOURS.get(r.fault.link, "#d62728"),
+        }
+        for r in result.fault_log.records
+        if r.applied and r.applied_at_s is not None
+    ]
 
 
 def error_times(history: History) -> dict[ErrorClass, np.ndarray]:
@@ -100,7 +117,11 @@ def retry_times(history: History) -> dict[str, np.ndarray]:
 def _end_s(result: TrialResult, more: list[float]) -> float:
     """The last second the timeline shows: the load, the last event recorded, sample or probe."""
     h, mon = result.history, result.monitor
-    times = [result.load_s, *more, *(float(np.nanmax(c)) for c in (h["done"], h["submit_start"]) if np.isfinite(c).any())]
+    times = [
+        result.load_s,
+        *more,
+        *(float(np.nanmax(c)) for c in (h["done"], h["submit_start"]) if np.isfinite(c).any()),
+    ]
     if mon is not None:
         times += [float(t.max()) for t in (mon.samples["t"], mon.healthz_t) if t.size]
     return max([t for t in times if math.isfinite(t)] + [1e-3])
@@ -110,36 +131,66 @@ def _latency(h: History, edges: np.ndarray, x: list) -> dict[str, Any]:
     ok = (h["outcome"] == Outcome.OK) & np.isfinite(h["done"])
     done = h["done"][ok]
     q = binned_quantiles(done, done - h["submit_start"][ok], edges, (0.5, 0.99)) * 1000
-    return panel("latency", "e2e latency of OK requests, by completion time", "ms (log)", x,
-                 [series("p50", q[0], "#1f77b4"), series("p99", q[1], "#d62728")], log=True)
+    return panel(
+        "latency",
+        "e2e latency of OK requests, by completion time",
+        "ms (log)",
+        x,
+        [series("p50", q[0], "#1f77b4"), series("p99", q[1], "#d62728")],
+        log=True,
+    )
 
 
 def _completions(h: History, edges: np.ndarray, x: list) -> dict[str, Any]:
     outcome = h["outcome"]
     failed = (outcome != Outcome.OK) & (outcome != Outcome.PENDING)
     when = np.where(np.isfinite(h["done"]), h["done"], h["submit_end"])  # a rejected submit has no done
-    return panel("completions", "requests completed per second", "per s", x, [
-        series("OK", per_second(h["done"][outcome == Outcome.OK], edges), "#2ca02c", "step", 1),
-        series("ended not OK", per_second(when[failed], edges), "#d62728", "step", 1)])
+    return panel(
+        "completions",
+        "requests completed per second",
+        "per s",
+        x,
+        [
+            series("OK", per_second(h["done"][outcome == Outcome.OK], edges), "#2ca02c", "step", 1),
+            series("ended not OK", per_second(when[failed], edges), "#d62728", "step", 1),
+        ],
+    )
 
 
 def _errors(h: History, edges: np.ndarray, x: list) -> dict[str, Any]:
     found = error_times(h)
     shown = [series(cls.key, per_second(t, edges), ERROR_COLOURS[cls], "step", 1) for cls, t in found.items()]
     source = "failed attempts and error results" if h.attempts["row"].size else "requests' last error (no attempt log)"
-    return panel("errors", f"errors per second by class ({source})", "per s", x,
-                 shown or [series("none", np.zeros(len(x)), "#2ca02c", "step", 0)])
+    return panel(
+        "errors",
+        f"errors per second by class ({source})",
+        "per s",
+        x,
+        shown or [series("none", np.zeros(len(x)), "#2ca02c", "step", 0)],
+    )
 
 
 def _retries(h: History, edges: np.ndarray, x: list) -> dict[str, Any]:
     if h.attempts["row"].size == 0:
         nothing = np.full(len(x), np.nan)
-        return panel("retries", "retries per second (no attempt log: not known)", "per s", x,
-                     [series("submits again", nothing, "#ff7f0e")])
+        return panel(
+            "retries",
+            "retries per second (no attempt log: not known)",
+            "per s",
+            x,
+            [series("submits again", nothing, "#ff7f0e")],
+        )
     again = retry_times(h)
-    return panel("retries", "retries per second: submits sent again, polls after a request's first", "per s", x, [
-        series("submits again", per_second(again["submit"], edges), "#ff7f0e", "step", 1),
-        series("polls again", per_second(again["poll"], edges), "#7f7f7f", "step", 1)])
+    return panel(
+        "retries",
+        "retries per second: submits sent again, polls after a request's first",
+        "per s",
+        x,
+        [
+            series("submits again", per_second(again["submit"], edges), "#ff7f0e", "step", 1),
+            series("polls again", per_second(again["poll"], edges), "#7f7f7f", "step", 1),
+        ],
+    )
 
 
 def _measured(column: np.ndarray) -> np.ndarray:
@@ -159,15 +210,27 @@ def _monitor_panels(mon: MonitorSamples, edges: np.ndarray) -> list[dict[str, An
         fds.append(series("engine", cols["engine_fds"], "#9467bd", decimals=0))
     ok = mon.healthz_ok.astype(bool)
     latency_ms = mon.healthz_latency_s * 1000
-    ht, probes = peaks(mon.healthz_t, {"ok": np.where(ok, latency_ms, np.nan),
-                                       "failed": np.where(~ok, latency_ms, np.nan)}, edges)
+    ht, probes = peaks(
+        mon.healthz_t, {"ok": np.where(ok, latency_ms, np.nan), "failed": np.where(~ok, latency_ms, np.nan)}, edges
+    )
     return [
-        panel("in_flight", "requests in flight", "requests", x, [
-            series("router", cols["router_in_flight"], "#1f77b4", decimals=0),
-            series("client outstanding", cols["client_in_flight"], "#7f7f7f", decimals=0, dash=True)]),
+        panel(
+            "in_flight",
+            "requests in flight",
+            "requests",
+            x,
+            [
+                series("router", cols["router_in_flight"], "#1f77b4", decimals=0),
+                series("client outstanding", cols["client_in_flight"], "#7f7f7f", decimals=0, dash=True),
+            ],
+        ),
         panel("fds", f"server open fds{limit}", "fds", x, fds),
         panel("rss", "server RSS", "MiB", x, [series("server", cols["rss"] / 2**20, "#17becf", decimals=1)]),
-        panel("healthz", f"/healthz latency ({mon.healthz_failures} of {mon.healthz_t.size} probes failed)", "ms",
-              values(ht, 3), [series("ok", probes["ok"], "#bcbd22", "points"),
-                              series("failed", probes["failed"], "#d62728", "points")]),
+        panel(
+            "healthz",
+            f"/healthz latency ({mon.healthz_failures} of {mon.healthz_t.size} probes failed)",
+            "ms",
+            values(ht, 3),
+            [series("ok", probes["ok"], "#bcbd22", "points"), series("failed", probes["failed"], "#d62728", "points")],
+        ),
     ]

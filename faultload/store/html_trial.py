@@ -48,8 +48,9 @@ def write_trial_html(result: TrialResult, verdicts: Sequence[Verdict] | None, pa
     return write_page(trial_page(result, verdicts), path)
 
 
-def trial_page(result: TrialResult, verdicts: Sequence[Verdict] | None,
-               chart_html: Callable[[dict[str, Any]], str] | None = None) -> str:
+def trial_page(
+    result: TrialResult, verdicts: Sequence[Verdict] | None, chart_html: Callable[[dict[str, Any]], str] | None = None
+) -> str:
     """The page, as text (``verdicts`` None: the trial was not judged). ``chart_html``: another rendering of
     the timeline's spec (``bench/html_report.py`` draws it with matplotlib), and then the page has no script."""
     report = build_report(result, list(verdicts) if verdicts is not None else None)
@@ -57,14 +58,22 @@ def trial_page(result: TrialResult, verdicts: Sequence[Verdict] | None,
     marks = [(r.seen_s, _mark_label(result, r)) for r in rows if r.seen_s is not None]
     spec = timeline(result, marks)
     title, summary = _summary(result.config, rows, verdicts is not None)
-    body = "\n".join([
-        f"<h1>{esc(title)}</h1>", summary, facts(_facts(result, report)),
-        "<h2>Timeline</h2>", _timeline_note(spec, rows, chart_html is None), (chart_html or charts)(spec),
-        "<h2>Faults</h2>", _faults_table(report["faults"]["applied"]),
-        "<h2>Invariants</h2>", _verdict_table(rows),
-        f'<p class="note">faultload {esc(installed_version())}; {len(result.history)} requests recorded, '
-        f'binned by {spec["bin_s"]:g} s.</p>',
-    ])
+    body = "\n".join(
+        [
+            f"<h1>{esc(title)}</h1>",
+            summary,
+            facts(_facts(result, report)),
+            "<h2>Timeline</h2>",
+            _timeline_note(spec, rows, chart_html is None),
+            (chart_html or charts)(spec),
+            "<h2>Faults</h2>",
+            _faults_table(report["faults"]["applied"]),
+            "<h2>Invariants</h2>",
+            _verdict_table(rows),
+            f'<p class="note">faultload {esc(installed_version())}; {len(result.history)} requests recorded, '
+            f"binned by {spec['bin_s']:g} s.</p>",
+        ]
+    )
     return page(title, body, charts=chart_html is None)
 
 
@@ -93,8 +102,9 @@ def _mark_label(result: TrialResult, row: Row) -> str:
 def _summary(config: TrialConfig, rows: list[Row], judged: bool) -> tuple[str, str]:
     """The page's title and the verdicts in sum (each violation linked to its row)."""
     counts = {state: sum(r.state == state for r in rows) for state in WORDS}
-    overall = ("not judged" if not judged else "VIOLATED" if counts["violated"]
-               else "unknown" if counts["unknown"] else "held")
+    overall = (
+        "not judged" if not judged else "VIOLATED" if counts["violated"] else "unknown" if counts["unknown"] else "held"
+    )
     title = f"faultload trial: {config.target}: {overall}"
     spans = counted(counts, WORDS)
     violated = [f'<a href="#inv-{esc(r.name)}">{esc(r.name)}</a>' for r in rows if r.state == "violated"]
@@ -110,19 +120,41 @@ def _facts(result: TrialResult, report: dict[str, Any]) -> list[tuple[str, str]]
         ("target", f"{esc(config.target)} (version {esc(report['target']['version'])})"),
         ("switches", esc(switches)),
         ("shape", esc(_shape_text(config))),
-        ("router", esc(f"{router.mode}: " + (f"waves of {router.barrier or 'all'}" if router.mode == "barrier" else
-                                              f"{router.max_num_seqs} at once, {router.gen_seconds:g} s each"
-                                              if router.mode == "latency" else "answers at once"))),
+        (
+            "router",
+            esc(
+                f"{router.mode}: "
+                + (
+                    f"waves of {router.barrier or 'all'}"
+                    if router.mode == "barrier"
+                    else f"{router.max_num_seqs} at once, {router.gen_seconds:g} s each"
+                    if router.mode == "latency"
+                    else "answers at once"
+                )
+            ),
+        ),
         ("faults", esc(", ".join(f.to_spec() for f in config.faults.faults) or "none")),
-        ("requests", esc(f"{report['requested']}: {report['completed']} completed, {report['failed']} failed, "
-                         f"{report['not_finished']} not finished")),
+        (
+            "requests",
+            esc(
+                f"{report['requested']}: {report['completed']} completed, {report['failed']} failed, "
+                f"{report['not_finished']} not finished"
+            ),
+        ),
         ("load", esc(f"{report['throughput_per_s']:.0f}/s over {result.load_s:.1f} s ({result.wall_s:.1f} s wall)")),
         ("e2e latency", esc(" ".join(f"{k} {_ms(lat.get(k))}" for k in ("p50", "p90", "p99", "max")))),
     ]
     if result.verdict is not None:
         items.append(("collapse", esc(result.verdict.line())))
-    notes = [name for name, on in (("interrupted", result.interrupted), ("stopped early", result.stopped_early),
-                                   ("cut off at the wall bound", result.cut_off)) if on]
+    notes = [
+        name
+        for name, on in (
+            ("interrupted", result.interrupted),
+            ("stopped early", result.stopped_early),
+            ("cut off at the wall bound", result.cut_off),
+        )
+        if on
+    ]
     if notes or result.error:
         items.append(("ended", esc("; ".join(notes + ([f"error: {result.error}"] if result.error else [])))))
     return items
@@ -130,11 +162,15 @@ def _facts(result: TrialResult, report: dict[str, Any]) -> list[tuple[str, str]]
 
 def _shape_text(config: TrialConfig) -> str:
     s = config.shape
-    parts = [f"{s.requests} requests of {s.num_samples}x{s.result_tokens} tokens",
-             f"{s.workers} worker{'s' if s.workers != 1 else ''}",
-             f"{s.client} client ({s.accept})", f"max outstanding {s.max_outstanding or 'none'}",
-             f"arrival {s.arrival}" + (f" over {s.arrival_span_s:g} s" if s.arrival_span_s else ""),
-             f"time scale {s.time_scale:g}", f"seed {s.seed}"]
+    parts = [
+        f"{s.requests} requests of {s.num_samples}x{s.result_tokens} tokens",
+        f"{s.workers} worker{'s' if s.workers != 1 else ''}",
+        f"{s.client} client ({s.accept})",
+        f"max outstanding {s.max_outstanding or 'none'}",
+        f"arrival {s.arrival}" + (f" over {s.arrival_span_s:g} s" if s.arrival_span_s else ""),
+        f"time scale {s.time_scale:g}",
+        f"seed {s.seed}",
+    ]
     for name, polls in (("delay polls", s.delay_polls), ("abandon polls", s.abandon_polls)):
         if polls.fraction:
             parts.append(f"{name} {polls.fraction:g}@{polls.after_s:g}")
@@ -154,7 +190,7 @@ def _timeline_note(spec: dict[str, Any], rows: list[Row], interactive: bool) -> 
         text += " Red line: where a violation was first seen."
     unplaced = [r.name for r in rows if r.state == "violated" and r.seen_s is None]
     if unplaced:
-        text += (f" Not placed in time (the verdict carries no time; see its detail): {', '.join(unplaced)}.")
+        text += f" Not placed in time (the verdict carries no time; see its detail): {', '.join(unplaced)}."
     if interactive:
         text += " Drag across a chart to zoom, double-click to zoom out; the cursor reads every chart at once."
     return f'<p class="note">{esc(text)}</p>'
@@ -166,8 +202,17 @@ def _faults_table(applied: list[dict[str, Any]]) -> str:
     rows = []
     for f in applied:
         swatch = f'<span class="swatch" style="background:{FAULT_COLOURS.get(f["fault"]["link"], "#d62728")}"></span>'
-        rows.append(("fault", [swatch + esc(f["spec"]), esc(_window_text(f)),
-                               esc(f.get("requests_with_errors", "-")), esc(f.get("retries_caused", "-"))]))
+        rows.append(
+            (
+                "fault",
+                [
+                    swatch + esc(f["spec"]),
+                    esc(_window_text(f)),
+                    esc(f.get("requests_with_errors", "-")),
+                    esc(f.get("retries_caused", "-")),
+                ],
+            )
+        )
     return table(("fault", "in force (trial s)", "requests hit", "retries caused"), rows, {2: "num", 3: "num"})
 
 
@@ -188,15 +233,29 @@ def _verdict_table(rows: list[Row]) -> str:
     cells = []
     for r in rows:
         v = r.verdict
-        detail = v.detail if v is not None else (
-            "not judged: the trial ran no training mix" if r.name in _TRAINING else "not judged in this trial")
-        cells.append((r.state, [f'<span id="inv-{esc(r.name)}">{esc(r.name)}</span>',
-                                f'<span class="state">{esc(WORDS[r.state])}</span>',
-                                _number(v.figure if v else None), _number(v.budget if v else None),
-                                esc(f"t={r.seen_s:.2f} s" if r.seen_s is not None else "-"),
-                                esc(detail)]))
-    return table(("invariant", "verdict", "figure", "budget", "first seen", "detail"), cells,
-                 {2: "num", 3: "num", 4: "num", 5: "detail"})
+        detail = (
+            v.detail
+            if v is not None
+            else ("not judged: the trial ran no training mix" if r.name in _TRAINING else "not judged in this trial")
+        )
+        cells.append(
+            (
+                r.state,
+                [
+                    f'<span id="inv-{esc(r.name)}">{esc(r.name)}</span>',
+                    f'<span class="state">{esc(WORDS[r.state])}</span>',
+                    _number(v.figure if v else None),
+                    _number(v.budget if v else None),
+                    esc(f"t={r.seen_s:.2f} s" if r.seen_s is not None else "-"),
+                    esc(detail),
+                ],
+            )
+        )
+    return table(
+        ("invariant", "verdict", "figure", "budget", "first seen", "detail"),
+        cells,
+        {2: "num", 3: "num", 4: "num", 5: "detail"},
+    )
 
 
 def _number(value: float | int | None) -> str:

@@ -63,8 +63,9 @@ def write_junit(suites: Sequence[Suite], path: str | Path) -> Path:
     root = ET.Element("testsuites")
     for suite in suites:
         root.append(_suite_element(suite))
-    _tally(root, [case for suite in suites for case in suite.cases],
-           sum(s.time_s for s in suites if s.time_s is not None))
+    _tally(
+        root, [case for suite in suites for case in suite.cases], sum(s.time_s for s in suites if s.time_s is not None)
+    )
     ET.indent(root)
     text = ET.tostring(root, encoding="us-ascii").decode("ascii")
     path = Path(path)
@@ -112,10 +113,13 @@ def trial_suite(report: Mapping[str, Any], command: str = "run") -> Suite:
         outcome, unsaid = _VERDICT_OUTCOMES[verdict["ok"]]
         cases.append(Case(classname, verdict["name"], outcome, "" if verdict["ok"] else verdict["detail"] or unsaid))
     config, target = report.get("config") or {}, report.get("target") or {}
-    properties = {"target": target.get("spec", config.get("target", "")),
-                  "target_version": target.get("version") or "unknown",
-                  "regress": ",".join(config.get("regress") or ()), "fixes": ",".join(config.get("fixes") or ()),
-                  "requests": report.get("requested", "")}
+    properties = {
+        "target": target.get("spec", config.get("target", "")),
+        "target_version": target.get("version") or "unknown",
+        "regress": ",".join(config.get("regress") or ()),
+        "fixes": ",".join(config.get("fixes") or ()),
+        "requests": report.get("requested", ""),
+    }
     return Suite(classname, cases, properties, report.get("wall_s"))
 
 
@@ -129,9 +133,14 @@ def _trial_case(report: Mapping[str, Any], classname: str) -> Case:
         return Case(classname, "trial", "error", "interrupted: the load was stopped before it finished", wall_s)
     requested, completed = report.get("requested", 0), report.get("completed", 0)
     if completed < requested:
-        return Case(classname, "trial", "failure",
-                    f"{completed} of {requested} requests completed ({report.get('failed', 0)} failed, "
-                    f"{report.get('not_finished', 0)} not finished)", wall_s)
+        return Case(
+            classname,
+            "trial",
+            "failure",
+            f"{completed} of {requested} requests completed ({report.get('failed', 0)} failed, "
+            f"{report.get('not_finished', 0)} not finished)",
+            wall_s,
+        )
     return Case(classname, "trial", time_s=wall_s)
 
 
@@ -151,8 +160,12 @@ def matrix_suite(result: Mapping[str, Any]) -> Suite:
         for name, state, note in _row_invariants(row):
             cases.append(Case(classname, name, *_invariant_outcome(row, name, state, note)))
     session_s = result.get("session_s")
-    properties = {"schema": result.get("schema", ""), "profile": result.get("profile", ""),
-                  "session_s": "the profile's" if session_s is None else session_s, "logs": result.get("logs", "")}
+    properties = {
+        "schema": result.get("schema", ""),
+        "profile": result.get("profile", ""),
+        "session_s": "the profile's" if session_s is None else session_s,
+        "logs": result.get("logs", ""),
+    }
     return Suite("faultload.matrix", cases, properties, result.get("wall_s"))
 
 
@@ -181,8 +194,13 @@ def _row_invariants(row: Mapping[str, Any]) -> list[tuple[str, str, str]]:
         elif tally and tally["judged"] > 0:
             out.append((name, "held", f"held in {tally['judged']} judged trials"))
         elif tally:
-            out.append((name, "unjudged", f"not judged: 0 judged, {tally['unknown']} unknown, "
-                                          f"{tally['skipped']} skipped trials"))
+            out.append(
+                (
+                    name,
+                    "unjudged",
+                    f"not judged: 0 judged, {tally['unknown']} unknown, {tally['skipped']} skipped trials",
+                )
+            )
         else:
             out.append((name, "unjudged", "not judged: no trial of the row judged it"))
     return out
@@ -194,8 +212,11 @@ def _metric_state(metric: Mapping[str, Any]) -> tuple[str, str, str]:
     if ratio is None:
         return metric["name"], "unjudged", "not judged: a side did not measure it"
     ratio = ratio if isinstance(ratio, str) else f"{ratio:.3f}"
-    return (metric["name"], "violated" if metric["worse"] else "held",
-            f"ratio {ratio}, interval {metric['ci']}, threshold {metric['threshold']}")
+    return (
+        metric["name"],
+        "violated" if metric["worse"] else "held",
+        f"ratio {ratio}, interval {metric['ci']}, threshold {metric['threshold']}",
+    )
 
 
 def _invariant_outcome(row: Mapping[str, Any], name: str, state: str, note: str) -> tuple[str, str]:

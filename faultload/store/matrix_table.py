@@ -26,8 +26,13 @@ def markdown_table(matrix: dict[str, Any]) -> str:
         )
     names = list(dict.fromkeys(n for r in matrix["rows"] for n in (r.get("invariants") or {})))
     if names:
-        lines += ["", "Trials per invariant, judged / unknown / skipped (**0 judged**: the row did not judge it):", "",
-                  "| row | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        lines += [
+            "",
+            "Trials per invariant, judged / unknown / skipped (**0 judged**: the row did not judge it):",
+            "",
+            "| row | " + " | ".join(names) + " |",
+            "|---|" + "---|" * len(names),
+        ]
         for r in matrix["rows"]:
             cells = []
             for n in names:
@@ -38,8 +43,9 @@ def markdown_table(matrix: dict[str, Any]) -> str:
                 judged = f"**{t['judged']}**" if t["judged"] == 0 else str(t["judged"])
                 cells.append(f"{judged} / {t['unknown']} / {t['skipped']}")
             lines.append(f"| {r['row']} | " + " | ".join(cells) + " |")
-        unjudged = [(r["row"], n) for r in matrix["rows"] for n, t in (r.get("invariants") or {}).items()
-                    if t["judged"] == 0]
+        unjudged = [
+            (r["row"], n) for r in matrix["rows"] for n, t in (r.get("invariants") or {}).items() if t["judged"] == 0
+        ]
         if unjudged:
             lines += ["", "Not judged: " + "; ".join(f"{row}: {n}" for row, n in unjudged) + "."]
     return "\n".join(lines) + "\n"

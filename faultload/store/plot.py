@@ -55,7 +55,9 @@ def pyplot():
 
 def _draw_training(axes, training, mon, bin_s: float, t_bins: np.ndarray) -> None:
     """The training path beside sampling's: its calls completed per second, the engine's fds and both CPUs."""
-    done = training["done"][np.isin(training["op"], (1, 2)) & np.isfinite(training["done"])]  # forward_backward, optim_step
+    done = training["done"][
+        np.isin(training["op"], (1, 2)) & np.isfinite(training["done"])
+    ]  # forward_backward, optim_step
     edges = np.append(t_bins, t_bins[-1] + bin_s) if t_bins.size else np.array([0.0, bin_s])
     counts, _ = np.histogram(done, bins=edges)
     axes[0].step(edges[:-1], counts / bin_s, where="post", color="tab:purple", label="training calls")
@@ -75,6 +77,51 @@ def _draw_training(axes, training, mon, bin_s: float, t_bins: np.ndarray) -> Non
     axes[5].legend(loc="upper right", fontsize=8)
 
 
+def _draw_server(axes, mon) -> None:
+    """The monitor's panels: requests in flight at the router and the client, the server's fds (with its soft
+    limit once they near it), its RSS, and /healthz latency with the failed probes marked."""
+    s = mon.samples
+    t = s["t"]
+    valid = s["router_in_flight"] >= 0
+    axes[1].plot(t[valid], s["router_in_flight"][valid], label="router in flight", color="tab:blue")
+    valid = s["client_in_flight"] >= 0
+    axes[1].plot(t[valid], s["client_in_flight"][valid], label="client outstanding", color="tab:gray", alpha=0.7)
+    axes[1].legend(loc="upper right", fontsize=8)
+    valid = s["fds"] >= 0
+    axes[2].plot(t[valid], s["fds"][valid], color="tab:brown")
+    if mon.fd_limit and fds_peak(s) > 0.25 * mon.fd_limit[0]:
+        axes[2].axhline(
+            mon.fd_limit[0], color="black", linestyle="--", linewidth=0.8, label=f"soft limit {mon.fd_limit[0]}"
+        )
+        axes[2].legend(loc="upper right", fontsize=8)
+    valid = s["rss"] >= 0
+    axes[3].plot(t[valid], s["rss"][valid] / 2**20, color="tab:cyan")
+    ok = mon.healthz_ok
+    axes[4].plot(mon.healthz_t[ok], mon.healthz_latency_s[ok] * 1000, ".", markersize=3, color="tab:olive", label="ok")
+    if (~ok).any():
+        axes[4].plot(mon.healthz_t[~ok], mon.healthz_latency_s[~ok] * 1000, "x", color="tab:red", label="failed")
+    axes[4].legend(loc="upper right", fontsize=8)
+
+
+def _mark_faults_and_collapse(axes, result: TrialResult) -> None:
+    """Each applied fault's window shaded in every panel and named in the first; the collapse, when the watchdog
+    saw one, as a red line across them all."""
+    if result.fault_log is not None:
+        for record in result.fault_log.records:
+            if record.applied_at_s is None:
+                continue
+            end = record.removed_at_s if record.removed_at_s is not None else result.load_s
+            colour = _FAULT_COLOURS.get(record.fault.link, "tab:red")
+            for ax in axes:
+                ax.axvspan(record.applied_at_s, end, color=colour, alpha=0.12)
+            axes[0].text(
+                record.applied_at_s, 0, record.fault.to_spec(), fontsize=7, rotation=90, va="bottom", color=colour
+            )
+    if result.verdict is not None:
+        for ax in axes:
+            ax.axvline(result.verdict.at_s, color="red", linewidth=1.0)
+
+
 def write_timeline(result: TrialResult, path: str | Path, title: str | None = None) -> Path:
     """Draw ``result``'s timeline to ``path`` (PNG) and return the path; PlotUnavailable without matplotlib."""
     plt = pyplot()
@@ -91,42 +138,13 @@ def write_timeline(result: TrialResult, path: str | Path, title: str | None = No
     if training is not None:
         _draw_training(axes, training, mon, bin_s, t_bins)
     if mon is not None and mon.samples["t"].size:
-        s = mon.samples
-        t = s["t"]
-        valid = s["router_in_flight"] >= 0
-        axes[1].plot(t[valid], s["router_in_flight"][valid], label="router in flight", color="tab:blue")
-        valid = s["client_in_flight"] >= 0
-        axes[1].plot(t[valid], s["client_in_flight"][valid], label="client outstanding", color="tab:gray", alpha=0.7)
-        axes[1].legend(loc="upper right", fontsize=8)
-        valid = s["fds"] >= 0
-        axes[2].plot(t[valid], s["fds"][valid], color="tab:brown")
-        if mon.fd_limit and fds_peak(s) > 0.25 * mon.fd_limit[0]:
-            axes[2].axhline(mon.fd_limit[0], color="black", linestyle="--", linewidth=0.8, label=f"soft limit {mon.fd_limit[0]}")
-            axes[2].legend(loc="upper right", fontsize=8)
-        valid = s["rss"] >= 0
-        axes[3].plot(t[valid], s["rss"][valid] / 2**20, color="tab:cyan")
-        ok = mon.healthz_ok
-        axes[4].plot(mon.healthz_t[ok], mon.healthz_latency_s[ok] * 1000, ".", markersize=3, color="tab:olive", label="ok")
-        if (~ok).any():
-            axes[4].plot(mon.healthz_t[~ok], mon.healthz_latency_s[~ok] * 1000, "x", color="tab:red", label="failed")
-        axes[4].legend(loc="upper right", fontsize=8)
+        _draw_server(axes, mon)
     axes[1].set_ylabel("in flight")
     axes[2].set_ylabel("server fds")
     axes[3].set_ylabel("server RSS (MiB)")
     axes[4].set_ylabel("/healthz (ms)")
     axes[-1].set_xlabel("trial time (s)")
-    if result.fault_log is not None:
-        for record in result.fault_log.records:
-            if record.applied_at_s is None:
-                continue
-            end = record.removed_at_s if record.removed_at_s is not None else result.load_s
-            colour = _FAULT_COLOURS.get(record.fault.link, "tab:red")
-            for ax in axes:
-                ax.axvspan(record.applied_at_s, end, color=colour, alpha=0.12)
-            axes[0].text(record.applied_at_s, 0, record.fault.to_spec(), fontsize=7, rotation=90, va="bottom", color=colour)
-    if result.verdict is not None:
-        for ax in axes:
-            ax.axvline(result.verdict.at_s, color="red", linewidth=1.0)
+    _mark_faults_and_collapse(axes, result)
     cfg = result.config
     fig.suptitle(title or f"{cfg.target}: {cfg.shape.requests} requests, {cfg.router.mode} router", fontsize=11)
     for ax in axes:

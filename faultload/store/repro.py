@@ -82,7 +82,12 @@ def figures_of(verdicts) -> dict[str, Any]:
 
 
 def build_repro(
-    config, verdicts, figures: Mapping[str, Any], budgets: Budgets, *, checked: tuple[str, ...] = (),
+    config,
+    verdicts,
+    figures: Mapping[str, Any],
+    budgets: Budgets,
+    *,
+    checked: tuple[str, ...] = (),
     found_by: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     failing = [v.to_dict() for v in verdicts if v.ok is False]
@@ -148,8 +153,10 @@ def load_repro(path: Path | str) -> tuple[dict[str, Any], Any, Budgets]:
     try:
         data = json.loads(Path(path).read_text())
     except FileNotFoundError:
-        raise ValueError(f"{path}: no such file (nor a property with a repro in the workspace, nor a finding "
-                         f"repro faultload ships: {', '.join(finding_repro_names())})") from None
+        raise ValueError(
+            f"{path}: no such file (nor a property with a repro in the workspace, nor a finding "
+            f"repro faultload ships: {', '.join(finding_repro_names())})"
+        ) from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:
@@ -158,11 +165,15 @@ def load_repro(path: Path | str) -> tuple[dict[str, Any], Any, Budgets]:
         raise ValueError(f"{path}: not a faultload repro (no 'config')")
     version = data.get("repro_version")
     if version not in (REPRO_VERSION, COMPARE_REPRO_VERSION):
-        raise ValueError(f"{path}: repro_version {version!r}; this faultload reads {REPRO_VERSION} "
-                         f"and {COMPARE_REPRO_VERSION}")
+        raise ValueError(
+            f"{path}: repro_version {version!r}; this faultload reads {REPRO_VERSION} and {COMPARE_REPRO_VERSION}"
+        )
     if (version == COMPARE_REPRO_VERSION) != isinstance(data.get("compare"), dict):
-        raise ValueError(f"{path}: repro_version {version} " + ("needs" if version == COMPARE_REPRO_VERSION
-                                                              else "has") + " a 'compare' block")
+        raise ValueError(
+            f"{path}: repro_version {version} "
+            + ("needs" if version == COMPARE_REPRO_VERSION else "has")
+            + " a 'compare' block"
+        )
     config = config_from_dict(data["config"])
     budgets = Budgets.from_mapping(data.get("budgets") or {}, f"{path} budgets")
     config.validate()
@@ -182,8 +193,49 @@ def _figure_line(name: str, old: Mapping[str, Any] | None, new: Mapping[str, Any
     return f"  {name:<22} original {fmt(old)}  |  replay {fmt(new)}"
 
 
-def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.stdout, *,
-           target: str | None = None, fixes: tuple[str, ...] = (), html: str | None = None) -> ReplayStatus:
+def _on_build(config, target: str | None, fixes: tuple[str, ...]):
+    """``config`` on another build (``target``) or with candidate ``fixes`` added, to prove a fix; ValueError when
+    they do not apply to it."""
+    config = dataclasses.replace(
+        config, target=target or config.target, fixes=tuple(dict.fromkeys(config.fixes + tuple(fixes)))
+    )
+    config.validate()
+    return config
+
+
+def _replay_status(failing_now: list[str], error: str | None) -> ReplayStatus:
+    """A violation now reproduces the failure, whatever else went wrong; with none, a harness error leaves the
+    server unjudged; else the failure did not come back."""
+    if failing_now:
+        return ReplayStatus.REPRODUCED
+    return ReplayStatus.HARNESS_ERROR if error else ReplayStatus.NOT_REPRODUCED
+
+
+def _status_line(outcome: ReplayStatus, failing_now: list[str], error: str | None) -> str:
+    """The replay's verdict line: what fails now, or why nothing could be said of the server, or that it held."""
+    return (
+        f"{outcome.value}: "
+        + (
+            f"failing now: {', '.join(failing_now)}"
+            if failing_now
+            else f"{error} (no verdict on the server)"
+            if error
+            else "the failure did not reproduce on a fresh stack"
+        )
+        + (f"; harness error: {error}" if error and failing_now else "")
+    )
+
+
+def replay(
+    path: Path | str,
+    workspace,
+    json_out: str | None = None,
+    out=sys.stdout,
+    *,
+    target: str | None = None,
+    fixes: tuple[str, ...] = (),
+    html: str | None = None,
+) -> ReplayStatus:
     """Run a repro file's trial on a fresh stack: REPRODUCED if its failure comes back, NOT_REPRODUCED if not.
 
     ``target`` and ``fixes`` run it against another build (a checkout with a
@@ -195,17 +247,18 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     path = repro_path(path, workspace.repros)
     data, config, budgets = load_repro(path)
     if target is not None or fixes:
-        config = dataclasses.replace(config, target=target or config.target,
-                                     fixes=tuple(dict.fromkeys(config.fixes + tuple(fixes))))
-        config.validate()
+        config = _on_build(config, target, fixes)
     if data.get("compare") is not None:
         return replay_comparison(path, data, config, budgets, workspace, json_out, out, html)
     checked = tuple(data.get("checked") or ())
     original_failing = [v["name"] for v in data.get("failing", [])]
-    print(f"replaying {path}: {config.shape.requests} requests, target {config.target}"
-          + switches_text(config.regress, config.fixes)
-          + f", time scale {config.shape.time_scale:g}; originally failed: {', '.join(original_failing) or 'nothing'}",
-          file=out, flush=True)
+    print(
+        f"replaying {path}: {config.shape.requests} requests, target {config.target}"
+        + switches_text(config.regress, config.fixes)
+        + f", time scale {config.shape.time_scale:g}; originally failed: {', '.join(original_failing) or 'nothing'}",
+        file=out,
+        flush=True,
+    )
     result = run_trial(config, workspace)
     if result.interrupted:
         return ReplayStatus.INTERRUPTED
@@ -215,21 +268,21 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     figures = figures_of(verdicts)
     relevant = set(checked) if checked else {v.name for v in verdicts}
     failing_now = [v.name for v in verdicts if v.ok is False and v.name in relevant]
-    outcome = (ReplayStatus.REPRODUCED if failing_now else ReplayStatus.HARNESS_ERROR if result.error
-               else ReplayStatus.NOT_REPRODUCED)
+    outcome = _replay_status(failing_now, result.error)
     names = sorted(set(original_failing) | set(failing_now))
     status = outcome.value
-    print(f"{status}: " + (f"failing now: {', '.join(failing_now)}" if failing_now else
-                            f"{result.error} (no verdict on the server)" if result.error else
-                            "the failure did not reproduce on a fresh stack")
-          + (f"; harness error: {result.error}" if result.error and failing_now else ""), file=out)
+    print(_status_line(outcome, failing_now, result.error), file=out)
     old_figures = data.get("figures") or {}
     for name in names or sorted(relevant):
         print(_figure_line(name, old_figures.get(name), figures.get(name)), file=out)
     if json_out:
         report["replay"] = {
-            "repro": str(path), "status": status, "failing_now": failing_now, "originally_failing": original_failing,
-            "original_figures": old_figures, "replay_figures": figures,
+            "repro": str(path),
+            "status": status,
+            "failing_now": failing_now,
+            "originally_failing": original_failing,
+            "original_figures": old_figures,
+            "replay_figures": figures,
         }
         report_mod.write_json(report, json_out)
     if html:
@@ -237,8 +290,17 @@ def replay(path: Path | str, workspace, json_out: str | None = None, out=sys.std
     return outcome
 
 
-def replay_repeated(path: Path | str, workspace, repeats: int, json_out: str | None = None, out=sys.stdout, *,
-                    target: str | None = None, fixes: tuple[str, ...] = (), html: str | None = None) -> ReplayStatus:
+def replay_repeated(
+    path: Path | str,
+    workspace,
+    repeats: int,
+    json_out: str | None = None,
+    out=sys.stdout,
+    *,
+    target: str | None = None,
+    fixes: tuple[str, ...] = (),
+    html: str | None = None,
+) -> ReplayStatus:
     """:func:`replay` ``repeats`` times, each on a fresh stack, then "reproduced k of N": REPRODUCED if any run
     reproduced it (flaky when not all did), HARNESS_ERROR if none did and a run could not be judged,
     NOT_REPRODUCED if every run held. Each run's outputs get ``-K`` before their suffix when N > 1."""
@@ -247,17 +309,30 @@ def replay_repeated(path: Path | str, workspace, repeats: int, json_out: str | N
     for k in range(1, repeats + 1):
         if repeats > 1:
             print(f"run {k} of {repeats}", file=out, flush=True)
-        status = replay(path, workspace, numbered(json_out, k, repeats), out, target=target, fixes=fixes,
-                        html=numbered(html, k, repeats))
+        status = replay(
+            path,
+            workspace,
+            numbered(json_out, k, repeats),
+            out,
+            target=target,
+            fixes=fixes,
+            html=numbered(html, k, repeats),
+        )
         if status is ReplayStatus.INTERRUPTED:
             return status
         statuses.append(status)
     reproduced = statuses.count(ReplayStatus.REPRODUCED)
     if repeats > 1:
-        print(f"reproduced {reproduced} of {repeats}"
-              + (" (flaky: it does not come back every time)" if 0 < reproduced < repeats else "")
-              + (f"; {statuses.count(ReplayStatus.HARNESS_ERROR)} not judged (harness error)"
-                 if ReplayStatus.HARNESS_ERROR in statuses else ""), file=out)
+        print(
+            f"reproduced {reproduced} of {repeats}"
+            + (" (flaky: it does not come back every time)" if 0 < reproduced < repeats else "")
+            + (
+                f"; {statuses.count(ReplayStatus.HARNESS_ERROR)} not judged (harness error)"
+                if ReplayStatus.HARNESS_ERROR in statuses
+                else ""
+            ),
+            file=out,
+        )
     if reproduced:
         return ReplayStatus.REPRODUCED
     return ReplayStatus.HARNESS_ERROR if ReplayStatus.HARNESS_ERROR in statuses else ReplayStatus.NOT_REPRODUCED

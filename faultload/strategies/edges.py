@@ -73,8 +73,13 @@ def completed_ttl_edge(contract: ServerContract, time_scale: float) -> EdgeTrial
     if ttl is None:
         return None
     gen_s = COMPLETED_GEN_SHARE * ttl
-    shape = LoadShape(requests=EDGE_REQUESTS, max_outstanding=EDGE_REQUESTS, workers=1, time_scale=time_scale,
-                      delay_polls=PollBehaviour(fraction=1.0, after_s=gen_s + EDGE * ttl))
+    shape = LoadShape(
+        requests=EDGE_REQUESTS,
+        max_outstanding=EDGE_REQUESTS,
+        workers=1,
+        time_scale=time_scale,
+        delay_polls=PollBehaviour(fraction=1.0, after_s=gen_s + EDGE * ttl),
+    )
     return EdgeTrial(shape, _all_at_once(shape, gen_s))
 
 
@@ -93,12 +98,22 @@ def retrieved_ttl_edge(contract: ServerContract, time_scale: float) -> EdgeTrial
     if retrieved is None or completed is None:
         return None
     delivery_s = max(0.0, completed - DELIVERY_BEFORE_EXPIRY_SHARE * retrieved)
-    shape = LoadShape(requests=EDGE_REQUESTS, max_outstanding=EDGE_REQUESTS, workers=1, time_scale=time_scale,
-                      delay_polls=PollBehaviour(fraction=1.0, after_s=delivery_s),
-                      abandon_polls=PollBehaviour(fraction=1.0, after_s=EDGE * retrieved))
-    blackhole = Fault("edge", "timeout", {"timeout": 0}, stream="downstream",
-                      start_s=trial_s(delivery_s - BLACKHOLE_MARGIN_S, time_scale),
-                      duration_s=trial_s(2 * BLACKHOLE_MARGIN_S, time_scale))
+    shape = LoadShape(
+        requests=EDGE_REQUESTS,
+        max_outstanding=EDGE_REQUESTS,
+        workers=1,
+        time_scale=time_scale,
+        delay_polls=PollBehaviour(fraction=1.0, after_s=delivery_s),
+        abandon_polls=PollBehaviour(fraction=1.0, after_s=EDGE * retrieved),
+    )
+    blackhole = Fault(
+        "edge",
+        "timeout",
+        {"timeout": 0},
+        stream="downstream",
+        start_s=trial_s(delivery_s - BLACKHOLE_MARGIN_S, time_scale),
+        duration_s=trial_s(2 * BLACKHOLE_MARGIN_S, time_scale),
+    )
     return EdgeTrial(shape, _all_at_once(shape, 0.0), FaultSchedule((blackhole,)))
 
 
@@ -114,8 +129,12 @@ def _all_at_once(shape: LoadShape, gen_s: float) -> RouterConfig:
     """Every generation ``gen_s`` SDK s long, all at once (the immediate router when 0)."""
     if gen_s <= 0:
         return immediate_router(shape)
-    return RouterConfig(mode="latency", max_num_seqs=shape.requests, gen_seconds=shape.scaled(gen_s),
-                        procs=router_procs(held_at_once(shape)))
+    return RouterConfig(
+        mode="latency",
+        max_num_seqs=shape.requests,
+        gen_seconds=shape.scaled(gen_s),
+        procs=router_procs(held_at_once(shape)),
+    )
 
 
 # The edge trials by name, each from the family's contract and the time scale (None: the family has no such rule).

@@ -79,7 +79,8 @@ EDGE_KINDS = ("reset_peer", "down", "latency", "timeout", "slicer", "limit_data"
 BACKEND_KINDS = ("latency", "reset_peer", "down", "timeout", "limit_data", "slicer", "bandwidth", "slow_close")
 ROUTER_KINDS = tuple(kind for kind in _ROUTER if not is_process_fault("router", kind))  # router:pause: a process
 PROCESS_FAULTS = tuple(f"server:{kind}" for kind in SERVER_KINDS) + tuple(
-    f"router:{kind}" for kind in _ROUTER if is_process_fault("router", kind))
+    f"router:{kind}" for kind in _ROUTER if is_process_fault("router", kind)
+)
 # Faults that cut a link off rather than degrade it (OUTAGE_KINDS): they get the long windows.
 # Directions, simplest first (downstream is Toxiproxy's default), and toxicities.
 STREAMS = ("downstream", "upstream", "both")
@@ -101,7 +102,9 @@ ANCHOR_OFFSET_MAX_S = 10  # SDK seconds after its event an anchored fault starts
 # TTL less the client's way back (a poll timeout, then a backoff), so a result never retrieved is still kept
 # when its client returns. Three points inside that window.
 RACE_HOLD_S = (RETRIEVED_TTL_S + SDK_BACKOFF_CAP_S, COMPLETED_TTL_S - SDK_POLL_TIMEOUT_S - SDK_BACKOFF_CAP_S)
-RACE_DURATIONS_S = tuple(float(round(RACE_HOLD_S[0] + (RACE_HOLD_S[1] - RACE_HOLD_S[0]) * q)) for q in (0.25, 0.5, 0.75))
+RACE_DURATIONS_S = tuple(
+    float(round(RACE_HOLD_S[0] + (RACE_HOLD_S[1] - RACE_HOLD_S[0]) * q)) for q in (0.25, 0.5, 0.75)
+)
 RACE_MAX_RESULT = 4  # the race starts after one of the first results delivered
 RACE_MAX_OFFSET_S = 2  # SDK seconds after it: "just after"
 
@@ -118,8 +121,9 @@ def _start_at(point: str, time_scale: float, limits: Limits) -> st.SearchStrateg
     return draws.map(lambda d: (Anchor(point, d[0]), trial_s(d[1] % (ANCHOR_OFFSET_MAX_S + 1), time_scale)))
 
 
-def _start_points(time_scale: float, limits: Limits,
-                  points: Sequence[str]) -> st.SearchStrategy[tuple[Anchor | None, float]]:
+def _start_points(
+    time_scale: float, limits: Limits, points: Sequence[str]
+) -> st.SearchStrategy[tuple[Anchor | None, float]]:
     """A start at one of ``points`` (:func:`picked`); shrinks toward a clock start at 0."""
     return picked(tuple(points), start_points(limits), lambda point: _start_at(point, time_scale, limits))
 
@@ -131,7 +135,9 @@ def start_points(limits: Limits) -> tuple[str, ...]:
 
 def _durations(kind: str, time_scale: float, limits: Limits) -> st.SearchStrategy[float]:
     """Shortest first, so a window shrinks toward 5 SDK s."""
-    choices, bound = (OUTAGE_DURATIONS_S, limits.max_outage_s) if kind in OUTAGE_KINDS else (DURATIONS_S, limits.max_fault_s)
+    choices, bound = (
+        (OUTAGE_DURATIONS_S, limits.max_outage_s) if kind in OUTAGE_KINDS else (DURATIONS_S, limits.max_fault_s)
+    )
     durations = [d for d in choices if d <= bound] or [DURATIONS_S[0]]
     return st.sampled_from(durations).map(lambda d: trial_s(d, time_scale))
 
@@ -148,7 +154,8 @@ def _toxic_attributes(kind: str, time_scale: float) -> st.SearchStrategy[dict[st
     if kind == "slicer":
         return st.builds(
             lambda size, delay: {"average_size": size, "delay": delay},
-            st.integers(1, 1024), st.integers(0, 1000).map(lambda us: _ms(us, time_scale)),
+            st.integers(1, 1024),
+            st.integers(0, 1000).map(lambda us: _ms(us, time_scale)),
         )
     if kind == "limit_data":
         return st.sampled_from((0, 256, 4096)).map(lambda n: {"bytes": n})  # 0: every connection cut at once
@@ -159,8 +166,14 @@ def _toxic_attributes(kind: str, time_scale: float) -> st.SearchStrategy[dict[st
     return st.just({})  # reset_peer (timeout 0: at once), down
 
 
-def _fault(link: str, kind: str, attributes: st.SearchStrategy[dict[str, int]], time_scale: float,
-           limits: Limits, points: Sequence[str]) -> st.SearchStrategy[Fault]:
+def _fault(
+    link: str,
+    kind: str,
+    attributes: st.SearchStrategy[dict[str, int]],
+    time_scale: float,
+    limits: Limits,
+    points: Sequence[str],
+) -> st.SearchStrategy[Fault]:
     """``kind`` on ``link``; a toxic gets a direction and a toxicity.
 
     Every fault draws them and only toxics keep them: all faults then take as
@@ -169,13 +182,18 @@ def _fault(link: str, kind: str, attributes: st.SearchStrategy[dict[str, int]], 
     direction = st.tuples(st.sampled_from(STREAMS), st.sampled_from(TOXICITIES))
     return st.builds(
         lambda attrs, stream_toxicity, start, duration_s: Fault(
-            link, kind, attrs, *(stream_toxicity if toxic else ("downstream", 1.0)), start[1], duration_s, start[0]),
-        attributes, direction, _start_points(time_scale, limits, points), _durations(kind, time_scale, limits),
+            link, kind, attrs, *(stream_toxicity if toxic else ("downstream", 1.0)), start[1], duration_s, start[0]
+        ),
+        attributes,
+        direction,
+        _start_points(time_scale, limits, points),
+        _durations(kind, time_scale, limits),
     )
 
 
-def _process_fault(link: str, kind: str, time_scale: float, limits: Limits,
-                   points: Sequence[str]) -> st.SearchStrategy[Fault]:
+def _process_fault(
+    link: str, kind: str, time_scale: float, limits: Limits, points: Sequence[str]
+) -> st.SearchStrategy[Fault]:
     """``server:pause``/``router:pause`` for 1..PAUSE_MAX_S whole SDK s, or ``server:restart`` (an instant)."""
     start = _start_points(time_scale, limits, points)
     if kind == "restart":
@@ -187,13 +205,18 @@ def _process_fault(link: str, kind: str, time_scale: float, limits: Limits,
 
 def fault_kinds(limits: Limits) -> tuple[str, ...]:
     """The ``link:kind`` faults ``limits`` enable, simplest first (edge, backend, router, process faults)."""
-    kinds = [f"{link}:{kind}" for link, kinds in (("edge", EDGE_KINDS), ("backend", BACKEND_KINDS))
-             if link in limits.fault_links for kind in kinds]
+    kinds = [
+        f"{link}:{kind}"
+        for link, kinds in (("edge", EDGE_KINDS), ("backend", BACKEND_KINDS))
+        if link in limits.fault_links
+        for kind in kinds
+    ]
     if "router" in limits.fault_links:
         kinds += [f"router:{k}" for k in ROUTER_KINDS if k != "crash" or limits.router_crash]
     if limits.process_faults:
-        kinds += [label for label in PROCESS_FAULTS
-                  if not label.startswith("router:") or "router" in limits.fault_links]
+        kinds += [
+            label for label in PROCESS_FAULTS if not label.startswith("router:") or "router" in limits.fault_links
+        ]
     return tuple(kinds)
 
 
@@ -208,8 +231,12 @@ def _fault_of(label: str, time_scale: float, limits: Limits, points: tuple[str, 
     return _fault(link, kind, _toxic_attributes(kind, time_scale), time_scale, limits, points)
 
 
-def faults(time_scale: float = 1.0, limits: Limits = CI, kinds: Sequence[str] | None = None,
-           points: Sequence[str] | None = None) -> st.SearchStrategy[Fault]:
+def faults(
+    time_scale: float = 1.0,
+    limits: Limits = CI,
+    kinds: Sequence[str] | None = None,
+    points: Sequence[str] | None = None,
+) -> st.SearchStrategy[Fault]:
     """One fault of ``kinds`` (default: every ``link:kind`` ``limits`` enable) starting at one of ``points``
     (default: a clock time or any of ``limits.fault_anchors``). Minimal: ``edge:reset_peer`` downstream,
     toxicity 1, from t=0 for 5 SDK s (× scale): the edge proxy resets every connection for a moment."""
@@ -229,8 +256,9 @@ def swarm(items: Sequence[T]) -> st.SearchStrategy[tuple[T, ...]]:
     return left_out.map(lambda flags: tuple(x for x, out in zip(items, flags) if not out) or items)
 
 
-def picked(subset: tuple[T, ...], every: tuple[T, ...],
-           make: Callable[[T], st.SearchStrategy[Any]]) -> st.SearchStrategy[Any]:
+def picked(
+    subset: tuple[T, ...], every: tuple[T, ...], make: Callable[[T], st.SearchStrategy[Any]]
+) -> st.SearchStrategy[Any]:
     """``make(item)`` for one item of a swarm's ``subset`` of ``every`` item: a ``one_of`` over all of them, a
     branch left out folded onto the subset. A draw of a kept item does not change when the swarm keeps more,
     so the swarm's flags shrink away one by one, and the draw then shrinks as a plain ``one_of`` would."""
@@ -252,18 +280,30 @@ def delivery_races(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStr
     if not durations:
         return st.nothing()
     return st.builds(
-        lambda k, offset, hold: Fault("edge", "timeout", {"timeout": 0}, stream="both",
-                                      start_s=trial_s(offset, time_scale), duration_s=trial_s(hold, time_scale),
-                                      anchor=Anchor("result", k)),
-        st.integers(1, RACE_MAX_RESULT), st.integers(0, RACE_MAX_OFFSET_S), st.sampled_from(durations))
+        lambda k, offset, hold: Fault(
+            "edge",
+            "timeout",
+            {"timeout": 0},
+            stream="both",
+            start_s=trial_s(offset, time_scale),
+            duration_s=trial_s(hold, time_scale),
+            anchor=Anchor("result", k),
+        ),
+        st.integers(1, RACE_MAX_RESULT),
+        st.integers(0, RACE_MAX_OFFSET_S),
+        st.sampled_from(durations),
+    )
 
 
 def is_delivery_race(fault: Fault, time_scale: float) -> bool:
     """The edge half-open (``timeout`` both ways) longer than the retrieved TTL and shorter than the completed
     TTL (scaled): a result written into it may be swept before its client returns (finding 5)."""
     hold = (fault.duration_s or 0.0) / time_scale
-    return (fault.link, fault.kind) == ("edge", "timeout") and fault.stream == "both" \
+    return (
+        (fault.link, fault.kind) == ("edge", "timeout")
+        and fault.stream == "both"
         and RETRIEVED_TTL_S < hold < COMPLETED_TTL_S
+    )
 
 
 def chain(drawn: list[tuple[Fault, bool]]) -> tuple[Fault, ...]:

@@ -6,7 +6,8 @@ that ask for them (``Profile.known_examples``) give these trials to their
 families as Hypothesis explicit examples (``@example``), on every row of the
 matrix alike, clean or regressed. Each one is plain data, names the fix it
 guards (or the invariant it lets judge), and states what it measured on
-clean 0.4.0 and under the regression.
+clean 0.4.0 and under the regression. Those of what the server's store holds
+(its size, its releases past the TTLs) are in :mod:`faultload.strategies.known_store`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ from faultload.model.training import TrainingMix
 from faultload.model.trial import TrialConfig
 from faultload.strategies.edges import EDGE_TRIALS
 from faultload.strategies.faults import fatal_kinds
+from faultload.strategies.known_store import (
+    release_faults,
+    release_hold,
+    release_hold_s,
+    size_burst,
+    size_burst_router,
+    size_flood,
+)
 from faultload.strategies.limits import Limits
 from faultload.strategies.routers import immediate_router, router_procs
 from faultload.strategies.shapes import held_at_once
@@ -62,7 +71,10 @@ def completion_burst(time_scale: float) -> LoadShape:
     (see faultload/checker/budgets.py).
     """
     return LoadShape(
-        requests=6000, max_outstanding=400, workers=1, time_scale=time_scale,
+        requests=6000,
+        max_outstanding=400,
+        workers=1,
+        time_scale=time_scale,
         delay_polls=PollBehaviour(fraction=1.0, after_s=SDK_KEEPALIVE_EXPIRY_S - 0.1),
     )
 
@@ -73,8 +85,9 @@ def completion_burst_router(shape: LoadShape) -> RouterConfig:
     Results complete in bursts of 256, the load the keep-alive race needs
     (an immediate router spreads completions evenly and resets nothing).
     """
-    return RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=shape.scaled(20.0),
-                        procs=router_procs(held_at_once(shape)))
+    return RouterConfig(
+        mode="latency", max_num_seqs=256, gen_seconds=shape.scaled(20.0), procs=router_procs(held_at_once(shape))
+    )
 
 
 def cpu_sample(time_scale: float) -> LoadShape:
@@ -103,9 +116,17 @@ def training_waves(time_scale: float) -> LoadShape:
     one API process, one DB pool and one SQLite file. Judged by
     ``training_futures`` and ``heartbeats_answered``; needs the null engine.
     """
-    return LoadShape(requests=2048, max_outstanding=2000, workers=1, result_tokens=64, time_scale=time_scale,
-                     arrival="waves", arrival_waves=4, arrival_span_s=40.0,
-                     training=TrainingMix(trainers=32, steps=16, datums=4, datum_tokens=128))
+    return LoadShape(
+        requests=2048,
+        max_outstanding=2000,
+        workers=1,
+        result_tokens=64,
+        time_scale=time_scale,
+        arrival="waves",
+        arrival_waves=4,
+        arrival_span_s=40.0,
+        training=TrainingMix(trainers=32, steps=16, datums=4, datum_tokens=128),
+    )
 
 
 # half_open_delivery, in SDK seconds: each result is written while its first poll is held (the client gives
@@ -138,16 +159,28 @@ def half_open_delivery(time_scale: float) -> LoadShape:
 
 def half_open_router(shape: LoadShape) -> RouterConfig:
     """Every generation ``HALF_OPEN_GEN_S`` long, all at once: the results are written at a known time."""
-    return RouterConfig(mode="latency", max_num_seqs=max(shape.requests, 1),
-                        gen_seconds=shape.scaled(HALF_OPEN_GEN_S),
-                        procs=router_procs(held_at_once(shape)))
+    return RouterConfig(
+        mode="latency",
+        max_num_seqs=max(shape.requests, 1),
+        gen_seconds=shape.scaled(HALF_OPEN_GEN_S),
+        procs=router_procs(held_at_once(shape)),
+    )
 
 
 def half_open_faults(shape: LoadShape) -> FaultSchedule:
     """The edge half-open (``timeout=0`` both ways: nothing passes, nothing closes) over the results' writes."""
-    return FaultSchedule((Fault("edge", "timeout", {"timeout": 0}, stream="both",
-                                start_s=shape.scaled(HALF_OPEN_START_S),
-                                duration_s=shape.scaled(HALF_OPEN_OUTAGE_S)),))
+    return FaultSchedule(
+        (
+            Fault(
+                "edge",
+                "timeout",
+                {"timeout": 0},
+                stream="both",
+                start_s=shape.scaled(HALF_OPEN_START_S),
+                duration_s=shape.scaled(HALF_OPEN_OUTAGE_S),
+            ),
+        )
+    )
 
 
 # restart_reuse, in SDK seconds: the server restarts just after the first wave is accepted; the second wave
@@ -174,118 +207,21 @@ def restart_reuse(time_scale: float) -> LoadShape:
     and rarely next to the second wave's arrival, so these two regressions
     need this trial to be met at all.
     """
-    return LoadShape(requests=16, max_outstanding=16, workers=1, time_scale=time_scale,
-                     arrival="waves", arrival_waves=2, arrival_span_s=2 * RESTART_WAVE_S,
-                     delay_polls=PollBehaviour(fraction=1.0, after_s=RESTART_POLL_DELAY_S))
+    return LoadShape(
+        requests=16,
+        max_outstanding=16,
+        workers=1,
+        time_scale=time_scale,
+        arrival="waves",
+        arrival_waves=2,
+        arrival_span_s=2 * RESTART_WAVE_S,
+        delay_polls=PollBehaviour(fraction=1.0, after_s=RESTART_POLL_DELAY_S),
+    )
 
 
 def restart_faults(shape: LoadShape) -> FaultSchedule:
     """``server:restart`` ``RESTART_AT_S`` SDK s into the load (after the first wave's submits)."""
     return FaultSchedule((Fault("server", "restart", start_s=shape.scaled(RESTART_AT_S)),))
-
-
-# size_burst, in SDK seconds: every generation this long, so that every request accepted in the burst is
-# still at the router when the last is accepted.
-SIZE_BURST_REQUESTS = 2048
-SIZE_BURST_SPAN_S = 100.0
-SIZE_BURST_GEN_S = 2 * SIZE_BURST_SPAN_S
-
-
-def size_burst(time_scale: float) -> LoadShape:
-    """2,048 requests at once, no cap: a limit that bites only past a thousand in flight meets every ci session.
-
-    The small random draws hold at most a few hundred requests at once; a
-    store that drops entries past a size, or a forwarding pool capped below
-    what its configuration says, serves them all. Small results, one
-    worker, every request submitted at once (the SDK's 400 submits in
-    flight), every generation ``SIZE_BURST_GEN_S`` long so that the router
-    holds them together (``forwards_concurrent`` compares its peak with what
-    the server owed it).
-    """
-    return LoadShape(requests=SIZE_BURST_REQUESTS, max_outstanding=0, workers=1, result_tokens=16,
-                     time_scale=time_scale, arrival="ramp", arrival_span_s=SIZE_BURST_SPAN_S)
-
-
-def size_burst_router(shape: LoadShape) -> RouterConfig:
-    """Every generation ``SIZE_BURST_GEN_S`` long, as many at once as there are requests."""
-    return RouterConfig(mode="latency", max_num_seqs=shape.requests, gen_seconds=shape.scaled(SIZE_BURST_GEN_S),
-                        procs=router_procs(held_at_once(shape)))
-
-
-# size_flood: 16,384 requests in SIZE_FLOOD_WAVES waves over SIZE_FLOOD_SPAN_S (182 a second: about half of what
-# the server answers on 2 cores beside the load), each first poll SIZE_FLOOD_POLL_AFTER_S after its submit, so
-# that every request has been accepted and none delivered between the last submit and the first poll: 16,384
-# results owed at once. At full time (SIZE_FLOOD_TIME_SCALE): at 0.05 the ramp's 90 real s are 1,800 SDK s, past
-# every TTL, so a poll after the last submit would meet only expired results.
-SIZE_FLOOD_REQUESTS = 16384
-SIZE_FLOOD_SPAN_S = 90.0
-SIZE_FLOOD_WAVES = 90
-SIZE_FLOOD_POLL_AFTER_S = 120.0
-SIZE_FLOOD_TIME_SCALE = 1.0
-
-
-def size_flood(time_scale: float) -> LoadShape:
-    """16,384 results owed at once, at full time (the profile's ``time_scale`` is not used: see
-    ``SIZE_FLOOD_TIME_SCALE``): a store that drops entries past a size, an index that slows as it grows,
-    a sweep that costs more per entry held, met at sixteen times ``size_burst``'s count.
-
-    The polls come after the submits, so the server holds 16,384 futures but not
-    16,384 connections (held polls and forwards at once would need ~2.5 fds each,
-    past one process's 20,000): the router answers at once, each result waits in
-    the server's store for its poll.
-    """
-    return LoadShape(requests=SIZE_FLOOD_REQUESTS, max_outstanding=0, workers=1, result_tokens=16,
-                     time_scale=SIZE_FLOOD_TIME_SCALE, arrival="waves", arrival_span_s=SIZE_FLOOD_SPAN_S,
-                     arrival_waves=SIZE_FLOOD_WAVES,
-                     delay_polls=PollBehaviour(fraction=1.0, after_s=SIZE_FLOOD_POLL_AFTER_S))
-
-
-# release_hold, in SDK seconds: 256 results of 32,768 tokens (256 KiB of proto each, 64 MiB in all, at most 8 MiB
-# in flight), arriving at a rate that ramps up over RELEASE_RAMP_S (request i at RELEASE_RAMP_S x sqrt(i/256)),
-# so that the router's 503s over the first RELEASE_ERRORS_S fail the first two forwards only and the next request
-# arrives 3.7 SDK s after they stop (a request failed just after a fault window's end is judged a loss: with a
-# 20 s window over a 100 s ramp one was, 0.1 s past it); a quarter of first polls RELEASE_POLL_DELAY_S late;
-# then the idle server is held past the family's longest TTL and a sweep.
-RELEASE_RESULT_TOKENS = 32768
-RELEASE_RAMP_S = 200.0
-RELEASE_ERRORS_S = 14.0
-RELEASE_POLL_DELAY_S = 40.0
-RELEASE_HOLD_MARGIN_S = 2.0  # real seconds past the release's due time: four of the monitor's samples
-
-
-def release_hold(time_scale: float) -> LoadShape:
-    """256 large results, then the idle server held past its TTLs: does it release what it no longer owes
-    (``releases_results``)?
-
-    A store that keeps delivered results (``--regress keep-delivered``,
-    ``evict-pending-only``) or whose sweeper task died (``naive-completed-at``:
-    the sweep meeting a completed, undelivered result raises; the late first
-    polls make sure one is there; ``sweep-counts-bytes``: the sweep evicting
-    a failed forward's result raises; the router's errors at the start make
-    those) answers every request correctly and keeps them all. Results large
-    enough that 64 MiB of them stand out of the RSS's noise.
-    Measured at time scale 0.05 (``bench/release_rss.py --requests 256
-    --result-tokens 32768 --max-outstanding 32 --time-scale 0.05``, glibc's
-    mmap threshold held: ``targets/families/skyrl.py``): clean 0.4.0 held 0.12 MiB per MiB
-    delivered, a store that never evicts 1.12.
-    """
-    return LoadShape(requests=256, max_outstanding=32, workers=1, result_tokens=RELEASE_RESULT_TOKENS,
-                     time_scale=time_scale, arrival="ramp", arrival_span_s=RELEASE_RAMP_S,
-                     delay_polls=PollBehaviour(fraction=0.25, after_s=RELEASE_POLL_DELAY_S))
-
-
-def release_faults(shape: LoadShape) -> FaultSchedule:
-    """The router answers 503 from the start for ``RELEASE_ERRORS_S`` SDK s: some forwards fail (FAILED)."""
-    return FaultSchedule((Fault("router", "errors", start_s=0.0, duration_s=shape.scaled(RELEASE_ERRORS_S)),))
-
-
-def release_hold_s(shape: LoadShape, contract: ServerContract) -> float | None:
-    """The post-load hold: the family's longest TTL and a sweep interval, scaled, and a margin (real s); None
-    for a family with no TTL (it keeps every result by its contract: no trial)."""
-    ttl = contract.longest_ttl_s
-    if ttl is None:
-        return None
-    return shape.scaled(ttl + (contract.sweep_s or 0.0)) + RELEASE_HOLD_MARGIN_S
 
 
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
@@ -298,7 +234,7 @@ KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
     "restart_reuse": restart_reuse,
     "release_hold": release_hold,
 }
-# Every known trial's name: the loads above, and the contract-edge trials derived from the family's contract.
+# Every known trial's name: the loads above and in known_store.py, and the contract-edge trials derived from the family's contract.
 KNOWN_NAMES = tuple(KNOWN_SHAPES) + tuple(EDGE_TRIALS)
 # The router each known trial needs (default: the immediate router).
 KNOWN_ROUTERS: dict[str, Callable[[LoadShape], RouterConfig]] = {
@@ -316,8 +252,9 @@ KNOWN_FAULTS: dict[str, Callable[[LoadShape], FaultSchedule]] = {
 KNOWN_HOLDS: dict[str, Callable[[LoadShape, ServerContract], float | None]] = {"release_hold": release_hold_s}
 
 
-def known_trial_config(name: str, target: str, time_scale: float, regress: Iterable[str],
-                       limits: Limits) -> TrialConfig | None:
+def known_trial_config(
+    name: str, target: str, time_scale: float, regress: Iterable[str], limits: Limits
+) -> TrialConfig | None:
     """The known trial ``name`` as a ``TrialConfig`` that fits the suite's shared stack for ``limits``; None for a
     contract-edge trial (``strategies.edges``) whose rule ``target``'s family does not have, or a hold past TTLs it
     does not have."""
@@ -337,8 +274,16 @@ def known_trial_config(name: str, target: str, time_scale: float, regress: Itera
     if hold is None:
         return None
     return TrialConfig(
-        target=target, shape=shape, router=router, regress=tuple(regress),
-        faults=faults, fatal_faults=fatal_kinds(faults), proxies=proxies_for(limits), max_wall_s=limits.max_wall_real_s,
-        drain_s=limits.drain_real_s, direct_edge=not faults.faults,
-        engine="null" if shape.training.enabled else engine_for(limits), hold_s=hold,
+        target=target,
+        shape=shape,
+        router=router,
+        regress=tuple(regress),
+        faults=faults,
+        fatal_faults=fatal_kinds(faults),
+        proxies=proxies_for(limits),
+        max_wall_s=limits.max_wall_real_s,
+        drain_s=limits.drain_real_s,
+        direct_edge=not faults.faults,
+        engine="null" if shape.training.enabled else engine_for(limits),
+        hold_s=hold,
     )

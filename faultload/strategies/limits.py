@@ -130,7 +130,9 @@ class Limits:
         happens; holding thousands at once is the confirmation run's job.
         """
         budget_s = trial_s(self.max_backlog_share * poll_timeout_s, time_scale)
-        per_request_s = HTTP_REQUESTS_PER_REQUEST * self.server_s_per_request + result_kib * self.server_s_per_result_kib
+        per_request_s = (
+            HTTP_REQUESTS_PER_REQUEST * self.server_s_per_request + result_kib * self.server_s_per_result_kib
+        )
         return max(1, int(budget_s // per_request_s))
 
     def replace(self, **changes) -> "Limits":

@@ -93,8 +93,9 @@ def faithful_cap(requests: int, max_outstanding: int, max_held: int) -> int:
     return max_outstanding if held <= max_held else max(1, max_held)
 
 
-def wall_fitting_requests(requests: int, max_outstanding: int, late: tuple[PollBehaviour, ...],
-                          time_scale: float, limits: Limits) -> int:
+def wall_fitting_requests(
+    requests: int, max_outstanding: int, late: tuple[PollBehaviour, ...], time_scale: float, limits: Limits
+) -> int:
     """``requests`` lowered so that the rounds through the cap fit half the trial's wall bound.
 
     Each request holds a slot of the cap for about 1 SDK s plus its late
@@ -105,7 +106,9 @@ def wall_fitting_requests(requests: int, max_outstanding: int, late: tuple[PollB
     Never below one round (the requests held at once).
     """
     held = held_count(requests, max_outstanding)
-    slot_s = (1.0 + sum(p.fraction * p.after_s for p in late)) * time_scale  # > 0: time_scale > 0 (not rounded: a divisor)
+    slot_s = (
+        1.0 + sum(p.fraction * p.after_s for p in late)
+    ) * time_scale  # > 0: time_scale > 0 (not rounded: a divisor)
     return rounds_fitting(requests, held, held, slot_s, limits)
 
 
@@ -116,8 +119,9 @@ def rounds_fitting(requests: int, held: int, per_round: int, round_s: float, lim
     return min(requests, max(held, rounds * per_round))
 
 
-def poll_behaviours(max_after_s: float = CI.max_poll_after_s, always: bool = False,
-                    around_edges: tuple[float, ...] = ()) -> st.SearchStrategy[PollBehaviour]:
+def poll_behaviours(
+    max_after_s: float = CI.max_poll_after_s, always: bool = False, around_edges: tuple[float, ...] = ()
+) -> st.SearchStrategy[PollBehaviour]:
     """A fraction of requests whose first poll is late or abandoned, ``after_s`` SDK seconds.
 
     Minimal: ``PollBehaviour()`` (no request affected). The minimal *affected*
@@ -203,8 +207,9 @@ def clients(limits: Limits = CI) -> st.SearchStrategy[str]:
 
 
 @st.composite
-def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = True,
-                around_edges: tuple[float, ...] = ()) -> LoadShape:
+def load_shapes(
+    draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = True, around_edges: tuple[float, ...] = ()
+) -> LoadShape:
     """A whole ``LoadShape`` at ``time_scale``, within ``limits``.
 
     The client is the real SDK for about ``limits.sdk_fraction`` of shapes
@@ -250,9 +255,21 @@ def load_shapes(draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = 
     max_held = limits.max_faithful_held(policy.poll_timeout_s, time_scale, result_kib)
     max_outstanding = faithful_cap(requests, max_outstanding, max_held)
     shape = LoadShape(
-        requests=requests, result_tokens=result_tokens, num_samples=num_samples, max_outstanding=max_outstanding,
-        workers=workers, client=client, accept=accept, time_scale=time_scale, delay_polls=delay,
-        abandon_polls=abandon, policy=policy, seed=seed, arrival=arrival, arrival_span_s=span, arrival_waves=waves,
+        requests=requests,
+        result_tokens=result_tokens,
+        num_samples=num_samples,
+        max_outstanding=max_outstanding,
+        workers=workers,
+        client=client,
+        accept=accept,
+        time_scale=time_scale,
+        delay_polls=delay,
+        abandon_polls=abandon,
+        policy=policy,
+        seed=seed,
+        arrival=arrival,
+        arrival_span_s=span,
+        arrival_waves=waves,
         training=training,
     )
     return with_requests(shape, wall_fitting_requests(requests, max_outstanding, (abandon, delay), time_scale, limits))
@@ -269,12 +286,24 @@ def training_mixes(limits: Limits) -> st.SearchStrategy[TrainingMix]:
     if limits.max_trainers <= 0:
         return st.just(TrainingMix())
     top = limits.max_trainers
-    light = st.builds(TrainingMix, trainers=st.integers(max(1, limits.min_trainers), min(4, top)),
-                      steps=st.integers(1, 4), datums=st.integers(1, 4), datum_tokens=st.integers(16, 256))
+    light = st.builds(
+        TrainingMix,
+        trainers=st.integers(max(1, limits.min_trainers), min(4, top)),
+        steps=st.integers(1, 4),
+        datums=st.integers(1, 4),
+        datum_tokens=st.integers(16, 256),
+    )
     options = [light]
     if top >= 8:
-        options.append(st.builds(TrainingMix, trainers=st.integers(8, top), steps=st.integers(4, 16),
-                                 datums=st.integers(4, 8), datum_tokens=st.integers(128, 2048)))
+        options.append(
+            st.builds(
+                TrainingMix,
+                trainers=st.integers(8, top),
+                steps=st.integers(4, 16),
+                datums=st.integers(4, 8),
+                datum_tokens=st.integers(128, 2048),
+            )
+        )
     if limits.min_trainers <= 0:
         options.insert(0, st.just(TrainingMix()))
     return st.one_of(*options)
@@ -283,9 +312,21 @@ def training_mixes(limits: Limits) -> st.SearchStrategy[TrainingMix]:
 def minimal_shape(time_scale: float = 1.0) -> LoadShape:
     """What :func:`load_shapes` shrinks to."""
     return LoadShape(
-        requests=1, result_tokens=1, num_samples=1, max_outstanding=0, workers=1, client="raw", accept="proto",
-        time_scale=time_scale, delay_polls=PollBehaviour(), abandon_polls=PollBehaviour(), policy=ClientPolicy(),
-        seed=0, arrival="burst", arrival_span_s=0.0, arrival_waves=1,
+        requests=1,
+        result_tokens=1,
+        num_samples=1,
+        max_outstanding=0,
+        workers=1,
+        client="raw",
+        accept="proto",
+        time_scale=time_scale,
+        delay_polls=PollBehaviour(),
+        abandon_polls=PollBehaviour(),
+        policy=ClientPolicy(),
+        seed=0,
+        arrival="burst",
+        arrival_span_s=0.0,
+        arrival_waves=1,
     )
 
 
@@ -303,4 +344,3 @@ def with_requests(shape: LoadShape, requests: int) -> LoadShape:
 def held_at_once(shape: LoadShape) -> int:
     """Requests the server may hold at once under ``shape`` (its cap, or all of them)."""
     return held_count(shape.requests, shape.max_outstanding)
-

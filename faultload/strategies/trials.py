@@ -21,11 +21,19 @@ from faultload.strategies.routers import barrier_fitting_requests, immediate_rou
 from faultload.strategies.shapes import load_shapes, minimal_shape, with_requests
 
 
-def _config(target: str, time_scale: float, regress: Iterable[str], limits: Limits, shape, router, faults,
-            proxies: str) -> TrialConfig:
+def _config(
+    target: str, time_scale: float, regress: Iterable[str], limits: Limits, shape, router, faults, proxies: str
+) -> TrialConfig:
     return TrialConfig(
-        target=target, shape=shape, router=router, regress=tuple(regress), faults=faults, proxies=proxies,
-        fatal_faults=fatal_kinds(faults), max_wall_s=limits.max_wall_real_s, drain_s=limits.drain_real_s,
+        target=target,
+        shape=shape,
+        router=router,
+        regress=tuple(regress),
+        faults=faults,
+        proxies=proxies,
+        fatal_faults=fatal_kinds(faults),
+        max_wall_s=limits.max_wall_real_s,
+        drain_s=limits.drain_real_s,
         engine=engine_for(limits),
     )
 
@@ -37,6 +45,8 @@ def engine_for(limits: Limits) -> str:
 
 # Share of the server's (scaled) retrieved TTL the SDK's unscaled backoff may take after a fault.
 SDK_BACKOFF_SHARE = 0.75
+
+
 def sdk_reads_results(target: str) -> bool:
     """Whether the real SDK (tinker 0.25) can read ``target``'s results: it takes proto only, which a family
     sends from its ``FamilyTraits.sdk_reads_since`` release on (SkyRL 0.3.0 answers JSON). Checkouts and urls:
@@ -58,8 +68,9 @@ def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float) -> bool:
     re-poll meets a 404 the scale made, not the server. Faults to the trial's
     end never fit, nor do faults anchored at an event (when it comes is not known before the trial).
     """
-    ends = [math.inf if f.duration_s is None or f.anchor is not None else f.start_s + f.duration_s
-            for f in faults.faults]
+    ends = [
+        math.inf if f.duration_s is None or f.anchor is not None else f.start_s + f.duration_s for f in faults.faults
+    ]
     end = max(ends, default=0.0)
     return 2.0 * end + 1.0 <= trial_s(SDK_BACKOFF_SHARE * RETRIEVED_TTL_S, time_scale)
 
@@ -70,7 +81,9 @@ def proxies_for(limits: Limits) -> str:
 
 
 @st.composite
-def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] = (), limits: Limits = CI) -> TrialConfig:
+def trial_configs(
+    draw, target: str, time_scale: float, regress: Iterable[str] = (), limits: Limits = CI
+) -> TrialConfig:
     """A full ``TrialConfig`` for ``target`` at ``time_scale`` with ``regress`` undone.
 
     Shape, router and faults come from :func:`faultload.strategies.load_shapes`,
@@ -104,8 +117,11 @@ def trial_configs(draw, target: str, time_scale: float, regress: Iterable[str] =
     return _config(target, time_scale, regress, limits, shape, router, faults, proxies_for(limits))
 
 
-def minimal_trial_config(target: str, time_scale: float, regress: Iterable[str] = (), limits: Limits = CI) -> TrialConfig:
+def minimal_trial_config(
+    target: str, time_scale: float, regress: Iterable[str] = (), limits: Limits = CI
+) -> TrialConfig:
     """What :func:`trial_configs` shrinks to."""
     shape = minimal_shape(time_scale)
-    return _config(target, time_scale, tuple(regress), limits, shape, immediate_router(shape), FaultSchedule(),
-                   proxies_for(limits))
+    return _config(
+        target, time_scale, tuple(regress), limits, shape, immediate_router(shape), FaultSchedule(), proxies_for(limits)
+    )

@@ -51,8 +51,9 @@ Ask = Callable[[Path, str], "str | None"]
 def ask_version(python: Path, package: str) -> str | None:
     """The version ``package`` reports in the interpreter ``python`` (None when it cannot say)."""
     try:
-        proc = subprocess.run([str(python), "-c", _ASK_VERSION, package], capture_output=True, text=True,
-                              timeout=ASK_TIMEOUT_S)
+        proc = subprocess.run(
+            [str(python), "-c", _ASK_VERSION, package], capture_output=True, text=True, timeout=ASK_TIMEOUT_S
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     lines = proc.stdout.strip().splitlines()
@@ -66,8 +67,9 @@ def installed_version(spec: TargetSpec, targets_dir: Path, ask: Ask = ask_versio
     return release_of(ask(target_python(targets_dir, spec), family_of(spec).package))
 
 
-def default_baseline(target: str, profile: str, targets_dir: Path, ask: Ask = ask_version,
-                     fixes: tuple[str, ...] = ()) -> tuple[Build | None, str]:
+def default_baseline(
+    target: str, profile: str, targets_dir: Path, ask: Ask = ask_version, fixes: tuple[str, ...] = ()
+) -> tuple[Build | None, str]:
     """(the build to compare ``target`` with, a line saying so or why not); (None, "") when none is due.
     ``fixes``: the session's fixes, which the release runs with too."""
     spec = parse_target(target)
@@ -77,14 +79,23 @@ def default_baseline(target: str, profile: str, targets_dir: Path, ask: Ask = as
     if version is None:
         version, source = checkout_version(spec.path), "its pyproject.toml states"
     if version is None:
-        installed = "reports no X.Y.Z version" if is_installed(targets_dir, spec) else (
-            f"is not installed (faultload setup --target {spec.text})")
-        return None, (f"not compared with a release: its venv {installed}, and {spec.path}/pyproject.toml "
-                      "states no X.Y.Z version")
+        installed = (
+            "reports no X.Y.Z version"
+            if is_installed(targets_dir, spec)
+            else (f"is not installed (faultload setup --target {spec.text})")
+        )
+        return None, (
+            f"not compared with a release: its venv {installed}, and {spec.path}/pyproject.toml states no X.Y.Z version"
+        )
     release = f"{spec.family}=={version}"
     if not is_installed(targets_dir, parse_target(release)):
-        return None, (f"not compared with its release {release}: not installed (faultload setup --target {release},"
-                      " or --faultload-baseline BUILD)")
+        return None, (
+            f"not compared with its release {release}: not installed (faultload setup --target {release},"
+            " or --faultload-baseline BUILD)"
+        )
     build = parse_build(release + (f"+fix={','.join(fixes)}" if fixes else ""))
-    return build, (f"compared with its release {build.text} by default ({source} {version};"
-                   + (" the session's fixes on both sides;" if fixes else "") + " --faultload-baseline none: not)")
+    return build, (
+        f"compared with its release {build.text} by default ({source} {version};"
+        + (" the session's fixes on both sides;" if fixes else "")
+        + " --faultload-baseline none: not)"
+    )

@@ -70,8 +70,14 @@ MAX_LOAD_S = 6.0
 # What a comparative example draws (faultload.strategies.Limits changes, Family.limits):
 # no faults, on-time polls, no storms, a router with a fixed generation time (stretched or cut to the window
 # above by at_least), one burst, small results (the per-request cost is what builds differ in).
-LIMITS = (("max_faults", 0), ("max_poll_after_s", 0.0), ("storms", False), ("router_modes", ("latency",)),
-          ("arrivals", ("burst",)), ("max_result_tokens", 64))
+LIMITS = (
+    ("max_faults", 0),
+    ("max_poll_after_s", 0.0),
+    ("storms", False),
+    ("router_modes", ("latency",)),
+    ("arrivals", ("burst",)),
+    ("max_result_tokens", 64),
+)
 
 
 def candidate_of(config) -> Build:
@@ -130,8 +136,15 @@ def trial_violations(seen: list[tuple[str, int, Verdict]]) -> list[Verdict]:
         build, number, first = hits[0]
         figures = [v.figure for _, _, v in hits if v.figure is not None]
         where = ", ".join(f"{b} trial {n}" for b, n, _ in hits)
-        out.append(Verdict(name, False, max(figures, default=None), first.budget,
-                           f"in {len(hits)} of the comparison's trials ({where}); {build} trial {number}: {first.detail}"))
+        out.append(
+            Verdict(
+                name,
+                False,
+                max(figures, default=None),
+                first.budget,
+                f"in {len(hits)} of the comparison's trials ({where}); {build} trial {number}: {first.detail}",
+            )
+        )
     return out
 
 
@@ -144,8 +157,13 @@ def comparison_verdict(result: Mapping[str, Any]) -> Verdict:
     against = f"{result['candidate']} vs {result['baseline']}, {result['repeats']} trials each (ABBA)"
     if result["worse"]:
         by_name = {r["name"]: r for r in rows}
-        return Verdict(INVARIANT, False, figure, 1.0,
-                       f"{against}: worse: " + "; ".join(_row_text(by_name[n]) for n in result["worse"]))
+        return Verdict(
+            INVARIANT,
+            False,
+            figure,
+            1.0,
+            f"{against}: worse: " + "; ".join(_row_text(by_name[n]) for n in result["worse"]),
+        )
     if result["unknown"]:
         return Verdict(INVARIANT, None, figure, 1.0, f"{against}: not measured: {', '.join(result['unknown'])}")
     closest = f"; closest: {_row_text(worst)}" if worst is not None else ""
@@ -155,6 +173,7 @@ def comparison_verdict(result: Mapping[str, Any]) -> Verdict:
 @dataclasses.dataclass
 class _Trials:
     """What an example's trials left so far, both sides, in the order they ran."""
+
     reports: dict[str, list[Any]] = dataclasses.field(default_factory=lambda: {side: [] for side in SIDES})
     phases: dict[str, float] = dataclasses.field(default_factory=dict)
     seen: list[tuple[str, int, Verdict]] = dataclasses.field(default_factory=list)  # (build, trial, violated)
@@ -164,8 +183,14 @@ class _Trials:
 class ComparingExecutor:
     """Runs an example on both builds (``repeats`` each, ABBA) through one executor per side, judges the ratios."""
 
-    def __init__(self, baseline: Build, sides: Mapping[str, Executor], repeats: int, settings: CompareSettings,
-                 log: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        baseline: Build,
+        sides: Mapping[str, Executor],
+        repeats: int,
+        settings: CompareSettings,
+        log: Callable[[str], None],
+    ) -> None:
         abba(repeats)  # ValueError for fewer than 1
         self.baseline = baseline
         self.sides = dict(sides)
@@ -183,19 +208,33 @@ class ComparingExecutor:
             error = self._round(configs, builds, done)
             if error:
                 return TrialOutcome([], {}, config.shape.requests, time.monotonic() - started, error=error)
-            result = judge_comparison(builds["baseline"].text, builds["candidate"].text, done.reports["baseline"],
-                                      done.reports["candidate"], self.settings, done.trials)
+            result = judge_comparison(
+                builds["baseline"].text,
+                builds["candidate"].text,
+                done.reports["baseline"],
+                done.reports["candidate"],
+                self.settings,
+                done.trials,
+            )
             if not result["worse"]:
                 break
             if round_ + 1 < ROUNDS:
-                self._log(f"comparison: worse ({', '.join(result['worse'])}) after {self.repeats} + {self.repeats} "
-                          "trials: running the example again to confirm")
+                self._log(
+                    f"comparison: worse ({', '.join(result['worse'])}) after {self.repeats} + {self.repeats} "
+                    "trials: running the example again to confirm"
+                )
         verdicts = [comparison_verdict(result), *trial_violations(done.seen)]
         self.comparisons += 1
         for verdict in verdicts:
             self._log(f"comparison: {verdict.name}: {verdict.detail[:400]}")
-        return TrialOutcome(verdicts, figures_of(verdicts), config.shape.requests, time.monotonic() - started,
-                            comparison=result, phases_s=done.phases)
+        return TrialOutcome(
+            verdicts,
+            figures_of(verdicts),
+            config.shape.requests,
+            time.monotonic() - started,
+            comparison=result,
+            phases_s=done.phases,
+        )
 
     def _round(self, configs: Mapping[str, Any], builds: Mapping[str, Build], done: "_Trials") -> str | None:
         """One ABBA round of ``repeats`` trials a side added to ``done``; the first trial's error, if any."""
@@ -207,8 +246,9 @@ class ComparingExecutor:
             done.reports[side].append(outcome.report)
             add_phases(done.phases, outcome.phases_s)
             done.seen += [(builds[side].text, order + 1, v) for v in outcome.verdicts if v.ok is False]
-            done.trials.append(SideTrial(side, builds[side], order, outcome.report,
-                                         invariants_ok=overall(outcome.verdicts)).summary())
+            done.trials.append(
+                SideTrial(side, builds[side], order, outcome.report, invariants_ok=overall(outcome.verdicts)).summary()
+            )
         return None
 
     def _executors(self) -> list[Executor]:
@@ -232,19 +272,37 @@ class ComparingExecutor:
         """What a comparative repro adds: both builds, the repeats, the thresholds, the comparison as found
         (``faultload replay`` runs both builds again, as many times each, and judges them by these thresholds)."""
         result = outcome.comparison or {}
-        return {"baseline": result.get("baseline"), "candidate": result.get("candidate"),
-                "compare": {"repeats": self.repeats, "settings": settings_dict(self.settings), "result": result}}
+        return {
+            "baseline": result.get("baseline"),
+            "candidate": result.get("candidate"),
+            "compare": {"repeats": self.repeats, "settings": settings_dict(self.settings), "result": result},
+        }
 
 
-def comparing_executor(baseline: Build, injected: Executor | None, workspace, budgets, profile,
-                       settings: CompareSettings | None, log: Callable[[str], None]) -> ComparingExecutor:
+def comparing_executor(
+    baseline: Build,
+    injected: Executor | None,
+    workspace,
+    budgets,
+    profile,
+    settings: CompareSettings | None,
+    log: Callable[[str], None],
+) -> ComparingExecutor:
     """The session's comparing executor: ``injected`` (a test double) for both sides, else one real
     shared stack per build, each keeping its trials' reports. ``settings`` None: the judge's defaults."""
     if injected is not None:
         sides: dict[str, Executor] = {side: injected for side in SIDES}
     else:
-        sides = {side: StackExecutor(workspace, budgets, profile.baseline_wait_s,
-                                     lambda message, side=side: log(f"{side}: {message}"), keep_reports=True)
-                 for side in SIDES}
-    return ComparingExecutor(baseline, sides, profile.compare_repeats,
-                             settings if settings is not None else CompareSettings(), log)
+        sides = {
+            side: StackExecutor(
+                workspace,
+                budgets,
+                profile.baseline_wait_s,
+                lambda message, side=side: log(f"{side}: {message}"),
+                keep_reports=True,
+            )
+            for side in SIDES
+        }
+    return ComparingExecutor(
+        baseline, sides, profile.compare_repeats, settings if settings is not None else CompareSettings(), log
+    )

@@ -21,5 +21,12 @@ def confirm_config(target: str, regress: tuple[str, ...] = (), requests: int = C
     outstanding, workers, procs = fit.max_outstanding, fit.workers, fit.router_procs
     shape = LoadShape(requests=requests, max_outstanding=outstanding, workers=workers, time_scale=1.0)
     router = RouterConfig(mode="latency", max_num_seqs=1024, gen_seconds=1.0, procs=procs)
-    return TrialConfig(target=target, shape=shape, router=router, regress=tuple(regress), faults=FaultSchedule(),
-                       proxies="off", max_wall_s=3600.0)
+    return TrialConfig(
+        target=target,
+        shape=shape,
+        router=router,
+        regress=tuple(regress),
+        faults=FaultSchedule(),
+        proxies="off",
+        max_wall_s=3600.0,
+    )

@@ -81,8 +81,10 @@ def describe_config(config) -> str:
         parts.append(f"poll timeout {s.policy.poll_timeout_s:g}")
     t = s.training
     if t.enabled:
-        parts.append(f"train {t.trainers}x{t.steps}:{t.datums}@{t.datum_tokens}"
-                     + (f" spread {t.spread_s:g}s" if t.spread_s else ""))
+        parts.append(
+            f"train {t.trainers}x{t.steps}:{t.datums}@{t.datum_tokens}"
+            + (f" spread {t.spread_s:g}s" if t.spread_s else "")
+        )
     router = r.mode + (f" {r.max_num_seqs}x{r.gen_seconds:g}s" if r.mode == "latency" else "")
     router += f" {r.barrier}/{r.barrier_timeout_s:g}s" if r.mode == "barrier" else ""
     parts.append(router)
@@ -95,9 +97,16 @@ def describe_config(config) -> str:
 class StackExecutor:
     """Runs each config on one shared real stack and judges it against the budgets."""
 
-    def __init__(self, workspace, budgets, baseline_wait_s: float,
-                 log: Callable[[str], None] | None = None, keep_reports: bool = False,
-                 pools: Callable | None = None, access: Access = Access()) -> None:
+    def __init__(
+        self,
+        workspace,
+        budgets,
+        baseline_wait_s: float,
+        log: Callable[[str], None] | None = None,
+        keep_reports: bool = False,
+        pools: Callable | None = None,
+        access: Access = Access(),
+    ) -> None:
         self.workspace = workspace
         self.access = access  # a url= target's key, headers and TLS: never in a trial's config or report
         # where a trial's load workers run: None, local processes; a RayCluster's pool, its nodes (--faultload-ray)
@@ -135,8 +144,13 @@ class StackExecutor:
             raise
         except Exception as exc:  # noqa: BLE001 - the harness failed, not the server
             self._close_stack(f"trial raised {type(exc).__name__}")
-            return TrialOutcome([], {}, config.shape.requests, time.monotonic() - started,
-                           error=f"trial raised {type(exc).__name__}: {exc}")
+            return TrialOutcome(
+                [],
+                {},
+                config.shape.requests,
+                time.monotonic() - started,
+                error=f"trial raised {type(exc).__name__}: {exc}",
+            )
         if result.interrupted:
             self.close(server_grace_s=INTERRUPTED_SERVER_GRACE_S)
             raise KeyboardInterrupt
@@ -144,16 +158,45 @@ class StackExecutor:
         if stack.server is not None and stack.server.pid is not None:
             self._served[stack.server.pid] = self._served.get(stack.server.pid, 0) + config.shape.requests
         verdicts = judge(result, self.budgets)
-        figures = figures_of(verdicts)
+        outcome = self._judged_outcome(
+            config, result, verdicts, {"stack_ready": started - ready_from, **result.phases_s}
+        )
+        self._log_trial(config, result, verdicts)
+        if result.verdict is not None or (stack.server is not None and not stack.server.alive()):
+            self._close_stack("the server collapsed or exited")
+        elif result.fault_log is not None and result.fault_log.unhealed():
+            self._close_stack("the fault injector could not heal a fault")  # its Toxiproxy may hold it still
+        return outcome
+
+    def _judged_outcome(self, config, result, verdicts: list, phases_s: dict[str, float]) -> TrialOutcome:
+        """The judged trial as the suite keeps it: its result only when something failed (for the repro's report
+        and PNG); no verdict at all when a fault was never healed (the trial was no test of the target); a
+        harness error beside the verdicts when the trial reported one."""
         failed = any(v.ok is False for v in verdicts)
-        outcome = TrialOutcome(verdicts, figures, config.shape.requests, result.wall_s, result if failed else None,
-                               report=build_report(result, verdicts) if self.keep_reports else None,
-                               phases_s={"stack_ready": started - ready_from, **result.phases_s})
+        outcome = TrialOutcome(
+            verdicts,
+            figures_of(verdicts),
+            config.shape.requests,
+            result.wall_s,
+            result if failed else None,
+            report=build_report(result, verdicts) if self.keep_reports else None,
+            phases_s=phases_s,
+        )
         if result.fault_log is not None and result.fault_log.unhealed():  # contract: fault_not_healed
-            outcome = TrialOutcome([], {}, config.shape.requests, result.wall_s,
-                                   unjudged=f"not judged: {result.error}", phases_s=outcome.phases_s)
+            outcome = TrialOutcome(
+                [],
+                {},
+                config.shape.requests,
+                result.wall_s,
+                unjudged=f"not judged: {result.error}",
+                phases_s=outcome.phases_s,
+            )
         elif result.error:
             outcome.error = f"harness error: {result.error}"
+        return outcome
+
+    def _log_trial(self, config, result, verdicts: list) -> None:
+        """The trial's progress line: what it drew, its wall, what it violated and why, and the collapse."""
         bad = ", ".join(v.name for v in verdicts if v.ok is False) or "none"
         self._log(f"trial {self.trials}: {describe_config(config)} -> {result.wall_s:.1f}s, violated: {bad}")
         for v in verdicts:
@@ -161,11 +204,6 @@ class StackExecutor:
                 self._log(f"    {v.name}: {v.detail[:240]}")
         if result.verdict is not None:
             self._log(f"    collapse: {result.verdict.line()[:240]}")
-        if result.verdict is not None or (stack.server is not None and not stack.server.alive()):
-            self._close_stack("the server collapsed or exited")
-        elif result.fault_log is not None and result.fault_log.unhealed():
-            self._close_stack("the fault injector could not heal a fault")  # its Toxiproxy may hold it still
-        return outcome
 
     def _note_start(self, stack) -> None:
         """The server's RSS and fds as this trial finds it, beside the requests it has served (its process's)."""
@@ -176,7 +214,8 @@ class StackExecutor:
 
     def describe(self) -> str:
         return f"stack started {self.stack_starts}x" + (
-            f" (restarts: {'; '.join(self.stack_restarts)})" if self.stack_restarts else "")
+            f" (restarts: {'; '.join(self.stack_restarts)})" if self.stack_restarts else ""
+        )
 
     def _ready_stack(self, config):
         wanted = config.stack_config()
@@ -190,9 +229,11 @@ class StackExecutor:
         if unsettled:
             self._close_stack(unsettled)
         if self.stack is None:
-            self._log(f"starting the stack: {config.target}"
-                      + switches_text(config.regress, config.fixes)
-                      + f", time scale {config.shape.time_scale:g}, proxies {'on' if wanted.proxies else 'off'}")
+            self._log(
+                f"starting the stack: {config.target}"
+                + switches_text(config.regress, config.fixes)
+                + f", time scale {config.shape.time_scale:g}, proxies {'on' if wanted.proxies else 'off'}"
+            )
             self.stack = Stack(wanted, config.router, self.workspace, self.access).start()
             self.stack_starts += 1
         return self.stack

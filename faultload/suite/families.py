@@ -44,8 +44,11 @@ def known_configs(profile: Profile, family: Family, target: str, regress: tuple[
     if profile.confirm:
         return []
     limits = family_limits(profile, family, target)
-    configs = [known_trial_config(name, target, profile.time_scale, regress, limits)
-               for name in family.known if name in profile.known_examples]
+    configs = [
+        known_trial_config(name, target, profile.time_scale, regress, limits)
+        for name in family.known
+        if name in profile.known_examples
+    ]
     return [config for config in configs if config is not None]  # None: a trial the target's family cannot run
 
 
@@ -88,29 +91,53 @@ def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
 
 # The suite's property families (one per test in test_properties.py); here, not there, so that code outside
 # a pytest collection (bench/shrink_time.py) can name one: the properties module is collected, not imported.
-LOST = Family("no_lost_results", ("no_lost_results", "accepted_requests", "futures_resolve"),
-              ("no_lost_results", "accepted_requests", "futures_resolve"),
-              weight=2.0,
-              limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))), known=("completed_ttl_edge", "retrieved_ttl_edge", "half_open_delivery", "restart_reuse"))
+LOST = Family(
+    "no_lost_results",
+    ("no_lost_results", "accepted_requests", "futures_resolve"),
+    ("no_lost_results", "accepted_requests", "futures_resolve"),
+    weight=2.0,
+    limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))),
+    known=("completed_ttl_edge", "retrieved_ttl_edge", "half_open_delivery", "restart_reuse"),
+)
 INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
-RESOURCES = Family("bounded_resources", ("bounded_fds", "bounded_rss", "bounded_cpu", "releases_results",
-                                         "forwards_concurrent"),
-                   ("bounded_fds", "bounded_rss", "bounded_cpu"), known=("completion_burst", "cpu_sample", "size_burst", "release_hold"))
+RESOURCES = Family(
+    "bounded_resources",
+    ("bounded_fds", "bounded_rss", "bounded_cpu", "releases_results", "forwards_concurrent"),
+    ("bounded_fds", "bounded_rss", "bounded_cpu"),
+    known=("completion_burst", "cpu_sample", "size_burst", "release_hold"),
+)
 HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
-RETRIES = Family("bounded_retries", ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
-                 ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
-                 limits=(("storms", False), ("max_result_wait_s", 60.0)), known=("completion_burst",))
+RETRIES = Family(
+    "bounded_retries",
+    ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
+    ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
+    limits=(("storms", False), ("max_result_wait_s", 60.0)),
+    known=("completion_burst",),
+)
 SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("clean_server_log",))
 COMBINED = Family(
-    "all_invariants", (), ("no_lost_results", "bounded_fds", "bounded_rss", "healthz_latency"),
-    limits=(("storms", False), ("max_result_wait_s", 60.0)), known=("size_flood",),
+    "all_invariants",
+    (),
+    ("no_lost_results", "bounded_fds", "bounded_rss", "healthz_latency"),
+    limits=(("storms", False), ("max_result_wait_s", 60.0)),
+    known=("size_flood",),
 )
-COMPARATIVE = Family("comparative", (comparative.INVARIANT,), (comparative.INVARIANT,), limits=comparative.LIMITS,
-                     weight=comparative.WEIGHT, comparative=True)
+COMPARATIVE = Family(
+    "comparative",
+    (comparative.INVARIANT,),
+    (comparative.INVARIANT,),
+    limits=comparative.LIMITS,
+    weight=comparative.WEIGHT,
+    comparative=True,
+)
 # Every example trains beside its samples (the profile must draw training: nightly; ci draws none, so the
 # property is skipped there). clean_server_log too: QueuePool timeouts and DB-lock errors are the server's
 # own errors (the observer's pool_exhausted waits are notes, not errors: 0.4.0 waits so too).
-TRAINING = Family("training", ("training_futures", "heartbeats_answered", "clean_server_log"),
-                  ("training_futures", "heartbeats_answered", "clean_server_log"),
-                  limits=(("min_trainers", 1),), known=("training_waves",))
+TRAINING = Family(
+    "training",
+    ("training_futures", "heartbeats_answered", "clean_server_log"),
+    ("training_futures", "heartbeats_answered", "clean_server_log"),
+    limits=(("min_trainers", 1),),
+    known=("training_waves",),
+)
 FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, TRAINING, COMBINED, COMPARATIVE)

@@ -55,10 +55,9 @@ import pytest
 
 from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS
 from faultload.host.workspace import output_folder_problem
-from faultload.model.switches import FIXES, REGRESSIONS
-from faultload.model.target import DEFAULT_TARGET, TARGET_FORMS
-from faultload.suite.defaults import DEFAULT_PROFILE, PROFILE_VARIABLE
+from faultload.suite.defaults import PROFILE_VARIABLE
 from faultload.suite.errors import SuiteError
+from faultload.suite.options import add_build_options, add_outside_options, add_session_options
 
 if TYPE_CHECKING:
     from faultload.suite.session import SuiteSession
@@ -70,7 +69,7 @@ ENVIRONMENT = {
     "TINKER_API_KEY": "a url= target's API key when --faultload-api-key is not given (as the tinker SDK reads it)",
     "RAY_ADDRESS": "the cluster of --faultload-ray auto",
     "PYTHONPATH": "--faultload-ray: passed on to the load worker actors on a loopback cluster, after this faultload's "
-                  "own folder",
+    "own folder",
 }
 MARKER = "faultload: a faultload property (runs trials on the session's shared stack; uses faultload_suite)"
 
@@ -83,52 +82,11 @@ _COLLECTING: ContextVar[pytest.Config | None] = ContextVar("faultload_collecting
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """The suite's options, in one group, in the order ``pytest --help`` lists them."""
     group = parser.getgroup("faultload", "faultload: property-based fault-injection and load suite")
-    group.addoption("--faultload-target", default=None, metavar="SPEC",
-                    help=f"server under test: {' | '.join(TARGET_FORMS)} (default {DEFAULT_TARGET})")
-    group.addoption("--faultload-regress", action="append", default=[], metavar="NAME",
-                    help="undo a known fix, or add a catalogued bug, in the launched server: "
-                         f"{', '.join(REGRESSIONS)} (repeatable; default none)")
-    group.addoption("--faultload-fix", action="append", default=[], metavar="NAME",
-                    help=f"apply a candidate fix in the launched server: {', '.join(FIXES)} (repeatable; default none)")
-    group.addoption("--faultload-sdk", default=None, metavar="tinker==X.Y.Z",
-                    help="the SDK release the session's real-SDK trials run, installed into a folder of its own "
-                         "when missing (default: the tinker installed beside faultload)")
-    group.addoption("--faultload-profile", default=None, choices=("ci", "nightly", "confirm"),
-                    help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
-                         "example database kept; confirm: the 131,072-request shape once "
-                         f"(default {DEFAULT_PROFILE}, or $FAULTLOAD_PROFILE)")
-    group.addoption("--faultload-workdir", default=None, metavar="DIR",
-                    help="faultload's folder (default .faultload or $FAULTLOAD_HOME)")
-    group.addoption("--faultload-shrink-s", default=None, type=float, metavar="S",
-                    help="stop shrinking a failure after S seconds (default: the profile's)")
-    group.addoption("--faultload-examples", default=None, type=int, metavar="N",
-                    help="examples per property (default: the profile's)")
-    group.addoption("--faultload-session-s", default=None, type=float, metavar="S",
-                    help="start no trial after S seconds of the session (default: the profile's); "
-                         "properties left without a judged trial then fail as not judged")
-    group.addoption("--faultload-summary-json", default=None, metavar="FILE",
-                    help="write each property's outcome, violated invariants and repro as JSON (default: not written)")
-    group.addoption("--faultload-html", default=None, metavar="FILE",
-                    help="write the session as one self-contained HTML file that opens offline: each property's "
-                         "trials against their verdicts, a failed one's shrink path and repro (default: not written)")
-    group.addoption("--faultload-ray", default=None, metavar="HOST:PORT",
-                    help="run each trial's load workers as actors on the Ray cluster there (auto: $RAY_ADDRESS; "
-                         "needs faultload[ray]); the stack stays here (default: local worker processes)")
-    group.addoption("--faultload-baseline", default=None, metavar="BUILD",
-                    help="run the comparative property: each example on BUILD (e.g. skyrl==0.4.0, "
-                         "skyrl==0.4.0+regress=rich-access-log) and on the target, failing when the target is worse "
-                         "by [tool.faultload.compare]'s thresholds (default: a skyrl@PATH target on the ci profile "
-                         "is compared with its own release when that is installed, any other session skips the "
-                         "property; none: never compare)")
-    group.addoption("--faultload-api-key", default=None, metavar="KEY",
-                    help="a url= target's API key (X-API-Key), never printed or written (default: $TINKER_API_KEY, "
-                         "else faultload's own)")
-    group.addoption("--faultload-header", action="append", default=[], metavar="NAME:VALUE",
-                    help="an extra request header for a url= target (repeatable; default none)")
-    group.addoption("--faultload-ca-cert", default=None, metavar="PEM",
-                    help="an https url= target's CA certificates to trust (default: the system's; the suite's "
-                         "sdk-client trials always check certificates, so there is no --faultload-insecure)")
+    add_build_options(group)
+    add_session_options(group)
+    add_outside_options(group)
 
 
 def session(config: pytest.Config) -> SuiteSession:
@@ -147,8 +105,10 @@ def collecting() -> SuiteSession:
     """The session of the pytest run importing a property module now (its decorators run at import)."""
     config = _COLLECTING.get()
     if config is None:
-        raise RuntimeError("faultload: the suite's properties are collected by pytest (pytest faultload, "
-                           "pytest --pyargs faultload.suite), not imported on their own")
+        raise RuntimeError(
+            "faultload: the suite's properties are collected by pytest (pytest faultload, "
+            "pytest --pyargs faultload.suite), not imported on their own"
+        )
     return session(config)
 
 
@@ -174,9 +134,20 @@ def pytest_configure(config: pytest.Config) -> None:
     if html:
         config.stash[_HTML] = Path(html)
     # a bad target, switch, build spec, SDK release or cluster address is a usage error now, not at collection
-    if any(config.getoption(name, None) for name in ("faultload_target", "faultload_regress", "faultload_fix",
-                                                     "faultload_baseline", "faultload_ray", "faultload_sdk",
-                                                     "faultload_api_key", "faultload_header", "faultload_ca_cert")):
+    if any(
+        config.getoption(name, None)
+        for name in (
+            "faultload_target",
+            "faultload_regress",
+            "faultload_fix",
+            "faultload_baseline",
+            "faultload_ray",
+            "faultload_sdk",
+            "faultload_api_key",
+            "faultload_header",
+            "faultload_ca_cert",
+        )
+    ):
         session(config)
 
 
@@ -233,7 +204,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     found = _made(session.config)
     if found is not None:
         found.property_ids = [
-            item.nodeid for item in session.items
+            item.nodeid
+            for item in session.items
             if _is_property(item) and not any(m.args and m.args[0] is True for m in item.iter_markers("skipif"))
         ]
 

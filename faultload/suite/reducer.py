@@ -24,9 +24,16 @@ def complexity(config) -> tuple:
     """Sort key of a failing trial: smaller is a simpler repro (requests first)."""
     s, r = config.shape, config.router
     return (
-        repro_size(s), len(config.faults.faults), int(s.abandon_polls.fraction > 0) + int(s.delay_polls.fraction > 0),
-        int(s.arrival != "burst"), int(s.policy != type(s.policy)()), int(r.mode != "immediate"),
-        s.result_tokens * s.num_samples, s.workers, int(s.client != "raw"), int(s.accept != "proto"),
+        repro_size(s),
+        len(config.faults.faults),
+        int(s.abandon_polls.fraction > 0) + int(s.delay_polls.fraction > 0),
+        int(s.arrival != "burst"),
+        int(s.policy != type(s.policy)()),
+        int(r.mode != "immediate"),
+        s.result_tokens * s.num_samples,
+        s.workers,
+        int(s.client != "raw"),
+        int(s.accept != "proto"),
         s.max_outstanding,
         s.abandon_polls.after_s + s.delay_polls.after_s,
     )
@@ -102,7 +109,7 @@ def reductions(config):
         yield shape("one burst", arrival="burst", arrival_span_s=0.0, arrival_waves=1)
     faults = config.faults.faults
     for i, fault in enumerate(faults):
-        rest = FaultSchedule(faults[:i] + faults[i + 1:])
+        rest = FaultSchedule(faults[:i] + faults[i + 1 :])
         yield f"without {fault.to_spec()}", dataclasses.replace(config, faults=rest, fatal_faults=fatal_kinds(rest))
     if s.policy != ClientPolicy():
         yield shape("the SDK's poll policy", policy=ClientPolicy())
@@ -153,8 +160,14 @@ def greedy_reduce(
             fails = still_fails(candidate)
             if fails is None:
                 return current
-            steps.append({"step": label, "requests": candidate.shape.requests, "still_fails": fails,
-                          "seconds": round(clock() - started, 1)})
+            steps.append(
+                {
+                    "step": label,
+                    "requests": candidate.shape.requests,
+                    "still_fails": fails,
+                    "seconds": round(clock() - started, 1),
+                }
+            )
             if fails:
                 current = candidate
                 progress = True

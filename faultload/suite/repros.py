@@ -16,8 +16,14 @@ from faultload.store.repro import COMPARE_REPRO_VERSION, build_repro, config_key
 from faultload.suite.state import PropertyState
 
 
-def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
-                         hypothesis_seed: Any = None, comparison: Mapping[str, Any] | None = None) -> Path | None:
+def write_property_repro(
+    state: PropertyState,
+    profile: str,
+    workspace,
+    budgets,
+    hypothesis_seed: Any = None,
+    comparison: Mapping[str, Any] | None = None,
+) -> Path | None:
     """Write the property's smallest failing trial (its last failure) as a repro, with report, bundle, page and PNG.
 
     The bundle (``STEM.bundle/``, ``faultload check`` judges it again offline)
@@ -30,23 +36,7 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
     if state.best is None:
         return None
     config, outcome = state.best
-    shrink_s = state.shrink_seconds
-    found_by = {
-        "property": state.nodeid,
-        "profile": profile,
-        "hypothesis_seed": hypothesis_seed,
-        "shrink": {
-            "from_requests": state.first_failure_requests,
-            "to_requests": config.shape.requests,
-            "failing_examples": state.failures,
-            "shrink_s": round(shrink_s, 1),
-            "cut_by_budget": state.shrink_cut,
-            "budget_s": round((state.shrink_until or 0) - (state.first_failure_at or 0), 1),
-            "reduce_steps": state.reduce_log,
-            "hypothesis_final_requests": state.last_failure[0].shape.requests if state.last_failure else None,
-        },
-        "trials_run": state.trials,
-    }
+    found_by = _found_by(state, profile, hypothesis_seed)
     stem = f"{_slug(state.nodeid)}-{time.strftime('%Y%m%dT%H%M%S')}-{config_key(config)}"
     directory = workspace.repros
     # judged on every invariant, as the session was: a violation of any of them fails the replay too
@@ -69,8 +59,11 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
         state.html_path = write_trial_html(outcome.result, outcome.verdicts, directory / f"{stem}.html")
         repro["html"] = str(state.html_path)
         try:
-            repro["plot"] = str(write_timeline(outcome.result, directory / f"{stem}.png",
-                                               title=f"{state.nodeid}: {config.shape.requests} requests"))
+            repro["plot"] = str(
+                write_timeline(
+                    outcome.result, directory / f"{stem}.png", title=f"{state.nodeid}: {config.shape.requests} requests"
+                )
+            )
         except Exception as exc:  # noqa: BLE001 - matplotlib missing or a plotting bug: the repro still counts
             repro["plot_error"] = f"{type(exc).__name__}: {exc}"
     path = write_repro(repro, directory, stem)
@@ -78,6 +71,28 @@ def write_property_repro(state: PropertyState, profile: str, workspace, budgets,
     repro["replay"] = replay_command(path)
     write_repro(repro, directory, stem)
     return path
+
+
+def _found_by(state: PropertyState, profile: str, hypothesis_seed: Any) -> dict[str, Any]:
+    """How the repro was found: the property, the profile and seed, and how far its shrink got from the first
+    failure (each greedy reduction tried, and whether the shrink's budget cut it)."""
+    config = state.best[0]
+    return {
+        "property": state.nodeid,
+        "profile": profile,
+        "hypothesis_seed": hypothesis_seed,
+        "shrink": {
+            "from_requests": state.first_failure_requests,
+            "to_requests": config.shape.requests,
+            "failing_examples": state.failures,
+            "shrink_s": round(state.shrink_seconds, 1),
+            "cut_by_budget": state.shrink_cut,
+            "budget_s": round((state.shrink_until or 0) - (state.first_failure_at or 0), 1),
+            "reduce_steps": state.reduce_log,
+            "hypothesis_final_requests": state.last_failure[0].shape.requests if state.last_failure else None,
+        },
+        "trials_run": state.trials,
+    }
 
 
 def _slug(nodeid: str) -> str:

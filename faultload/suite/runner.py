@@ -44,16 +44,16 @@ import hypothesis
 from faultload.checker.growth import check_session_growth
 from faultload.checker.inputs import Verdict
 from faultload.model.access import Access
-from faultload.model.switches import switches_text
 from faultload.store.repro import config_key
 from faultload.suite import summary
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, StackExecutor, SuiteError, TrialOutcome, add_phases
-from faultload.suite.families import Family, checked, known_configs, target_figure
+from faultload.suite.families import Family, known_configs, target_figure
 from faultload.suite.profiles import Profile
 from faultload.suite.reducer import complexity, greedy_reduce
 from faultload.suite.repros import write_property_repro
 from faultload.suite.state import PropertyState, Tally
+from faultload.suite.verdicts import failing, not_judged_reason, tally, violation_message
 
 
 class SuiteRunner:
@@ -65,10 +65,23 @@ class SuiteRunner:
     settings arrive as values, nothing is read behind the caller's back.
     """
 
-    def __init__(self, profile: Profile, target: str, regress: tuple[str, ...], workspace, budgets,
-                 watchdog=None, shrink_s: float | None = None, log=None, fixes: tuple[str, ...] = (),
-                 executor: Executor | None = None, baseline=None, compare_settings=None, pools=None,
-                 access: Access = Access()) -> None:
+    def __init__(
+        self,
+        profile: Profile,
+        target: str,
+        regress: tuple[str, ...],
+        workspace,
+        budgets,
+        watchdog=None,
+        shrink_s: float | None = None,
+        log=None,
+        fixes: tuple[str, ...] = (),
+        executor: Executor | None = None,
+        baseline=None,
+        compare_settings=None,
+        pools=None,
+        access: Access = Access(),
+    ) -> None:
         self.profile = profile
         self.target = target
         self.regress = regress
@@ -85,8 +98,9 @@ class SuiteRunner:
         self.notes: list[str] = []  # what the session decided on its own (a default baseline), said once
         self.phases_s: dict[str, float] = {}  # every trial run's phases, summed (the summary's breakdown)
         self._log = log or (lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
-        self.executor: Executor = executor or StackExecutor(workspace, budgets, profile.baseline_wait_s, self._log,
-                                                            pools=pools, access=access)
+        self.executor: Executor = executor or StackExecutor(
+            workspace, budgets, profile.baseline_wait_s, self._log, pools=pools, access=access
+        )
         self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
         self._compare = (executor, compare_settings)
         self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs
@@ -154,20 +168,13 @@ class SuiteRunner:
             value = target_figure(outcome.figures, invariant)
             if value is not None:
                 hypothesis.target(value, label=invariant)
-        failing = self._failing(family, outcome)
-        if failing:
+        violations = failing(family, outcome)
+        if violations:
             first = not state.shrinking
             self._record_failure(state, config, outcome)
             if first and self.profile.reduce_share > 0:
                 self._reduce(state, family, config)
-            names = checked(family)
-            lines = [f"{v.name} violated{'' if v.name in names else ' (seen by this trial, not its family)'}: "
-                     f"figure {v.figure} vs budget {v.budget}: {v.detail}" for v in failing]
-            raise AssertionError(
-                f"{len(failing)} invariant(s) violated by a {config.shape.requests}-request trial "
-                f"(target {config.target}{switches_text(config.regress, config.fixes)}, "
-                f"time scale {config.shape.time_scale:g}):\n  " + "\n  ".join(lines)
-            )
+            raise AssertionError(violation_message(family, config, violations))
 
     def as_run(self, config):
         """``config`` with the session's overrides (the watchdog limits): the config the trial runs,
@@ -175,39 +182,6 @@ class SuiteRunner:
         if self.watchdog is not None and config.watchdog != self.watchdog:
             config = dataclasses.replace(config, watchdog=self.watchdog)
         return config
-
-    @staticmethod
-    def _failing(family: Family, outcome: TrialOutcome) -> list:
-        """Every invariant the trial violated, the family's first: a violation seen is a violation failed,
-        whichever property's trial saw it (the family only steers what is drawn and targeted)."""
-        names = checked(family)
-        violated = [v for v in outcome.verdicts if v.ok is False]
-        return sorted(violated, key=lambda v: v.name not in names)
-
-    @staticmethod
-    def _tally(state: PropertyState, family: Family, key: str, outcome: TrialOutcome | None) -> None:
-        """Count one example per invariant: judged, unknown, or skipped (``outcome`` None: not run).
-
-        A trial is counted once per property, however often Hypothesis replays it.
-        """
-        names = checked(family)
-        if outcome is not None:
-            if key in state.counted:
-                return
-            state.counted.add(key)
-        by_name = {v.name: v for v in outcome.verdicts} if outcome is not None else {}
-        judged_any = False
-        for name in names:
-            tally = state.tally.setdefault(name, Tally())
-            if outcome is None:
-                tally.skipped += 1
-            elif name in by_name and by_name[name].ok is not None:
-                tally.judged += 1
-                judged_any = True
-            else:
-                tally.unknown += 1
-        if judged_any:
-            state.judged_trials += 1
 
     def not_judged(self, nodeid: str) -> str | None:
         """Why a property that passed fails still: the session's server grew with its work
@@ -217,24 +191,11 @@ class SuiteRunner:
 
     def property_not_judged(self, nodeid: str) -> str | None:
         """Why a property that passed proves nothing (no example judged any of its invariants), or None."""
-        state = self.states.get(nodeid)
-        if state is None or state.broken or state.shrinking:
-            return None
-        names = checked(state.family)
-        unknown = sum(t.unknown for t in state.tally.values())
-        if unknown and state.family is not None and state.family.comparative:  # a comparison is judged or not ok
-            return f"not judged: {unknown} examples left {', '.join(names)} unknown (a metric not measured)"
-        if state.judged_trials:
-            return None
-        reasons = []
-        if state.not_run:
-            reasons.append(f"{state.not_run} examples not run (time bound spent)")
-        if unknown:
-            reasons.append(f"{state.trials + state.cached} examples left every invariant unknown")
-        return (f"not judged: no example judged any of {', '.join(names)}"
-                + (f" ({'; '.join(reasons)})" if reasons else " (no example ran)"))
+        return not_judged_reason(self.states.get(nodeid))
 
-    def _outcome(self, config, state: PropertyState, family: Family, deadline: float | None = None) -> TrialOutcome | None:
+    def _outcome(
+        self, config, state: PropertyState, family: Family, deadline: float | None = None
+    ) -> TrialOutcome | None:
         """The trial's outcome (cached, or run now); None when a time bound forbids a new trial.
 
         The property's first examples are its known trials (Hypothesis runs explicit examples first): they run
@@ -259,7 +220,7 @@ class SuiteRunner:
                 out = self._out_of_time(state, now, family) or (deadline is not None and now > deadline)
             if out:
                 state.not_run += 1
-                self._tally(state, family, key, None)
+                tally(state, family, key, None)
                 if state.shrinking:
                     state.shrink_cut = True
                 return None
@@ -269,7 +230,7 @@ class SuiteRunner:
             state.known_s += time.monotonic() - started
         if outcome.error:
             raise SuiteError(outcome.error)
-        self._tally(state, family, key, outcome)
+        tally(state, family, key, outcome)
         return outcome
 
     def _out_of_time(self, state: PropertyState, now: float, family: Family) -> bool:
@@ -317,17 +278,24 @@ class SuiteRunner:
             outcome = self._outcome(candidate, state, family, deadline)
             if outcome is None:
                 return None
-            fails = bool(self._failing(family, outcome))
+            fails = bool(failing(family, outcome))
             if fails:
                 self._record_failure(state, candidate, outcome)
             return fails
 
         current = greedy_reduce(
-            config, still_fails, lambda: time.monotonic() >= deadline, state.reduce_log,
+            config,
+            still_fails,
+            lambda: time.monotonic() >= deadline,
+            state.reduce_log,
             allowed=lambda label, candidate: not (family.comparative and candidate.shape.requests < MIN_REQUESTS),
-            log=self._log, clock=time.monotonic)
-        self._log(f"reduced {config.shape.requests} -> {current.shape.requests} requests "
-                  f"({sum(1 for r in state.reduce_log if r['still_fails'])} of {len(state.reduce_log)} steps kept)")
+            log=self._log,
+            clock=time.monotonic,
+        )
+        self._log(
+            f"reduced {config.shape.requests} -> {current.shape.requests} requests "
+            f"({sum(1 for r in state.reduce_log if r['still_fails'])} of {len(state.reduce_log)} steps kept)"
+        )
 
     # ------------------------------------------------------------------ trials
 
@@ -339,8 +307,9 @@ class SuiteRunner:
             raise SuiteError("the comparative family needs a baseline build (--faultload-baseline)")
         if self.comparing is None:
             injected, settings = self._compare
-            self.comparing = comparing_executor(self.baseline, injected, self.workspace, self.budgets,
-                                                self.profile, settings, self._log)
+            self.comparing = comparing_executor(
+                self.baseline, injected, self.workspace, self.budgets, self.profile, settings, self._log
+            )
         return self.comparing
 
     def _key(self, config, family: Family) -> str:
@@ -381,8 +350,7 @@ class SuiteRunner:
         comparison = None
         if state.best is not None and state.best[1].comparison is not None and self.comparing is not None:
             comparison = self.comparing.repro_fields(state.best[1])
-        return write_property_repro(state, self.profile.name, self.workspace, self.budgets, hypothesis_seed,
-                                    comparison)
+        return write_property_repro(state, self.profile.name, self.workspace, self.budgets, hypothesis_seed, comparison)
 
     def summary_dict(self, outcomes: dict[str, str] | None = None) -> dict[str, Any]:
         """The session as data (``--faultload-summary-json``; what ``faultload matrix`` reads): :mod:`.summary`."""

@@ -48,7 +48,7 @@ from faultload.compare.judge import CompareSettings, load_compare_settings
 from faultload.host.processes import Interrupts
 from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
-from faultload.model.access import access_for
+from faultload.model.access import Access, access_for
 from faultload.model.build import Build, parse_build
 from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.model.trial import TrialConfig
@@ -76,13 +76,10 @@ class SuiteOptions:
     def __init__(self, config: pytest.Config | None = None, environ: Mapping[str, str] | None = None) -> None:
         get = (lambda name: config.getoption(name)) if config is not None else (lambda name: None)
         environ = environ or {}
-        profile = get_profile(profile_name(get("faultload_profile"), environ))
-        examples = get("faultload_examples")
-        if examples:
-            profile = dataclasses.replace(profile, max_examples=max(1, examples))
         session_s = get("faultload_session_s")
-        if session_s is not None:
-            profile = dataclasses.replace(profile, session_s=max(0.0, session_s))
+        profile = _overridden_profile(
+            profile_name(get("faultload_profile"), environ), get("faultload_examples"), session_s
+        )
         self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
         self.target: str = get("faultload_target") or DEFAULT_TARGET
         self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
@@ -92,25 +89,13 @@ class SuiteOptions:
         except ValueError as exc:
             raise pytest.UsageError(f"--faultload-target/--faultload-regress/--faultload-fix: {exc}") from None
         self.sdk: str = get("faultload_sdk") or ""  # the SDK release of the session's sdk-client trials
-        spec = parse_target(self.target)
-        try:  # a url= target's key, headers and TLS (its sdk-client trials check certificates: no --insecure)
-            self.access = access_for(spec.url if spec.kind == "url" else None, api_key=get("faultload_api_key"),
-                                     env_api_key=environ.get("TINKER_API_KEY"), headers=get("faultload_header") or [],
-                                     ca_cert=get("faultload_ca_cert"), insecure=False, sdk_client=True,
-                                     prefix="--faultload-")
-        except ValueError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        self.access = _suite_access(self.target, get, environ)
         self.workdir: str | None = get("faultload_workdir")
         self.home: str | None = environ.get("FAULTLOAD_HOME")
         self.baseline: Build | None = None
         self.baseline_note = ""  # why the session compares with a build, or why not, when that is not obvious
         self.compare_settings: CompareSettings | None = None
-        try:
-            if self.sdk:  # installed now: a release the index lacks is a usage error before any trial
-                ensure_sdk_release(self.workspace().sdks, self.sdk,
-                                   log=lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True))
-        except (ValueError, InstallError) as exc:
-            raise pytest.UsageError(f"--faultload-sdk: {exc}") from None
+        self._install_sdk()
         try:
             self.baseline, self.baseline_note = self._baseline(get("faultload_baseline"), profile.name)
             if self.baseline is not None:
@@ -119,18 +104,27 @@ class SuiteOptions:
             raise pytest.UsageError(str(exc)) from None
         if self.baseline is not None and session_s is None:
             # the comparison's trials come on top of the profile's session, not out of it
-            profile = dataclasses.replace(profile, session_s=profile.session_s + COMPARATIVE_WEIGHT * profile.property_s)
+            profile = dataclasses.replace(
+                profile, session_s=profile.session_s + COMPARATIVE_WEIGHT * profile.property_s
+            )
         self.profile: Profile = profile
         self.shrink_s: float | None = get("faultload_shrink_s")
         # --faultload-ray: the cluster's HOST:PORT, checked to answer now (its join waits for the first trial)
         self.ray_environ = {name: environ[name] for name in ("RAY_ADDRESS", "PYTHONPATH") if name in environ}
-        self.ray: str | None = None
-        if get("faultload_ray"):
-            try:
-                self.ray = resolve_address(get("faultload_ray"), environ)
-                check_reachable(self.ray)
-            except ClusterError as exc:
-                raise pytest.UsageError(suite_cluster_error(exc)) from None
+        self.ray: str | None = _reachable_cluster(get("faultload_ray"), environ)
+
+    def _install_sdk(self) -> None:
+        """``--faultload-sdk``'s release, installed now: a release the index lacks is a usage error before any
+        trial."""
+        try:
+            if self.sdk:
+                ensure_sdk_release(
+                    self.workspace().sdks,
+                    self.sdk,
+                    log=lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True),
+                )
+        except (ValueError, InstallError) as exc:
+            raise pytest.UsageError(f"--faultload-sdk: {exc}") from None
 
     def workspace(self) -> Workspace:
         return Workspace.default(self.workdir or self.home)
@@ -147,6 +141,47 @@ class SuiteOptions:
         return find_config(self.rootdir)
 
 
+def _overridden_profile(name: str, examples: int | None, session_s: float | None) -> Profile:
+    """The suite profile named, with ``--faultload-examples`` and ``--faultload-session-s`` in place of its own."""
+    profile = get_profile(name)
+    if examples:
+        profile = dataclasses.replace(profile, max_examples=max(1, examples))
+    if session_s is not None:
+        profile = dataclasses.replace(profile, session_s=max(0.0, session_s))
+    return profile
+
+
+def _suite_access(target: str, get: Callable[[str], Any], environ: Mapping[str, str]) -> Access:
+    """A url= target's key, headers and TLS (its sdk-client trials check certificates: no --insecure); a bad one
+    is a usage error."""
+    spec = parse_target(target)
+    try:
+        return access_for(
+            spec.url if spec.kind == "url" else None,
+            api_key=get("faultload_api_key"),
+            env_api_key=environ.get("TINKER_API_KEY"),
+            headers=get("faultload_header") or [],
+            ca_cert=get("faultload_ca_cert"),
+            insecure=False,
+            sdk_client=True,
+            prefix="--faultload-",
+        )
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _reachable_cluster(given: str | None, environ: Mapping[str, str]) -> str | None:
+    """``--faultload-ray``'s cluster as HOST:PORT, checked to answer now; None without the option."""
+    if not given:
+        return None
+    try:
+        address = resolve_address(given, environ)
+        check_reachable(address)
+    except ClusterError as exc:
+        raise pytest.UsageError(suite_cluster_error(exc)) from None
+    return address
+
+
 def hypothesis_profile_name(profile: Profile) -> str:
     return f"faultload-{profile.name}"
 
@@ -157,9 +192,16 @@ def hypothesis_settings(profile: Profile, workspace: Workspace) -> dict[str, Any
     if profile.use_database and not profile.derandomize:
         database = DirectoryBasedExampleDatabase(str(workspace.root / "hypothesis"))
     phases = NO_SHRINK_PHASES if profile.confirm or profile.shrink_s <= 0 else FULL_PHASES
-    return {"max_examples": profile.max_examples, "derandomize": profile.derandomize, "database": database,
-            "deadline": None, "phases": phases, "suppress_health_check": list(HealthCheck),
-            "report_multiple_bugs": False, "print_blob": True}
+    return {
+        "max_examples": profile.max_examples,
+        "derandomize": profile.derandomize,
+        "database": database,
+        "deadline": None,
+        "phases": phases,
+        "suppress_health_check": list(HealthCheck),
+        "report_multiple_bugs": False,
+        "print_blob": True,
+    }
 
 
 def register_hypothesis_profiles(chosen: Profile, workspace: Workspace) -> None:
@@ -168,8 +210,9 @@ def register_hypothesis_profiles(chosen: Profile, workspace: Workspace) -> None:
     parent = settings.default
     for profile in PROFILES.values():
         profile = chosen if profile.name == chosen.name else profile
-        settings.register_profile(hypothesis_profile_name(profile), parent=parent,
-                                  **hypothesis_settings(profile, workspace))
+        settings.register_profile(
+            hypothesis_profile_name(profile), parent=parent, **hypothesis_settings(profile, workspace)
+        )
 
 
 def suite_cluster_error(exc: ClusterError) -> str:
@@ -228,10 +271,20 @@ class SuiteSession:
             if opts.ray is not None and executor is None:
                 self.cluster = join_suite_cluster(opts.ray, opts.ray_environ)
             self.suite = SuiteRunner(
-                opts.profile, opts.target, opts.regress, opts.workspace(), load_budgets(pyproject), fixes=opts.fixes,
-                watchdog=load_watchdog_limits(pyproject), shrink_s=opts.shrink_s, log=self._terminal_log(),
-                executor=executor, baseline=opts.baseline, compare_settings=opts.compare_settings,
-                pools=self.cluster.pool if self.cluster is not None else None, access=opts.access,
+                opts.profile,
+                opts.target,
+                opts.regress,
+                opts.workspace(),
+                load_budgets(pyproject),
+                fixes=opts.fixes,
+                watchdog=load_watchdog_limits(pyproject),
+                shrink_s=opts.shrink_s,
+                log=self._terminal_log(),
+                executor=executor,
+                baseline=opts.baseline,
+                compare_settings=opts.compare_settings,
+                pools=self.cluster.pool if self.cluster is not None else None,
+                access=opts.access,
             )
             if opts.baseline_note:
                 self.suite.note(f"target {opts.target}: {opts.baseline_note}")
@@ -281,8 +334,10 @@ class SuiteSession:
                 f"{state.shrink_seconds:.0f}s ({state.failures} failing examples"
                 + (", cut by the shrink budget)" if state.shrink_cut else ")"),
             ]
-        lines.append(f"{state.trials} trials run, {state.cached} cached, {state.not_run} not run (time bound), "
-                     f"{state.judged_trials} judged")
+        lines.append(
+            f"{state.trials} trials run, {state.cached} cached, {state.not_run} not run (time bound), "
+            f"{state.judged_trials} judged"
+        )
         if state.tally:
             lines.append(tally_text(state.tally))
         return "\n".join(lines)
@@ -303,11 +358,22 @@ class SuiteSession:
             data = self.suite.summary_dict(self.outcomes)
         else:
             opts = self.options
-            data = {"profile": opts.profile.name, "target": opts.target, "regress": list(opts.regress),
-                    "fixes": list(opts.fixes),
-                    "baseline": opts.baseline.text if opts.baseline is not None else None, "trials": 0, "wall_s": 0.0, "stack_starts": 0,
-                    "phases_s": {}, "trial_wall_s": 0.0, "load_share": None,
-                    "judged_trials": 0, "invariants": {}, "properties": []}
+            data = {
+                "profile": opts.profile.name,
+                "target": opts.target,
+                "regress": list(opts.regress),
+                "fixes": list(opts.fixes),
+                "baseline": opts.baseline.text if opts.baseline is not None else None,
+                "trials": 0,
+                "wall_s": 0.0,
+                "stack_starts": 0,
+                "phases_s": {},
+                "trial_wall_s": 0.0,
+                "load_share": None,
+                "judged_trials": 0,
+                "invariants": {},
+                "properties": [],
+            }
         return data
 
     def close(self) -> None:

@@ -82,10 +82,17 @@ def _failing(verdicts: list[Verdict]) -> tuple[str, ...]:
     return tuple(v.name for v in verdicts if v.ok is False)
 
 
-def shrink(failure: Failure, budgets: Budgets, run: Callable[[TrialConfig], TrialResult], *, max_trials: int,
-           time_limit_s: float, log: Callable[[str], None] = lambda message: None,
-           clock: Callable[[], float] = time.monotonic,
-           judge_trial: Callable[[TrialResult, Budgets], list[Verdict]] = judge) -> Shrunk:
+def shrink(
+    failure: Failure,
+    budgets: Budgets,
+    run: Callable[[TrialConfig], TrialResult],
+    *,
+    max_trials: int,
+    time_limit_s: float,
+    log: Callable[[str], None] = lambda message: None,
+    clock: Callable[[], float] = time.monotonic,
+    judge_trial: Callable[[TrialResult, Budgets], list[Verdict]] = judge,
+) -> Shrunk:
     """Reduce ``failure`` with ``run`` (a fresh stack per candidate), at most ``max_trials`` trials and
     ``time_limit_s`` seconds (no trial starts after it); a candidate fails when it violates one of the
     invariants the failure violated. Ctrl-C (a trial interrupted) ends it: KeyboardInterrupt."""
@@ -109,8 +116,10 @@ def shrink(failure: Failure, budgets: Budgets, run: Callable[[TrialConfig], Tria
             return None
         verdicts = judge_trial(result, budgets)
         fails = any(v.ok is False and v.name in failure.failing for v in verdicts)
-        log(f"trial {found.trials}: {candidate.shape.requests} requests, {len(candidate.faults.faults)} faults: "
-            + ("still fails" if fails else "passes"))
+        log(
+            f"trial {found.trials}: {candidate.shape.requests} requests, {len(candidate.faults.faults)} faults: "
+            + ("still fails" if fails else "passes")
+        )
         if fails:
             found.config, found.verdicts = candidate, verdicts
         return fails
@@ -119,14 +128,23 @@ def shrink(failure: Failure, budgets: Budgets, run: Callable[[TrialConfig], Tria
     return found
 
 
-def shrunk_repro(failure: Failure, shrunk: Shrunk, budgets: Budgets, source: str | Path,
-                 seconds: float) -> tuple[str, dict[str, Any]]:
+def shrunk_repro(
+    failure: Failure, shrunk: Shrunk, budgets: Budgets, source: str | Path, seconds: float
+) -> tuple[str, dict[str, Any]]:
     """(file stem, repro) for what ``shrink`` found: ``faultload replay`` runs it."""
-    found_by = {"shrink": {
-        "source": str(source), "from_requests": failure.config.shape.requests,
-        "to_requests": shrunk.config.shape.requests, "trials": shrunk.trials, "shrink_s": round(seconds, 1),
-        "stopped": shrunk.stopped, "reduce_steps": shrunk.steps}}
-    repro = build_repro(shrunk.config, shrunk.verdicts, figures_of(shrunk.verdicts), budgets,
-                        checked=failure.failing, found_by=found_by)
+    found_by = {
+        "shrink": {
+            "source": str(source),
+            "from_requests": failure.config.shape.requests,
+            "to_requests": shrunk.config.shape.requests,
+            "trials": shrunk.trials,
+            "shrink_s": round(seconds, 1),
+            "stopped": shrunk.stopped,
+            "reduce_steps": shrunk.steps,
+        }
+    }
+    repro = build_repro(
+        shrunk.config, shrunk.verdicts, figures_of(shrunk.verdicts), budgets, checked=failure.failing, found_by=found_by
+    )
     stem = f"shrink-{time.strftime('%Y%m%dT%H%M%S')}-{config_key(shrunk.config)}"
     return stem, repro

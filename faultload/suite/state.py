@@ -74,7 +74,8 @@ class PropertyState:
 def tally_text(tallies: dict[str, Tally]) -> str:
     """``invariants (judged / unknown / skipped): name j/u/s, ...`` for the terminal."""
     return "invariants (judged / unknown / skipped): " + ", ".join(
-        f"{name} {t.judged}/{t.unknown}/{t.skipped}" for name, t in tallies.items())
+        f"{name} {t.judged}/{t.unknown}/{t.skipped}" for name, t in tallies.items()
+    )
 
 
 def tallies_dict(tallies: dict[str, Tally]) -> dict[str, dict[str, int]]:

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from faultload.model.switches import switches_text
-from faultload.store.report import phases_text, phases_wall
+from faultload.store.report_text import phases_text, phases_wall
 from faultload.suite.families import checked
 from faultload.suite.state import Tally, tallies_dict, tally_text
 
@@ -26,57 +26,76 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
     what ``--faultload-html`` shows. Keys are only ever added.
     """
     outcomes = outcomes or {}
-    properties = []
-    for state in runner.states.values():
-        violated: list[str] = []
-        evidence: dict[str, str] = {}
-        if state.best is not None:
-            names = checked(state.family)
-            violations = sorted((v for v in state.best[1].verdicts if v.ok is False), key=lambda v: v.name not in names)
-            evidence = {v.name: v.detail for v in violations}  # every violation fails, the family's first
-            violated = list(evidence)
-        session = getattr(runner, "session_failure", lambda nodeid: None)(state.nodeid)
-        if session:  # the session's server grew with its work: charged to its last property
-            evidence[runner.session_growth.name] = runner.session_growth.detail
-            violated.append(runner.session_growth.name)
-        properties.append({
-            "nodeid": state.nodeid,
-            "name": state.nodeid.split("::")[-1],
-            "outcome": outcomes.get(state.nodeid, "unknown"),
-            "violated": violated,
-            # each violated invariant's detail in the smallest failing trial: the figure that failed, so a
-            # matrix line (and CI's output) says by how much without the row's log
-            "evidence": evidence,
-            "trials": state.trials,
-            "cached": state.cached,
-            "not_run": state.not_run,
-            "judged_trials": state.judged_trials,
-            "invariants": tallies_dict(state.tally),
-            "first_failure_requests": state.first_failure_requests,
-            "repro_requests": state.best[0].shape.requests if state.best else None,
-            # the repro's trainers' forward_backward + optim_step (0 without training)
-            "repro_training_calls": state.best[0].shape.training.calls if state.best else None,
-            "repro_path": str(state.repro_path) if state.repro_path else None,
-            "bundle_path": str(state.bundle_path) if state.bundle_path else None,
-            "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
-            # the shrink: failing examples met, whether its budget cut it, each reduction tried (as the repro's
-            # found_by.shrink keeps them); the repro's trial page
-            "failing_examples": state.failures,
-            "shrink_cut": state.shrink_cut,
-            "reduce_steps": list(state.reduce_log),
-            "html_path": str(state.html_path) if state.html_path else None,
-            "error": state.broken or _property_not_judged(runner, state.nodeid),
-            "unjudged": list(state.unjudged),
-        })
+    properties = [
+        property_dict(runner, state, outcomes.get(state.nodeid, "unknown")) for state in runner.states.values()
+    ]
     return {
-        "profile": runner.profile.name, "target": runner.target, "regress": list(runner.regress),
-        "fixes": list(runner.fixes), "baseline": runner.baseline.text if runner.baseline is not None else None,
-        "trials": runner.trials, "wall_s": round(time.monotonic() - runner.session_started, 1),
-        "stack_starts": runner.stack_starts, "judged_trials": sum(p["judged_trials"] for p in properties),
+        "profile": runner.profile.name,
+        "target": runner.target,
+        "regress": list(runner.regress),
+        "fixes": list(runner.fixes),
+        "baseline": runner.baseline.text if runner.baseline is not None else None,
+        "trials": runner.trials,
+        "wall_s": round(time.monotonic() - runner.session_started, 1),
+        "stack_starts": runner.stack_starts,
+        "judged_trials": sum(p["judged_trials"] for p in properties),
         **phases_dict(runner.phases_s),
-        "invariants": tallies_dict(session_tally(runner.states.values())), "properties": properties,
+        "invariants": tallies_dict(session_tally(runner.states.values())),
+        "properties": properties,
         "session_growth": session_growth_dict(runner),
     }
+
+
+def property_dict(runner, state, outcome: str) -> dict[str, Any]:
+    """One property of the summary: pytest's ``outcome``, what it violated and by how much, its tallies, its shrink
+    and its repro's files."""
+    violated, evidence = _violations(runner, state)
+    return {
+        "nodeid": state.nodeid,
+        "name": state.nodeid.split("::")[-1],
+        "outcome": outcome,
+        "violated": violated,
+        # each violated invariant's detail in the smallest failing trial: the figure that failed, so a
+        # matrix line (and CI's output) says by how much without the row's log
+        "evidence": evidence,
+        "trials": state.trials,
+        "cached": state.cached,
+        "not_run": state.not_run,
+        "judged_trials": state.judged_trials,
+        "invariants": tallies_dict(state.tally),
+        "first_failure_requests": state.first_failure_requests,
+        "repro_requests": state.best[0].shape.requests if state.best else None,
+        # the repro's trainers' forward_backward + optim_step (0 without training)
+        "repro_training_calls": state.best[0].shape.training.calls if state.best else None,
+        "repro_path": str(state.repro_path) if state.repro_path else None,
+        "bundle_path": str(state.bundle_path) if state.bundle_path else None,
+        "shrink_s": round(state.shrink_seconds, 1) if state.shrinking else None,
+        # the shrink: failing examples met, whether its budget cut it, each reduction tried (as the repro's
+        # found_by.shrink keeps them); the repro's trial page
+        "failing_examples": state.failures,
+        "shrink_cut": state.shrink_cut,
+        "reduce_steps": list(state.reduce_log),
+        "html_path": str(state.html_path) if state.html_path else None,
+        "error": state.broken or _property_not_judged(runner, state.nodeid),
+        "unjudged": list(state.unjudged),
+    }
+
+
+def _violations(runner, state) -> tuple[list[str], dict[str, str]]:
+    """The invariants the property's smallest failing trial violated, the family's first, each with its detail;
+    then the session's growth when it was charged to this property (its last)."""
+    violated: list[str] = []
+    evidence: dict[str, str] = {}
+    if state.best is not None:
+        names = checked(state.family)
+        violations = sorted((v for v in state.best[1].verdicts if v.ok is False), key=lambda v: v.name not in names)
+        evidence = {v.name: v.detail for v in violations}  # every violation fails, the family's first
+        violated = list(evidence)
+    session = getattr(runner, "session_failure", lambda nodeid: None)(state.nodeid)
+    if session:  # the session's server grew with its work: charged to its last property
+        evidence[runner.session_growth.name] = runner.session_growth.detail
+        violated.append(runner.session_growth.name)
+    return violated, evidence
 
 
 def _property_not_judged(runner, nodeid: str) -> str | None:
@@ -93,11 +112,15 @@ def session_growth_dict(runner) -> dict[str, Any] | None:
     starts = getattr(runner.executor, "trial_starts", [])
     return {**verdict.to_dict(), "trial_starts": [start.to_dict() for start in starts]}
 
+
 def phases_dict(phases: dict[str, float]) -> dict[str, Any]:
     """The summary's ``phases_s``, ``trial_wall_s`` and ``load_share`` from the session's summed phases."""
     wall = phases_wall(phases)
-    return {"phases_s": {name: round(seconds, 3) for name, seconds in phases.items()},
-            "trial_wall_s": round(wall, 3), "load_share": phases.get("load", 0.0) / wall if wall > 0 else None}
+    return {
+        "phases_s": {name: round(seconds, 3) for name, seconds in phases.items()},
+        "trial_wall_s": round(wall, 3),
+        "load_share": phases.get("load", 0.0) / wall if wall > 0 else None,
+    }
 
 
 def session_tally(states) -> dict[str, Tally]:
@@ -107,6 +130,7 @@ def session_tally(states) -> dict[str, Tally]:
         for name, tally in state.tally.items():
             total.setdefault(name, Tally()).add(tally)
     return total
+
 
 def summary_lines(runner) -> list[str]:
     """The session's lines for the terminal summary: one per property, its repro and replay command."""
@@ -125,9 +149,11 @@ def summary_lines(runner) -> list[str]:
         if state.shrinking:
             shrink_s = state.shrink_seconds
             final = state.best[0].shape.requests if state.best else None
-            text += (f"; FAILED, shrunk from {state.first_failure_requests} to {final} requests "
-                     f"in {shrink_s:.0f}s over {state.failures} failing examples"
-                     + (" (cut by the shrink budget)" if state.shrink_cut else ""))
+            text += (
+                f"; FAILED, shrunk from {state.first_failure_requests} to {final} requests "
+                f"in {shrink_s:.0f}s over {state.failures} failing examples"
+                + (" (cut by the shrink budget)" if state.shrink_cut else "")
+            )
         if state.repro_path:
             text += f"\n    repro: {state.repro_path}\n    replay: faultload replay {state.repro_path}"
         if state.bundle_path:

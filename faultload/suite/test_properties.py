@@ -67,14 +67,21 @@ from faultload.suite.session import SuiteSession
 pytestmark = pytest.mark.faultload
 
 
-only_combined = pytest.mark.skipif(plugin.collecting().profile.confirm,
-                                   reason="the confirm profile runs the combined property once")
-with_training = pytest.mark.skipif(plugin.collecting().profile.limits.max_trainers <= 0,
-                                   reason="this profile draws no training (the nightly profile does)")
-trains = pytest.mark.skipif(not serves_training(parse_target(plugin.collecting().options.target)),
-                            reason=f"{plugin.collecting().options.target} serves sampling only: no training to draw")
-with_baseline = pytest.mark.skipif(plugin.collecting().options.baseline is None,
-                                   reason="no --faultload-baseline BUILD: nothing to compare the target with")
+only_combined = pytest.mark.skipif(
+    plugin.collecting().profile.confirm, reason="the confirm profile runs the combined property once"
+)
+with_training = pytest.mark.skipif(
+    plugin.collecting().profile.limits.max_trainers <= 0,
+    reason="this profile draws no training (the nightly profile does)",
+)
+trains = pytest.mark.skipif(
+    not serves_training(parse_target(plugin.collecting().options.target)),
+    reason=f"{plugin.collecting().options.target} serves sampling only: no training to draw",
+)
+with_baseline = pytest.mark.skipif(
+    plugin.collecting().options.baseline is None,
+    reason="no --faultload-baseline BUILD: nothing to compare the target with",
+)
 
 
 def _settings(family: Family) -> settings:
@@ -98,8 +105,9 @@ def _configs(family: Family) -> st.SearchStrategy:
     opts = session.options
     if session.profile.confirm:
         return st.just(_with_session_builds(session, confirm_config(opts.target, opts.regress)))
-    configs = trial_configs(opts.target, session.profile.time_scale, opts.regress,
-                            family_limits(session.profile, family, opts.target))
+    configs = trial_configs(
+        opts.target, session.profile.time_scale, opts.regress, family_limits(session.profile, family, opts.target)
+    )
     return configs.map(lambda config: _with_session_builds(session, config)) if opts.fixes or opts.sdk else configs
 
 

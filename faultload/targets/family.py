@@ -32,8 +32,9 @@ class ServerFamily(Protocol):
     def own_install(self, spec: TargetSpec) -> list[str]:
         """pip arguments that install the release or checkout itself."""
 
-    def launch(self, spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str,
-               **options: Any) -> ServerHandle:
+    def launch(
+        self, spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str, **options: Any
+    ) -> ServerHandle:
         """Start a server on 127.0.0.1:``port`` whose inference goes to ``router_url``; return once it is healthy
         (ServerStartError with its log's tail when it is not)."""
 

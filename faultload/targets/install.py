@@ -94,8 +94,16 @@ def index_versions(package: str, timeout_s: float = 60.0) -> list[str] | None:
     ``--ignore-requires-python``: SkyRL 0.4.0 declares Python >= 3.12 and
     would otherwise be hidden on 3.11, where it is installed the same way.
     """
-    cmd = [sys.executable, "-m", "pip", "index", "versions", package, "--ignore-requires-python",
-           "--disable-pip-version-check"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "index",
+        "versions",
+        package,
+        "--ignore-requires-python",
+        "--disable-pip-version-check",
+    ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired):
@@ -201,8 +209,22 @@ def ensure_sdk(sdks_dir: Path, version: str, log: Log, versions=index_versions) 
         started = time.monotonic()
         log(f"installing {SDK_PACKAGE}=={version} into {folder}")
         folder.mkdir(parents=True, exist_ok=True)
-        _run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--upgrade",
-              "--target", str(folder), f"{SDK_PACKAGE}=={version}"], log, f"installing {SDK_PACKAGE}=={version}")
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                "--upgrade",
+                "--target",
+                str(folder),
+                f"{SDK_PACKAGE}=={version}",
+            ],
+            log,
+            f"installing {SDK_PACKAGE}=={version}",
+        )
         (folder / STAMP).write_text(json.dumps({"sdk": f"{SDK_PACKAGE}=={version}"}))
         log(f"{SDK_PACKAGE}=={version} ready in {time.monotonic() - started:.0f}s")
     except BaseException:

@@ -105,8 +105,9 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def wait_healthy(url: str, timeout_s: float, process: subprocess.Popen | None = None,
-                 tls: ssl.SSLContext | None = None) -> bool:
+def wait_healthy(
+    url: str, timeout_s: float, process: subprocess.Popen | None = None, tls: ssl.SSLContext | None = None
+) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
@@ -121,8 +122,15 @@ def wait_healthy(url: str, timeout_s: float, process: subprocess.Popen | None = 
 def spawn_launcher(cmd: list[str], cwd: Path, env: dict[str, str], log_path: Path, append: bool) -> subprocess.Popen:
     """The launcher in its own session, dying with this process (SIGKILL acts on a stopped one too)."""
     with open(log_path, "ab" if append else "wb") as log:
-        return popen_tied(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                          cwd=cwd, env=env, start_new_session=True)
+        return popen_tied(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
 
 
 def require_free_port(port: int) -> None:
@@ -131,8 +139,14 @@ def require_free_port(port: int) -> None:
         raise ServerStartError(f"server port {port} on 127.0.0.1 is already in use")
 
 
-def start_launcher(spec: TargetSpec, cmd: list[str], run_dir: Path, env: dict[str, str], port: int,
-                   while_starting: Callable[[], None] | None) -> ServerHandle:
+def start_launcher(
+    spec: TargetSpec,
+    cmd: list[str],
+    run_dir: Path,
+    env: dict[str, str],
+    port: int,
+    while_starting: Callable[[], None] | None,
+) -> ServerHandle:
     """Spawn a family's launcher (its log: ``run_dir/server.log``) and return its handle once /healthz answers.
 
     ``while_starting`` runs once the server is spawned, before the wait: its start-up (imports, patches)

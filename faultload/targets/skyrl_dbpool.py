@@ -60,9 +60,11 @@ class PoolWaits:
         with self._lock:
             if not self._waited:
                 return None
-            line = (f"DB pool exhausted: {self._waited} checkouts waited >= {self.min_wait_s:g} s for a connection "
-                    f"in the last {interval_s:g} s (longest {self._longest:.2f} s, {self._timed_out} timed out); "
-                    f"{self._limit}")
+            line = (
+                f"DB pool exhausted: {self._waited} checkouts waited >= {self.min_wait_s:g} s for a connection "
+                f"in the last {interval_s:g} s (longest {self._longest:.2f} s, {self._timed_out} timed out); "
+                f"{self._limit}"
+            )
             self._waited = self._timed_out = 0
             self._longest = 0.0
             return line

@@ -95,15 +95,18 @@ class NullBackend(AbstractBackend):
                 logprobs = null_logprobs(targets)
                 losses = [-lp * w for lp, w in zip(logprobs, weights)]
                 n = len(targets)
-                outputs.append({
-                    "logprobs": {"data": logprobs, "dtype": "float32", "shape": [n]},
-                    "elementwise_loss": {"data": losses, "dtype": "float32", "shape": [n]},
-                })
+                outputs.append(
+                    {
+                        "logprobs": {"data": logprobs, "dtype": "float32", "shape": [n]},
+                        "elementwise_loss": {"data": losses, "dtype": "float32", "shape": [n]},
+                    }
+                )
                 loss += sum(losses)
                 count += n
             tokens += count
             results[request_id] = types.ForwardBackwardOutput(
-                loss_fn_output_type="scalar", loss_fn_outputs=outputs,
+                loss_fn_output_type="scalar",
+                loss_fn_outputs=outputs,
                 metrics={"loss:sum": float(loss), "num_tokens:sum": float(count)},
             )
         if self._seconds_per_token > 0:

@@ -70,8 +70,11 @@ class HttpxReadTimeout(aiohttp.SocketTimeoutError):
 # The httpx errors the release's _forward_with_retry acts on, by their aiohttp
 # counterparts. Any other httpx error propagates as itself: not retried, like
 # aiohttp's read/write/disconnect errors.
-_TRANSLATED = ((httpx.ConnectTimeout, HttpxConnectTimeout), (httpx.ConnectError, HttpxConnectError),
-               (httpx.ReadTimeout, HttpxReadTimeout))
+_TRANSLATED = (
+    (httpx.ConnectTimeout, HttpxConnectTimeout),
+    (httpx.ConnectError, HttpxConnectError),
+    (httpx.ReadTimeout, HttpxReadTimeout),
+)
 _TRANSLATED_HTTPX_ERRORS = tuple(httpx_error for httpx_error, _ in _TRANSLATED)
 
 
@@ -140,9 +143,13 @@ def regress_httpx_forwarding(ns: dict, need: Need) -> str:
         session = getattr(self, "_session", None)
         if session is None or session.closed:
             config = self.engine_config
-            self._session = HttpxSession(httpx_client(
-                config.forwarding_inference_max_connections, connect_timeout_s,
-                config.forwarding_inference_timeout_sec))
+            self._session = HttpxSession(
+                httpx_client(
+                    config.forwarding_inference_max_connections,
+                    connect_timeout_s,
+                    config.forwarding_inference_timeout_sec,
+                )
+            )
         return self._session
 
     client_cls._get_session = httpx_session
@@ -189,10 +196,13 @@ def regress_proto_per_poll(ns: dict, need: Need) -> str:
     skyrl_types = need(module, "types", "skyrl.tinker.types (SampleOutput)")
 
     def sample_output(sequences, prompt_logprobs, topk_prompt_logprobs):
-        generated = [skyrl_types.GeneratedSequence(stop_reason=stop_reason, tokens=tokens, logprobs=logprobs)
-                     for stop_reason, tokens, logprobs in sequences]
-        return skyrl_types.SampleOutput(sequences=generated, prompt_logprobs=prompt_logprobs,
-                                        topk_prompt_logprobs=topk_prompt_logprobs)
+        generated = [
+            skyrl_types.GeneratedSequence(stop_reason=stop_reason, tokens=tokens, logprobs=logprobs)
+            for stop_reason, tokens, logprobs in sequences
+        ]
+        return skyrl_types.SampleOutput(
+            sequences=generated, prompt_logprobs=prompt_logprobs, topk_prompt_logprobs=topk_prompt_logprobs
+        )
 
     def keep_no_proto(self, request_id: int, proto: bytes) -> None:
         return None

@@ -142,8 +142,9 @@ def main() -> None:
     _require(namespace, "_build_uv_run_cmd_engine", "engine subprocess command")
     namespace["_build_uv_run_cmd_engine"] = _engine_command(namespace, spec)
     try:
-        applied = apply_patches(namespace, spec.get("regress", []), float(spec.get("time_scale", 1.0)),
-                                spec.get("fixes", []))
+        applied = apply_patches(
+            namespace, spec.get("regress", []), float(spec.get("time_scale", 1.0)), spec.get("fixes", [])
+        )
     except PatchError as exc:
         _fail(str(exc))
     if spec.get("pool_wait_s") is not None:

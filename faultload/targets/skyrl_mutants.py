@@ -78,8 +78,12 @@ def _call_and_store(ns: dict, need: Need, on_failure: Callable[[dict], Callable]
     """
     client_cls, module = _client(ns, need)
     _method(client_cls, "call_and_store_result", "the forwarding task that resolves a future", need)
-    for name, why in (("logger", "skyrl's logger"), ("RequestStatus", "request statuses"),
-                      ("types", "skyrl.tinker.types"), ("serialize_sample_output", "proto results")):
+    for name, why in (
+        ("logger", "skyrl's logger"),
+        ("RequestStatus", "request statuses"),
+        ("types", "skyrl.tinker.types"),
+        ("serialize_sample_output", "proto results"),
+    ):
         need(module, name, why)
     logger, completed, failure = module["logger"], module["RequestStatus"].COMPLETED, on_failure(module)
 
@@ -107,8 +111,13 @@ def never_resolve_on_failure(ns: dict, need: Need) -> str:
 
 def empty_200_on_failure(ns: dict, need: Need) -> str:
     """A failed forward stores an empty sample as COMPLETED ("don't make the SDK raise"): a 200 with no result."""
-    _call_and_store(ns, need, lambda module: lambda exc: (module["serialize_sample_output"]([], None, None),
-                                                           module["RequestStatus"].COMPLETED))
+    _call_and_store(
+        ns,
+        need,
+        lambda module: (
+            lambda exc: (module["serialize_sample_output"]([], None, None), module["RequestStatus"].COMPLETED)
+        ),
+    )
     return "empty-200-on-failure: a failed forward answers 200 with zero sequences"
 
 

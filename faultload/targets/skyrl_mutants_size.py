@@ -62,9 +62,12 @@ def results_capped(ns: dict, need: Need) -> str:
     @functools.wraps(sweep)
     def sweep_within_cap(self, now):
         sweep(self, now)
-        finished = sorted((entry.completed_at, request_id) for request_id, entry in self._entries.items()
-                          if entry.completed_at is not None)
-        for _, request_id in finished[:max(0, len(finished) - RESULTS_CAP)]:
+        finished = sorted(
+            (entry.completed_at, request_id)
+            for request_id, entry in self._entries.items()
+            if entry.completed_at is not None
+        )
+        for _, request_id in finished[: max(0, len(finished) - RESULTS_CAP)]:
             del self._entries[request_id]
 
     store_cls._sweep = sweep_within_cap

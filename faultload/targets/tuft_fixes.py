@@ -64,7 +64,8 @@ def file_persistence(modules: dict[str, Any]) -> str:
     def build_persisted(config_path, checkpoint_dir):
         config = build(config_path, checkpoint_dir)
         config.persistence = persistence.PersistenceConfig(
-            mode=persistence.PersistenceMode.FILE, file_path=config.checkpoint_dir.parent / "tuft-state.json")
+            mode=persistence.PersistenceMode.FILE, file_path=config.checkpoint_dir.parent / "tuft-state.json"
+        )
         return config
 
     cli._build_config = build_persisted
@@ -72,5 +73,7 @@ def file_persistence(modules: dict[str, Any]) -> str:
 
 
 BEFORE_IMPORT: dict[str, Callable[[Any], None]] = {"newest-sdk-samples": _newer_sdk_models}
-FIXES: dict[str, Callable[[dict[str, Any]], str]] = {"newest-sdk-samples": newest_sdk_samples,
-                                                     "file-persistence": file_persistence}
+FIXES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "newest-sdk-samples": newest_sdk_samples,
+    "file-persistence": file_persistence,
+}

@@ -30,19 +30,31 @@ class RouterSamplingBackend(BaseSamplingBackend):
         self._client: aiohttp.ClientSession | None = None
 
     async def async_init(self) -> None:
-        self._client = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self._max_connections or 0),
-                                             timeout=aiohttp.ClientTimeout(total=self._timeout_s))
+        self._client = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self._max_connections or 0),
+            timeout=aiohttp.ClientTimeout(total=self._timeout_s),
+        )
 
     def get_openai_api_url(self) -> Optional[str]:
         return self.url
 
-    async def sample(self, prompt: types.ModelInput, num_samples: int, sampling_params: types.SamplingParams,
-                     include_prompt_logprobs: bool = False, topk_prompt_logprobs: int = 0,
-                     lora_id: Optional[str] = None) -> types.SampleResponse:
+    async def sample(
+        self,
+        prompt: types.ModelInput,
+        num_samples: int,
+        sampling_params: types.SamplingParams,
+        include_prompt_logprobs: bool = False,
+        topk_prompt_logprobs: int = 0,
+        lora_id: Optional[str] = None,
+    ) -> types.SampleResponse:
         assert self._client is not None, "async_init runs before the first sample"
         body: dict[str, Any] = {
-            "model": lora_id or self.config.model_name, "prompt": prompt.to_ints(), "n": num_samples,
-            "max_tokens": sampling_params.max_tokens or 16, "logprobs": 0, "return_token_ids": True,
+            "model": lora_id or self.config.model_name,
+            "prompt": prompt.to_ints(),
+            "n": num_samples,
+            "max_tokens": sampling_params.max_tokens or 16,
+            "logprobs": 0,
+            "return_token_ids": True,
         }
         for name in ("temperature", "top_p", "top_k", "seed"):
             value = getattr(sampling_params, name, None)
@@ -71,22 +83,30 @@ def _sample_response(data: dict, with_prompt_logprobs: bool, topk: int = 0) -> t
     for choice in sorted(data["choices"], key=lambda c: c.get("index", 0)):
         tokens = list(choice["token_ids"])
         logprobs = (choice.get("logprobs") or {}).get("token_logprobs") or [0.0] * len(tokens)
-        sequences.append(types.SampledSequence(
-            stop_reason="length" if choice.get("finish_reason") == "length" else "stop",
-            _tokens_list=tokens, _logprobs_list=[float(x) for x in logprobs]))
+        sequences.append(
+            types.SampledSequence(
+                stop_reason="length" if choice.get("finish_reason") == "length" else "stop",
+                _tokens_list=tokens,
+                _logprobs_list=[float(x) for x in logprobs],
+            )
+        )
     prompt_logprobs = topk_rows = None
     if with_prompt_logprobs:
         raw = data["choices"][0].get("prompt_logprobs") or []
         prompt_logprobs = [None] + [next(iter(d.values()))["logprob"] if d else None for d in raw[1:]]
         if topk > 0:  # as TuFT's vLLM backend (_build_sample_response): each position's entries by rank, k of them
-            topk_rows = [None] + [[(int(t), e["logprob"]) for t, e in sorted(d.items(), key=lambda x: x[1]["rank"])[:topk]]
-                                  if d else None for d in raw[1:]]
-    return types.SampleResponse(sequences=sequences, _prompt_logprobs_list=prompt_logprobs,
-                                _topk_prompt_logprobs_list=topk_rows)
+            topk_rows = [None] + [
+                [(int(t), e["logprob"]) for t, e in sorted(d.items(), key=lambda x: x[1]["rank"])[:topk]] if d else None
+                for d in raw[1:]
+            ]
+    return types.SampleResponse(
+        sequences=sequences, _prompt_logprobs_list=prompt_logprobs, _topk_prompt_logprobs_list=topk_rows
+    )
 
 
 def install(backend_base: type, url: str, timeout_s: float, max_connections: int | None) -> None:
     """Make ``backend_base.create_backend`` (TuFT's one sampling-backend factory) build a router backend."""
+
     def create_backend(cls, config, worker_venv_path=None):
         return RouterSamplingBackend(config, url, timeout_s, max_connections)
 

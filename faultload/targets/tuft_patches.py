@@ -47,8 +47,9 @@ def apply(spec: dict) -> list[str]:
     """Every patch the launch spec asks for; what was changed, for the log."""
     if not hasattr(BaseSamplingBackend, "create_backend"):
         _fail("patch point BaseSamplingBackend.create_backend (the sampling backend factory) not found")
-    tuft_forwarding.install(BaseSamplingBackend, spec["router_url"], float(spec["forward_timeout_s"]),
-                            spec.get("forward_max_connections"))
+    tuft_forwarding.install(
+        BaseSamplingBackend, spec["router_url"], float(spec["forward_timeout_s"]), spec.get("forward_max_connections")
+    )
     _timestamp_logs()
     applied = ["sampling -> router", "timestamped logs", *_scale_timers(float(spec.get("time_scale", 1.0)))]
     modules = {"future_store": futures.FutureStore, "cli": tuft.cli, "persistence": tuft.persistence}
@@ -74,8 +75,10 @@ def _scale_timers(scale: float) -> list[str]:
     kwdefaults["timeout"] = hold * scale
     init = sequence_executor.SequenceExecutor.__init__
     if list(inspect.signature(init).parameters) != ["self", "timeout"] or not init.__defaults__:
-        _fail("patch point SequenceExecutor.__init__(timeout=...) (the sampling session's ordering timeout) "
-              "not found in this tuft version")
+        _fail(
+            "patch point SequenceExecutor.__init__(timeout=...) (the sampling session's ordering timeout) "
+            "not found in this tuft version"
+        )
     ordering = init.__defaults__[0]
     init.__defaults__ = (ordering * scale,)
     return [f"poll hold {hold:g} s -> {hold * scale:g} s", f"sequence timeout {ordering:g} s -> {ordering * scale:g} s"]

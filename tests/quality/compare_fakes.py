@@ -20,14 +20,26 @@ from faultload.suite.executor import TrialOutcome
 def fake_report(requests: int, cpu_s: float, jitter: float = 0.0, healthz: float | None = 0.01) -> dict[str, Any]:
     """A trial report as :func:`faultload.store.report.build_report` shapes it, for the fields compared."""
     return {
-        "requested": requests, "completed": requests, "wall_s": 5.0, "load_s": 4.0,
+        "requested": requests,
+        "completed": requests,
+        "wall_s": 5.0,
+        "load_s": 4.0,
         "throughput_per_s": requests / 4.0 * (1 + jitter),
         "attempts": {"http_attempts": 2 * requests},
-        "latency_s": {"submit": {"p50": 0.01 * (1 + jitter), "p99": 0.02 * (1 + jitter)},
-                      "e2e": {"p50": 0.1 * (1 + jitter), "p99": 0.2 * (1 + jitter)}},
-        "server": {"cpu_s": cpu_s * (1 + jitter), "healthz_latency_s": {"p99": healthz},
-                   "peak_fds": 40 + requests, "baseline_fds": 40, "samples": 9, "healthz_probes": 9,
-                   "peak_rss_bytes": 100_000_000 + 1000 * requests, "baseline_rss_bytes": 100_000_000},
+        "latency_s": {
+            "submit": {"p50": 0.01 * (1 + jitter), "p99": 0.02 * (1 + jitter)},
+            "e2e": {"p50": 0.1 * (1 + jitter), "p99": 0.2 * (1 + jitter)},
+        },
+        "server": {
+            "cpu_s": cpu_s * (1 + jitter),
+            "healthz_latency_s": {"p99": healthz},
+            "peak_fds": 40 + requests,
+            "baseline_fds": 40,
+            "samples": 9,
+            "healthz_probes": 9,
+            "peak_rss_bytes": 100_000_000 + 1000 * requests,
+            "baseline_rss_bytes": 100_000_000,
+        },
         "router": {"peak_in_flight": requests},
         "invariants": [],
     }

@@ -101,9 +101,16 @@ class KnownFailure:
                 out.append(Verdict(name, None, None, None, "test double: unknown"))
             elif name == self.invariant:
                 failing = self.fails(config)
-                out.append(Verdict(name, not failing, config.shape.requests, self.min_requests,
-                                   f"test double: {'fails' if failing else 'holds'} at {config.shape.requests} "
-                                   f"requests with {self.link}:{self.kind} {'present' if self.has_fault(config) else 'absent'}"))
+                out.append(
+                    Verdict(
+                        name,
+                        not failing,
+                        config.shape.requests,
+                        self.min_requests,
+                        f"test double: {'fails' if failing else 'holds'} at {config.shape.requests} "
+                        f"requests with {self.link}:{self.kind} {'present' if self.has_fault(config) else 'absent'}",
+                    )
+                )
             else:
                 out.append(Verdict(name, True, 0, 0, "test double: holds"))
         return out
@@ -112,8 +119,12 @@ class KnownFailure:
         self.ran.append(config)
         if self.record_to is not None:
             with open(self.record_to, "a") as out:
-                out.write(json.dumps({"key": config_key(config), "requests": config.shape.requests,
-                                      "fails": self.fails(config)}) + "\n")
+                out.write(
+                    json.dumps(
+                        {"key": config_key(config), "requests": config.shape.requests, "fails": self.fails(config)}
+                    )
+                    + "\n"
+                )
         if self.suite_error is not None:
             raise SuiteError(self.suite_error)
         if self.clock is not None:
@@ -151,8 +162,9 @@ def big_failure(fault: Fault):
     """A first failure with what the reducer removes: 256 requests, an edge fault before ``fault``,
     abandoned polls, a ramp of arrivals, 64-token results."""
     config = trial(256, Fault("edge", "latency", {"latency": 50}, duration_s=0.5), fault)
-    shape = dataclasses.replace(config.shape, abandon_polls=PollBehaviour(0.5, 45.0), arrival="ramp",
-                                arrival_span_s=1.0, result_tokens=64)
+    shape = dataclasses.replace(
+        config.shape, abandon_polls=PollBehaviour(0.5, 45.0), arrival="ramp", arrival_span_s=1.0, result_tokens=64
+    )
     return dataclasses.replace(config, shape=shape)
 
 
@@ -165,8 +177,11 @@ def configs_meeting(fault: Fault, limits: Limits = CI) -> st.SearchStrategy:
     drop it (the boolean shrinks to False), so its presence is the fake's
     condition, not the strategy's.
     """
-    return st.builds(lambda config, add: with_fault(config, fault) if add else config,
-                     trial_configs(TARGET, TIME_SCALE, (), limits), st.booleans())
+    return st.builds(
+        lambda config, add: with_fault(config, fault) if add else config,
+        trial_configs(TARGET, TIME_SCALE, (), limits),
+        st.booleans(),
+    )
 
 
 def quality_profile(**changes) -> Profile:
@@ -177,5 +192,13 @@ def quality_profile(**changes) -> Profile:
 
 def make_runner(root: Path, executor, profile: Profile | None = None, **kwargs) -> SuiteRunner:
     """A SuiteRunner on ``executor`` with its workspace at ``root`` and the default budgets."""
-    return SuiteRunner(profile or quality_profile(), TARGET, (), Workspace(root), load_budgets(None),
-                       executor=executor, log=lambda message: None, **kwargs)
+    return SuiteRunner(
+        profile or quality_profile(),
+        TARGET,
+        (),
+        Workspace(root),
+        load_budgets(None),
+        executor=executor,
+        log=lambda message: None,
+        **kwargs,
+    )

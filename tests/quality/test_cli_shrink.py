@@ -43,8 +43,14 @@ def _shrink(known: KnownFailure, clock: FakeClock | None = None, error: str | No
         return TrialResult(config, History.empty(0), error=error)
 
     bounds = {"max_trials": 50, "time_limit_s": 3600.0, **bounds}
-    shrunk = shrink(_failure(known), Budgets(), run, judge_trial=lambda result, budgets: known.verdicts(result.config),
-                    clock=clock or FakeClock(), **bounds)
+    shrunk = shrink(
+        _failure(known),
+        Budgets(),
+        run,
+        judge_trial=lambda result, budgets: known.verdicts(result.config),
+        clock=clock or FakeClock(),
+        **bounds,
+    )
     return shrunk, ran
 
 
@@ -87,8 +93,11 @@ def test_the_repro_replays_what_was_found(tmp_path: Path) -> None:
 def test_a_json_report_is_a_source_and_one_that_violated_nothing_has_nothing_to_shrink(tmp_path, capsys) -> None:
     known = KnownFailure()
     config = big_failure(DOWN)
-    report = {"report_version": 1, "config": config_to_dict(config),
-              "invariants": [v.to_dict() for v in known.verdicts(config)]}
+    report = {
+        "report_version": 1,
+        "config": config_to_dict(config),
+        "invariants": [v.to_dict() for v in known.verdicts(config)],
+    }
     (tmp_path / "run.json").write_text(json.dumps(report))
     failure = load_failure(tmp_path / "run.json")
     assert failure.config == config and failure.failing == ("no_lost_results",) and failure.budgets is None
@@ -99,9 +108,14 @@ def test_a_json_report_is_a_source_and_one_that_violated_nothing_has_nothing_to_
     assert not (tmp_path / "w").exists()
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "cannot read"), ("{}", "not a faultload bundle, JSON report or repro"), ("[", "not JSON"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "cannot read"),
+        ("{}", "not a faultload bundle, JSON report or repro"),
+        ("[", "not JSON"),
+    ],
+)
 def test_a_bad_source_is_one_line_and_exit_2(tmp_path, capsys, content, message) -> None:
     path = tmp_path / "source.json"
     if content is not None:

@@ -37,9 +37,20 @@ def run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, *options: st
     monkeypatch.delenv("FAULTLOAD_HOME", raising=False)
     pytester.makeconftest(CONFTEST.format(unmeasured=unmeasured))
     summary = pytester.path / "summary.json"
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--pyargs", "faultload.suite", "-k",
-                                           "comparative", "--faultload-workdir", str(pytester.path / "fl"),
-                                           "--faultload-summary-json", str(summary), "-rs", *options)
+    result = pytester.runpytest_inprocess(
+        "-p",
+        "no:cacheprovider",
+        "--pyargs",
+        "faultload.suite",
+        "-k",
+        "comparative",
+        "--faultload-workdir",
+        str(pytester.path / "fl"),
+        "--faultload-summary-json",
+        str(summary),
+        "-rs",
+        *options,
+    )
     return result, json.loads(summary.read_text()) if summary.exists() else None
 
 
@@ -54,8 +65,10 @@ def test_a_bad_baseline_is_one_usage_error_line(pytester, monkeypatch) -> None:
     result, summary = run(pytester, monkeypatch, "--faultload-baseline", "skyrl==0.4.0+regress=nope")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.strip()]
-    assert errors == ["ERROR: --faultload-baseline 'skyrl==0.4.0+regress=nope': unknown regression 'nope'; "
-                      f"known: {', '.join(sorted(REGRESSIONS))}"]
+    assert errors == [
+        "ERROR: --faultload-baseline 'skyrl==0.4.0+regress=nope': unknown regression 'nope'; "
+        f"known: {', '.join(sorted(REGRESSIONS))}"
+    ]
     assert summary is None
 
 
@@ -73,8 +86,9 @@ def test_an_unmeasured_metric_fails_the_property_as_not_judged(pytester, monkeyp
 
 
 def test_a_costlier_target_fails_shrinks_to_the_floor_and_writes_a_repro_naming_both(pytester, monkeypatch) -> None:
-    result, summary = run(pytester, monkeypatch, "--faultload-baseline", "skyrl==0.4.0",
-                          "--faultload-regress", "rich-access-log")
+    result, summary = run(
+        pytester, monkeypatch, "--faultload-baseline", "skyrl==0.4.0", "--faultload-regress", "rich-access-log"
+    )
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "no_worse_than_baseline violated" in out and "worse: server_cpu_ms_per_request x1.5" in out

@@ -46,8 +46,16 @@ def drive(runner, family: Family, nodeid: str, phases=ALL_PHASES, examples: int 
     prop = given(config=configs_meeting(FAULT))(prop)
     if first is not None:
         prop = example(config=first)(prop)
-    prop = settings(max_examples=examples, derandomize=True, database=None, deadline=None, phases=phases,
-                    suppress_health_check=list(HealthCheck), report_multiple_bugs=False, print_blob=False)(prop)
+    prop = settings(
+        max_examples=examples,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=phases,
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        print_blob=False,
+    )(prop)
     runner.begin(nodeid)
     try:
         prop()

@@ -77,8 +77,9 @@ def run_session(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, unkn
     pytester.makeconftest(CONFTEST.format(n=N, unknown=unknown))
     pytester.makepyfile(test_generated=PROPERTIES)
     workdir, summary_path = pytester.path / "fl", pytester.path / "summary.json"
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(workdir),
-                                           "--faultload-summary-json", str(summary_path))
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--faultload-workdir", str(workdir), "--faultload-summary-json", str(summary_path)
+    )
     ran_path = pytester.path / "ran.jsonl"
     ran = [json.loads(line) for line in ran_path.read_text().splitlines()] if ran_path.exists() else []
     return result, json.loads(summary_path.read_text()), ran, workdir
@@ -117,7 +118,9 @@ def test_a_session_reports_the_known_failure_and_what_it_judged(pytester, monkey
         # Each distinct config a property met is tallied once: those it ran, and some it found in the cache.
         assert p["trials"] <= tally["judged"] + tally["unknown"] <= p["trials"] + p["cached"]
         assert tally["skipped"] == p["not_run"] == 0 and p["judged_trials"] == tally["judged"]
-    assert known["invariants"]["no_lost_results"]["unknown"] == integrity["invariants"]["result_integrity"]["unknown"] == 0
+    assert (
+        known["invariants"]["no_lost_results"]["unknown"] == integrity["invariants"]["result_integrity"]["unknown"] == 0
+    )
     assert cpu["invariants"]["bounded_cpu"]["judged"] == 0 and cpu["invariants"]["bounded_cpu"]["unknown"] > 0
     assert summary["judged_trials"] == known["judged_trials"] + integrity["judged_trials"]
     assert "invariants (judged / unknown / skipped)" in out
@@ -137,13 +140,16 @@ def test_a_session_that_judged_nothing_fails_every_property_and_its_row_is_error
 
 def test_an_executor_given_after_the_runner_was_made_is_an_error_not_the_real_stack(pytester, monkeypatch) -> None:
     """Never a silent fall-back to the real stack: a runner made before the fixture ran cannot take its executor."""
-    pytester.makeconftest(CONFTEST.format(n=N, unknown=False) + """
+    pytester.makeconftest(
+        CONFTEST.format(n=N, unknown=False)
+        + """
 
 def pytest_collection_finish(session):
     from faultload.suite import plugin
 
     plugin.session(session.config).runner()  # made here, with the real stack, before any fixture
-""")
+"""
+    )
     pytester.makepyfile(test_generated=PROPERTIES)
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"))
     result.assert_outcomes(errors=3)
@@ -171,8 +177,9 @@ def test_a_harness_error_is_a_pytest_error_and_the_harness_exit_code_not_a_failu
     pytester.makeconftest(HARNESS_CONFTEST.format(n=N, error="a load worker crashed (exit -9)"))
     pytester.makepyfile(test_generated=PROPERTIES)
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"),
-                                           f"--junitxml={junit}")
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"), f"--junitxml={junit}"
+    )
     result.assert_outcomes(errors=3)
     assert result.ret == EXIT_HARNESS
     xml = junit.read_text()
@@ -182,11 +189,14 @@ def test_a_harness_error_is_a_pytest_error_and_the_harness_exit_code_not_a_failu
 def test_a_violation_beside_a_harness_error_is_still_a_failure(pytester) -> None:
     """One property failed on the server while another met a harness error: exit 1, the server's."""
     pytester.makeconftest(HARNESS_CONFTEST.format(n=N, error="boom"))
-    pytester.makepyfile(test_generated=PROPERTIES + """
+    pytester.makepyfile(
+        test_generated=PROPERTIES
+        + """
 
 def test_plain_failure():
     assert False, "a test of the user's own"
-""")
+"""
+    )
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"))
     result.assert_outcomes(errors=3, failed=1)
     assert result.ret == 1

@@ -28,8 +28,12 @@ import action_steps  # noqa: E402
 
 
 def _schema_check(schema: str, files: list[Path]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).with_name("check-jsonschema")), "--builtin-schema", schema,
-                           *map(str, files)], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("check-jsonschema")), "--builtin-schema", schema, *map(str, files)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_the_action_and_the_workflows_match_githubs_schemas() -> None:
@@ -67,8 +71,14 @@ def test_the_guide_shows_the_pull_request_example_as_it_is() -> None:
 
 
 def test_the_step_runner_fills_inputs_and_outputs_and_refuses_githubs_context() -> None:
-    assert action_steps.fill("${{ inputs.profile }}-${{ steps.suite.outputs.exit-code }}", {"profile": "ci"},
-                             {"suite": {"exit-code": "3"}}) == "ci-3"
+    assert (
+        action_steps.fill(
+            "${{ inputs.profile }}-${{ steps.suite.outputs.exit-code }}",
+            {"profile": "ci"},
+            {"suite": {"exit-code": "3"}},
+        )
+        == "ci-3"
+    )
     with pytest.raises(SystemExit, match="cannot fill"):
         action_steps.fill("${{ github.run_id }}", {}, {})
     with pytest.raises(SystemExit, match="unknown input 'nope'"):
@@ -82,18 +92,38 @@ SDIST = Path("/tmp/skyrl-src/skyrl-0.4.0")
 def test_the_actions_commands_on_the_sdist_checkout_write_junit_html_and_a_repro_bundle(tmp_path: Path) -> None:
     """The pull-request example's action, its commands run here in a scratch copy of the 0.4.0 sdist, with a
     regression switch so that a property fails: JUnit, HTML, summary and a repro with its bundle."""
-    require_built("the 0.4.0 sdist checkout (docs/guides/ci.md)", (SDIST / "pyproject.toml").is_file(),
-                  "pip download --no-deps --no-binary :all: --ignore-requires-python skyrl==0.4.0")
+    require_built(
+        "the 0.4.0 sdist checkout (docs/guides/ci.md)",
+        (SDIST / "pyproject.toml").is_file(),
+        "pip download --no-deps --no-binary :all: --ignore-requires-python skyrl==0.4.0",
+    )
     work = tmp_path / "fl"
     work.mkdir()
     for shared in ("targets", "tools"):  # installed once, as the action's cache would hold them
         (work / shared).symlink_to(WORKDIR / shared, target_is_directory=True)
     reports = tmp_path / "reports"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "action_steps.py"), "--with", f"target=skyrl@{SDIST}",
-         "--with", f"workdir={work}", "--with", f"reports={reports}", "--with", "regress=early-408",
-         "--with", "baseline=none", "--with", "pytest-args=-k bounded_retries"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "action_steps.py"),
+            "--with",
+            f"target=skyrl@{SDIST}",
+            "--with",
+            f"workdir={work}",
+            "--with",
+            f"reports={reports}",
+            "--with",
+            "regress=early-408",
+            "--with",
+            "baseline=none",
+            "--with",
+            "pytest-args=-k bounded_retries",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
     assert "faultload: the server is at fault" in done.stdout
     assert (reports / "junit.xml").is_file() and (reports / "faultload.html").is_file()

@@ -99,13 +99,21 @@ ONLY = {
 OFFLINE = ("faultload.checker", "faultload.model", "faultload.record", "faultload.store", "faultload.version")
 # a comparison is judged from stored reports alone (its thresholds from the settings file)
 COMPARE_OFFLINE = OFFLINE + ("faultload.compare", "faultload.host.settings")
-MODULE_ONLY = {"faultload.store.bundle": OFFLINE, "faultload.store.check": OFFLINE, "faultload.store.report": OFFLINE,
-               "faultload.store.html": OFFLINE, "faultload.store.html_timeline": OFFLINE,
-               "faultload.store.html_trial": OFFLINE, "faultload.store.html_matrix": OFFLINE,
-               "faultload.store.html_suite": OFFLINE,
-               "faultload.compare.judge": COMPARE_OFFLINE, "faultload.compare.metrics": COMPARE_OFFLINE,
-               "faultload.compare.stats": COMPARE_OFFLINE, "faultload.compare.report": COMPARE_OFFLINE,
-               "faultload.compare.html": COMPARE_OFFLINE}
+MODULE_ONLY = {
+    "faultload.store.bundle": OFFLINE,
+    "faultload.store.check": OFFLINE,
+    "faultload.store.report": OFFLINE,
+    "faultload.store.html": OFFLINE,
+    "faultload.store.html_timeline": OFFLINE,
+    "faultload.store.html_trial": OFFLINE,
+    "faultload.store.html_matrix": OFFLINE,
+    "faultload.store.html_suite": OFFLINE,
+    "faultload.compare.judge": COMPARE_OFFLINE,
+    "faultload.compare.metrics": COMPARE_OFFLINE,
+    "faultload.compare.stats": COMPARE_OFFLINE,
+    "faultload.compare.report": COMPARE_OFFLINE,
+    "faultload.compare.html": COMPARE_OFFLINE,
+}
 _FACES = ("faultload.suite", "faultload.cli", "faultload.matrix", "faultload.setup", "faultload.store")
 # room -> rooms it must never import (at run time)
 FORBIDDEN = {
@@ -119,12 +127,22 @@ FORBIDDEN = {
 }
 # module -> what it must never import, beyond its room's rules
 MODULE_FORBIDDEN = {"faultload.run.stack": ("faultload.checker",)}
-INSIDE_THE_TARGET = ("faultload.targets.skyrl_patches", "faultload.targets.skyrl_forwarding",
-                     "faultload.targets.skyrl_mutants", "faultload.targets.skyrl_mutants_time", "faultload.targets.skyrl_mutants_size",
-                     "faultload.targets.skyrl_mutants_cost",
-                     "faultload.targets.skyrl_dbpool", "faultload.targets.skyrl_launch",
-                     "faultload.targets.skyrl_engine", "faultload.targets.tuft_launch", "faultload.targets.tuft_patches",
-                     "faultload.targets.tuft_forwarding", "faultload.targets.tuft_fixes", "faultload.targets.launch_profile")
+INSIDE_THE_TARGET = (
+    "faultload.targets.skyrl_patches",
+    "faultload.targets.skyrl_forwarding",
+    "faultload.targets.skyrl_mutants",
+    "faultload.targets.skyrl_mutants_time",
+    "faultload.targets.skyrl_mutants_size",
+    "faultload.targets.skyrl_mutants_cost",
+    "faultload.targets.skyrl_dbpool",
+    "faultload.targets.skyrl_launch",
+    "faultload.targets.skyrl_engine",
+    "faultload.targets.tuft_launch",
+    "faultload.targets.tuft_patches",
+    "faultload.targets.tuft_forwarding",
+    "faultload.targets.tuft_fixes",
+    "faultload.targets.launch_profile",
+)
 # the suite, the matrix that runs it, and the command line whose `matrix` command runs the matrix
 USES_THE_SUITE = ("faultload.suite", "faultload.matrix", "faultload.cli", "faultload.__main__")
 
@@ -139,8 +157,11 @@ def broken_rule(module: str, imports: list[str]) -> str | None:
     for name in imports:
         if room in ONLY and _room(name) not in ONLY[room]:
             return f"{module} imports {name}: ARCHITECTURE.md lets {room} import only {', '.join(ONLY[room])}"
-        if module in MODULE_ONLY and not _under(name, MODULE_ONLY[module]) \
-                and not any(allowed.startswith(name + ".") for allowed in MODULE_ONLY[module]):  # its package
+        if (
+            module in MODULE_ONLY
+            and not _under(name, MODULE_ONLY[module])
+            and not any(allowed.startswith(name + ".") for allowed in MODULE_ONLY[module])
+        ):  # its package
             return f"{module} imports {name}: ARCHITECTURE.md keeps a stored trial's loading offline"
         forbidden = FORBIDDEN.get(room, ()) + MODULE_FORBIDDEN.get(module, ())
         if _under(name, forbidden):
@@ -185,36 +206,47 @@ def test_layering(path: Path) -> None:
 def test_a_rule_broken_through_a_helper_is_seen() -> None:
     """A Ray actor's module that imports a harmless-looking helper which imports Toxiproxy's client breaks the
     cluster's rule as surely as a direct import."""
-    graph = {"faultload.cluster.nodes": {"faultload.host.helper"}, "faultload.host.helper": {"faultload.faults.toxiproxy"}}
+    graph = {
+        "faultload.cluster.nodes": {"faultload.host.helper"},
+        "faultload.host.helper": {"faultload.faults.toxiproxy"},
+    }
     broken = broken_transitively("faultload.cluster.nodes", graph)
-    assert broken is not None and "faultload.cluster.nodes -> faultload.host.helper -> faultload.faults.toxiproxy" in broken
-    assert broken_transitively("faultload.cluster.nodes", {"faultload.cluster.nodes": {"faultload.host.helper"}}) is None
+    assert (
+        broken is not None
+        and "faultload.cluster.nodes -> faultload.host.helper -> faultload.faults.toxiproxy" in broken
+    )
+    assert (
+        broken_transitively("faultload.cluster.nodes", {"faultload.cluster.nodes": {"faultload.host.helper"}}) is None
+    )
 
 
-@pytest.mark.parametrize("module, name", [
-    ("faultload.model.shape", "faultload.run.trial"),
-    ("faultload.model.trial", "faultload.record.history"),
-    ("faultload.strategies.shapes", "faultload.client.raw"),
-    ("faultload.record.history", "faultload.run.monitor"),
-    ("faultload.checker.results", "faultload.run.trial"),
-    ("faultload.checker.results", "faultload.host.processes"),
-    ("faultload.host.processes", "faultload.model.shape"),
-    ("faultload.cluster.nodes", "faultload.faults.toxiproxy"),
-    ("faultload.store.bundle", "faultload.run.trial"),
-    ("faultload.store.check", "faultload.faults.schedule"),
-    ("faultload.router.app", "faultload.client.raw"),
-    ("faultload.client.raw", "faultload.router.app"),
-    ("faultload.client.raw", "faultload.suite.state"),
-    ("faultload.faults.schedule", "faultload.run.trial"),
-    ("faultload.targets.server", "faultload.run.monitor"),
-    ("faultload.run.trial", "faultload.suite.runner"),
-    ("faultload.run.trial", "faultload.cli.commands"),
-    ("faultload.run.stack", "faultload.checker.judge"),
-    ("faultload.run.progress", "faultload.suite.families"),
-    ("faultload.store.repro", "faultload.targets.skyrl_patches"),
-    ("faultload.compare.judge", "faultload.run.trial"),
-    ("faultload.compare.runner", "faultload.cli.commands"),
-])
+@pytest.mark.parametrize(
+    "module, name",
+    [
+        ("faultload.model.shape", "faultload.run.trial"),
+        ("faultload.model.trial", "faultload.record.history"),
+        ("faultload.strategies.shapes", "faultload.client.raw"),
+        ("faultload.record.history", "faultload.run.monitor"),
+        ("faultload.checker.results", "faultload.run.trial"),
+        ("faultload.checker.results", "faultload.host.processes"),
+        ("faultload.host.processes", "faultload.model.shape"),
+        ("faultload.cluster.nodes", "faultload.faults.toxiproxy"),
+        ("faultload.store.bundle", "faultload.run.trial"),
+        ("faultload.store.check", "faultload.faults.schedule"),
+        ("faultload.router.app", "faultload.client.raw"),
+        ("faultload.client.raw", "faultload.router.app"),
+        ("faultload.client.raw", "faultload.suite.state"),
+        ("faultload.faults.schedule", "faultload.run.trial"),
+        ("faultload.targets.server", "faultload.run.monitor"),
+        ("faultload.run.trial", "faultload.suite.runner"),
+        ("faultload.run.trial", "faultload.cli.commands"),
+        ("faultload.run.stack", "faultload.checker.judge"),
+        ("faultload.run.progress", "faultload.suite.families"),
+        ("faultload.store.repro", "faultload.targets.skyrl_patches"),
+        ("faultload.compare.judge", "faultload.run.trial"),
+        ("faultload.compare.runner", "faultload.cli.commands"),
+    ],
+)
 def test_each_rule_fails_when_broken(module: str, name: str) -> None:
     """Every rule above catches the import that breaks it (the rules are not vacuous after a move)."""
     assert broken_rule(module, [name]) is not None
@@ -223,24 +255,37 @@ def test_each_rule_fails_when_broken(module: str, name: str) -> None:
 def test_every_room_a_rule_names_exists() -> None:
     """A rule naming a room or module that no longer exists (renamed, moved) would pass silently: none does."""
     rooms = {_room(_module(p)) for p in SOURCES} | {_module(p) for p in SOURCES}
-    named = set(ONLY) | {r for rs in ONLY.values() for r in rs} | set(MODULE_ONLY) | set(OFFLINE) | set(FORBIDDEN) \
-        | {r for rs in FORBIDDEN.values() for r in rs} | set(MODULE_FORBIDDEN) | set(INSIDE_THE_TARGET) | set(USES_THE_SUITE)
+    named = (
+        set(ONLY)
+        | {r for rs in ONLY.values() for r in rs}
+        | set(MODULE_ONLY)
+        | set(OFFLINE)
+        | set(FORBIDDEN)
+        | {r for rs in FORBIDDEN.values() for r in rs}
+        | set(MODULE_FORBIDDEN)
+        | set(INSIDE_THE_TARGET)
+        | set(USES_THE_SUITE)
+    )
     assert named - rooms == set()
 
 
 def test_the_scan_sees_a_forbidden_import(tmp_path: Path) -> None:
     """The scan itself: a checker module importing the trial runner is seen; one under TYPE_CHECKING is not."""
     src = tmp_path / "m.py"
-    src.write_text("from typing import TYPE_CHECKING\nfrom faultload.run.trial import run_trial\n"
-                   "if TYPE_CHECKING:\n    from faultload.suite.runner import SuiteRunner\n")
+    src.write_text(
+        "from typing import TYPE_CHECKING\nfrom faultload.run.trial import run_trial\n"
+        "if TYPE_CHECKING:\n    from faultload.suite.runner import SuiteRunner\n"
+    )
     assert _imports(src) == ["faultload.run.trial", "faultload.run.trial.run_trial"]
 
 
 def test_plain_values_load_nothing_heavy() -> None:
     """``import faultload.model, faultload.strategies`` (what a property file or a spawned worker needs
     to build a TrialConfig) loads no HTTP stack, process library or Toxiproxy client."""
-    code = ("import sys, faultload.model.codec, faultload.model.trial, faultload.strategies; "
-            "print(' '.join(m for m in ('aiohttp', 'psutil', 'toxiproxy', 'requests', 'httpx', 'numpy') if m in sys.modules))")
+    code = (
+        "import sys, faultload.model.codec, faultload.model.trial, faultload.strategies; "
+        "print(' '.join(m for m in ('aiohttp', 'psutil', 'toxiproxy', 'requests', 'httpx', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == []
 
@@ -290,8 +335,12 @@ def environment_reads(path: Path) -> list[str]:
     def visit(node: ast.AST, where: str) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             where = node.name
-        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv", "unsetenv") \
-                and isinstance(node.value, ast.Name) and node.value.id == "os":
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr in ("environ", "getenv", "putenv", "unsetenv")
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "os"
+        ):
             found.append(where)
         for child in ast.iter_child_nodes(node):
             visit(child, where)
@@ -301,8 +350,12 @@ def environment_reads(path: Path) -> list[str]:
 
 
 def test_the_environment_is_read_only_at_the_edges() -> None:
-    outside = [f"{_module(p)}:{where}" for p in SOURCES for where in environment_reads(p)
-               if not ENVIRONMENT_EDGES.get(_package(_module(p)), set()) & {where, "*"}]
+    outside = [
+        f"{_module(p)}:{where}"
+        for p in SOURCES
+        for where in environment_reads(p)
+        if not ENVIRONMENT_EDGES.get(_package(_module(p)), set()) & {where, "*"}
+    ]
     assert outside == []
 
 

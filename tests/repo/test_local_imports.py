@@ -22,7 +22,8 @@ def test_it_lists_each_local_import_with_its_reason_and_leaves_out_the_top(tmp_p
     (pkg / "m.py").write_text(
         "import os\n\n\n"
         "def f():\n    import json  # local import: json is slow here\n\n\n"
-        "class C:\n    async def g(self):\n        def inner():\n            from os import path\n        return inner\n")
+        "class C:\n    async def g(self):\n        def inner():\n            from os import path\n        return inner\n"
+    )
     out = _run(str(pkg))
     assert out.returncode == 0, out.stderr
     assert f"{pkg / 'm.py'}:5: import json  # json is slow here" in out.stdout

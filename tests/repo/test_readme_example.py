@@ -11,5 +11,5 @@ def test_the_guide_shows_the_example_file_verbatim():
     readme = (ROOT / "docs" / "guides" / "own-property.md").read_text()
     marker = "# examples/test_big_results.py  (run: pytest examples/test_big_results.py --faultload-profile ci)\n"
     start = readme.index(marker) + len(marker)
-    block = readme[start: readme.index("```", start)]
+    block = readme[start : readme.index("```", start)]
     assert block == (ROOT / "examples" / "test_big_results.py").read_text()

@@ -26,8 +26,10 @@ _spec.loader.exec_module(reference)
 
 def test_the_committed_pages_are_what_the_code_gives() -> None:
     stale = reference.stale(reference.OUT, reference.pages())
-    assert not stale, (f"docs/reference/{', '.join(stale)} differ from the code: run `python scripts/reference.py` "
-                       "and commit the pages")
+    assert not stale, (
+        f"docs/reference/{', '.join(stale)} differ from the code: run `python scripts/reference.py` "
+        "and commit the pages"
+    )
 
 
 def test_every_page_says_it_is_generated_and_names_no_path_of_this_machine() -> None:
@@ -42,13 +44,19 @@ def _scratch_parser() -> argparse.ArgumentParser:
     return parser
 
 
-@pytest.mark.parametrize("change, page", [
-    (lambda monkeypatch: monkeypatch.setattr(reference, "build_parser", _scratch_parser), "cli.md"),
-    (lambda monkeypatch: monkeypatch.setattr(reference, "RULES", (*reference.RULES, Rule("scratch", "s", "w"))),
-     "invariants.md"),
-])
-def test_the_check_fails_naming_the_page_a_code_change_left_stale(change, page: str, tmp_path: Path, monkeypatch,
-                                                                   capsys) -> None:
+@pytest.mark.parametrize(
+    "change, page",
+    [
+        (lambda monkeypatch: monkeypatch.setattr(reference, "build_parser", _scratch_parser), "cli.md"),
+        (
+            lambda monkeypatch: monkeypatch.setattr(reference, "RULES", (*reference.RULES, Rule("scratch", "s", "w"))),
+            "invariants.md",
+        ),
+    ],
+)
+def test_the_check_fails_naming_the_page_a_code_change_left_stale(
+    change, page: str, tmp_path: Path, monkeypatch, capsys
+) -> None:
     assert reference.main(["--out", str(tmp_path)]) == 0
     assert reference.main(["--check", "--out", str(tmp_path)]) == 0
     before = (tmp_path / page).read_text(encoding="utf-8")
@@ -56,8 +64,9 @@ def test_the_check_fails_naming_the_page_a_code_change_left_stale(change, page: 
     capsys.readouterr()
     assert reference.main(["--check", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert err == [f"reference: {tmp_path / page} is stale: run `python scripts/reference.py` to write it from the "
-                   "code"]
+    assert err == [
+        f"reference: {tmp_path / page} is stale: run `python scripts/reference.py` to write it from the code"
+    ]
     assert (tmp_path / page).read_text(encoding="utf-8") == before  # --check writes nothing
     assert reference.main(["--out", str(tmp_path)]) == 0 and reference.main(["--check", "--out", str(tmp_path)]) == 0
 
@@ -99,8 +108,9 @@ def test_an_option_or_a_command_without_a_help_line_is_found() -> None:
     assert _without_help(parser) == ["faultload check --bare", "faultload check --hidden", "faultload silent"]
 
 
-def test_run_help_ends_with_three_examples_that_work_as_typed_then_the_exit_codes(tmp_path: Path, monkeypatch,
-                                                                                  capsys) -> None:
+def test_run_help_ends_with_three_examples_that_work_as_typed_then_the_exit_codes(
+    tmp_path: Path, monkeypatch, capsys
+) -> None:
     from faultload.cli.exits import epilog
 
     with pytest.raises(SystemExit) as exited:
@@ -114,7 +124,7 @@ def test_run_help_ends_with_three_examples_that_work_as_typed_then_the_exit_code
         assert lines[0].startswith("# ") and all(line.startswith("faultload ") for line in lines[1:]), lines
     checkout = tmp_path / "SkyRL"  # the checkout the examples name (its pyproject at the root), beside the work folder
     checkout.mkdir(parents=True)
-    (checkout / "pyproject.toml").write_text("[project]\nname = \"skyrl\"\n")
+    (checkout / "pyproject.toml").write_text('[project]\nname = "skyrl"\n')
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
     commands = [line for lines in examples for line in lines[1:]]
@@ -124,8 +134,13 @@ def test_run_help_ends_with_three_examples_that_work_as_typed_then_the_exit_code
         if args.command == "run":
             args.home = None
             config_from_args(args)  # every value checked as `faultload run` checks it before it starts
-        targets = ([parse_build(args.baseline).target, parse_build(args.candidate).target]
-                   if args.command == "compare" else args.target if args.command == "setup" else [args.target])
+        targets = (
+            [parse_build(args.baseline).target, parse_build(args.candidate).target]
+            if args.command == "compare"
+            else args.target
+            if args.command == "setup"
+            else [args.target]
+        )
         for target in targets:
             parse_target(target)  # a checkout's folder must exist
 
@@ -133,6 +148,10 @@ def test_run_help_ends_with_three_examples_that_work_as_typed_then_the_exit_code
 def test_the_script_runs_as_a_script(tmp_path: Path) -> None:
     import subprocess
 
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "reference.py"), "--check", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "reference.py"), "--check", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1 and "cli.md is missing" in done.stderr

@@ -25,7 +25,8 @@ FATAL_DEFINITE_ERROR = Rule(
     "fatal_definite_error",
     "an accepted request in flight while a fault declared fatal was in force may end in a definite error "
     "(failed, or given up by its client), never in silence",
-    "the fault destroyed what the request needed; a correct server says so instead of answering nothing")
+    "the fault destroyed what the request needed; a correct server says so instead of answering nothing",
+)
 
 FAULT_IN_FORCE = Rule(
     "fault_in_force",
@@ -33,19 +34,21 @@ FAULT_IN_FORCE = Rule(
     "refused, a request retried, an error line logged, /healthz slow or failing, a training call refused, "
     "a heartbeat failed), is the fault's; a result lost, corrupted or never answered never is",
     "a fault breaks connections and makes the server log and retry; a correct server recovers within the "
-    "grace (log_fault_grace_s for log lines and resets, healthz_fault_recovery_s for /healthz)")
+    "grace (log_fault_grace_s for log lines and resets, healthz_fault_recovery_s for /healthz)",
+)
 FAULT_NOT_HEALED = Rule(
     "fault_not_healed",
     "a fault whose removal failed is in force until the load ended (its window never closes), and the trial "
     "is no test of the server: faultload run reports a harness error, the suite leaves the trial unjudged "
     "(its example rejected, reported)",
     "the injector may still hold it (Toxiproxy's control port can hang removing a toxic under traffic, "
-    "Shopify/toxiproxy#558): what it held after its planned end is the injector's doing, not the server's")
+    "Shopify/toxiproxy#558): what it held after its planned end is the injector's doing, not the server's",
+)
 NO_FAULT_COST = Rule(
     "no_fault_cost",
     "CPU per request is not judged for a trial in which a fault took effect",
-    "a fault makes the server fail, log and retry: work the CPU budget, stated for a healthy network, "
-    "does not cover")
+    "a fault makes the server fail, log and retry: work the CPU budget, stated for a healthy network, does not cover",
+)
 
 # How an accepted request may end under a fatal fault: definitely, not with a result (PENDING is silence).
 DEFINITE_ERRORS = (Outcome.FAILED, Outcome.GAVE_UP, Outcome.REJECTED)
@@ -58,7 +61,9 @@ def in_force_windows(inputs: CheckInputs, grace_s: float = 0.0) -> list[tuple[fl
 
 def fatal_windows(inputs: CheckInputs, restarts: bool = True) -> list[tuple[float, float, Fault]]:
     """The windows of the faults the shape declares fatal (a restart's too, unless ``restarts`` is False)."""
-    return fault_windows(inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds) and (restarts or not is_restart(f)))
+    return fault_windows(
+        inputs.faults, lambda f: is_fatal(f, inputs.fatal_fault_kinds) and (restarts or not is_restart(f))
+    )
 
 
 def fatal_definite_error(inputs: CheckInputs, among: np.ndarray) -> tuple[Allowance, list[str]]:

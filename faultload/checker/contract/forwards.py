@@ -21,14 +21,16 @@ FORWARDED_ONCE = Rule(
     "forwarded_once",
     "the router completes an accepted sample's prompt once",
     "a server that forwards a sample twice (a retry after a success, a duplicated task) doubles the "
-    "backend's work for every request, and only an absolute CPU budget far above one trial's noise sees it")
+    "backend's work for every request, and only an absolute CPU budget far above one trial's noise sees it",
+)
 RETRIED_FORWARD = Rule(
     "retried_forward",
     "a prompt may be completed again when its first answer could have been lost on the way back: a fault on "
     "the backend link, the router or the server process was in force (or within its grace) during the "
     "request, or the client submitted it more than once",
     "a server retries a forward whose answer it never got, and a resubmitted asample is a new future for "
-    "the same prompt; the router cannot tell either from a duplicate")
+    "the same prompt; the router cannot tell either from a duplicate",
+)
 
 FORWARDS_AT_ONCE = Rule(
     "forwards_at_once",
@@ -36,19 +38,22 @@ FORWARDS_AT_ONCE = Rule(
     "connections its configuration allows (none set: all of them)",
     "a ceiling of the server's own (a connector's default pool, a semaphore) queues samples inside the server, "
     "where no timer of the contract sees them: the router and the engine behind it are there to queue, and "
-    "report it")
+    "report it",
+)
 ROUTER_HOLDS_BRIEFLY = Rule(
     "router_holds_briefly",
     "how many forwards the server held at once is not judged when the router holds each for less than "
     "forwarding_min_hold_s (the immediate router: none)",
     "what the server then owes at once is its own queue to send the forwards, its CPU under the load, which "
-    "no ceiling explains: the router answers each as it arrives (cost and latency are judged elsewhere)")
+    "no ceiling explains: the router answers each as it arrives (cost and latency are judged elsewhere)",
+)
 FORWARD_PATH_FAULT = Rule(
     "forward_path_fault",
     "how many forwards the server held at once is not judged in a trial with a fault on the forward's path "
     "(the backend link, the router, the server process)",
     "forwards then fail, are retried, hang or wait for a process that is paused: what the router held says "
-    "nothing of a ceiling")
+    "nothing of a ceiling",
+)
 
 # Links whose faults can lose a forward's answer after the router completed it.
 _FORWARD_LINKS = ("backend", "router", "server")
@@ -85,8 +90,9 @@ def repeated_forwards(inputs: CheckInputs, grace_s: float) -> tuple[Allowance, A
 
 def forward_path_faults(inputs: CheckInputs) -> list[str]:
     """The ``link:kind`` of each fault of the trial on the forward's path (FORWARD_PATH_FAULT), sorted."""
-    return sorted({f"{fault.link}:{fault.kind}" for _, _, fault in in_force_windows(inputs)
-                   if fault.link in _FORWARD_LINKS})
+    return sorted(
+        {f"{fault.link}:{fault.kind}" for _, _, fault in in_force_windows(inputs) if fault.link in _FORWARD_LINKS}
+    )
 
 
 def owed_forwards_peak(inputs: CheckInputs) -> int:

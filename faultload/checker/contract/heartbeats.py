@@ -23,17 +23,18 @@ HEARTBEATS_ANSWERED = Rule(
     "a heartbeat is answered 200 (never refused, reset or failed outside a fault), and no session goes longer "
     "than heartbeat_gap_s between answered heartbeats",
     f"the SDK warns the user after {SDK_HEARTBEAT_WARNING_S:.0f} s without an answered heartbeat and the server "
-    "expires the session (SkyRL: 300 s): the training job is lost")
+    "expires the session (SkyRL: 300 s): the training job is lost",
+)
 HEARTBEAT_TIMEOUT_TOLERATED = Rule(
     "heartbeat_timeout_tolerated",
     f"a heartbeat may time out at the SDK's {SDK_HEARTBEAT_TIMEOUT_S:.0f} s while its session's longest gap "
     "between answered heartbeats stays within heartbeat_gap_s",
     "the SDK ignores a failed heartbeat (no retry, no error) and sends the next one a period later; only the "
-    "gap reaches the user")
+    "gap reaches the user",
+)
 
 
-def tolerated_timeouts(log: TrainingLog, failed: np.ndarray, gaps: dict[int, float], gap_budget_s: float
-                       ) -> Allowance:
+def tolerated_timeouts(log: TrainingLog, failed: np.ndarray, gaps: dict[int, float], gap_budget_s: float) -> Allowance:
     """HEARTBEAT_TIMEOUT_TOLERATED: the ``failed`` heartbeats that timed out in a session whose longest gap
     (``gaps``: trainer -> seconds) stayed within ``gap_budget_s``."""
     kept = np.array([gaps.get(int(t), np.inf) <= gap_budget_s for t in log["trainer"]], dtype=bool)

@@ -33,17 +33,20 @@ RESOLVES = Rule(
     "an accepted request ends (its result, a 404 or a definite error) within the resolve bound of its release; "
     "never ending is a violation whatever fault was in force",
     "a fault changes which outcome is allowed, never allows silence: a correct server answers a held poll "
-    "once the router answered or failed, and a client that retries forever gets that answer")
+    "once the router answered or failed, and a client that retries forever gets that answer",
+)
 HARNESS_STOPPED = Rule(
     "harness_stopped",
     "a request still open, and not yet past its resolve bound, when the user interrupted the trial or the "
     "watchdog stopped the load is indeterminate, not judged",
-    "the harness cut it off: what it would have ended as is unknown (a collapse is judged by no_collapse)")
+    "the harness cut it off: what it would have ended as is unknown (a collapse is judged by no_collapse)",
+)
 ROUTER_UNKNOWN = Rule(
     "router_unknown",
     "without the router's completion log (a server someone else started) a request's release is unknown: "
     "indeterminate, not judged",
-    "the engine may still have been generating it; nothing says when it could have been answered")
+    "the engine may still have been generating it; nothing says when it could have been answered",
+)
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,13 @@ def resolution(inputs: CheckInputs, budgets: Budgets) -> Resolution:
     release = _release(inputs, horizon)
     spans = stall_spans(inputs.monitor, budgets.healthz_p99_s)
     base = resolve_bound_s(inputs, budgets)
-    allowed = np.array([base + overlap_s(spans, r, h) if math.isfinite(r) else math.inf
-                        for r, h in zip(release.tolist(), horizon.tolist())], dtype=np.float64)
+    allowed = np.array(
+        [
+            base + overlap_s(spans, r, h) if math.isfinite(r) else math.inf
+            for r, h in zip(release.tolist(), horizon.tolist())
+        ],
+        dtype=np.float64,
+    )
     unknown = accepted & (inputs.router_completed_s is None) & ~np.isfinite(ended)
     held_until_end = ~np.isfinite(release)  # a fault still in force when the load ended: nothing to judge yet
     waited = np.where(held_until_end, 0.0, np.minimum(ended, horizon) - np.where(held_until_end, 0.0, release))
@@ -94,8 +102,15 @@ def resolution(inputs: CheckInputs, budgets: Budgets) -> Resolution:
     # cut off by the harness before its bound ran out: what it would have ended as is unknown (one already
     # past its bound when the load stopped was late whatever came after)
     stopped = open_ & ~late if inputs.interrupted else np.zeros(n, dtype=bool)
-    return Resolution(accepted, release, ended, allowed, Allowance(RESOLVES, late),
-                      Allowance(HARNESS_STOPPED, stopped), Allowance(ROUTER_UNKNOWN, unknown))
+    return Resolution(
+        accepted,
+        release,
+        ended,
+        allowed,
+        Allowance(RESOLVES, late),
+        Allowance(HARNESS_STOPPED, stopped),
+        Allowance(ROUTER_UNKNOWN, unknown),
+    )
 
 
 def _release(inputs: CheckInputs, horizon: np.ndarray) -> np.ndarray:
@@ -108,7 +123,7 @@ def _release(inputs: CheckInputs, horizon: np.ndarray) -> np.ndarray:
     for start, end, _ in fault_windows(inputs.faults):
         hit = (start <= horizon) & (end >= accepted_at)
         release = np.where(hit, np.maximum(release, end), release)
-    return np.maximum(release, _client_ready(inputs, accepted_at))
+    return np.asarray(np.maximum(release, _client_ready(inputs, accepted_at)))
 
 
 def _client_ready(inputs: CheckInputs, accepted_at: np.ndarray) -> np.ndarray:

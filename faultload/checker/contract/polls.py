@@ -23,18 +23,21 @@ LONG_POLL_CYCLE = Rule(
     "long_poll_cycle",
     "a poll that ended by the client's own timeout, or by a 'not yet' (408, try-again) after a full hold, before the router "
     "completed its request is the long-poll cycle, not a retry the server caused",
-    "a client whose poll timeout is shorter than the engine's generation re-polls each timeout by design")
+    "a client whose poll timeout is shorter than the engine's generation re-polls each timeout by design",
+)
 POLL_HELD = Rule(
     "polls_held",
     "a 'not yet' (SkyRL's 408, TuFT's try-again) answers a poll only after the server held it for its hold time",
-    "a server that gives up on its long-poll early multiplies every client's polls (and its own work)")
+    "a server that gives up on its long-poll early multiplies every client's polls (and its own work)",
+)
 POLL_WOKEN = Rule(
     "polls_woken",
     "a held poll is answered once its result exists: one that ended without it (the client's timeout, a 'not yet') "
     "more than poll_wake_slack_s after the router completed its request, with no fault in force (nor its "
     "grace) and the server's loop not slower than that slack meanwhile, was never woken",
     "a lost wake-up costs every waiting client a poll timeout of latency and a re-poll, which no count "
-    "budget sees while a request needs one poll more")
+    "budget sees while a request needs one poll more",
+)
 
 # Every server's "not yet" at a hold's end: a 408, or a 200 try-again. Either before the hold breaks POLL_HELD,
 # whichever the family's contract names (a server answering the other is early all the same).
@@ -49,8 +52,12 @@ def poll_attempts(history: History) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     """The history's polls: (row, start, end, status)."""
     attempts = history.attempts
     polls = attempts["kind"] == AttemptKind.POLL
-    return (attempts["row"][polls], attempts["start"][polls].astype(np.float64),
-            attempts["end"][polls].astype(np.float64), attempts["status"][polls].astype(np.int64))
+    return (
+        attempts["row"][polls],
+        attempts["start"][polls].astype(np.float64),
+        attempts["end"][polls].astype(np.float64),
+        attempts["status"][polls].astype(np.int64),
+    )
 
 
 def hold_s(inputs: CheckInputs) -> float:
@@ -67,8 +74,14 @@ def early_not_yets(inputs: CheckInputs) -> Allowance:
     """POLL_HELD broken: per poll attempt (of :func:`poll_attempts`), a "not yet" after less than the hold."""
     rows, start, end, status = poll_attempts(inputs.history)
     early = not_yet(status) & (end - start < hold_s(inputs))
-    note = (f"{int(early.sum())} polls answered 'not yet' after less than the server's "
-            f"{inputs.contract.poll_hold_s:g} SDK s hold") if early.any() else ""
+    note = (
+        (
+            f"{int(early.sum())} polls answered 'not yet' after less than the server's "
+            f"{inputs.contract.poll_hold_s:g} SDK s hold"
+        )
+        if early.any()
+        else ""
+    )
     return Allowance(POLL_HELD, early, note)
 
 
@@ -86,8 +99,11 @@ def unwoken_polls(inputs: CheckInputs, slack_s: float, grace_s: float) -> Allowa
     for i in np.flatnonzero(out).tolist():
         if any(a <= end[i] and b >= since[i] for a, b in busy):
             out[i] = False
-    note = (f"{int(out.sum())} polls held more than {slack_s:g}s past their result and never answered with it"
-            if out.any() else "")
+    note = (
+        f"{int(out.sum())} polls held more than {slack_s:g}s past their result and never answered with it"
+        if out.any()
+        else ""
+    )
     return Allowance(POLL_WOKEN, out, note)
 
 
@@ -101,8 +117,14 @@ def long_poll_cycle(inputs: CheckInputs) -> Allowance:
     waited = (status == -int(ErrorClass.TIMEOUT)) | (not_yet(status) & (end - start >= hold_s(inputs)))
     done_at = _completed(completed_s, history["nonce"][rows])
     np.add.at(out, rows[waited & (end <= done_at)], 1)
-    note = (f"{int(out.sum())} polls that timed out before the engine had the result not counted "
-            "(the client's long-poll cycle while it waits on the engine)") if out.any() else ""
+    note = (
+        (
+            f"{int(out.sum())} polls that timed out before the engine had the result not counted "
+            "(the client's long-poll cycle while it waits on the engine)"
+        )
+        if out.any()
+        else ""
+    )
     return Allowance(LONG_POLL_CYCLE, out > 0, note, counts=out)
 
 

@@ -33,23 +33,27 @@ DROPPED_POLL = Rule(
     "the server may have answered the dropped poll just as it was dropped; it cannot tell, treats the result "
     "as delivered and keeps it for its retrieved TTL only (finding 2) — measured from that delivery, which came "
     "no earlier than the poll that carried it: a 404 sooner is a retrieved TTL shorter than promised, or one "
-    "measured from an earlier event")
+    "measured from an earlier event",
+)
 STALL_NOT_SCALED = Rule(
     "stall_not_scaled",
     "a 404 may answer a result that, at full time, would have been at most the retention window old",
     "a stalled event loop stalls for real seconds, which the time scale does not shrink, while the TTLs "
-    "shrink; the stall itself is judged by healthz_latency and no_collapse")
+    "shrink; the stall itself is judged by healthz_latency and no_collapse",
+)
 EXPIRED_BY_DESIGN = Rule(
     "expired_by_design",
     "a 404 may answer a result older than the expiry window when it was asked for, unless a poll the client "
     "dropped after the result existed began within the retention window before it",
     "the server documents that a result nobody came back for expires (SkyRL 0.4.0: 600 s); a result it "
-    "believes delivered is kept its retrieved TTL from that delivery instead (300 s), even past the expiry")
+    "believes delivered is kept its retrieved TTL from that delivery instead (300 s), even past the expiry",
+)
 RESTART_FORGETS = Rule(
     "restart_forgets",
     "a fatal server:restart may forget (404, or never answer) a request accepted before the restart "
     "finished and still held when it began",
-    "futures live in the old process's memory; what was accepted after the restart is judged as ever")
+    "futures live in the old process's memory; what was accepted after the restart is judged as ever",
+)
 
 # Real seconds between a failed forward's error line and its failure being stored (the same coroutine logs,
 # then stores; generous, so an age from it stays a lower bound).
@@ -65,8 +69,11 @@ def dropped_poll_starts(inputs: CheckInputs) -> np.ndarray:
     if completed_s and attempts["row"].size:
         abandoned = attempts["kind"] == AttemptKind.ABANDONED
         nonces = history["nonce"]
-        for row, began, dropped_at in zip(attempts["row"][abandoned].tolist(), attempts["start"][abandoned].tolist(),
-                                          attempts["end"][abandoned].tolist()):
+        for row, began, dropped_at in zip(
+            attempts["row"][abandoned].tolist(),
+            attempts["start"][abandoned].tolist(),
+            attempts["end"][abandoned].tolist(),
+        ):
             done_at = completed_s.get(int(nonces[row]))
             if done_at is not None and done_at <= dropped_at and not began <= out[row]:
                 out[row] = began
@@ -79,7 +86,7 @@ def _within_retention(inputs: CheckInputs, budgets: Budgets, began: np.ndarray) 
     window = inputs.shape.scaled(retention_s(budgets, inputs.contract))
     answered = np.asarray(inputs.history["done"], dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        return np.isfinite(began) & ~(answered - began >= window)
+        return np.asarray(np.isfinite(began) & ~(answered - began >= window))
 
 
 def dropped_poll_delivered(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -> Allowance:
@@ -87,9 +94,15 @@ def dropped_poll_delivered(inputs: CheckInputs, budgets: Budgets, among: np.ndar
     404 the retention window or more after that poll began."""
     began = dropped_poll_starts(inputs)
     out = among & np.isfinite(began) & ~_within_retention(inputs, budgets, began)
-    note = (f"{int(out.sum())} 404 after a poll dropped when the result was already there, "
+    note = (
+        (
+            f"{int(out.sum())} 404 after a poll dropped when the result was already there, "
             f"{retention_s(budgets, inputs.contract):g} SDK s or more before (delivered as far as the server can "
-            "tell; retained by design)") if out.any() else ""
+            "tell; retained by design)"
+        )
+        if out.any()
+        else ""
+    )
     return Allowance(DROPPED_POLL, out, note)
 
 
@@ -150,9 +163,15 @@ def stall_not_scaled(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -
         if lived > window * scale and (lived - stalled) / scale + stalled <= window:
             out[i] = True
             worst_stall = max(worst_stall, stalled)
-    note = (f"{int(out.sum())} 404 after a server stall of up to {worst_stall:.1f} real s, which the time "
+    note = (
+        (
+            f"{int(out.sum())} 404 after a server stall of up to {worst_stall:.1f} real s, which the time "
             f"scale does not shrink (each result at most {window:g} SDK s old at full time; "
-            "the stall is judged by healthz_latency/no_collapse)") if out.any() else ""
+            "the stall is judged by healthz_latency/no_collapse)"
+        )
+        if out.any()
+        else ""
+    )
     return Allowance(STALL_NOT_SCALED, out, note)
 
 
@@ -188,9 +207,15 @@ def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) 
         if answered - stored > window:
             out[i] = True
             youngest = min(youngest, answered - stored)
-    note = (f"{int(out.sum())} 404 for results older than the server's expiry when polled (the youngest "
+    note = (
+        (
+            f"{int(out.sum())} 404 for results older than the server's expiry when polled (the youngest "
             f"{youngest / inputs.shape.time_scale:.0f} SDK s > expiry {expiry_s(budgets, inputs.contract):g} SDK s; "
-            "expired by design, not lost)") if out.any() else ""
+            "expired by design, not lost)"
+        )
+        if out.any()
+        else ""
+    )
     return Allowance(EXPIRED_BY_DESIGN, out, note)
 
 
@@ -218,8 +243,13 @@ def model_forgotten(inputs: CheckInputs, among: np.ndarray) -> Allowance:
     log = inputs.training
     assert log is not None
     lost = np.zeros(len(log), dtype=bool)
-    restarts = np.array([start for start, _, fault in fault_windows(inputs.faults) if is_restart(fault)
-                         and is_fatal(fault, inputs.fatal_fault_kinds)])
+    restarts = np.array(
+        [
+            start
+            for start, _, fault in fault_windows(inputs.faults)
+            if is_restart(fault) and is_fatal(fault, inputs.fatal_fault_kinds)
+        ]
+    )
     if restarts.size:
         created = log.of(TrainingOp.CREATE_MODEL) & (log["outcome"] == Outcome.OK)
         for trainer, reached in zip(log["trainer"][created].tolist(), log["accepted"][created].tolist()):
@@ -250,7 +280,7 @@ def _first_fault_overlapped(history: History, windows: list[tuple[float, float, 
     for w_start, w_end, _ in windows:
         hit = (start <= w_end) & (end >= w_start)
         first = np.where(hit, np.minimum(first, max(w_start, 0.0)), first)
-    return np.maximum(first, start)
+    return np.asarray(np.maximum(first, start))
 
 
 def answered_by(completed_s: Mapping[int, float] | None, history: History) -> np.ndarray:

@@ -17,16 +17,19 @@ from faultload.record.history import AttemptKind, ErrorClass
 FATAL_REJECTION = Rule(
     "fatal_rejection",
     "an asample submitted while a fault declared fatal was in force may be rejected",
-    "the fault took what the server needs to accept work (its backend, its router); refusing says so")
+    "the fault took what the server needs to accept work (its backend, its router); refusing says so",
+)
 EDGE_UNREACHABLE = Rule(
     "edge_unreachable",
     "a client may give up on an asample whose last attempt failed in transport while an edge outage cut "
     "it off from the server",
-    "the server never had the request to refuse: the client's retry window ran out while the link was down")
+    "the server never had the request to refuse: the client's retry window ran out while the link was down",
+)
 HARNESS_CUT = Rule(
     "harness_cut",
     "an asample rejected after the harness stopped the load is not judged",
-    "the harness cut it off (a collapse called, Ctrl-C): what the server would have answered is unknown")
+    "the harness cut it off (a collapse called, Ctrl-C): what the server would have answered is unknown",
+)
 
 _TRANSPORT = (ErrorClass.CONNECT, ErrorClass.RESET, ErrorClass.TIMEOUT)
 

@@ -42,8 +42,21 @@ ENGINE_KNOBS = {
 # imports on the sampling path from skyrl's base deps. skyrl itself goes in
 # --no-deps: its declared deps pull training stacks we do not run.
 SERVER_REQUIREMENTS = [
-    "fastapi[standard]", "sqlmodel", "sqlalchemy[asyncio]", "aiosqlite", "asyncpg", "psycopg2-binary",
-    "psutil", "zstandard", "cloudpathlib", "rich", "aiohttp", "orjson", "httpx", "numpy", "typing_extensions",
+    "fastapi[standard]",
+    "sqlmodel",
+    "sqlalchemy[asyncio]",
+    "aiosqlite",
+    "asyncpg",
+    "psycopg2-binary",
+    "psutil",
+    "zstandard",
+    "cloudpathlib",
+    "rich",
+    "aiohttp",
+    "orjson",
+    "httpx",
+    "numpy",
+    "typing_extensions",
     "xxhash",
 ]
 # Per-release pins taken from each release's own metadata (its `tinker` extra
@@ -71,8 +84,9 @@ class SkyrlFamily:
             return ["--ignore-requires-python", "--no-deps", f"skyrl=={spec.version}"]
         return ["--ignore-requires-python", "--no-deps", "-e", str(spec.path)]
 
-    def launch(self, spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str,
-               **options: Any) -> ServerHandle:
+    def launch(
+        self, spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str, **options: Any
+    ) -> ServerHandle:
         return launch_skyrl(spec, python, run_dir, port, router_url, **options)
 
 
@@ -105,20 +119,38 @@ def launch_skyrl(
     require_free_port(port)
     db_path = run_dir / "tinker.db"
     argv = [
-        "--host", "127.0.0.1", "--port", str(port), "--base-model", BASE_MODEL, "--backend", "megatron",
-        "--backend-config", json.dumps({"trainer.placement.colocate_all": False}),
-        "--database-url", f"sqlite:///{db_path}", "--checkpoints-base", str(run_dir / "checkpoints"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--base-model",
+        BASE_MODEL,
+        "--backend",
+        "megatron",
+        "--backend-config",
+        json.dumps({"trainer.placement.colocate_all": False}),
+        "--database-url",
+        f"sqlite:///{db_path}",
+        "--checkpoints-base",
+        str(run_dir / "checkpoints"),
     ]
     engine_options = {ENGINE_KNOBS[k]: v for k, v in (knobs or {}).items() if v is not None}
     launch_spec = {
-        "db_path": str(db_path), "router_url": router_url, "regress": list(regress), "fixes": list(fixes),
-        "time_scale": time_scale, "argv": argv, "engine_options": engine_options,
+        "db_path": str(db_path),
+        "router_url": router_url,
+        "regress": list(regress),
+        "fixes": list(fixes),
+        "time_scale": time_scale,
+        "argv": argv,
+        "engine_options": engine_options,
         "profile_path": str(profile_path) if profile_path else None,
-        "engine": engine, "null_backend": null_backend or {}, "pool_wait_s": pool_wait_s,
+        "engine": engine,
+        "null_backend": null_backend or {},
+        "pool_wait_s": pool_wait_s,
     }
     spec_path = run_dir / "launch.json"
     spec_path.write_text(json.dumps(launch_spec, indent=1))
-    child_env = child_environment({**MALLOC_ENV, **(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"},
-                                  drop=("PYTHONPATH",))
-    return start_launcher(spec, [str(python), str(LAUNCHER), str(spec_path)], run_dir, child_env, port,
-                          while_starting)
+    child_env = child_environment(
+        {**MALLOC_ENV, **(env or {}), "COLUMNS": "250", "PYTHONUNBUFFERED": "1"}, drop=("PYTHONPATH",)
+    )
+    return start_launcher(spec, [str(python), str(LAUNCHER), str(spec_path)], run_dir, child_env, port, while_starting)

@@ -25,11 +25,27 @@ LAUNCHER = Path(__file__).resolve().parent.parent / "tuft_launch.py"
 # nvidia-ml-py, psutil), tinker's own dependencies (tinker itself goes in --no-deps: the server imports its
 # types and protobuf only, not the transformers its metadata names).
 SERVER_REQUIREMENTS = [
-    "fastapi>=0.133.0,<0.137.0", "uvicorn[standard]>=0.38.0", "httpx>=0.28.1", "numpy>=2.0.0", "omegaconf>=2.3.0",
-    "typer>=0.20.1", "psutil>=5.9.0", "nvidia-ml-py>=13.0.0", "protobuf>=4.21.0", "opentelemetry-api>=1.20.0",
-    "opentelemetry-sdk>=1.20.0", "opentelemetry-instrumentation-fastapi>=0.41b0",
-    "opentelemetry-instrumentation-logging>=0.41b0", "opentelemetry-exporter-otlp>=1.20.0",
-    "anyio", "distro", "sniffio", "pydantic", "typing-extensions", "zstandard", "orjson",
+    "fastapi>=0.133.0,<0.137.0",
+    "uvicorn[standard]>=0.38.0",
+    "httpx>=0.28.1",
+    "numpy>=2.0.0",
+    "omegaconf>=2.3.0",
+    "typer>=0.20.1",
+    "psutil>=5.9.0",
+    "nvidia-ml-py>=13.0.0",
+    "protobuf>=4.21.0",
+    "opentelemetry-api>=1.20.0",
+    "opentelemetry-sdk>=1.20.0",
+    "opentelemetry-instrumentation-fastapi>=0.41b0",
+    "opentelemetry-instrumentation-logging>=0.41b0",
+    "opentelemetry-exporter-otlp>=1.20.0",
+    "anyio",
+    "distro",
+    "sniffio",
+    "pydantic",
+    "typing-extensions",
+    "zstandard",
+    "orjson",
     "aiohttp",  # faultload's forwarding backend's client (tuft_forwarding.py)
 ]
 # The tinker release each TuFT release pins (its metadata: tinker>=0.25,<0.26).
@@ -55,16 +71,27 @@ class TuftFamily:
             return ["--no-deps", f"tuft=={spec.version}", tinker]
         return ["--no-deps", "-e", str(spec.path), tinker]
 
-    def launch(self, spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str,
-               **options: Any) -> ServerHandle:
+    def launch(
+        self, spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str, **options: Any
+    ) -> ServerHandle:
         return launch_tuft(spec, python, run_dir, port, router_url, **options)
 
 
-def launch_tuft(spec: TargetSpec, python: Path, run_dir: Path, port: int, router_url: str,
-                time_scale: float = 1.0, fixes: tuple[str, ...] = (), knobs: dict[str, Any] | None = None,
-                profile_path: Path | None = None, env: dict[str, str] | None = None,
-                while_starting: Callable[[], None] | None = None, api_key: str = SDK_API_KEY,
-                **validated: Any) -> ServerHandle:
+def launch_tuft(
+    spec: TargetSpec,
+    python: Path,
+    run_dir: Path,
+    port: int,
+    router_url: str,
+    time_scale: float = 1.0,
+    fixes: tuple[str, ...] = (),
+    knobs: dict[str, Any] | None = None,
+    profile_path: Path | None = None,
+    env: dict[str, str] | None = None,
+    while_starting: Callable[[], None] | None = None,
+    api_key: str = SDK_API_KEY,
+    **validated: Any,
+) -> ServerHandle:
     """Start ``tuft launch`` serving BASE_MODEL for sampling, authorizing ``api_key`` (the one faultload's clients
     send, unless a test runs it as a server someone else keys), with
     the candidate ``fixes`` (``tuft_fixes.py``), under cProfile into ``profile_path`` when given, and wait for
@@ -72,15 +99,28 @@ def launch_tuft(spec: TargetSpec, python: Path, run_dir: Path, port: int, router
     ``TrialConfig.validate`` refused."""
     require_free_port(port)
     config_path = run_dir / "tuft_config.json"  # JSON is YAML: TuFT reads it with OmegaConf
-    config_path.write_text(json.dumps({
-        "checkpoint_dir": str(run_dir / "checkpoints"),
-        "authorized_users": {api_key: USER_ID},
-        "supported_models": [{"model_name": BASE_MODEL, "model_path": str(run_dir / "model"),
-                              "max_model_len": MAX_MODEL_LEN, "capabilities": ["sampling"]}],
-    }, indent=1))
+    config_path.write_text(
+        json.dumps(
+            {
+                "checkpoint_dir": str(run_dir / "checkpoints"),
+                "authorized_users": {api_key: USER_ID},
+                "supported_models": [
+                    {
+                        "model_name": BASE_MODEL,
+                        "model_path": str(run_dir / "model"),
+                        "max_model_len": MAX_MODEL_LEN,
+                        "capabilities": ["sampling"],
+                    }
+                ],
+            },
+            indent=1,
+        )
+    )
     knobs = knobs or {}
     launch_spec = {
-        "router_url": router_url, "time_scale": time_scale, "fixes": list(fixes),
+        "router_url": router_url,
+        "time_scale": time_scale,
+        "fixes": list(fixes),
         "profile_path": str(profile_path) if profile_path else None,
         "forward_timeout_s": knobs.get("forwarding_timeout_s") or FORWARD_TIMEOUT_S,
         "forward_max_connections": knobs.get("forwarding_max_connections"),
@@ -88,7 +128,7 @@ def launch_tuft(spec: TargetSpec, python: Path, run_dir: Path, port: int, router
     }
     spec_path = run_dir / "launch.json"
     spec_path.write_text(json.dumps(launch_spec, indent=1))
-    child_env = child_environment({**(env or {}), "PYTHONUNBUFFERED": "1", "TUFT_HOME": str(run_dir / "tuft-home")},
-                                  drop=("PYTHONPATH",))
-    return start_launcher(spec, [str(python), str(LAUNCHER), str(spec_path)], run_dir, child_env, port,
-                          while_starting)
+    child_env = child_environment(
+        {**(env or {}), "PYTHONUNBUFFERED": "1", "TUFT_HOME": str(run_dir / "tuft-home")}, drop=("PYTHONPATH",)
+    )
+    return start_launcher(spec, [str(python), str(LAUNCHER), str(spec_path)], run_dir, child_env, port, while_starting)
