@@ -11,7 +11,8 @@ TARGETS ?= skyrl==0.4.0 skyrl==0.3.0 tuft==0.2.2
 SDKS ?= tinker==0.38.0
 # The HTML report's browser test opens a report in Debian's headless chromium (installed once, when missing).
 BROWSER_STAMP := .faultload/.chromium
-# tests/test_access.py puts a real TLS-terminating proxy, Debian's stunnel4, in front of a key-checking server.
+# tests/integration/test_access_integration.py puts a real TLS-terminating proxy, Debian's stunnel4, in front of a
+# key-checking server.
 STUNNEL_STAMP := .faultload/.stunnel
 # tests/repo/test_action.py lints the example workflows with actionlint, built from its Go module once.
 ACTIONLINT := .faultload/tools/actionlint

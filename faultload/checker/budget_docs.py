@@ -2,7 +2,7 @@
 its default is what it is.
 
 The one place a budget's reason is written: ``docs/reference/invariants.md`` is generated from it
-(``python scripts/reference.py``), and ``tests/test_budgets.py`` holds every field of ``Budgets`` to an entry
+(``python scripts/reference.py``), and ``tests/unit/test_budgets.py`` holds every field of ``Budgets`` to an entry
 here. Plain data (no numpy), cheap to import.
 """
 

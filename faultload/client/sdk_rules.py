@@ -1,6 +1,6 @@
 """The tinker SDK's (0.25) sampling retry rules, which the raw client follows; plain functions of plain values.
 
-Read from the installed SDK (``tests/test_sdk_constants.py`` checks each):
+Read from the installed SDK (``tests/unit/test_sdk_constants.py`` checks each):
 
 - asample (``InternalClientHolder.execute_with_retries``): retried on
   ``APIConnectionError`` (timeouts included), ``httpx.TimeoutException``,

@@ -3,7 +3,7 @@ SDK release is named.
 
 Retention and keep-alive bugs live on these landmarks; ``ClientPolicy``'s
 defaults, the strategies' limits and the suite's trial labels all read them
-from here. ``tests/test_sdk_constants.py`` reads the installed SDK so a drift is caught.
+from here. ``tests/unit/test_sdk_constants.py`` reads the installed SDK so a drift is caught.
 """
 
 from faultload.model.family import SKYRL_CONTRACT
@@ -11,7 +11,7 @@ from faultload.model.target import RELEASE_VERSION
 
 SDK_PACKAGE = "tinker"
 # The SDK releases whose sampling path these constants describe, each checked against them by
-# tests/test_sdk_constants.py: the first is the one installed beside faultload (the release SkyRL 0.3.0 and
+# tests/unit/test_sdk_constants.py: the first is the one installed beside faultload (the release SkyRL 0.3.0 and
 # 0.4.0 pin), the others run from folders of their own (--sdk, --faultload-sdk).
 SDK_RELEASES = ("0.25.0", "0.38.0")
 

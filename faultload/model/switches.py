@@ -6,7 +6,7 @@ The switches themselves are code that runs inside the target's Python
 top-level modules); the harness only needs their names, to check a user's
 ``--regress``/``--fix`` early and to name them in log lines, so it imports this
 instead of code written for another interpreter. Which family has which is
-``model.family.TRAITS``. ``tests/test_targets.py`` checks the lists stay the same.
+``model.family.TRAITS``. ``tests/unit/test_targets.py`` checks the lists stay the same.
 """
 
 from __future__ import annotations

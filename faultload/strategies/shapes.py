@@ -1,7 +1,7 @@
 """Strategies for the load side: ``LoadShape`` and its parts.
 
 Every strategy here shrinks toward the simplest case; the minimal example of
-each is stated in its docstring (and checked by ``tests/test_strategies.py``
+each is stated in its docstring (and checked by ``tests/unit/test_strategies.py``
 with ``hypothesis.find(strategy, lambda x: True)``). Alternatives of
 ``st.one_of`` are listed simplest first, integers are drawn with the simple end
 as the lower bound, and ``sampled_from`` lists start with the simplest value.

@@ -5,7 +5,7 @@ times, the router's completions, fault windows per link, restarts) is
 replayed against these rules; the invariants are views of what they find.
 Every allowance a checker makes is a :class:`~faultload.checker.contract.rules.Rule`
 here, with its reason and a test of a history that breaks it and one that
-does not (``tests/test_contract.py``). A rule never makes silence right: a
+does not (``tests/unit/test_contract.py``). A rule never makes silence right: a
 fault changes which outcome is allowed, and liveness is judged for every
 accepted request (``futures_resolve``).
 

@@ -1,0 +1,152 @@
+"""The server-family adapter interface: every family named in the model has an adapter with every part the
+installer and the stack call and a contract in the model, SkyRL's is what the rest of the code was, and what
+TuFT's lacks is refused."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+
+import pytest
+
+from faultload.model import sdk
+from faultload.model.family import CONTRACTS, FAMILY_NAMES, SKYRL_CONTRACT
+from faultload.model.target import parse_target
+from faultload.model.trial import ServerKnobs, TrialConfig
+from faultload.record.history import server_id_key
+from faultload.targets.families.skyrl import launch_skyrl
+from faultload.targets.family import FAMILIES, ServerFamily, family_of
+
+PARTS = [name for name, _ in inspect.getmembers(ServerFamily) if not name.startswith("_")] + list(
+    ServerFamily.__annotations__
+)
+
+
+@pytest.mark.parametrize("name", FAMILY_NAMES)
+def test_every_family_has_every_part_of_the_interface_and_the_models_contract(name: str):
+    family = FAMILIES[name]
+    assert family.name == name
+    missing = [part for part in PARTS if not hasattr(family, part)]
+    assert not missing, f"{name} lacks {missing}"
+    assert name in CONTRACTS
+
+
+def test_a_target_spec_names_its_family_and_a_url_has_none():
+    for text in ("skyrl==0.4.0", "skyrl==0.3.0"):
+        spec = parse_target(text)
+        assert spec.family == "skyrl" and family_of(spec) is FAMILIES["skyrl"]
+    with pytest.raises(ValueError, match="no family adapter"):
+        family_of(parse_target("url=http://127.0.0.1:9"))
+
+
+def test_a_url_target_is_judged_as_skyrl_unless_it_names_its_family():
+    """A server someone else started has no adapter, but its family's contract judges it: a bare url= is SkyRL's,
+    FAMILY+url= names another, and a name that is no family is refused in one line."""
+    bare, tuft = parse_target("url=http://127.0.0.1:9"), parse_target("tuft+url=http://127.0.0.1:9/")
+    assert (bare.kind, bare.family, bare.url) == ("url", "skyrl", "http://127.0.0.1:9")
+    assert (tuft.kind, tuft.family, tuft.url, tuft.text) == (
+        "url",
+        "tuft",
+        "http://127.0.0.1:9",
+        "tuft+url=http://127.0.0.1:9/",
+    )
+    assert parse_target("skyrl+url=http://127.0.0.1:9").family == "skyrl"
+    with pytest.raises(ValueError, match=r"'twinkle' is not a server family \(skyrl, tuft\)"):
+        parse_target("twinkle+url=http://127.0.0.1:9")
+    with pytest.raises(ValueError, match="expected url=http://HOST:PORT"):
+        parse_target("tuft+url=http://127.0.0.1")
+
+
+def test_skyrls_adapter_installs_and_launches_as_before():
+    skyrl = FAMILIES["skyrl"]
+    release = parse_target("skyrl==0.4.0")
+    assert skyrl.own_install(release) == ["--ignore-requires-python", "--no-deps", "skyrl==0.4.0"]
+    assert "tinker>=0.25,<0.26" in skyrl.requirements(release) and skyrl.needs_torch
+    assert "transformers>=5.6.1,<=5.8.0" in skyrl.requirements(parse_target("skyrl==0.3.0"))
+    assert inspect.signature(skyrl.launch).parameters.keys() >= {"spec", "python", "run_dir", "port", "router_url"}
+    assert skyrl.launch.__func__.__code__.co_names.count(launch_skyrl.__name__) == 1
+
+
+def test_the_sdk_modules_server_timers_are_skyrls_contract_stated_once():
+    assert (sdk.SERVER_POLL_HOLD_S, sdk.RETRIEVED_TTL_S, sdk.COMPLETED_TTL_S, sdk.SESSION_TIMEOUT_S) == (
+        SKYRL_CONTRACT.poll_hold_s,
+        SKYRL_CONTRACT.retrieved_ttl_s,
+        SKYRL_CONTRACT.completed_ttl_s,
+        SKYRL_CONTRACT.session_timeout_s,
+    )
+
+
+def test_tufts_adapter_installs_the_release_without_its_training_stacks():
+    tuft = FAMILIES["tuft"]
+    release = parse_target("tuft==0.2.2")
+    assert release.family == "tuft" and release.venv_name == "tuft-0.2.2" and family_of(release) is tuft
+    assert tuft.own_install(release) == ["--no-deps", "tuft==0.2.2", "tinker>=0.25,<0.26"]
+    assert not tuft.needs_torch
+    assert not {"torch", "vllm", "ray"} & {
+        req.split("[")[0].split(">")[0].split("=")[0] for req in tuft.requirements(release)
+    }
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"regress": ("retention",)},
+            "tuft==0.2.2 has no regression switch 'retention' \\(regression switches it has: none\\)",
+        ),
+        (
+            {"fixes": ("plain-tracebacks",)},
+            "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence\\)",
+        ),
+        ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
+        ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),
+    ],
+)
+def test_what_a_family_lacks_is_refused_in_one_line(changes: dict, message: str):
+    with pytest.raises(ValueError, match=message):
+        TrialConfig(target="tuft==0.2.2", **changes).validate()
+    TrialConfig(target="tuft==0.2.2", knobs=ServerKnobs(forwarding_timeout_s=30.0)).validate()
+    TrialConfig(target="tuft==0.2.2", fixes=("newest-sdk-samples",)).validate()
+    with pytest.raises(ValueError, match="skyrl==0.4.0 has no fix switch 'newest-sdk-samples'"):
+        TrialConfig(target="skyrl==0.4.0", fixes=("newest-sdk-samples",)).validate()
+
+
+def test_a_request_id_keys_the_history_as_an_integer_or_a_digest():
+    assert server_id_key("12") == 12 and server_id_key("-7") == -7  # SkyRL's, which its log lines name
+    uuid = "306134b7-6249-4a9e-a13f-63f13d484a6d"  # TuFT's
+    assert server_id_key(uuid) == server_id_key(uuid) and 0 < server_id_key(uuid) < 2**62
+    assert server_id_key(uuid) != server_id_key(uuid.replace("d", "e")) and server_id_key("0") != 0
+
+
+def test_tufts_candidate_fix_takes_the_newest_sdks_asample_and_answers_a_sequence_id_per_sample(monkeypatch):
+    """Finding 7's fix (tuft_fixes.py), on tinker 0.25's own models as TuFT 0.2.2 uses them; the FutureStore is a
+    test double with TuFT's enqueue signature (the real one runs in tests/integration/test_tuft.py)."""
+    import tinker.types as types
+
+    from faultload.targets import tuft_fixes
+
+    for name in ("SampleRequest", "UntypedAPIFuture"):  # restored after the test: the fix replaces them
+        monkeypatch.setattr(types, name, getattr(types, name))
+    body = {
+        "prompt": {"chunks": [{"tokens": [1, 2], "type": "encoded_text"}]},
+        "sampling_params": {"max_tokens": 4},
+        "num_samples": 2,
+        "base_model": "m",
+        "topk_sample_logprobs": 0,
+        "record_stability_info": False,
+    }
+    with pytest.raises(ValueError, match="extra_forbidden|Extra inputs"):
+        types.SampleRequest.model_validate(body)
+    tuft_fixes.BEFORE_IMPORT["newest-sdk-samples"](types)
+    request = types.SampleRequest.model_validate(body)
+
+    class Store:
+        async def enqueue(self, operation, user_id, **kwargs):
+            return types.UntypedAPIFuture(request_id="r1", model_id=None)
+
+    assert tuft_fixes.FIXES["newest-sdk-samples"]({"future_store": Store}).startswith("newest-sdk-samples:")
+    sample = asyncio.run(Store().enqueue(None, "u", operation_type="sample", operation_args={"request": request}))
+    assert sample.sample_sequence_ids == ["r1:0", "r1:1"]
+    assert sample.model_dump()["sample_sequence_ids"] == ["r1:0", "r1:1"]  # what FastAPI's response model sends
+    other = asyncio.run(Store().enqueue(None, "u", operation_type="forward_backward"))
+    assert other.sample_sequence_ids is None
