@@ -21,17 +21,21 @@ def _checkout(tmp_path: Path, pyproject: str, init: str | None) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("pyproject, init, says", [
-    ('[project]\nname = "skyrl"\nversion = "0.4.0"\n', None, "0.4.0"),
-    (DYNAMIC, '"""skyrl"""\n__version__ = "0.4.0"\n', "0.4.0"),   # SkyRL's own form
-    (DYNAMIC, "__version__: str = '0.5.0.dev2'\n", "0.5.0"),
-    (DYNAMIC, "VERSION = '0.4.0'\n", None),
-    (DYNAMIC, None, None),
-    ('[project]\nname = "skyrl"\ndynamic = ["version"]\n', "__version__ = '0.4.0'\n", None),  # no attr named
-    ("not toml [", None, None),
-])
-def test_a_checkout_states_its_version_literally_or_through_its_version_attribute(tmp_path, pyproject, init,
-                                                                                   says) -> None:
+@pytest.mark.parametrize(
+    "pyproject, init, says",
+    [
+        ('[project]\nname = "skyrl"\nversion = "0.4.0"\n', None, "0.4.0"),
+        (DYNAMIC, '"""skyrl"""\n__version__ = "0.4.0"\n', "0.4.0"),  # SkyRL's own form
+        (DYNAMIC, "__version__: str = '0.5.0.dev2'\n", "0.5.0"),
+        (DYNAMIC, "VERSION = '0.4.0'\n", None),
+        (DYNAMIC, None, None),
+        ('[project]\nname = "skyrl"\ndynamic = ["version"]\n', "__version__ = '0.4.0'\n", None),  # no attr named
+        ("not toml [", None, None),
+    ],
+)
+def test_a_checkout_states_its_version_literally_or_through_its_version_attribute(
+    tmp_path, pyproject, init, says
+) -> None:
     assert checkout_version(_checkout(tmp_path, pyproject, init)) == says
 
 
