@@ -236,7 +236,8 @@ def invariants_page() -> str:
             "# Invariants",
             "",
             "Every trial is judged by each invariant below, in this order; the JSON report's `invariants` holds each "
-            "verdict as `{name, ok, figure, budget, detail}`.",
+            "verdict as `{name, ok, figure, budget, detail, head, notes, cases}` (`detail`: the line the reports show, "
+            "rendered from `head` and `notes`; `cases`: `{rule, rows}`, the contract's rules that covered requests).",
             "",
             table(["invariant", "holds when", "figure", "budgets"], rows),
             "",

@@ -8,8 +8,13 @@ check``). A verdict is ``ok=True`` (holds), ``False`` (violated) or ``None``
 :func:`~faultload.checker.compose.check_all` turns an exception into ``None``,
 never into ``True``).
 
-``detail`` is one line that names the requests (nonce, server id) and times
-(seconds since the trial's start) a reader needs to go and look.
+A verdict is data, built by keyword: its ``head`` names the requests (nonce,
+server id) and times (seconds since the trial's start) a reader needs to go
+and look, each of its ``notes`` what was explained or left unjudged, and its
+``cases`` which rules of the contract covered how many requests; its
+``detail`` property renders them as the one line every report shows. A
+checker does not name its verdict: the name is where it is registered
+(``CHECKERS``), and ``check_all`` gives it.
 
 Each verdict's ``figure`` is the invariant's one steering figure (the suite's
 Hypothesis ``target()`` reads only these), always the same quantity whatever

@@ -36,10 +36,9 @@ def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     Figure: unexplained rejections; budget 0. Unknown when no submit ended
     in an attributable way.
     """
-    name = "accepted_requests"
     history = inputs.history
     if len(history) == 0:
-        return Verdict(name, None, None, 0, "no requests in the history")
+        return Verdict(ok=None, figure=None, budget=0, head="no requests in the history")
     outcome = history["outcome"]
     no_id = history["server_id"] == 0
     arrived = (outcome == Outcome.OK) | (outcome == Outcome.CORRUPT)
@@ -48,11 +47,17 @@ def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     unfinished = no_id & (outcome == Outcome.PENDING)
     unattributed = no_id & ~arrived & ~rejected & ~unfinished
     rejected, explained, notes = _explain_rejections(inputs, rejected, unfinished, unattributed)
-    tail = ("; " + "; ".join(notes)) if notes else ""
+    notes_said = tuple(notes)
     n_accepted = int(accepted.sum())
     judged = n_accepted + int(rejected.sum())
     if judged == 0:
-        return Verdict(name, None, None, 0, f"no submit ended in a judged way ({len(history)} requests){tail}")
+        return Verdict(
+            ok=None,
+            figure=None,
+            budget=0,
+            head=f"no submit ended in a judged way ({len(history)} requests)",
+            notes=notes_said,
+        )
     unexplained = rejected & ~explained
     n_bad = int(unexplained.sum())
     if n_bad:
@@ -61,15 +66,17 @@ def check_accepted_requests(inputs: CheckInputs, budgets: Budgets) -> Verdict:
             f"nonce {int(history['nonce'][i])} at {fmt_s(event_time(history, int(i)))}" for i in idx[:DETAIL_ITEMS]
         ]
         return Verdict(
-            name,
-            False,
-            n_bad,
-            0,
-            f"{n_bad} of {judged} submitted requests rejected with no fatal fault in force "
+            ok=False,
+            figure=n_bad,
+            budget=0,
+            head=f"{n_bad} of {judged} submitted requests rejected with no fatal fault in force "
             f"({n_accepted} accepted): {_rejection_classes(inputs, unexplained)}; first "
-            f"{few(first, n_bad)}{tail}",
+            f"{few(first, n_bad)}",
+            notes=notes_said,
         )
-    return Verdict(name, True, 0, 0, f"{n_accepted} of {judged} submitted requests accepted{tail}")
+    return Verdict(
+        ok=True, figure=0, budget=0, head=f"{n_accepted} of {judged} submitted requests accepted", notes=notes_said
+    )
 
 
 def _rejection_classes(inputs: CheckInputs, rows: np.ndarray) -> str:

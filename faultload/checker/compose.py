@@ -24,6 +24,7 @@ and, for a trial that ran a training mix only (:func:`checkers_for`),
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterable, Sequence
 
 from faultload.checker.accepted import check_accepted_requests
@@ -76,9 +77,15 @@ def check_all(
             verdict = checker(inputs, budgets)
             if not isinstance(verdict, Verdict) or verdict.ok not in (True, False, None):
                 raise TypeError(f"returned {verdict!r} instead of a Verdict")
-            verdict = Verdict(name, verdict.ok, verdict.figure, verdict.budget, one_line(verdict.detail, 1000))
+            verdict = dataclasses.replace(verdict, name=name)  # the name is where the checker is registered
         except Exception as exc:  # a crashing checker is "unknown", never "ok"
-            verdict = Verdict(name, None, None, None, one_line(f"checker crashed: {type(exc).__name__}: {exc}"))
+            verdict = Verdict(
+                name=name,
+                ok=None,
+                figure=None,
+                budget=None,
+                head=one_line(f"checker crashed: {type(exc).__name__}: {exc}"),
+            )
         verdicts.append(verdict)
     return verdicts
 
@@ -95,5 +102,5 @@ def overall(verdicts: Iterable[Verdict]) -> bool | None:
 
 
 def to_report(verdicts: Iterable[Verdict]) -> list[dict[str, Any]]:
-    """``[{name, ok, figure, budget, detail}]``, JSON-ready (NaN/inf figures become null)."""
+    """``[{name, ok, figure, budget, detail, head, notes, cases}]``, JSON-ready (NaN/inf figures become null)."""
     return [v.to_dict() for v in verdicts]

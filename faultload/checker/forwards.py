@@ -15,6 +15,7 @@ from faultload.checker.contract.forwards import (
     owed_forwards_peak,
     repeated_forwards,
 )
+from faultload.checker.contract.rules import cases_of
 from faultload.checker.inputs import CheckInputs, Verdict
 
 
@@ -26,28 +27,37 @@ def check_forwarded_once(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     router's completions were not counted (a server someone else started)
     or there were no requests.
     """
-    name = "forwarded_once"
     history = inputs.history
     if len(history) == 0:
-        return Verdict(name, None, None, 0, "no requests in the history")
+        return Verdict(ok=None, figure=None, budget=0, head="no requests in the history")
     if inputs.router_repeats is None:
-        return Verdict(name, None, None, 0, "the router's completions were not counted (not our router)")
+        return Verdict(
+            ok=None, figure=None, budget=0, head="the router's completions were not counted (not our router)"
+        )
     broken, allowed, completions = repeated_forwards(inputs, budgets.log_fault_grace_s)
-    tail = f"; {allowed.note} ({allowed.rule.name})" if allowed.note else ""
+    notes_said, cases = (f"{allowed.note} ({allowed.rule.name})",) if allowed.note else (), cases_of(allowed)
     if broken.count:
         items = [
             f"{request_label(history, i)} completed {completions[i]}x"
             for i in ordered(history, broken.rows)[:DETAIL_ITEMS].tolist()
         ]
         return Verdict(
-            name,
-            False,
-            broken.count,
-            0,
-            f"{broken.count} of {len(history)} prompts completed by the router more than once with no "
-            f"fault that could lose an answer and no resubmission: {few(items, broken.count)}{tail}",
+            ok=False,
+            figure=broken.count,
+            budget=0,
+            head=f"{broken.count} of {len(history)} prompts completed by the router more than once with no "
+            f"fault that could lose an answer and no resubmission: {few(items, broken.count)}",
+            notes=notes_said,
+            cases=cases,
         )
-    return Verdict(name, True, 0, 0, f"{len(history)} prompts, none completed twice for nothing{tail}")
+    return Verdict(
+        ok=True,
+        figure=0,
+        budget=0,
+        head=f"{len(history)} prompts, none completed twice for nothing",
+        notes=notes_said,
+        cases=cases,
+    )
 
 
 def check_forwards_concurrent(inputs: CheckInputs, budgets: Budgets) -> Verdict:
@@ -66,38 +76,37 @@ def check_forwards_concurrent(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     sending queue is then all it owes), or a fault on the forward's path
     (backend, router, server) was drawn.
     """
-    name, budget = "forwards_concurrent", budgets.forwarding_concurrency_share
+    budget = budgets.forwarding_concurrency_share
     if inputs.router_completed_s is None or inputs.router_peak_in_flight is None:
-        return Verdict(name, None, None, budget, "the router's peak and completions were not seen (not our router)")
+        return Verdict(
+            ok=None, figure=None, budget=budget, head="the router's peak and completions were not seen (not our router)"
+        )
     hold = inputs.router_least_hold_s
     if hold is not None and hold < budgets.forwarding_min_hold_s:
         return Verdict(
-            name,
-            None,
-            None,
-            budget,
-            f"not judged: the router holds each forward {hold:g} s "
+            ok=None,
+            figure=None,
+            budget=budget,
+            head=f"not judged: the router holds each forward {hold:g} s "
             f"(< forwarding_min_hold_s {budgets.forwarding_min_hold_s:g}; "
             f"{ROUTER_HOLDS_BRIEFLY.name})",
         )
     on_path = forward_path_faults(inputs)
     if on_path:
         return Verdict(
-            name,
-            None,
-            None,
-            budget,
-            f"not judged: {', '.join(on_path)} on the forward's path ({FORWARD_PATH_FAULT.name})",
+            ok=None,
+            figure=None,
+            budget=budget,
+            head=f"not judged: {', '.join(on_path)} on the forward's path ({FORWARD_PATH_FAULT.name})",
         )
     owed, cap = owed_forwards_peak(inputs), inputs.forwarding_cap
     expected = min(owed, cap) if cap else owed
     if expected < budgets.forwarding_min_owed:
         return Verdict(
-            name,
-            None,
-            None,
-            budget,
-            f"{owed} forwards owed at once at most (< forwarding_min_owed "
+            ok=None,
+            figure=None,
+            budget=budget,
+            head=f"{owed} forwards owed at once at most (< forwarding_min_owed "
             f"{budgets.forwarding_min_owed}): too few to see a ceiling",
         )
     share = inputs.router_peak_in_flight / expected
@@ -105,4 +114,4 @@ def check_forwards_concurrent(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         f"{FORWARDS_AT_ONCE.name}: router peak in flight {inputs.router_peak_in_flight} of {expected} (peak owed {owed}, forwarding "
         f"cap {cap or 'none'}) = {share:.2f} (budget >= {budget:g})"
     )
-    return Verdict(name, share >= budget, round(share, 3), budget, detail)
+    return Verdict(ok=share >= budget, figure=round(share, 3), budget=budget, head=detail)

@@ -25,22 +25,21 @@ def check_futures_resolve(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     detail, not judged. Unknown when nothing was accepted or nothing could be
     judged.
     """
-    name = "futures_resolve"
     history = inputs.history
     if len(history) == 0:
-        return Verdict(name, None, None, 0, "no requests in the history")
+        return Verdict(ok=None, figure=None, budget=0, head="no requests in the history")
     res = resolution(inputs, budgets)
     n_accepted = int(res.accepted.sum())
     if n_accepted == 0:
-        return Verdict(name, None, None, 0, f"0 of {len(history)} accepted (see accepted_requests)")
+        return Verdict(ok=None, figure=None, budget=0, head=f"0 of {len(history)} accepted (see accepted_requests)")
     skipped = [
         f"{a.count} indeterminate ({a.rule.name}: {a.rule.says.split(':')[0]})" for a in res.indeterminate if a.count
     ]
     judged = n_accepted - sum(a.count for a in res.indeterminate)
-    tail = ("; " + "; ".join(skipped)) if skipped else ""
+    notes_said = tuple(skipped)
     bound = resolve_bound_s(inputs, budgets)
     if judged <= 0:
-        return Verdict(name, None, None, 0, f"no accepted request could be judged{tail}")
+        return Verdict(ok=None, figure=None, budget=0, head="no accepted request could be judged", notes=notes_said)
     late = res.late.rows
     n_late = int(late.sum())
     if n_late:
@@ -53,15 +52,19 @@ def check_futures_resolve(inputs: CheckInputs, budgets: Budgets) -> Verdict:
             )
         never = int((late & ~np.isfinite(res.ended)).sum())
         return Verdict(
-            name,
-            False,
-            n_late,
-            0,
-            f"{n_late} of {judged} accepted requests did not end within the resolve bound "
-            f"({never} never ended): {few(items, n_late)}{tail}",
+            ok=False,
+            figure=n_late,
+            budget=0,
+            head=f"{n_late} of {judged} accepted requests did not end within the resolve bound "
+            f"({never} never ended): {few(items, n_late)}",
+            notes=notes_said,
         )
     return Verdict(
-        name, True, 0, 0, f"{judged} accepted requests ended within {bound:.1f}s of their release (plus stalls){tail}"
+        ok=True,
+        figure=0,
+        budget=0,
+        head=f"{judged} accepted requests ended within {bound:.1f}s of their release (plus stalls)",
+        notes=notes_said,
     )
 
 
@@ -72,10 +75,9 @@ def check_polls_held(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     result and never answered with it (a lost wake-up); budget 0. Unknown
     without a poll in the attempt log.
     """
-    name = "polls_held"
     rows, start, end, status = poll_attempts(inputs.history)
     if rows.size == 0:
-        return Verdict(name, None, None, 0, "no poll in the attempt log")
+        return Verdict(ok=None, figure=None, budget=0, head="no poll in the attempt log")
     early = early_not_yets(inputs)
     unwoken = unwoken_polls(inputs, budgets.poll_wake_slack_s, budgets.log_fault_grace_s)
     bad = early.rows | unwoken.rows
@@ -91,17 +93,15 @@ def check_polls_held(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         ]
         notes = "; ".join(note for note in (early.note, unwoken.note) if note)
         return Verdict(
-            name,
-            False,
-            n_bad,
-            0,
-            f"{notes} (hold {hold_s(inputs):.2f} trial s), of {rows.size} polls: {few(items, n_bad)}",
+            ok=False,
+            figure=n_bad,
+            budget=0,
+            head=f"{notes} (hold {hold_s(inputs):.2f} trial s), of {rows.size} polls: {few(items, n_bad)}",
         )
     return Verdict(
-        name,
-        True,
-        0,
-        0,
-        f"{rows.size} polls, {n_not_yet} answered 'not yet', none before the hold "
+        ok=True,
+        figure=0,
+        budget=0,
+        head=f"{rows.size} polls, {n_not_yet} answered 'not yet', none before the hold "
         f"({hold_s(inputs):.2f} trial s), none held past its result",
     )

@@ -80,11 +80,11 @@ def check_session_growth(starts: Sequence[TrialStart], budgets: Budgets) -> Verd
     if not judged:
         served = max((p[-1].requests - p[0].requests for p in _series(starts) if p), default=0)
         return Verdict(
-            NAME,
-            None,
-            None,
-            budget,
-            f"not enough to judge: {len(starts)} trial starts measured, at most {served} requests "
+            name=NAME,
+            ok=None,
+            figure=None,
+            budget=budget,
+            head=f"not enough to judge: {len(starts)} trial starts measured, at most {served} requests "
             f"served between them on one server (session_min_requests {budgets.session_min_requests}, "
             f"three trial starts in the later half of its requests)",
         )
@@ -102,6 +102,10 @@ def check_session_growth(starts: Sequence[TrialStart], budgets: Budgets) -> Verd
     over = [what for what, ok in (("RSS", rss <= budget), ("fds", fds <= budgets.session_fds_per_k_requests)) if not ok]
     if over:
         return Verdict(
-            NAME, False, rss, budget, f"the server grows with the requests it serves ({', '.join(over)}): {head}"
+            name=NAME,
+            ok=False,
+            figure=rss,
+            budget=budget,
+            head=f"the server grows with the requests it serves ({', '.join(over)}): {head}",
         )
-    return Verdict(NAME, True, rss, budget, head)
+    return Verdict(name=NAME, ok=True, figure=rss, budget=budget, head=head)

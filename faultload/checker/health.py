@@ -34,15 +34,14 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     the verdict is unknown, never ok. Figure: the p99 of the judged probes
     (too many failures is named in the detail).
     """
-    name = "healthz_latency"
     monitor = inputs.monitor
     if monitor is None:
-        return Verdict(name, None, None, budgets.healthz_p99_s, "no monitor samples")
+        return Verdict(ok=None, figure=None, budget=budgets.healthz_p99_s, head="no monitor samples")
     t = np.asarray(monitor.healthz_t, dtype=np.float64)
     latency = np.asarray(monitor.healthz_latency_s, dtype=np.float64)
     ok = np.asarray(monitor.healthz_ok, dtype=bool)
     if latency.size == 0:
-        return Verdict(name, None, None, budgets.healthz_p99_s, "no /healthz probes")
+        return Verdict(ok=None, figure=None, budget=budgets.healthz_p99_s, head="no /healthz probes")
     select, where = _probes_during_load(t, inputs.history)
     recovering = np.zeros(t.size, dtype=bool)
     answered = t + np.where(np.isfinite(latency), latency, 0.0)  # a probe in flight when a fault began met it
@@ -60,11 +59,10 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     select = select & ~recovering
     if not select.any():
         return Verdict(
-            name,
-            None,
-            None,
-            budgets.healthz_p99_s,
-            f"every probe {where} fell during a fault or its recovery allowance{fault_text}",
+            ok=None,
+            figure=None,
+            budget=budgets.healthz_p99_s,
+            head=f"every probe {where} fell during a fault or its recovery allowance{fault_text}",
         )
     t, latency, ok = t[select], latency[select], ok[select]
     n = int(latency.size)
@@ -78,15 +76,16 @@ def check_healthz_latency(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     fail_text = f"{failures} failed (allowed {allowed})" + (f" at {few(fail_times, failures)}" if failures else "")
     if p99 > budgets.healthz_p99_s:
         return Verdict(
-            name,
-            False,
-            p99,
-            budgets.healthz_p99_s,
-            f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}{fault_text}",
+            ok=False,
+            figure=p99,
+            budget=budgets.healthz_p99_s,
+            head=f"slow: {head} > {budgets.healthz_p99_s:g}s; {fail_text}{fault_text}",
         )
     if failures > allowed:
-        return Verdict(name, False, p99, budgets.healthz_p99_s, f"failing: {fail_text}; {head}{fault_text}")
-    return Verdict(name, True, p99, budgets.healthz_p99_s, f"{head}; {fail_text}{fault_text}")
+        return Verdict(
+            ok=False, figure=p99, budget=budgets.healthz_p99_s, head=f"failing: {fail_text}; {head}{fault_text}"
+        )
+    return Verdict(ok=True, figure=p99, budget=budgets.healthz_p99_s, head=f"{head}; {fail_text}{fault_text}")
 
 
 def _probes_during_load(t: np.ndarray, history: History) -> tuple[np.ndarray, str]:

@@ -24,15 +24,42 @@ if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy 
     from faultload.record.samples import MonitorSamples
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """One invariant's answer. ``ok=None`` means unknown (crashed, or not enough data)."""
+# The longest detail line a verdict renders (reports, JUnit, the terminal): one line, never a dump.
+DETAIL_MAX = 1000
 
-    name: str
+
+@dataclass(frozen=True)
+class RuleCase:
+    """A rule of the contract as one trial's verdict applied it: its name and how many requests it covered."""
+
+    rule: str
+    rows: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """One invariant's answer, as data: ``ok=None`` means unknown (crashed, or not enough data).
+
+    ``figure`` is the measured number compared with ``budget``; ``head`` says what was found (requests by
+    nonce and server id, times), each of ``notes`` what was explained or left unjudged, and ``cases`` which
+    rules of the contract covered how many requests. :attr:`detail` renders them as the one line every
+    report shows. ``name`` is the invariant's, given where its checker is registered
+    (:data:`faultload.checker.compose.CHECKERS`), never by the checker itself.
+    """
+
+    name: str = ""
     ok: bool | None
-    figure: float | int | None  # the measured number compared to the budget
-    budget: float | int | None
-    detail: str  # one line: requests (nonce, server id), times
+    figure: float | int | None = None
+    budget: float | int | None = None
+    head: str = ""
+    notes: tuple[str, ...] = ()
+    cases: tuple[RuleCase, ...] = ()
+
+    @property
+    def detail(self) -> str:
+        """The one line a report shows: the head, then each note."""
+        text = " ".join("; ".join((self.head, *self.notes) if self.notes else (self.head,)).split())
+        return text if len(text) <= DETAIL_MAX else text[: DETAIL_MAX - 1] + "…"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -41,12 +68,24 @@ class Verdict:
             "figure": _json_number(self.figure),
             "budget": _json_number(self.budget),
             "detail": self.detail,
+            "head": self.head,
+            "notes": list(self.notes),
+            "cases": [{"rule": c.rule, "rows": c.rows} for c in self.cases],
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Verdict":
-        """The inverse of :meth:`to_dict` (whose figures are JSON numbers: NaN/inf came back as None)."""
-        return cls(data["name"], data["ok"], data["figure"], data["budget"], data["detail"])
+        """The inverse of :meth:`to_dict` (whose figures are JSON numbers: NaN/inf came back as None); a verdict
+        stored before heads and notes were kept is its detail line as its head."""
+        return cls(
+            name=data["name"],
+            ok=data["ok"],
+            figure=data["figure"],
+            budget=data["budget"],
+            head=data.get("head", data["detail"]),
+            notes=tuple(data.get("notes", ())),
+            cases=tuple(RuleCase(c["rule"], c["rows"]) for c in data.get("cases", ())),
+        )
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ def collapse_verdict(result: TrialResult) -> Verdict:
     Figure: 1 when a collapse was called, else 0; budget 0.
     """
     if result.verdict is None:
-        return Verdict("no_collapse", True, 0, 0, "the watchdog saw no collapse")
-    return Verdict("no_collapse", False, 1, 0, result.verdict.line())
+        return Verdict(name="no_collapse", ok=True, figure=0, budget=0, head="the watchdog saw no collapse")
+    return Verdict(name="no_collapse", ok=False, figure=1, budget=0, head=result.verdict.line())
 
 
 def error_examples(result: TrialResult) -> dict[str, str]:

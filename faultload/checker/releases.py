@@ -44,7 +44,7 @@ def _rss(monitor: MonitorSamples) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _unknown(detail: str, budget: float | None = None) -> Verdict:
-    return Verdict(NAME, None, None, budget, detail)
+    return Verdict(ok=None, figure=None, budget=budget, head=detail)
 
 
 def check_releases_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
@@ -125,5 +125,5 @@ def _judge(
         f"(peak {peak / MIB:+.1f} MiB)"
     )
     if figure > budget:
-        return Verdict(NAME, False, figure, budget, f"results kept past their TTL: {head}")
-    return Verdict(NAME, True, figure, budget, head)
+        return Verdict(ok=False, figure=figure, budget=budget, head=f"results kept past their TTL: {head}")
+    return Verdict(ok=True, figure=figure, budget=budget, head=head)

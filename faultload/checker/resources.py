@@ -88,13 +88,12 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     every forward fails with "Too many open files". Fds not back near the
     baseline after the drain is a violation too; both are named in the detail.
     """
-    name = "bounded_fds"
     monitor = inputs.monitor
     if monitor is None:
-        return Verdict(name, None, None, None, "no monitor samples")
+        return Verdict(ok=None, figure=None, budget=None, head="no monitor samples")
     fds, t = _series(monitor, "fds")
     if fds.size == 0:
-        return Verdict(name, None, None, None, "no process metrics (server fds not readable)")
+        return Verdict(ok=None, figure=None, budget=None, head="no process metrics (server fds not readable)")
     baseline, base_note = _baseline(monitor, "fds", fds)
     in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
     in_flight = max(1.0, in_flight)
@@ -123,16 +122,23 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if soft is not None:
         head += f"; fd limit {soft}"
         if peak >= soft:  # the server could not open another socket: a collapse, not a slow leak
-            return Verdict(name, False, per_in_flight, per_budget, f"reached the server's fd limit ({soft}): {head}")
+            return Verdict(
+                ok=False,
+                figure=per_in_flight,
+                budget=per_budget,
+                head=f"reached the server's fd limit ({soft}): {head}",
+            )
     if peak > peak_budget:
-        return Verdict(name, False, per_in_flight, per_budget, f"over budget: {head}")
+        return Verdict(ok=False, figure=per_in_flight, budget=per_budget, head=f"over budget: {head}")
     if drained is None:
-        return Verdict(name, None, per_in_flight, per_budget, f"{head}; drained fds not measured")
+        return Verdict(ok=None, figure=per_in_flight, budget=per_budget, head=f"{head}; drained fds not measured")
     pool_text = f" + {pool} (the DB pool, training)" if pool else ""
     drain_text = f"drained {drained} fds vs {baseline} + {budgets.drain_fds_epsilon}{pool_text} = {drain_budget}"
     if drained > drain_budget:
-        return Verdict(name, False, per_in_flight, per_budget, f"not back to baseline: {drain_text}; {head}")
-    return Verdict(name, True, per_in_flight, per_budget, f"{head}; {drain_text}")
+        return Verdict(
+            ok=False, figure=per_in_flight, budget=per_budget, head=f"not back to baseline: {drain_text}; {head}"
+        )
+    return Verdict(ok=True, figure=per_in_flight, budget=per_budget, head=f"{head}; {drain_text}")
 
 
 def _result_bytes_per_request(inputs: CheckInputs) -> tuple[float, str]:
@@ -166,13 +172,12 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     one furthest over its budget, else the peak); budget: that sample's
     allowed growth in MiB. A drained RSS over its budget is named in the detail.
     """
-    name = "bounded_rss"
     monitor = inputs.monitor
     if monitor is None:
-        return Verdict(name, None, None, None, "no monitor samples")
+        return Verdict(ok=None, figure=None, budget=None, head="no monitor samples")
     rss, t = _series(monitor, "rss")
     if rss.size == 0:
-        return Verdict(name, None, None, None, "no process metrics (server RSS not readable)")
+        return Verdict(ok=None, figure=None, budget=None, head="no process metrics (server RSS not readable)")
     baseline, base_note = _baseline(monitor, "rss", rss)
     in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
     per_request, per_note = _result_bytes_per_request(inputs)
@@ -197,10 +202,10 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     )
     growth_mib, allowed_mib = (peak - baseline) / MIB, (peak_budget - baseline) / MIB
     if over[i] > 0:
-        return Verdict(name, False, growth_mib, allowed_mib, f"over budget: {head}")
+        return Verdict(ok=False, figure=growth_mib, budget=allowed_mib, head=f"over budget: {head}")
     drained = monitor.drained.rss if monitor.drained is not None and monitor.drained.rss >= 0 else None
     if drained is None:
-        return Verdict(name, None, growth_mib, allowed_mib, f"{head}; drained RSS not measured")
+        return Verdict(ok=None, figure=growth_mib, budget=allowed_mib, head=f"{head}; drained RSS not measured")
     growth = max(0, peak - baseline)
     drain_budget = baseline + budgets.drain_rss_epsilon_bytes + budgets.drain_rss_growth_fraction * growth
     drain_text = (
@@ -209,8 +214,10 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         f"{budgets.drain_rss_growth_fraction:g}×{fmt_bytes(growth)} growth = {fmt_bytes(drain_budget)}"
     )
     if drained > drain_budget:
-        return Verdict(name, False, growth_mib, allowed_mib, f"not back to baseline: {drain_text}; {head}")
-    return Verdict(name, True, growth_mib, allowed_mib, f"{head}; {drain_text}")
+        return Verdict(
+            ok=False, figure=growth_mib, budget=allowed_mib, head=f"not back to baseline: {drain_text}; {head}"
+        )
+    return Verdict(ok=True, figure=growth_mib, budget=allowed_mib, head=f"{head}; {drain_text}")
 
 
 # -- CPU ------------------------------------------------------------------------------
@@ -237,18 +244,22 @@ def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 
     Figure: ms of server CPU per HTTP request; budget: the bound above at the trial's result size.
     """
-    name = "bounded_cpu"
     monitor = inputs.monitor
     if monitor is None:
-        return Verdict(name, None, None, None, "no monitor samples")
+        return Verdict(ok=None, figure=None, budget=None, head="no monitor samples")
     cpu, _ = _series(monitor, "cpu_s")
     if cpu.size < 2:
-        return Verdict(name, None, None, None, "no server CPU samples")
+        return Verdict(ok=None, figure=None, budget=None, head="no server CPU samples")
     http = server_http_requests(inputs.history, monitor)
     if http < budgets.cpu_min_requests:
-        return Verdict(name, None, None, None, f"{http} HTTP requests < cpu_min_requests {budgets.cpu_min_requests}")
+        return Verdict(
+            ok=None,
+            figure=None,
+            budget=None,
+            head=f"{http} HTTP requests < cpu_min_requests {budgets.cpu_min_requests}",
+        )
     if in_force_windows(inputs):  # the contract's no_fault_cost
-        return Verdict(name, None, None, None, "faults took effect: CPU per request not judged")
+        return Verdict(ok=None, figure=None, budget=None, head="faults took effect: CPU per request not judged")
     history = inputs.history
     ok = history["outcome"] == Outcome.OK
     result_kib = float(history["result_bytes"][ok].astype(np.float64).sum()) / 1024.0 / http
@@ -271,5 +282,5 @@ def check_bounded_cpu(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         f"{budgets.server_cpu_ms_per_result_kib:g}×{result_kib:.1f} = {budget:.3f} ms"
     )
     if per_request > budget:
-        return Verdict(name, False, per_request, budget, f"over budget: {head}")
-    return Verdict(name, True, per_request, budget, head)
+        return Verdict(ok=False, figure=per_request, budget=budget, head=f"over budget: {head}")
+    return Verdict(ok=True, figure=per_request, budget=budget, head=head)

@@ -14,6 +14,7 @@ from faultload.checker.contract.retention import (
     restart_forgets,
     stall_not_scaled,
 )
+from faultload.checker.contract.rules import cases_of
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.record.history import Outcome
 
@@ -37,17 +38,19 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 
     Figure: lost requests; budget 0.
     """
-    name = "no_lost_results"
     history = inputs.history
     if len(history) == 0:
-        return Verdict(name, None, None, 0, "no requests in the history")
+        return Verdict(ok=None, figure=None, budget=0, head="no requests in the history")
     outcome = history["outcome"]
     accepted = history["server_id"] != 0
     n_accepted = int(accepted.sum())
     rejected = int(np.count_nonzero(~accepted))
     if n_accepted == 0:  # no loss to judge; accepted_requests judges why nothing was accepted
         return Verdict(
-            name, None, 0, 0, f"0 accepted (see accepted_requests): {rejected} of {len(history)} never got a server id"
+            ok=None,
+            figure=0,
+            budget=0,
+            head=f"0 accepted (see accepted_requests): {rejected} of {len(history)} never got a server id",
         )
     is_ok = outcome == Outcome.OK
     corrupt = accepted & (outcome == Outcome.CORRUPT)
@@ -55,10 +58,12 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     lost_404 = accepted & (outcome == Outcome.LOST)
     ended_badly = accepted & ~is_ok & ~corrupt & ~lost_404 & ~pending
     notes = []
+    applied = []
     for allow in (dropped_poll_delivered, stall_not_scaled, expired_by_design):
         allowance = allow(inputs, budgets, lost_404)
         lost_404 &= ~allowance.rows
         notes.append(allowance.note)
+        applied.append(allowance)
     fatal, fatal_labels = fatal_definite_error(inputs, ended_badly)
     forgotten, restart_labels = restart_forgets(inputs, ended_badly | lost_404)
     explained = fatal.rows | forgotten.rows
@@ -81,13 +86,26 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         notes.append(f"{int(corrupt.sum())} corrupt (see result_integrity)")
     if rejected:
         notes.append(f"{rejected} never accepted (see accepted_requests)")
-    notes = [note for note in notes if note]
-    tail = ("; " + "; ".join(notes)) if notes else ""
+    notes_said, cases = tuple(note for note in notes if note), cases_of(*applied, fatal, forgotten)
     if n_lost:
         idx = ordered(history, lost)
         items = [what_happened(history, int(i)) for i in idx[:DETAIL_ITEMS]]
-        return Verdict(name, False, n_lost, 0, f"{n_lost} lost of {n_accepted} accepted: {few(items, n_lost)}{tail}")
-    return Verdict(name, True, 0, 0, f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK{tail}")
+        return Verdict(
+            ok=False,
+            figure=n_lost,
+            budget=0,
+            head=f"{n_lost} lost of {n_accepted} accepted: {few(items, n_lost)}",
+            notes=notes_said,
+            cases=cases,
+        )
+    return Verdict(
+        ok=True,
+        figure=0,
+        budget=0,
+        head=f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK",
+        notes=notes_said,
+        cases=cases,
+    )
 
 
 # -- integrity -----------------------------------------------------------------------
@@ -106,16 +124,20 @@ def check_result_integrity(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 
     Figure: corrupt results; budget 0. Unknown when no result arrived.
     """
-    name = "result_integrity"
     history = inputs.history
     outcome = history["outcome"]
     corrupt = outcome == Outcome.CORRUPT
     arrived = int(np.count_nonzero((outcome == Outcome.OK) | corrupt))
     if arrived == 0:
-        return Verdict(name, None, None, 0, f"no result arrived to check ({len(history)} requests)")
+        return Verdict(ok=None, figure=None, budget=0, head=f"no result arrived to check ({len(history)} requests)")
     n_corrupt = int(corrupt.sum())
     if n_corrupt:
         idx = ordered(history, corrupt)
         items = [what_happened(history, int(i)) for i in idx[:DETAIL_ITEMS]]
-        return Verdict(name, False, n_corrupt, 0, f"{n_corrupt} of {arrived} results corrupt: {few(items, n_corrupt)}")
-    return Verdict(name, True, 0, 0, f"{arrived} results all matched their requests")
+        return Verdict(
+            ok=False,
+            figure=n_corrupt,
+            budget=0,
+            head=f"{n_corrupt} of {arrived} results corrupt: {few(items, n_corrupt)}",
+        )
+    return Verdict(ok=True, figure=0, budget=0, head=f"{arrived} results all matched their requests")

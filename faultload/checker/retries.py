@@ -47,19 +47,21 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ``polls_held``). Resets on a
     healthy network are ``unprovoked_resets``.
     """
-    name = "retry_amplification"
     history = inputs.history
     shape = inputs.shape
     mean_budget = budgets.attempts_per_request + shape.abandon_polls.fraction
     if len(history) == 0:
-        return Verdict(name, None, None, mean_budget, "no requests in the history")
+        return Verdict(ok=None, figure=None, budget=mean_budget, head="no requests in the history")
     attempts = history["attempts"].astype(np.int64)
     started = np.isfinite(history["submit_start"]) | (attempts > 0)
     recorded = started & (attempts > 0)
     unrecorded = int(np.count_nonzero(started & (attempts == 0)))
     if not recorded.any():
         return Verdict(
-            name, None, None, mean_budget, f"no attempt counts recorded ({int(started.sum())} requests started)"
+            ok=None,
+            figure=None,
+            budget=mean_budget,
+            head=f"no attempt counts recorded ({int(started.sum())} requests started)",
         )
     cycle = long_poll_cycle(inputs)
     assert cycle.counts is not None
@@ -89,17 +91,16 @@ def check_retry_amplification(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         over = recorded & (attempts > budgets.attempts_per_request_max)
         items = [f"{request_label(history, int(i))} {int(attempts[i])}" for i in ordered(history, over)[:DETAIL_ITEMS]]
         return Verdict(
-            name,
-            False,
-            mean,
-            mean_budget,
-            f"{int(over.sum())} requests over {budgets.attempts_per_request_max} attempts: "
+            ok=False,
+            figure=mean,
+            budget=mean_budget,
+            head=f"{int(over.sum())} requests over {budgets.attempts_per_request_max} attempts: "
             f"{few(items, int(over.sum()))}; {head}{tail}",
         )
     head += f" ≤ {budgets.attempts_per_request_max}"
     if mean is not None and mean > mean_budget:
-        return Verdict(name, False, mean, mean_budget, f"amplified: {head}{tail}")
-    return Verdict(name, True, mean, mean_budget, f"{head}{tail}")
+        return Verdict(ok=False, figure=mean, budget=mean_budget, head=f"amplified: {head}{tail}")
+    return Verdict(ok=True, figure=mean, budget=mean_budget, head=f"{head}{tail}")
 
 
 def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
@@ -114,12 +115,11 @@ def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     counted: the harness cut them off. Unknown without an attempt log (both
     clients keep one). Figure: such attempts; budget ``unprovoked_resets_max``.
     """
-    name = "unprovoked_resets"
     history = inputs.history
     budget = budgets.unprovoked_resets_max
     n_attempts = int(history.attempts["row"].size) if len(history) else 0
     if n_attempts == 0:
-        return Verdict(name, None, None, budget, f"no attempt log ({len(history)} requests)")
+        return Verdict(ok=None, figure=None, budget=budget, head=f"no attempt log ({len(history)} requests)")
     windows = in_force_windows(inputs, grace_s=budgets.log_fault_grace_s)
     count, text = _unprovoked_resets(history, windows, inputs.load_stopped_s)
     labels = "/".join(dict.fromkeys(fault_label(f) for _, _, f in windows))
@@ -128,15 +128,18 @@ def check_unprovoked_resets(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     )
     if count > budget:
         return Verdict(
-            name,
-            False,
-            count,
-            budget,
-            f"{count} attempts reset or refused with no fault in force (budget {budget}): {text}; {scope}",
+            ok=False,
+            figure=count,
+            budget=budget,
+            head=f"{count} attempts reset or refused with no fault in force (budget {budget}): {text}; {scope}",
         )
     if count:
-        return Verdict(name, True, count, budget, f"{count} unprovoked resets ≤ {budget}: {text}; {scope}")
-    return Verdict(name, True, 0, budget, f"no attempt reset or refused with no fault in force, {scope}")
+        return Verdict(
+            ok=True, figure=count, budget=budget, head=f"{count} unprovoked resets ≤ {budget}: {text}; {scope}"
+        )
+    return Verdict(
+        ok=True, figure=0, budget=budget, head=f"no attempt reset or refused with no fault in force, {scope}"
+    )
 
 
 def _unprovoked_resets(

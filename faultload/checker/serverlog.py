@@ -37,30 +37,33 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
 
     Figure: error lines outside fault windows (every error line when no fault took effect); budget 0.
     """
-    name = "clean_server_log"
     log = inputs.server_log
     if log is None:
-        return Verdict(name, None, None, 0, "no server log")
+        return Verdict(ok=None, figure=None, budget=0, head="no server log")
     if log.lines == 0:  # nothing was read (a url= target's log is not faultload's): not "clean"
-        return Verdict(name, None, None, 0, "no server log lines to read (a url= target's log is not followed)")
+        return Verdict(
+            ok=None, figure=None, budget=0, head="no server log lines to read (a url= target's log is not followed)"
+        )
     classes, allowed_note = _judged_classes(log, budgets)
     total = sum(c.count for c in classes)
     if total == 0:
-        return Verdict(name, True, 0, 0, f"no error lines in {log.lines} log lines{allowed_note}")
+        return Verdict(ok=True, figure=0, budget=0, head=f"no error lines in {log.lines} log lines{allowed_note}")
     all_counts = {c.name: c.count for c in classes}
     windows = in_force_windows(inputs, grace_s=budgets.log_fault_grace_s)
     if not windows:
         return Verdict(
-            name, False, total, 0, f"{total} error lines with no fault injected: {_summary(classes, all_counts)}"
+            ok=False,
+            figure=total,
+            budget=0,
+            head=f"{total} error lines with no fault injected: {_summary(classes, all_counts)}",
         )
     start_epoch = _start_epoch(inputs)
     if start_epoch is None:
         return Verdict(
-            name,
-            None,
-            total,
-            0,
-            f"faults were active; log not attributable (no trial start time): {_summary(classes, all_counts)}",
+            ok=None,
+            figure=total,
+            budget=0,
+            head=f"faults were active; log not attributable (no trial start time): {_summary(classes, all_counts)}",
         )
     faulted_ids = _faulted_server_ids(inputs.history, in_force_windows(inputs))
     outside, first_outside, untimed, by_request = _outside_faults(classes, start_epoch, windows, faulted_ids)
@@ -68,29 +71,26 @@ def check_clean_server_log(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if outside:
         n_out = sum(outside.values())
         return Verdict(
-            name,
-            False,
-            n_out,
-            0,
-            f"{n_out} of {total} error lines outside fault windows ({labels}), first at "
+            ok=False,
+            figure=n_out,
+            budget=0,
+            head=f"{n_out} of {total} error lines outside fault windows ({labels}), first at "
             f"{fmt_s(min(first_outside))}: {_summary(classes, outside)}{allowed_note}",
         )
     if untimed:
         return Verdict(
-            name,
-            None,
-            untimed,
-            0,
-            f"faults were active; log not attributable: {untimed} error lines without timestamps: "
+            ok=None,
+            figure=untimed,
+            budget=0,
+            head=f"faults were active; log not attributable: {untimed} error lines without timestamps: "
             f"{_summary(classes, all_counts)}",
         )
     by_request_note = f" ({by_request} by the request they name)" if by_request else ""
     return Verdict(
-        name,
-        True,
-        0,
-        0,
-        f"{total} error lines, all while faults were active{by_request_note} ({labels}): "
+        ok=True,
+        figure=0,
+        budget=0,
+        head=f"{total} error lines, all while faults were active{by_request_note} ({labels}): "
         f"{_summary(classes, all_counts)}{allowed_note}",
     )
 

@@ -74,13 +74,12 @@ def check_training_futures(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     is the fault's. Figure: training calls without their own result; budget 0.
     Unknown without a training call.
     """
-    name = "training_futures"
     log = inputs.training
     if log is None:
-        return Verdict(name, None, None, 0, "no training log")
+        return Verdict(ok=None, figure=None, budget=0, head="no training log")
     calls = np.isin(log["op"], (TrainingOp.CREATE_MODEL, TrainingOp.FORWARD_BACKWARD, TrainingOp.OPTIM_STEP))
     if not calls.any():
-        return Verdict(name, None, None, 0, "no training call was made")
+        return Verdict(ok=None, figure=None, budget=0, head="no training call was made")
     outcome = log["outcome"]
     bad = calls & (outcome != Outcome.OK)
     pending = bad & (outcome == Outcome.PENDING)
@@ -105,7 +104,7 @@ def check_training_futures(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     )
     if figure:
         detail += _starvation_note(inputs) + _first_examples(log, ops)
-    return Verdict(name, figure == 0, figure, 0, detail)
+    return Verdict(ok=figure == 0, figure=figure, budget=0, head=detail)
 
 
 def check_heartbeats_answered(inputs: CheckInputs, budgets: Budgets) -> Verdict:
@@ -115,13 +114,12 @@ def check_heartbeats_answered(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     Figure: heartbeats failed outside faults and not tolerated (a gap over the budget is named in the detail);
     budget 0.
     """
-    name = "heartbeats_answered"
     log = inputs.training
     if log is None:
-        return Verdict(name, None, None, 0, "no training log")
+        return Verdict(ok=None, figure=None, budget=0, head="no training log")
     beats = log.of(TrainingOp.HEARTBEAT)
     if not beats.any():
-        return Verdict(name, None, None, 0, "no heartbeat was due while the sessions were open")
+        return Verdict(ok=None, figure=None, budget=0, head="no heartbeat was due while the sessions were open")
     failed = beats & (log["outcome"] != Outcome.OK)
     spans = (log["start"], log["accepted"])
     during_fault, _ = overlaps(log, in_force_windows(inputs), among=failed, spans=spans)
@@ -142,7 +140,7 @@ def check_heartbeats_answered(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     )
     if not ok:
         detail += _starvation_note(inputs) + _first_examples(log, (TrainingOp.HEARTBEAT,))
-    return Verdict(name, ok, int(counted.sum()), 0, detail)
+    return Verdict(ok=ok, figure=int(counted.sum()), budget=0, head=detail)
 
 
 def _gaps(log: TrainingLog, beats: np.ndarray) -> dict[int, float]:

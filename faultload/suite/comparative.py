@@ -138,11 +138,11 @@ def trial_violations(seen: list[tuple[str, int, Verdict]]) -> list[Verdict]:
         where = ", ".join(f"{b} trial {n}" for b, n, _ in hits)
         out.append(
             Verdict(
-                name,
-                False,
-                max(figures, default=None),
-                first.budget,
-                f"in {len(hits)} of the comparison's trials ({where}); {build} trial {number}: {first.detail}",
+                name=name,
+                ok=False,
+                figure=max(figures, default=None),
+                budget=first.budget,
+                head=f"in {len(hits)} of the comparison's trials ({where}); {build} trial {number}: {first.detail}",
             )
         )
     return out
@@ -158,16 +158,22 @@ def comparison_verdict(result: Mapping[str, Any]) -> Verdict:
     if result["worse"]:
         by_name = {r["name"]: r for r in rows}
         return Verdict(
-            INVARIANT,
-            False,
-            figure,
-            1.0,
-            f"{against}: worse: " + "; ".join(_row_text(by_name[n]) for n in result["worse"]),
+            name=INVARIANT,
+            ok=False,
+            figure=figure,
+            budget=1.0,
+            head=f"{against}: worse: " + "; ".join(_row_text(by_name[n]) for n in result["worse"]),
         )
     if result["unknown"]:
-        return Verdict(INVARIANT, None, figure, 1.0, f"{against}: not measured: {', '.join(result['unknown'])}")
+        return Verdict(
+            name=INVARIANT,
+            ok=None,
+            figure=figure,
+            budget=1.0,
+            head=f"{against}: not measured: {', '.join(result['unknown'])}",
+        )
     closest = f"; closest: {_row_text(worst)}" if worst is not None else ""
-    return Verdict(INVARIANT, True, figure, 1.0, f"{against}: no metric worse{closest}")
+    return Verdict(name=INVARIANT, ok=True, figure=figure, budget=1.0, head=f"{against}: no metric worse{closest}")
 
 
 @dataclasses.dataclass

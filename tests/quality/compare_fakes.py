@@ -78,9 +78,17 @@ class CostlierSwitch:
         cpu_s = 2 * requests * 1e-3 * (self.factor if self.costs_more(config) else 1.0)
         jitter = ((len(self.ran) * 7) % 5 - 2) * 0.002
         report = fake_report(requests, cpu_s, jitter, None if self.unmeasured else 0.01)
-        verdicts = [Verdict("bounded_cpu", True, 1.0, 2.0, "test double: holds")]
+        verdicts = [Verdict(name="bounded_cpu", ok=True, figure=1.0, budget=2.0, head="test double: holds")]
         if self.violates and self.switch in config.regress:
-            verdicts.append(Verdict(self.violates, False, 128, 0, "test double: 128 polls held past their result"))
+            verdicts.append(
+                Verdict(
+                    name=self.violates,
+                    ok=False,
+                    figure=128,
+                    budget=0,
+                    head="test double: 128 polls held past their result",
+                )
+            )
         report["invariants"] = [{"name": v.name, "ok": v.ok} for v in verdicts]
         return TrialOutcome(verdicts, {}, requests, 0.0, report=report)
 

@@ -98,21 +98,21 @@ class KnownFailure:
         out = []
         for name in ALL:
             if self.unknown or name in self.unknown_for:
-                out.append(Verdict(name, None, None, None, "test double: unknown"))
+                out.append(Verdict(name=name, ok=None, figure=None, budget=None, head="test double: unknown"))
             elif name == self.invariant:
                 failing = self.fails(config)
                 out.append(
                     Verdict(
-                        name,
-                        not failing,
-                        config.shape.requests,
-                        self.min_requests,
-                        f"test double: {'fails' if failing else 'holds'} at {config.shape.requests} "
+                        name=name,
+                        ok=not failing,
+                        figure=config.shape.requests,
+                        budget=self.min_requests,
+                        head=f"test double: {'fails' if failing else 'holds'} at {config.shape.requests} "
                         f"requests with {self.link}:{self.kind} {'present' if self.has_fault(config) else 'absent'}",
                     )
                 )
             else:
-                out.append(Verdict(name, True, 0, 0, "test double: holds"))
+                out.append(Verdict(name=name, ok=True, figure=0, budget=0, head="test double: holds"))
         return out
 
     def run(self, config) -> TrialOutcome:

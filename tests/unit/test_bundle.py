@@ -107,7 +107,7 @@ def test_monitor_samples_round_trip(result: TrialResult) -> None:  # noqa: F811
 def test_budgets_verdicts_workers_and_the_fault_log_round_trip(result: TrialResult) -> None:  # noqa: F811
     budgets = Budgets(clean_log_allow=("x+",), fds_slack=7)
     assert Budgets.from_mapping(json.loads(json.dumps(budgets.to_dict()))) == budgets
-    verdict = Verdict("bounded_fds", False, 4.5, 3, "detail")
+    verdict = Verdict(name="bounded_fds", ok=False, figure=4.5, budget=3, head="detail")
     assert Verdict.from_dict(json.loads(json.dumps(verdict.to_dict()))) == verdict
     worker = result.workers[1]
     assert WorkerSummary.from_dict(json.loads(json.dumps(worker.to_dict()))) == worker
@@ -227,7 +227,7 @@ def test_check_prints_the_stored_verdicts_and_exits_1_on_a_violation(full, tmp_p
 
 
 def test_check_finds_nothing_violated_when_every_verdict_held(tmp_path) -> None:
-    trial = StoredTrial(**{**_minimal(), "verdicts": [Verdict("x", True, 1, 2, "held")]})
+    trial = StoredTrial(**{**_minimal(), "verdicts": [Verdict(name="x", ok=True, figure=1, budget=2, head="held")]})
     write_bundle(trial, Budgets(), trial.verdicts, tmp_path / "b")
     out = tmp_path / "out.txt"
     with out.open("w") as fh:

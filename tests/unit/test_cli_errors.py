@@ -174,7 +174,9 @@ def _repro_file(tmp_path: Path) -> Path:
     from faultload.store.repro import build_repro, write_repro
 
     config = S.minimal_trial_config("skyrl==0.4.0", 0.05)
-    repro = build_repro(config, [Verdict("no_lost_results", False, 1, 0, "1 lost")], {}, Budgets())
+    repro = build_repro(
+        config, [Verdict(name="no_lost_results", ok=False, figure=1, budget=0, head="1 lost")], {}, Budgets()
+    )
     return write_repro(repro, tmp_path, "r")
 
 

@@ -89,7 +89,10 @@ def test_only_a_violation_the_record_times_is_marked(full: TrialResult) -> None:
 
 def test_a_violation_without_a_collapse_record_is_listed_unmarked(full: TrialResult) -> None:  # noqa: F811
     full.verdict = None
-    verdicts = [Verdict("no_collapse", False, 1, 0, "collapse at t=3s"), Verdict("bounded_fds", None, None, None, "x")]
+    verdicts = [
+        Verdict(name="no_collapse", ok=False, figure=1, budget=0, head="collapse at t=3s"),
+        Verdict(name="bounded_fds", ok=None, figure=None, budget=None, head="x"),
+    ]
     page = trial_page(full, verdicts)
     assert _spec(page)["marks"] == []  # a time in words is not a time the record keeps
     row = _row(page, "no_collapse")

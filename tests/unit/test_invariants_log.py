@@ -444,7 +444,9 @@ def test_a_crashing_checker_is_unknown_never_ok() -> None:
         BUDGETS,
         [("crashes", crashes), ("junk", returns_junk), ("no_lost_results", check_no_lost_results)],
     )
-    assert verdicts[0] == Verdict("crashes", None, None, None, "checker crashed: ZeroDivisionError: division by zero")
+    assert verdicts[0] == Verdict(
+        name="crashes", ok=None, figure=None, budget=None, head="checker crashed: ZeroDivisionError: division by zero"
+    )
     assert verdicts[1].ok is None and verdicts[1].detail.startswith("checker crashed: TypeError")
     assert verdicts[2].ok is True
     assert overall(verdicts) is None
@@ -465,7 +467,7 @@ def test_real_checkers_crash_to_unknown_on_broken_inputs() -> None:
 
 
 def test_overall_merges_like_jepsen() -> None:
-    t, f, u = (Verdict("a", ok, None, None, "") for ok in (True, False, None))
+    t, f, u = (Verdict(name="a", ok=ok, figure=None, budget=None, head="") for ok in (True, False, None))
     assert overall([t, t]) is True
     assert overall([t, u]) is None
     assert overall([u, f, t]) is False
@@ -474,11 +476,11 @@ def test_overall_merges_like_jepsen() -> None:
 
 def test_to_report_is_json_ready() -> None:
     verdicts = check_all(make_inputs(), BUDGETS) + [
-        Verdict("x", None, math.nan, np.float64(math.inf), "d"),
-        Verdict("y", False, np.int64(3), np.float32(2.5), "d"),
+        Verdict(name="x", ok=None, figure=math.nan, budget=np.float64(math.inf), head="d"),
+        Verdict(name="y", ok=False, figure=np.int64(3), budget=np.float32(2.5), head="d"),
     ]
     report = to_report(verdicts)
-    assert all(set(r) == {"name", "ok", "figure", "budget", "detail"} for r in report)
+    assert all(set(r) == {"name", "ok", "figure", "budget", "detail", "head", "notes", "cases"} for r in report)
     assert report[-2]["figure"] is None and report[-2]["budget"] is None
     assert report[-1]["figure"] == 3 and isinstance(report[-1]["figure"], int) and report[-1]["budget"] == 2.5
     json.dumps(report, allow_nan=False)

@@ -68,5 +68,5 @@ def test_the_steering_figures_are_the_verdicts_figures() -> None:
         assert by_name[name].figure is not None
         assert figures[alias] == figures[name]["figure"] == by_name[name].figure
     assert figures["fds_per_in_flight"] == by_name["bounded_fds"].figure < Budgets().fds_per_in_flight
-    unmeasured = [Verdict("bounded_fds", None, None, 3.0, "no monitor samples")]
+    unmeasured = [Verdict(name="bounded_fds", ok=None, figure=None, budget=3.0, head="no monitor samples")]
     assert "fds_per_in_flight" not in figures_of(unmeasured)

@@ -55,9 +55,9 @@ def trial_report(verdicts: list[Verdict], **changes) -> dict:
 
 
 VERDICTS = [
-    Verdict("result_integrity", True, 0, 0, "no result damaged"),
-    Verdict("no_lost_results", False, 1, 0, LOST),
-    Verdict("bounded_rss", None, None, 512, "checker crashed: ValueError: no samples"),
+    Verdict(name="result_integrity", ok=True, figure=0, budget=0, head="no result damaged"),
+    Verdict(name="no_lost_results", ok=False, figure=1, budget=0, head=LOST),
+    Verdict(name="bounded_rss", ok=None, figure=None, budget=512, head="checker crashed: ValueError: no samples"),
 ]
 
 
@@ -86,14 +86,16 @@ def test_each_verdict_is_a_case_violated_failed_unknown_skipped_held_passed(tmp_
     ],
 )
 def test_a_harness_error_or_an_interrupt_is_an_error_never_a_pass(tmp_path: Path, changes: dict, says: str) -> None:
-    held = [Verdict("result_integrity", True, 0, 0, "")]
+    held = [Verdict(name="result_integrity", ok=True, figure=0, budget=0, head="")]
     suite, cases = _read(write_junit([trial_suite(trial_report(held, **changes))], tmp_path / "t.xml"))
     assert says in _only(cases[("faultload.run", "trial")], Error).message
     assert (suite.tests, suite.errors) == (2, 1)
 
 
 def test_requests_that_did_not_complete_fail_the_trial_case(tmp_path: Path) -> None:
-    report = trial_report([Verdict("result_integrity", True, 0, 0, "")], completed=60, failed=3, not_finished=1)
+    report = trial_report(
+        [Verdict(name="result_integrity", ok=True, figure=0, budget=0, head="")], completed=60, failed=3, not_finished=1
+    )
     _, cases = _read(write_junit([trial_suite(report)], tmp_path / "t.xml"))
     assert (
         _only(cases[("faultload.run", "trial")], Failure).message

@@ -166,7 +166,10 @@ def test_repro_file_round_trip(tmp_path):
     from faultload.checker.inputs import Verdict
 
     config = S.minimal_trial_config(TARGET, SCALE, regress=("retention",))
-    verdicts = [Verdict("no_lost_results", False, 3, 0, "3 lost"), Verdict("bounded_fds", True, 20, 100, "ok")]
+    verdicts = [
+        Verdict(name="no_lost_results", ok=False, figure=3, budget=0, head="3 lost"),
+        Verdict(name="bounded_fds", ok=True, figure=20, budget=100, head="ok"),
+    ]
     budgets = Budgets().replace({"healthz_p99_s": 2.0})
     repro = build_repro(
         config,

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from faultload.checker.inputs import RuleCase
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -40,3 +42,8 @@ class Allowance:
     @classmethod
     def none(cls, rule: Rule, n: int) -> "Allowance":
         return cls(rule, np.zeros(n, dtype=bool))
+
+
+def cases_of(*allowances: Allowance) -> tuple[RuleCase, ...]:
+    """The rules that covered any request of a trial, with how many: a verdict's ``cases``."""
+    return tuple(RuleCase(a.rule.name, a.count) for a in allowances if a.count)
