@@ -76,36 +76,31 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if explained.any():
         notes.insert(0, f"{int(explained.sum())} ended during fatal {'/'.join(labels)} (explained)")
     stopped = pending & res.stopped.rows
-    if stopped.any():
-        notes.append(f"{int(stopped.sum())} unfinished (trial interrupted)")
-    if (pending & ~hung & ~stopped).any():
-        notes.append(
-            f"{int((pending & ~hung & ~stopped).sum())} still open within their resolve bound (see futures_resolve)"
-        )
-    if int(corrupt.sum()):
-        notes.append(f"{int(corrupt.sum())} corrupt (see result_integrity)")
-    if rejected:
-        notes.append(f"{rejected} never accepted (see accepted_requests)")
-    notes_said, cases = tuple(note for note in notes if note), cases_of(*applied, fatal, forgotten)
+    notes += _left_to_others(stopped, pending & ~hung & ~stopped, corrupt, rejected)
     if n_lost:
-        idx = ordered(history, lost)
-        items = [what_happened(history, int(i)) for i in idx[:DETAIL_ITEMS]]
-        return Verdict(
-            ok=False,
-            figure=n_lost,
-            budget=0,
-            head=f"{n_lost} lost of {n_accepted} accepted: {few(items, n_lost)}",
-            notes=notes_said,
-            cases=cases,
-        )
+        items = [what_happened(history, int(i)) for i in ordered(history, lost)[:DETAIL_ITEMS]]
+        head = f"{n_lost} lost of {n_accepted} accepted: {few(items, n_lost)}"
+    else:
+        head = f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK"
     return Verdict(
-        ok=True,
-        figure=0,
+        ok=not n_lost,
+        figure=n_lost,
         budget=0,
-        head=f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK",
-        notes=notes_said,
-        cases=cases,
+        head=head,
+        notes=tuple(note for note in notes if note),
+        cases=cases_of(*applied, fatal, forgotten),
     )
+
+
+def _left_to_others(stopped: np.ndarray, still_open: np.ndarray, corrupt: np.ndarray, rejected: int) -> list[str]:
+    """The requests no_lost_results does not judge, each kind with who does (or that no one can)."""
+    counts = (
+        (int(stopped.sum()), "unfinished (trial interrupted)"),
+        (int(still_open.sum()), "still open within their resolve bound (see futures_resolve)"),
+        (int(corrupt.sum()), "corrupt (see result_integrity)"),
+        (rejected, "never accepted (see accepted_requests)"),
+    )
+    return [f"{n} {what}" for n, what in counts if n]
 
 
 # -- integrity -----------------------------------------------------------------------
