@@ -4,7 +4,7 @@ Builds the trial from `faultload run` options (default: 4,096 requests under
 ``--regress retention``, a quarter of them dropping their first poll and
 polling again 75 SDK s later, at the suite's time scale 0.05: results are lost), hands it to the suite's own
 engine (:class:`faultload.suite.runner.SuiteRunner`, the nightly profile's
-bounds, the real shared stack) as the ``no_lost_results`` family's first
+bounds, the real shared stack) as the ``no_lost_results`` property's first
 failure, and prints each reduction step, the minimal repro's size and the wall
 from the first failure to the end of the reduction. Hypothesis's own shrinker
 runs after this in a real session; here only the suite's greedy reduction is
@@ -30,8 +30,8 @@ from faultload.checker.budgets import load_budgets  # noqa: E402
 from faultload.cli.from_args import config_from_args  # noqa: E402
 from faultload.cli.parser import build_parser  # noqa: E402
 from faultload.host.workspace import Workspace  # noqa: E402
-from faultload.suite.families import LOST  # noqa: E402
 from faultload.suite.profiles import PROFILES  # noqa: E402
+from faultload.suite.properties import LOST  # noqa: E402
 from faultload.suite.runner import SuiteRunner  # noqa: E402
 
 DEFAULT_ARGS = ["--requests", "4096", "--regress", "retention", "--abandon-polls", "0.25@75", "--time-scale", "0.05"]

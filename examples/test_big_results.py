@@ -3,10 +3,10 @@
 from hypothesis import given, settings
 
 from faultload.strategies import CI, trial_configs
-from faultload.suite.families import Family
+from faultload.suite.properties import Property
 
 BIG_RESULTS = CI.replace(max_result_tokens=65_536, max_in_flight_result_bytes=256 << 20, max_faults=0)
-MINE = Family("big_results_fds", ("bounded_fds",), ("fds_per_in_flight",))
+MINE = Property("big_results_fds", ("bounded_fds",), ("fds_per_in_flight",))
 
 
 @settings(max_examples=5, deadline=None, derandomize=True)

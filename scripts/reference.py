@@ -2,7 +2,7 @@
 
     cli.md             every subcommand and option (faultload.cli.parser.build_parser), the exit codes
     pytest-options.md  the plugin's options (faultload.suite.plugin.pytest_addoption) and environment
-    invariants.md      the invariants, their figures and budgets, the contract's rules, the property families
+    invariants.md      the invariants, their figures and budgets, the contract's rules, the suite's properties
     switches.md        the regression and fix switches
     matrix-rows.md     the detection matrix's rows
     settings.md        the settings file's tables: command options, compare thresholds, watchdog limits
@@ -49,7 +49,7 @@ from faultload.model.family import TRAITS  # noqa: E402
 from faultload.model.switches import FIXES, REGRESSIONS  # noqa: E402
 from faultload.model.watchdog import WATCHDOG_KEYS, WatchdogLimits  # noqa: E402
 from faultload.suite import plugin  # noqa: E402
-from faultload.suite.families import FAMILIES, checked  # noqa: E402
+from faultload.suite.properties import PROPERTIES, checked  # noqa: E402
 from faultload.targets import skyrl_mutants as mutants  # noqa: E402 (the target side's)
 from faultload.targets import skyrl_patches as patches
 from faultload.targets import tuft_fixes
@@ -228,7 +228,7 @@ def invariants_page() -> str:
         [code(name), code(_budget_value(budgets[name], doc.unit)), cell(doc.unit), codes(doc.invariants), cell(doc.why)]
         for name, doc in BUDGET_DOCS.items()
     ]
-    family_rows = [[code(f.name), codes(checked(f)), codes(f.steers_by), codes(f.known)] for f in FAMILIES]
+    property_rows = [[code(p.name), codes(checked(p)), codes(p.steers_by), codes(p.known)] for p in PROPERTIES]
     table_name = ".".join(PYPROJECT_TABLE)
     return "\n".join(
         [
@@ -251,12 +251,12 @@ def invariants_page() -> str:
             "",
             table(["name", "says", "why"], [[code(r.name), cell(r.says), cell(r.why)] for r in RULES]),
             "",
-            "## Property families",
+            "## Properties",
             "",
-            "Each property of `pytest --pyargs faultload.suite` asserts its family's invariants and steers Hypothesis toward the "
-            "figures of some; known trials run first where the profile asks.",
+            "Each property of `pytest --pyargs faultload.suite` asserts its invariants (`faultload/suite/properties.py`) "
+            "and steers Hypothesis toward the figures of some; known trials run first where the profile asks.",
             "",
-            table(["family", "asserts", "steers by", "known trials"], family_rows),
+            table(["property", "asserts", "steers by", "known trials"], property_rows),
             "",
         ]
     )

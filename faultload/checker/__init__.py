@@ -25,7 +25,7 @@ too many failed probes, one request over the attempt max), ``ok`` is False and
 the detail names it; the figure stays what it always means.
 
 Rooms: ``inputs`` (:class:`CheckInputs`, :class:`Verdict`), ``common`` (fault
-windows, request spans, detail text), one module per invariant family
+windows, request spans, detail text), one module per group of invariants
 (``results``, ``resources``, ``health``, ``retries``, ``serverlog``),
 ``compose`` (``CHECKERS``, ``check_all``, ``overall``, ``to_report``),
 ``budgets`` and ``judge`` (a ``TrialResult`` onto ``CheckInputs``).

@@ -1,4 +1,4 @@
-"""``faultload replay`` of a comparative repro (the suite's ``--faultload-baseline`` family): both builds again.
+"""``faultload replay`` of a comparative repro (the suite's ``--faultload-baseline`` property): both builds again.
 
 The repro's trial runs on its baseline and its candidate as many times each
 as when it was found, in ABBA order, each trial on a fresh stack

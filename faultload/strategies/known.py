@@ -3,7 +3,7 @@
 Random shapes may not make the load a known bug needs in one run (a nightly
 run draws 40 trials per property out of a very large space). The profiles
 that ask for them (``Profile.known_examples``) give these trials to their
-families as Hypothesis explicit examples (``@example``), on every row of the
+properties as Hypothesis explicit examples (``@example``), on every row of the
 matrix alike, clean or regressed. Each one is plain data, names the fix it
 guards (or the invariant it lets judge), and states what it measured on
 clean 0.4.0 and under the regression. Those of what the server's store holds

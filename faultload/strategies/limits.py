@@ -78,7 +78,7 @@ class Limits:
     arrivals: tuple[str, ...] = ("burst", "waves", "ramp", "poisson")
     max_arrival_span_s: float = 100.0
     # Training beside the samples (faultload.strategies.shapes.training_mixes): at most this many
-    # trainers, at least min_trainers (the training family's 1). 0: no training is drawn, and the
+    # trainers, at least min_trainers (the training property's 1). 0: no training is drawn, and the
     # shared stack runs the sleeper engine; above 0 every trial of the session gets the null engine
     # (one stack for all), trained or not.
     max_trainers: int = 0

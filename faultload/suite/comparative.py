@@ -1,4 +1,4 @@
-"""The comparative family (``pytest faultload --faultload-baseline BUILD``): each example on two builds.
+"""The comparative property (``pytest faultload --faultload-baseline BUILD``): each example on two builds.
 
 Each example is one generated load shape with **no faults**: a comparison
 judges cost (CPU per request, throughput, latency, fds, RSS, attempts), and a
@@ -15,8 +15,8 @@ serves both sides.
 
 The example's outcome is the verdict ``no_worse_than_baseline``: violated
 when :func:`faultload.compare.judge.judge_comparison` finds a metric worse,
-unknown when a metric was not measured on a side (the family fails a
-property with an unknown example: a comparison that could not be judged is
+unknown when a metric was not measured on a side (the property fails
+with an unknown example: a comparison that could not be judged is
 not a pass). Its figure is the worst metric's ratio over its threshold
 (above 1: past it), what Hypothesis steers toward. Beside it, each invariant
 a trial of either build violated (one verdict per invariant, naming the
@@ -42,7 +42,7 @@ from faultload.suite.executor import Executor, StackExecutor, TrialOutcome, add_
 from faultload.suite.reducer import with_requests
 
 INVARIANT = "no_worse_than_baseline"
-# The family's weight (its examples and time are the profile's times this): each example is
+# The property's weight (its examples and time are the profile's times this): each example is
 # 2 x repeats trials. --faultload-baseline adds WEIGHT x property_s to the session's time bound. 2: on ci
 # 100 s, 4 to 5 examples of 128-250 requests held 2 s (about 25 s each), and a session that shrinks a
 # failure stays under 12 minutes (3: 150 s, and a 0.4.0 checkout's session that shrank one took 692 s).
@@ -67,7 +67,7 @@ LATENCY_SEQS = 256
 # keeps one under a minute, the most a comparison started just before the session's bound runs past it.
 MIN_LOAD_S = 2.0
 MAX_LOAD_S = 6.0
-# What a comparative example draws (faultload.strategies.Limits changes, Family.limits):
+# What a comparative example draws (faultload.strategies.Limits changes, Property.limits):
 # no faults, on-time polls, no storms, a router with a fixed generation time (stretched or cut to the window
 # above by at_least), one burst, small results (the per-request cost is what builds differ in).
 LIMITS = (

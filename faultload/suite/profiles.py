@@ -35,8 +35,8 @@ from faultload.strategies.edges import EDGE_TRIALS
 from faultload.strategies.limits import CI, NIGHTLY, Limits
 
 CONFIRM_REQUESTS = 131_072
-# The contract-edge trials (faultload.strategies.edges): every profile that draws runs each, for the families that
-# name them, where the target's family has the rule.
+# The contract-edge trials (faultload.strategies.edges): every profile that draws runs each, for the properties
+# that name them, where the target's family has the rule.
 EDGE_NAMES = tuple(EDGE_TRIALS)
 
 
@@ -57,7 +57,7 @@ class Profile:
     # Hypothesis's shrinker gets the rest.
     reduce_share: float = 0.75
     # The known trials (faultload.strategies.known) this profile runs before any random draw,
-    # each for the families that name it (Family.known).
+    # each for the properties that name it (Property.known).
     known_examples: tuple[str, ...] = ()
     confirm: bool = False
     min_judged_trials: int = 1  # a matrix row that judged fewer is "error: not judged", never clean

@@ -1,7 +1,7 @@
-"""The suite's families: which invariants a property asserts, what it steers by, what it draws.
+"""The suite's properties: which invariants each asserts, what it steers by, what it draws.
 
 Plain values and small functions of them (no trial runs here): a
-:class:`Family` per property of ``faultload/suite/test_properties.py``, the
+:class:`Property` per test of ``faultload/suite/test_properties.py``, the
 profile's limits narrowed for it, and the known trials it runs first.
 """
 
@@ -23,13 +23,13 @@ ALL = tuple(name for name, _ in CHECKERS) + ("no_collapse",)
 
 
 @dataclass(frozen=True)
-class Family:
+class Property:
     """One property: which invariants it asserts, which figures it steers toward, what it draws."""
 
     name: str
     invariants: tuple[str, ...]  # () = every invariant
     steers_by: tuple[str, ...]  # invariants whose verdict figure Hypothesis steers toward (hypothesis.target)
-    # Changes to the profile's faultload.strategies.Limits for this family (e.g. storms=False);
+    # Changes to the profile's faultload.strategies.Limits for this property (e.g. storms=False);
     # max_result_wait_s only ever lowers the profile's.
     limits: tuple[tuple[str, Any], ...] = ()
     weight: float = 1.0  # multiplies the profile's examples and time per property
@@ -39,28 +39,28 @@ class Family:
     comparative: bool = False
 
 
-def known_configs(profile: Profile, family: Family, target: str, regress: tuple[str, ...]) -> list:
-    """The family's known-bug trials as TrialConfigs, or none when the profile does not run them."""
+def known_configs(profile: Profile, prop: Property, target: str, regress: tuple[str, ...]) -> list:
+    """The property's known-bug trials as TrialConfigs, or none when the profile does not run them."""
     if profile.confirm:
         return []
-    limits = family_limits(profile, family, target)
+    limits = property_limits(profile, prop, target)
     configs = [
         known_trial_config(name, target, profile.time_scale, regress, limits)
-        for name in family.known
+        for name in prop.known
         if name in profile.known_examples
     ]
     return [config for config in configs if config is not None]  # None: a trial the target's family cannot run
 
 
-def family_limits(profile: Profile, family: Family, target: str | None = None):
-    """The profile's limits with the family's restrictions (no storms, shorter result waits).
+def property_limits(profile: Profile, prop: Property, target: str | None = None):
+    """The profile's limits with the property's restrictions (no storms, shorter result waits).
 
     A ``url=`` target is a server someone else started, with its own backend:
     only the edge (client to server) is ours to break, so only edge faults are drawn. A target whose family
     serves sampling only (TuFT) draws no trainers.
     """
     limits = profile.limits
-    changes = dict(family.limits)
+    changes = dict(prop.limits)
     spec = parse_target(target) if target is not None else None
     if spec is not None and spec.kind == "url":
         changes["fault_links"] = tuple(link for link in limits.fault_links if link == "edge")
@@ -71,13 +71,13 @@ def family_limits(profile: Profile, family: Family, target: str | None = None):
     return limits.replace(**changes) if changes else limits
 
 
-def family_examples(profile: Profile, family: Family) -> int:
-    return max(1, int(round(profile.max_examples * family.weight)))
+def property_examples(profile: Profile, prop: Property) -> int:
+    return max(1, int(round(profile.max_examples * prop.weight)))
 
 
-def checked(family: Family | None) -> tuple[str, ...]:
-    """The invariants a family asserts (all of them for the combined property)."""
-    return family.invariants if family is not None and family.invariants else ALL
+def checked(prop: Property | None) -> tuple[str, ...]:
+    """The invariants a property asserts (all of them for the combined property)."""
+    return prop.invariants if prop is not None and prop.invariants else ALL
 
 
 def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
@@ -89,9 +89,9 @@ def target_figure(figures: dict[str, Any], invariant: str) -> float | None:
     return float(value)
 
 
-# The suite's property families (one per test in test_properties.py); here, not there, so that code outside
-# a pytest collection (bench/shrink_time.py) can name one: the properties module is collected, not imported.
-LOST = Family(
+# The suite's properties (one per test in test_properties.py); here, not there, so that code outside
+# a pytest collection (bench/shrink_time.py) can name one: test_properties.py is collected, not imported.
+LOST = Property(
     "no_lost_results",
     ("no_lost_results", "accepted_requests", "futures_resolve"),
     ("no_lost_results", "accepted_requests", "futures_resolve"),
@@ -99,30 +99,30 @@ LOST = Family(
     limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))),
     known=("completed_ttl_edge", "retrieved_ttl_edge", "half_open_delivery", "restart_reuse"),
 )
-INTEGRITY = Family("result_integrity", ("result_integrity",), ("result_integrity",))
-RESOURCES = Family(
+INTEGRITY = Property("result_integrity", ("result_integrity",), ("result_integrity",))
+RESOURCES = Property(
     "bounded_resources",
     ("bounded_fds", "bounded_rss", "bounded_cpu", "releases_results", "forwards_concurrent"),
     ("bounded_fds", "bounded_rss", "bounded_cpu"),
     known=("completion_burst", "cpu_sample", "size_burst", "release_hold"),
 )
-HEALTH = Family("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
-RETRIES = Family(
+HEALTH = Property("health", ("healthz_latency", "no_collapse"), ("healthz_latency",))
+RETRIES = Property(
     "bounded_retries",
     ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
     ("retry_amplification", "unprovoked_resets", "polls_held", "forwarded_once"),
     limits=(("storms", False), ("max_result_wait_s", 60.0)),
     known=("completion_burst",),
 )
-SERVER_LOG = Family("clean_server_log", ("clean_server_log",), ("clean_server_log",))
-COMBINED = Family(
+SERVER_LOG = Property("clean_server_log", ("clean_server_log",), ("clean_server_log",))
+COMBINED = Property(
     "all_invariants",
     (),
     ("no_lost_results", "bounded_fds", "bounded_rss", "healthz_latency"),
     limits=(("storms", False), ("max_result_wait_s", 60.0)),
     known=("size_flood",),
 )
-COMPARATIVE = Family(
+COMPARATIVE = Property(
     "comparative",
     (comparative.INVARIANT,),
     (comparative.INVARIANT,),
@@ -133,11 +133,11 @@ COMPARATIVE = Family(
 # Every example trains beside its samples (the profile must draw training: nightly; ci draws none, so the
 # property is skipped there). clean_server_log too: QueuePool timeouts and DB-lock errors are the server's
 # own errors (the observer's pool_exhausted waits are notes, not errors: 0.4.0 waits so too).
-TRAINING = Family(
+TRAINING = Property(
     "training",
     ("training_futures", "heartbeats_answered", "clean_server_log"),
     ("training_futures", "heartbeats_answered", "clean_server_log"),
     limits=(("min_trainers", 1),),
     known=("training_waves",),
 )
-FAMILIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, TRAINING, COMBINED, COMPARATIVE)
+PROPERTIES = (LOST, INTEGRITY, RESOURCES, HEALTH, RETRIES, SERVER_LOG, TRAINING, COMBINED, COMPARATIVE)

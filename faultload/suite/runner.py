@@ -2,7 +2,7 @@
 
 One :class:`SuiteRunner` per pytest session. Each Hypothesis example calls
 :meth:`SuiteRunner.check` with its drawn ``TrialConfig`` and its property's
-:class:`Family`. ``check``:
+:class:`Property`. ``check``:
 
 1. gets the shared stack ready (started on first use; restarted when the
    server or router died — a collapse — or when the server's fds do not come
@@ -12,17 +12,17 @@ One :class:`SuiteRunner` per pytest session. Each Hypothesis example calls
    session (results are cached by the config as run: Hypothesis's final
    replay of the shrunk example, and the minimal example every property
    tries first, cost nothing);
-3. tallies, per invariant the family asserts, whether the trial *judged* it
+3. tallies, per invariant the property asserts, whether the trial *judged* it
    (ok True or False) or left it *unknown*; an example a time bound stopped
    is *skipped* for every one of them. A property whose examples judged none
    of its invariants fails with that reason (:meth:`SuiteRunner.not_judged`):
    a green property has judged something;
-4. calls ``hypothesis.target`` with the family's invariants' verdict figures
+4. calls ``hypothesis.target`` with the property's invariants' verdict figures
    (the very numbers the invariants judge);
 5. raises ``AssertionError`` naming each invariant the trial violated
-   (``ok is False``), the family's first: a violation seen in any trial fails
-   the property that ran it, whichever family it belongs to (unknown is not a
-   failure, but it is counted).
+   (``ok is False``), the property's own first: a violation seen in any trial
+   fails the property that ran it, whether that property asserts it or not
+   (unknown is not a failure, but it is counted).
 
 Time bounds (see :mod:`faultload.suite.profiles`): once a bound is spent a
 config that has not run yet is *not run* — the example passes without a trial
@@ -48,8 +48,8 @@ from faultload.store.repro import config_key
 from faultload.suite import summary
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, StackExecutor, SuiteError, TrialOutcome, add_phases
-from faultload.suite.families import Family, known_configs, target_figure
 from faultload.suite.profiles import Profile
+from faultload.suite.properties import Property, known_configs, target_figure
 from faultload.suite.reducer import complexity, greedy_reduce
 from faultload.suite.repros import write_property_repro
 from faultload.suite.state import PropertyState, Tally
@@ -101,7 +101,7 @@ class SuiteRunner:
         self.executor: Executor = executor or StackExecutor(
             workspace, budgets, profile.baseline_wait_s, self._log, pools=pools, access=access
         )
-        self.baseline = baseline  # the comparative family's other build (a model.build.Build), or None
+        self.baseline = baseline  # the comparative property's other build (a model.build.Build), or None
         self._compare = (executor, compare_settings)
         self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs
         # session_growth, judged when the last property ends (the stack is shared across the session's trials);
@@ -152,29 +152,29 @@ class SuiteRunner:
             return None
         return f"session: {self.session_growth.name} violated: {self.session_growth.detail}"
 
-    def check(self, family: Family, config) -> None:
-        """Run (or recall) one example and assert the family's invariants."""
+    def check(self, prop: Property, config) -> None:
+        """Run (or recall) one example and assert the property's invariants."""
         state = self.current or self.begin("<outside pytest>")
-        state.family = family
+        state.prop = prop
         config = self.as_run(config)
-        outcome = self._outcome(config, state, family)
+        outcome = self._outcome(config, state, prop)
         if outcome is None:  # a time bound is spent: not run, counted, reported
             return
         if outcome.unjudged:  # no test of the target: reported, and the example rejected (never a pass or a fail)
             if outcome.unjudged not in state.unjudged:
                 state.unjudged.append(outcome.unjudged)
             hypothesis.reject()
-        for invariant in family.steers_by:
+        for invariant in prop.steers_by:
             value = target_figure(outcome.figures, invariant)
             if value is not None:
                 hypothesis.target(value, label=invariant)
-        violations = failing(family, outcome)
+        violations = failing(prop, outcome)
         if violations:
             first = not state.shrinking
             self._record_failure(state, config, outcome)
             if first and self.profile.reduce_share > 0:
-                self._reduce(state, family, config)
-            raise AssertionError(violation_message(family, config, violations))
+                self._reduce(state, prop, config)
+            raise AssertionError(violation_message(prop, config, violations))
 
     def as_run(self, config):
         """``config`` with the session's overrides (the watchdog limits): the config the trial runs,
@@ -194,7 +194,7 @@ class SuiteRunner:
         return not_judged_reason(self.states.get(nodeid))
 
     def _outcome(
-        self, config, state: PropertyState, family: Family, deadline: float | None = None
+        self, config, state: PropertyState, prop: Property, deadline: float | None = None
     ) -> TrialOutcome | None:
         """The trial's outcome (cached, or run now); None when a time bound forbids a new trial.
 
@@ -202,11 +202,11 @@ class SuiteRunner:
         whatever the property's own time bound says, and their seconds are not charged to its draws.
         """
         if state.known_left is None:
-            state.known_left = len(known_configs(self.profile, family, self.target, self.regress))
+            state.known_left = len(known_configs(self.profile, prop, self.target, self.regress))
         known = state.known_left > 0 and not state.shrinking
         state.known_left -= known
         started = time.monotonic()
-        key = self._key(config, family)
+        key = self._key(config, prop)
         outcome = self.cache.get(key)
         if outcome is not None:
             state.cached += 1
@@ -217,30 +217,30 @@ class SuiteRunner:
             if known:  # the profile's promise: every session runs it, within the session's bound only
                 out = now - self.session_started > self.profile.session_s
             else:
-                out = self._out_of_time(state, now, family) or (deadline is not None and now > deadline)
+                out = self._out_of_time(state, now, prop) or (deadline is not None and now > deadline)
             if out:
                 state.not_run += 1
-                tally(state, family, key, None)
+                tally(state, prop, key, None)
                 if state.shrinking:
                     state.shrink_cut = True
                 return None
-            outcome = self._run(config, state, self._executor(family))
+            outcome = self._run(config, state, self._executor(prop))
             self.cache[key] = outcome
         if known:
             state.known_s += time.monotonic() - started
         if outcome.error:
             raise SuiteError(outcome.error)
-        tally(state, family, key, outcome)
+        tally(state, prop, key, outcome)
         return outcome
 
-    def _out_of_time(self, state: PropertyState, now: float, family: Family) -> bool:
+    def _out_of_time(self, state: PropertyState, now: float, prop: Property) -> bool:
         if now - self.session_started > self.profile.session_s:
             return True
         if state.shrinking:
             return now > (state.shrink_until or now)
-        budget = self.profile.property_s * family.weight
+        budget = self.profile.property_s * prop.weight
         if state.share_s is not None:
-            budget = min(budget, state.share_s * family.weight)
+            budget = min(budget, state.share_s * prop.weight)
         return now - state.started - state.known_s > budget
 
     def _shrink_until(self, state: PropertyState, now: float) -> float:
@@ -260,25 +260,25 @@ class SuiteRunner:
         if state.best is None or complexity(config) < complexity(state.best[0]):
             state.best = (config, outcome)
 
-    def _reduce(self, state: PropertyState, family: Family, config) -> None:
+    def _reduce(self, state: PropertyState, prop: Property, config) -> None:
         """Greedy, domain-aware reduction of a first failure, before Hypothesis shrinks it.
 
         Hypothesis's shrinker is generic and each of its candidates is a whole
         trial; this tries the reductions that matter first — 1 request, half
         the requests (repeatedly), each fault dropped, late/abandoned polls,
         arrivals, storms, router, result size — keeping each that still fails
-        the family's invariants. Bounded by ``reduce_share`` of the shrink budget.
+        the property's invariants. Bounded by ``reduce_share`` of the shrink budget.
         """
         start = state.first_failure_at or time.monotonic()
         deadline = start + ((state.shrink_until or start) - start) * self.profile.reduce_share
 
         def still_fails(candidate) -> bool | None:
-            if family.comparative:  # as its draws run: enough requests, a load long enough to measure
+            if prop.comparative:  # as its draws run: enough requests, a load long enough to measure
                 candidate = at_least(candidate)
-            outcome = self._outcome(candidate, state, family, deadline)
+            outcome = self._outcome(candidate, state, prop, deadline)
             if outcome is None:
                 return None
-            fails = bool(failing(family, outcome))
+            fails = bool(failing(prop, outcome))
             if fails:
                 self._record_failure(state, candidate, outcome)
             return fails
@@ -288,7 +288,7 @@ class SuiteRunner:
             still_fails,
             lambda: time.monotonic() >= deadline,
             state.reduce_log,
-            allowed=lambda label, candidate: not (family.comparative and candidate.shape.requests < MIN_REQUESTS),
+            allowed=lambda label, candidate: not (prop.comparative and candidate.shape.requests < MIN_REQUESTS),
             log=self._log,
             clock=time.monotonic,
         )
@@ -299,12 +299,12 @@ class SuiteRunner:
 
     # ------------------------------------------------------------------ trials
 
-    def _executor(self, family: Family) -> Executor:
-        """The session's executor, or for the comparative family the one running both builds."""
-        if not family.comparative:
+    def _executor(self, prop: Property) -> Executor:
+        """The session's executor, or for the comparative property the one running both builds."""
+        if not prop.comparative:
             return self.executor
         if self.baseline is None:
-            raise SuiteError("the comparative family needs a baseline build (--faultload-baseline)")
+            raise SuiteError("the comparative property needs a baseline build (--faultload-baseline)")
         if self.comparing is None:
             injected, settings = self._compare
             self.comparing = comparing_executor(
@@ -312,8 +312,8 @@ class SuiteRunner:
             )
         return self.comparing
 
-    def _key(self, config, family: Family) -> str:
-        if family.comparative and self.baseline is not None:
+    def _key(self, config, prop: Property) -> str:
+        if prop.comparative and self.baseline is not None:
             return comparison_key(self.baseline, self.profile.compare_repeats, config)
         return config_key(config)
 

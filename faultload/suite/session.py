@@ -57,8 +57,8 @@ from faultload.store.html_suite import write_suite_html
 from faultload.suite.baseline import NO_BASELINE, default_baseline
 from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
 from faultload.suite.defaults import profile_name
-from faultload.suite.families import Family, family_examples
 from faultload.suite.profiles import PROFILES, Profile, get_profile
+from faultload.suite.properties import Property, property_examples
 from faultload.suite.runner import SuiteRunner
 from faultload.suite.state import tally_text
 from faultload.targets.install import InstallError, ensure_sdk_release
@@ -252,10 +252,10 @@ class SuiteSession:
     def profile(self) -> Profile:
         return self.options.profile
 
-    def settings_for(self, family: Family) -> settings:
-        """A property's Hypothesis settings: the session's ``faultload-<profile>`` with its family's examples."""
+    def settings_for(self, prop: Property) -> settings:
+        """A property's Hypothesis settings: the session's ``faultload-<profile>`` with its examples."""
         parent = settings.get_profile(hypothesis_profile_name(self.profile))
-        return settings(parent, max_examples=family_examples(self.profile, family))
+        return settings(parent, max_examples=property_examples(self.profile, prop))
 
     # ------------------------------------------------------------------ the runner
 

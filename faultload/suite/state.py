@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from faultload.suite.executor import TrialOutcome
-from faultload.suite.families import Family
+from faultload.suite.properties import Property
 
 
 @dataclass
@@ -31,7 +31,7 @@ class PropertyState:
     """Bookkeeping of one property (one test item) for the report and the time bounds."""
 
     nodeid: str
-    family: Family | None = None
+    prop: Property | None = None
     started: float = field(default_factory=time.monotonic)
     trials: int = 0  # trials run for this property
     cached: int = 0  # examples answered from the session's cache
@@ -51,7 +51,7 @@ class PropertyState:
     html_path: Path | None = None  # the repro's trial page (the HTML report), when its result was kept
     ended_at: float | None = None
     remaining_after: int = 0  # properties after this one in the session
-    tally: dict[str, Tally] = field(default_factory=dict)  # per invariant the family asserts
+    tally: dict[str, Tally] = field(default_factory=dict)  # per invariant the property asserts
     judged_trials: int = 0  # distinct trials that judged at least one of them
     counted: set[str] = field(default_factory=set)  # config keys already tallied for this property
     share_s: float | None = None  # its fair share of the session's time left when it started

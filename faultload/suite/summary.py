@@ -7,7 +7,7 @@ from typing import Any
 
 from faultload.model.switches import switches_text
 from faultload.store.report_text import phases_text, phases_wall
-from faultload.suite.families import checked
+from faultload.suite.properties import checked
 from faultload.suite.state import Tally, tallies_dict, tally_text
 
 
@@ -82,14 +82,14 @@ def property_dict(runner, state, outcome: str) -> dict[str, Any]:
 
 
 def _violations(runner, state) -> tuple[list[str], dict[str, str]]:
-    """The invariants the property's smallest failing trial violated, the family's first, each with its detail;
+    """The invariants the property's smallest failing trial violated, the property's own first, each with its detail;
     then the session's growth when it was charged to this property (its last)."""
     violated: list[str] = []
     evidence: dict[str, str] = {}
     if state.best is not None:
-        names = checked(state.family)
+        names = checked(state.prop)
         violations = sorted((v for v in state.best[1].verdicts if v.ok is False), key=lambda v: v.name not in names)
-        evidence = {v.name: v.detail for v in violations}  # every violation fails, the family's first
+        evidence = {v.name: v.detail for v in violations}  # every violation fails, the property's own first
         violated = list(evidence)
     session = getattr(runner, "session_failure", lambda nodeid: None)(state.nodeid)
     if session:  # the session's server grew with its work: charged to its last property

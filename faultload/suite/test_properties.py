@@ -1,14 +1,14 @@
-"""The suite's properties: one per invariant family, plus one asserting them all.
+"""The suite's properties: one per group of invariants, plus one asserting them all.
 
 Run with ``pytest faultload [--faultload-profile ci|nightly|confirm]
 [--faultload-target SPEC] [--faultload-regress NAME]``. Each example draws a
 whole ``TrialConfig`` (``faultload.strategies.trial_configs``), runs it on the session's
-shared stack, judges it and asserts its family's invariants; Hypothesis
+shared stack, judges it and asserts its property's invariants; Hypothesis
 shrinks a failure toward fewer requests, smaller results, no faults and one
 burst, and the plugin writes the shrunk trial as a repro for
 ``faultload replay``.
 
-Some families draw a restricted space (``Family.limits``):
+Some properties draw a restricted space (``Property.limits``):
 
 * ``no_lost_results`` is about results outliving the polls that ask for them,
   so every trial drops a fraction of its first polls and re-polls after a
@@ -19,7 +19,7 @@ Some families draw a restricted space (``Family.limits``):
   storms and keeps a request's wait for its result under 60 SDK seconds: the
   retry budget is stated for the SDK's own policy, and a storm, or a result
   that takes several poll timeouts, multiplies the client's attempts by
-  design — the other families put that load on the server.
+  design — the other properties put that load on the server.
 
 On profiles with ``known_examples`` (nightly), ``bounded_resources`` and
 ``bounded_retries`` first run the known-bug trials of ``faultload.strategies.known``
@@ -32,7 +32,7 @@ module is imported: each decorator here reads the session of the pytest run
 importing it (``plugin.collecting()``, the plugin's per-session
 :class:`~faultload.suite.session.SuiteSession`), nothing is fixed at the first
 import. The settings are the session's Hypothesis profile ``faultload-<name>``
-with the family's examples (``SuiteSession.settings_for``), so a
+with the property's examples (``SuiteSession.settings_for``), so a
 ``--hypothesis-profile`` of yours composes with them.
 """
 
@@ -48,7 +48,7 @@ from faultload.model.target import parse_target, serves_training
 from faultload.strategies import trial_configs
 from faultload.suite import comparative, plugin
 from faultload.suite.confirm import confirm_config
-from faultload.suite.families import (
+from faultload.suite.properties import (
     COMBINED,
     COMPARATIVE,
     HEALTH,
@@ -58,9 +58,9 @@ from faultload.suite.families import (
     RETRIES,
     SERVER_LOG,
     TRAINING,
-    Family,
-    family_limits,
+    Property,
     known_configs,
+    property_limits,
 )
 from faultload.suite.session import SuiteSession
 
@@ -84,9 +84,9 @@ with_baseline = pytest.mark.skipif(
 )
 
 
-def _settings(family: Family) -> settings:
-    """The session's Hypothesis profile (``faultload-<name>``) with the family's examples."""
-    return plugin.collecting().settings_for(family)
+def _settings(prop: Property) -> settings:
+    """The session's Hypothesis profile (``faultload-<name>``) with the property's examples."""
+    return plugin.collecting().settings_for(prop)
 
 
 def _with_session_builds(session: SuiteSession, config):
@@ -100,36 +100,36 @@ def _with_session_builds(session: SuiteSession, config):
     return config
 
 
-def _configs(family: Family) -> st.SearchStrategy:
+def _configs(prop: Property) -> st.SearchStrategy:
     session = plugin.collecting()
     opts = session.options
     if session.profile.confirm:
         return st.just(_with_session_builds(session, confirm_config(opts.target, opts.regress)))
     configs = trial_configs(
-        opts.target, session.profile.time_scale, opts.regress, family_limits(session.profile, family, opts.target)
+        opts.target, session.profile.time_scale, opts.regress, property_limits(session.profile, prop, opts.target)
     )
     return configs.map(lambda config: _with_session_builds(session, config)) if opts.fixes or opts.sdk else configs
 
 
-def _known(family: Family):
-    """The family's known-bug trials (faultload.strategies.known) as explicit examples, when the profile runs them."""
+def _known(prop: Property):
+    """The property's known-bug trials (faultload.strategies.known) as explicit examples, when the profile runs them."""
     session = plugin.collecting()
 
     def apply(test):
-        for config in known_configs(session.profile, family, session.options.target, session.options.regress):
+        for config in known_configs(session.profile, prop, session.options.target, session.options.regress):
             test = example(config=_with_session_builds(session, config))(test)
         return test
 
     return apply
 
 
-def _property(family: Family, configs: st.SearchStrategy | None = None):
-    """A family's property: the session's settings for it, its known trials first (when the profile runs
-    them), then its draws (``configs``, else the family's own)."""
+def _property(prop: Property, configs: st.SearchStrategy | None = None):
+    """A property's test decorator: the session's settings for it, its known trials first (when the profile
+    runs them), then its draws (``configs``, else the property's own)."""
 
     def apply(test):
-        test = given(config=_configs(family) if configs is None else configs)(test)
-        return settings(_settings(family))(_known(family)(test))
+        test = given(config=_configs(prop) if configs is None else configs)(test)
+        return settings(_settings(prop))(_known(prop)(test))
 
     return apply
 

@@ -1,7 +1,7 @@
 """What a trial's verdicts count for the property that ran it: the violations that fail it, the line it fails
 with, the tally of what it judged, and why a property that passed proves nothing.
 
-Pure functions of a property's state, its family and an outcome, apart from the runner
+Pure functions of a property's state, the property and an outcome, apart from the runner
 (:mod:`faultload.suite.runner`), which keeps the time bounds, the cache and the shrink around them.
 """
 
@@ -9,24 +9,24 @@ from __future__ import annotations
 
 from faultload.model.switches import switches_text
 from faultload.suite.executor import TrialOutcome
-from faultload.suite.families import Family, checked
+from faultload.suite.properties import Property, checked
 from faultload.suite.state import PropertyState, Tally
 
 
-def failing(family: Family, outcome: TrialOutcome) -> list:
-    """Every invariant the trial violated, the family's first: a violation seen is a violation failed,
-    whichever property's trial saw it (the family only steers what is drawn and targeted)."""
-    names = checked(family)
+def failing(prop: Property, outcome: TrialOutcome) -> list:
+    """Every invariant the trial violated, the property's own first: a violation seen is a violation failed,
+    whichever property's trial saw it (what a property asserts only steers what is drawn and targeted)."""
+    names = checked(prop)
     violated = [v for v in outcome.verdicts if v.ok is False]
     return sorted(violated, key=lambda v: v.name not in names)
 
 
-def violation_message(family: Family, config, violations: list) -> str:
+def violation_message(prop: Property, config, violations: list) -> str:
     """The property's failure: the trial's size and build, then one line per violated invariant, each with its
-    figure and budget (an invariant outside the family is marked as seen by this trial only)."""
-    names = checked(family)
+    figure and budget (an invariant the property does not assert is marked as seen by this trial only)."""
+    names = checked(prop)
     lines = [
-        f"{v.name} violated{'' if v.name in names else ' (seen by this trial, not its family)'}: "
+        f"{v.name} violated{'' if v.name in names else ' (seen by this trial, not asserted by its property)'}: "
         f"figure {v.figure} vs budget {v.budget}: {v.detail}"
         for v in violations
     ]
@@ -37,12 +37,12 @@ def violation_message(family: Family, config, violations: list) -> str:
     )
 
 
-def tally(state: PropertyState, family: Family, key: str, outcome: TrialOutcome | None) -> None:
+def tally(state: PropertyState, prop: Property, key: str, outcome: TrialOutcome | None) -> None:
     """Count one example per invariant: judged, unknown, or skipped (``outcome`` None: not run).
 
     A trial is counted once per property, however often Hypothesis replays it.
     """
-    names = checked(family)
+    names = checked(prop)
     if outcome is not None:
         if key in state.counted:
             return
@@ -67,9 +67,9 @@ def not_judged_reason(state: PropertyState | None) -> str | None:
     property has judged something (a broken or failing one is reported as such, not as this)."""
     if state is None or state.broken or state.shrinking:
         return None
-    names = checked(state.family)
+    names = checked(state.prop)
     unknown = sum(t.unknown for t in state.tally.values())
-    if unknown and state.family is not None and state.family.comparative:  # a comparison is judged or not ok
+    if unknown and state.prop is not None and state.prop.comparative:  # a comparison is judged or not ok
         return f"not judged: {unknown} examples left {', '.join(names)} unknown (a metric not measured)"
     if state.judged_trials:
         return None

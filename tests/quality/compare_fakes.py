@@ -1,4 +1,4 @@
-"""Test doubles for the comparative family: an executor whose builds differ by a cost known in advance.
+"""Test doubles for the comparative property: an executor whose builds differ by a cost known in advance.
 
 :class:`CostlierSwitch` is a TEST DOUBLE of :class:`faultload.suite.executor.Executor`:
 it starts no server and runs no trial. It answers each config with a JSON report

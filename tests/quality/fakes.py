@@ -27,8 +27,8 @@ from faultload.model.shape import PollBehaviour
 from faultload.store.repro import config_key
 from faultload.strategies import CI, Limits, fatal_kinds, minimal_trial_config, trial_configs
 from faultload.suite.executor import SuiteError, TrialOutcome
-from faultload.suite.families import ALL
 from faultload.suite.profiles import Profile, get_profile
+from faultload.suite.properties import ALL
 from faultload.suite.reducer import with_requests
 from faultload.suite.runner import SuiteRunner
 

@@ -21,32 +21,32 @@ from faultload.matrix.run import judge_row, select_rows
 from faultload.model.codec import config_from_dict
 from faultload.model.faults import Fault
 from faultload.store.repro import config_key
-from faultload.suite.families import ALL, Family
+from faultload.suite.properties import ALL, Property
 from tests.quality.fakes import TIME_SCALE, KnownFailure, big_failure, configs_meeting, make_runner
 
 N = 40  # the failure's threshold: ci draws up to 256 requests, so draws exceed it
 FAULT = Fault("backend", "down", start_s=0.0, duration_s=5.0 * TIME_SCALE)
 # result_integrity is asserted too and always comes back unknown: the tallies must tell them apart.
-FAMILY = Family("known_failure", ("no_lost_results", "result_integrity"), ("no_lost_results",))
+KNOWN_FAILURE = Property("known_failure", ("no_lost_results", "result_integrity"), ("no_lost_results",))
 NODEID = "tests/quality::known_failure"
 ALL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 
 
-def drive(runner, family: Family, nodeid: str, phases=ALL_PHASES, examples: int = 60, first=None):
+def drive(runner, prop: Property, nodeid: str, phases=ALL_PHASES, examples: int = 60, first=None):
     """Run one property as the suite does; (the final AssertionError or None, the examples Hypothesis ran).
 
     ``first``: an explicit example tried before any draw (as the known trials are).
     """
     examples_run = []
 
-    def prop(config):
+    def test(config):
         examples_run.append(config)
-        runner.check(family, config)
+        runner.check(prop, config)
 
-    prop = given(config=configs_meeting(FAULT))(prop)
+    test = given(config=configs_meeting(FAULT))(test)
     if first is not None:
-        prop = example(config=first)(prop)
-    prop = settings(
+        test = example(config=first)(test)
+    test = settings(
         max_examples=examples,
         derandomize=True,
         database=None,
@@ -55,10 +55,10 @@ def drive(runner, family: Family, nodeid: str, phases=ALL_PHASES, examples: int 
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
         print_blob=False,
-    )(prop)
+    )(test)
     runner.begin(nodeid)
     try:
-        prop()
+        test()
     except AssertionError as exc:
         return exc, examples_run
     finally:
@@ -75,7 +75,7 @@ def session(tmp_path_factory):
     """One shrinking session (Hypothesis's shrinker and the suite's reducer), shared by the tests below."""
     fake = KnownFailure(min_requests=N, link=FAULT.link, kind=FAULT.kind, unknown_for=("result_integrity",))
     runner = make_runner(tmp_path_factory.mktemp("quality"), fake)
-    error, examples = drive(runner, FAMILY, NODEID)
+    error, examples = drive(runner, KNOWN_FAILURE, NODEID)
     return runner, fake, error, examples
 
 
@@ -135,7 +135,7 @@ def test_the_reducer_alone_halves_to_within_twice_n_and_drops_the_other_faults(t
     """Only the explicit phase (no draws, no Hypothesis shrinking): the repro is the suite's own reducer's work."""
     fake = KnownFailure(min_requests=N, link=FAULT.link, kind=FAULT.kind)
     runner = make_runner(tmp_path, fake)
-    error, examples = drive(runner, FAMILY, NODEID, phases=(Phase.explicit,), first=big_failure(FAULT))
+    error, examples = drive(runner, KNOWN_FAILURE, NODEID, phases=(Phase.explicit,), first=big_failure(FAULT))
     assert error is not None and len(examples) == 1  # the big failure only: an explicit example is not replayed
     state = runner.states[NODEID]
     assert state.first_failure_requests == 256
@@ -149,7 +149,7 @@ def test_the_reducer_alone_halves_to_within_twice_n_and_drops_the_other_faults(t
 def test_an_executor_that_judges_nothing_leaves_the_property_not_judged(tmp_path) -> None:
     fake = KnownFailure(min_requests=N, link=FAULT.link, kind=FAULT.kind, unknown=True)
     runner = make_runner(tmp_path, fake)
-    error, _ = drive(runner, FAMILY, NODEID, examples=10)
+    error, _ = drive(runner, KNOWN_FAILURE, NODEID, examples=10)
     assert error is None  # unknown is never a violation ...
     reason = runner.not_judged(NODEID)  # ... and never a pass: the plugin fails the property with this
     assert reason is not None and reason.startswith("not judged: no example judged any of no_lost_results")
@@ -164,7 +164,7 @@ def test_an_executor_that_judges_nothing_leaves_the_property_not_judged(tmp_path
 def test_a_row_whose_properties_judged_zero_trials_is_error(tmp_path, outcome: str) -> None:
     """However pytest reported the property (the plugin fails it; JUnit may call it skipped), the row is error."""
     runner = make_runner(tmp_path, KnownFailure(unknown=True))
-    drive(runner, FAMILY, NODEID, examples=5)
+    drive(runner, KNOWN_FAILURE, NODEID, examples=5)
     summary = runner.summary_dict({NODEID: outcome})
     assert summary["judged_trials"] == 0
     summary["profile"] = "ci"  # the row's profile (this session's is ci with wider time bounds)

@@ -43,7 +43,7 @@ PROPERTIES = """
 from hypothesis import HealthCheck, Phase, given, settings
 
 from faultload.model.faults import Fault
-from faultload.suite.families import Family
+from faultload.suite.properties import Property
 from tests.quality.fakes import TIME_SCALE, configs_meeting
 
 FAULT = Fault("backend", "down", start_s=0.0, duration_s=5.0 * TIME_SCALE)
@@ -56,19 +56,19 @@ SETTINGS = settings(max_examples=40, derandomize=True, database=None, deadline=N
 @SETTINGS
 @given(config=configs_meeting(FAULT))
 def test_known_failure(faultload_suite, config):
-    faultload_suite.check(Family("known_failure", ("no_lost_results",), ("no_lost_results",)), config)
+    faultload_suite.check(Property("known_failure", ("no_lost_results",), ("no_lost_results",)), config)
 
 
 @SETTINGS
 @given(config=configs_meeting(FAULT))
 def test_cpu(faultload_suite, config):
-    faultload_suite.check(Family("cpu", ("bounded_cpu",), ("bounded_cpu",)), config)
+    faultload_suite.check(Property("cpu", ("bounded_cpu",), ("bounded_cpu",)), config)
 
 
 @SETTINGS
 @given(config=configs_meeting(FAULT))
 def test_integrity(faultload_suite, config):
-    faultload_suite.check(Family("integrity", ("result_integrity",), ()), config)
+    faultload_suite.check(Property("integrity", ("result_integrity",), ()), config)
 """
 
 
@@ -94,7 +94,7 @@ def test_a_session_reports_the_known_failure_and_what_it_judged(pytester, monkey
     # a violation seen fails whichever property's trial saw it: no_lost_results fails all three
     result.assert_outcomes(failed=3)
     out = result.stdout.str()
-    assert "no_lost_results violated (seen by this trial, not its family)" in out
+    assert "no_lost_results violated (seen by this trial, not asserted by its property)" in out
     props = by_name(summary)
     known, cpu, integrity = props["test_known_failure"], props["test_cpu"], props["test_integrity"]
 

@@ -241,7 +241,7 @@ def test_a_rule_broken_through_a_helper_is_seen() -> None:
         ("faultload.run.trial", "faultload.suite.runner"),
         ("faultload.run.trial", "faultload.cli.commands"),
         ("faultload.run.stack", "faultload.checker.judge"),
-        ("faultload.run.progress", "faultload.suite.families"),
+        ("faultload.run.progress", "faultload.suite.properties"),
         ("faultload.store.repro", "faultload.targets.skyrl_patches"),
         ("faultload.compare.judge", "faultload.run.trial"),
         ("faultload.compare.runner", "faultload.cli.commands"),

@@ -18,10 +18,10 @@ from faultload.strategies import known
 from faultload.strategies.edges import EDGE_TRIALS
 from faultload.strategies.known import KNOWN_FAULTS, KNOWN_SHAPES, known_trial_config
 from faultload.strategies.limits import NIGHTLY
-from faultload.suite.families import FAMILIES, LOST, TRAINING, Family, known_configs
 from faultload.suite.profiles import get_profile
+from faultload.suite.properties import LOST, PROPERTIES, TRAINING, Property, known_configs
 
-FAMILY = Family("bounded_retries", ("retry_amplification",), ("attempts_per_request",), known=("completion_burst",))
+PROP = Property("bounded_retries", ("retry_amplification",), ("attempts_per_request",), known=("completion_burst",))
 
 
 @pytest.mark.parametrize("name", sorted(KNOWN_SHAPES))
@@ -42,9 +42,9 @@ def test_completion_burst_polls_just_before_the_idle_expiry() -> None:
 
 
 def test_only_profiles_that_ask_run_known_trials() -> None:
-    assert known_configs(get_profile("ci"), FAMILY, "skyrl==0.4.0", ()) == []
-    assert known_configs(get_profile("confirm"), FAMILY, "skyrl==0.4.0", ()) == []
-    nightly = known_configs(get_profile("nightly"), FAMILY, "skyrl==0.4.0", ("rich-access-log",))
+    assert known_configs(get_profile("ci"), PROP, "skyrl==0.4.0", ()) == []
+    assert known_configs(get_profile("confirm"), PROP, "skyrl==0.4.0", ()) == []
+    nightly = known_configs(get_profile("nightly"), PROP, "skyrl==0.4.0", ("rich-access-log",))
     assert [c.shape.requests for c in nightly] == [6000] and nightly[0].regress == ("rich-access-log",)
     assert nightly[0].proxies == "on"  # the nightly stack routes through Toxiproxy for every trial
 
@@ -129,19 +129,19 @@ def test_ci_runs_the_contract_edge_trials_of_the_targets_family_only() -> None:
     assert known_configs(get_profile("ci"), LOST, "tuft==0.2.2", ()) == []
 
 
-def test_every_family_with_known_trials_runs_them_in_its_property() -> None:
-    """A family's known trials run through its property's ``@_property(FAMILY)``, which applies them as explicit
-    examples; one whose property is built otherwise would never run them."""
+def test_every_property_with_known_trials_runs_them_in_its_test() -> None:
+    """A property's known trials run through its test's ``@_property(PROPERTY)``, which applies them as explicit
+    examples; one whose test is built otherwise would never run them."""
     import inspect
     import re
     from pathlib import Path
 
-    from faultload.suite import families
+    from faultload.suite import properties
 
-    source = (Path(families.__file__).parent / "test_properties.py").read_text()
+    source = (Path(properties.__file__).parent / "test_properties.py").read_text()
     built = set(re.findall(r"^@_property\((\w+)", source, flags=re.M))
     with_known = {
-        name for name, value in inspect.getmembers(families) if isinstance(value, families.Family) and value.known
+        name for name, value in inspect.getmembers(properties) if isinstance(value, properties.Property) and value.known
     }
     assert with_known and with_known <= built
     assert "known_configs(" in source.split("def _property")[0]  # _known, which _property applies
@@ -165,35 +165,35 @@ def test_restart_reuse_polls_the_first_wave_after_the_second_is_accepted(time_sc
     assert config.direct_edge is False  # a trial with a fault goes through the proxies like the drawn ones
 
 
-def test_every_family_is_listed_and_has_its_property() -> None:
-    """``FAMILIES`` holds every Family of the module, and each drives exactly one property of
-    ``test_properties.py`` (``@_property(FAMILY)``): a new family cannot be forgotten by either."""
+def test_every_property_is_listed_and_has_its_test() -> None:
+    """``PROPERTIES`` holds every Property of the module, and each drives exactly one test of
+    ``test_properties.py`` (``@_property(PROPERTY)``): a new property cannot be forgotten by either."""
     import inspect
     import re
     from pathlib import Path
 
-    from faultload.suite import families
+    from faultload.suite import properties
 
-    defined = {name for name, value in inspect.getmembers(families) if isinstance(value, families.Family)}
-    listed = {name for name, value in inspect.getmembers(families) if any(value is f for f in families.FAMILIES)}
+    defined = {name for name, value in inspect.getmembers(properties) if isinstance(value, properties.Property)}
+    listed = {name for name, value in inspect.getmembers(properties) if any(value is p for p in properties.PROPERTIES)}
     assert defined == listed
-    source = (Path(families.__file__).parent / "test_properties.py").read_text()
+    source = (Path(properties.__file__).parent / "test_properties.py").read_text()
     drawn = re.findall(r"^@_property\((\w+)", source, flags=re.M)
     assert sorted(drawn) == sorted(listed)
 
 
-@pytest.mark.parametrize("family", [f for f in FAMILIES if f is not TRAINING], ids=lambda f: f.name)
-def test_a_sampling_only_target_draws_trials_it_can_run_on_every_profile(family: Family):
-    """TuFT's launch serves no training and runs no null engine: on nightly (which trains) its families draw
+@pytest.mark.parametrize("prop", [p for p in PROPERTIES if p is not TRAINING], ids=lambda p: p.name)
+def test_a_sampling_only_target_draws_trials_it_can_run_on_every_profile(prop: Property):
+    """TuFT's launch serves no training and runs no null engine: on nightly (which trains) its properties draw
     no trainers, so each drawn and known trial validates (the training property itself is skipped)."""
     from hypothesis import HealthCheck, given, settings
 
     from faultload.strategies import trial_configs
-    from faultload.suite.families import family_limits
+    from faultload.suite.properties import property_limits
 
     profile = get_profile("nightly")
-    limits = family_limits(profile, family, "tuft==0.2.2")
-    assert limits.max_trainers == 0 and family_limits(profile, family, "skyrl==0.4.0").max_trainers > 0
+    limits = property_limits(profile, prop, "tuft==0.2.2")
+    assert limits.max_trainers == 0 and property_limits(profile, prop, "skyrl==0.4.0").max_trainers > 0
 
     @settings(max_examples=20, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(trial_configs("tuft==0.2.2", profile.time_scale, (), limits))
@@ -202,7 +202,7 @@ def test_a_sampling_only_target_draws_trials_it_can_run_on_every_profile(family:
         assert config.engine == "sleeper" and not config.shape.training.enabled
 
     each()
-    for config in known_configs(profile, family, "tuft==0.2.2", ()):
+    for config in known_configs(profile, prop, "tuft==0.2.2", ()):
         config.validate()
 
 
@@ -210,7 +210,7 @@ def test_size_flood_owes_16384_results_at_once_at_full_time_on_nightly_only() ->
     """Every submit comes before the first poll, so the server owes every result at once; at full time, so the
     wait before the polls is inside every TTL; run by the combined property (every invariant), nightly only."""
     from faultload.client.arrivals import arrival_offsets
-    from faultload.suite.families import COMBINED
+    from faultload.suite.properties import COMBINED
 
     (config,) = known_configs(get_profile("nightly"), COMBINED, "skyrl==0.4.0", ())
     shape = config.shape

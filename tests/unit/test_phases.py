@@ -27,13 +27,13 @@ from faultload.store import report
 from faultload.store.bundle import load_bundle, write_bundle
 from faultload.suite.comparative import ComparingExecutor
 from faultload.suite.executor import TrialOutcome
-from faultload.suite.families import Family
+from faultload.suite.properties import Property
 from tests.quality.compare_fakes import CostlierSwitch
 from tests.quality.fakes import KnownFailure, make_runner, trial
 from tests.unit.test_judge import _result as judged_result
 
 URL = "http://127.0.0.1:9"
-LOST = Family("lost", ("no_lost_results",), ())  # steers by nothing: check() needs no Hypothesis context
+LOST = Property("lost", ("no_lost_results",), ())  # steers by nothing: check() needs no Hypothesis context
 
 
 def _fake_stack(config) -> SimpleNamespace:

@@ -80,7 +80,7 @@ HOW = ["pyargs", "user-file"]
 def test_examples_alone(pytester, monkeypatch, how: str) -> None:
     probe = collect(pytester, monkeypatch, how, "--faultload-examples", "3")
     assert (probe["profile"], probe["max_examples"]) == ("ci", 3)
-    if how == "pyargs":  # the suite's properties draw that many (times their family's weight)
+    if how == "pyargs":  # the suite's properties draw that many (times their weight)
         assert probe["property_examples"]["test_all_invariants"] == 3
         assert probe["property_examples"]["test_no_lost_results"] == 6
     else:  # a user's own @settings are theirs

@@ -13,10 +13,10 @@ from faultload.checker.budgets import MIB
 from faultload.checker.growth import TrialStart
 from faultload.matrix.rows import MatrixRow
 from faultload.matrix.run import judge_row
-from faultload.suite.families import Family
+from faultload.suite.properties import Property
 from tests.quality.fakes import KnownFailure, make_runner, trial
 
-LOST = Family("lost", ("no_lost_results",), ())  # steers by nothing: check() needs no Hypothesis context
+LOST = Property("lost", ("no_lost_results",), ())  # steers by nothing: check() needs no Hypothesis context
 NODE = "tests/unit/test_session_growth.py::test_p"
 
 

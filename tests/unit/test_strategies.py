@@ -620,7 +620,7 @@ def test_st_is_hypothesis():  # the strategies are plain Hypothesis strategies, 
     assert isinstance(S.trial_configs(TARGET, SCALE), st.SearchStrategy)
 
 
-def test_family_restrictions_shrink_to_their_own_minimum():
+def test_property_restrictions_shrink_to_their_own_minimum():
     """no_lost_results draws only late polls and slow routers; its minimum says so."""
     assert minimal(S.poll_behaviours(always=True)) == PollBehaviour(1.0, 45.0)
     limits = S.CI.replace(late_polls=True, router_modes=("latency", "barrier"))

@@ -1,4 +1,4 @@
-"""Unit tests of the suite's comparative family (``--faultload-baseline``): the verdict, the two-build
+"""Unit tests of the suite's comparative property (``--faultload-baseline``): the verdict, the two-build
 executor, the runner's wiring (cache, shrinking floor, unknown), the repro and its replay.
 
 Trials come from the test double :class:`tests.quality.compare_fakes.CostlierSwitch`
@@ -24,14 +24,14 @@ from faultload.store import repro as repro_mod
 from faultload.store.outcomes import ReplayStatus
 from faultload.suite import comparative
 from faultload.suite.executor import TrialOutcome
-from faultload.suite.families import Family
 from faultload.suite.profiles import get_profile
+from faultload.suite.properties import Property
 from faultload.suite.reducer import with_requests
 from faultload.suite.session import SuiteOptions
 from tests.quality.compare_fakes import CostlierSwitch, fake_report
 from tests.quality.fakes import make_runner, trial
 
-COMPARATIVE = Family("comparative", (comparative.INVARIANT,), (), limits=comparative.LIMITS, comparative=True)
+COMPARATIVE = Property("comparative", (comparative.INVARIANT,), (), limits=comparative.LIMITS, comparative=True)
 BASELINE = parse_build("skyrl==0.4.0")
 NODE = "tests/unit/test_suite_comparative.py::test_p"
 
@@ -129,7 +129,9 @@ def test_an_invariant_a_trial_violated_is_a_verdict_of_the_example_naming_the_bu
 
 def test_the_runner_fails_the_comparative_property_on_a_trials_violation(tmp_path) -> None:
     runner = runner_on(tmp_path, CostlierSwitch(factor=1.0, violates="polls_held"))
-    with pytest.raises(AssertionError, match=r"polls_held violated \(seen by this trial, not its family\)"):
+    with pytest.raises(
+        AssertionError, match=r"polls_held violated \(seen by this trial, not asserted by its property\)"
+    ):
         runner.check(COMPARATIVE, candidate(200))
     assert runner.not_judged(NODE) is None  # the comparison itself was judged (no metric worse)
 
@@ -188,7 +190,7 @@ def test_a_comparison_is_cached_apart_from_a_plain_trial_of_the_same_config(tmp_
     runner.check(COMPARATIVE, config)
     runner.check(COMPARATIVE, config)
     assert len(fake.ran) == 6  # one comparison of 3 + 3 trials; the second check was answered by the cache
-    runner.check(Family("plain", ("bounded_cpu",), ()), config)
+    runner.check(Property("plain", ("bounded_cpu",), ()), config)
     assert len(fake.ran) == 7  # the plain trial is its own cache entry
     assert runner.summary_dict()["baseline"] == "skyrl==0.4.0"
     assert "; compared with skyrl==0.4.0: 1 comparisons of 3 + 3 trials" in runner.summary_lines()[0]
@@ -201,7 +203,7 @@ def test_an_unknown_comparison_fails_the_property_as_not_judged(tmp_path) -> Non
     assert reason is not None and reason.startswith("not judged: 1 examples left no_worse_than_baseline unknown")
 
 
-def test_without_a_baseline_the_comparative_family_is_a_suite_error(tmp_path) -> None:
+def test_without_a_baseline_the_comparative_property_is_a_suite_error(tmp_path) -> None:
     runner = make_runner(tmp_path, CostlierSwitch())
     runner.begin(NODE)
     with pytest.raises(Exception, match="needs a baseline build"):

@@ -5,7 +5,7 @@ server starts) and time from a test-double clock: the runner reads
 ``time.monotonic()`` through its module's ``time``, which the ``clock``
 fixture replaces with :class:`~tests.quality.fakes.FakeClock` (only in
 ``faultload.suite.runner``; the fake executor advances it by ``trial_s`` per
-trial). No Hypothesis here: the families steer by no figure, so ``check`` is
+trial). No Hypothesis here: the properties steer by no figure, so ``check`` is
 called directly, as one example at a time.
 """
 
@@ -23,7 +23,7 @@ from faultload.model.watchdog import WatchdogLimits
 from faultload.store.repro import config_key
 from faultload.suite import runner as runner_mod
 from faultload.suite.executor import SuiteError
-from faultload.suite.families import ALL, Family
+from faultload.suite.properties import ALL, Property
 from faultload.suite.reducer import complexity, reductions, with_requests
 from faultload.suite.state import Tally
 from faultload.suite.summary import summary_dict
@@ -38,7 +38,7 @@ from tests.quality.fakes import (
     trial,
 )
 
-LOST = Family("lost", ("no_lost_results",), ())  # steers by nothing: check() needs no Hypothesis context
+LOST = Property("lost", ("no_lost_results",), ())  # steers by nothing: check() needs no Hypothesis context
 FAULT = Fault("backend", "down", start_s=0.0, duration_s=0.25)
 OTHER = Fault("edge", "latency", {"latency": 50}, duration_s=0.5)  # big_failure's first fault
 NODE = "tests/unit/test_suite_runner.py::test_p"
@@ -80,7 +80,7 @@ def test_a_propertys_known_trials_run_whatever_its_time_bound_and_its_draws_get_
     """Two known trials of 30 s each on a property bound to 45 s: both run (the profile's promise), and the
     draws after them still get their 45 s (two trials start, at 60 and 90 s of the property's wall; a third
     would start at 120 s, past 60 + 45)."""
-    monkeypatch.setattr(runner_mod, "known_configs", lambda profile, family, target, regress: [None, None])
+    monkeypatch.setattr(runner_mod, "known_configs", lambda profile, prop, target, regress: [None, None])
     runner, fake, state = setup(tmp_path, clock, property_s=45.0)
     for requests in range(1, 6):
         runner.check(LOST, trial(requests))
@@ -185,11 +185,11 @@ def test_a_cached_failure_fails_again(tmp_path, clock) -> None:
 def test_unknown_verdicts_are_tallied_unknown_and_judge_nothing(tmp_path, clock) -> None:
     fake = KnownFailure(unknown_for=("bounded_cpu",))
     runner, _, state = setup(tmp_path, clock, fake=fake)
-    runner.check(Family("cpu", ("bounded_cpu", "no_lost_results"), ()), trial(3))
+    runner.check(Property("cpu", ("bounded_cpu", "no_lost_results"), ()), trial(3))
     assert state.tally == {"bounded_cpu": Tally(0, 1, 0), "no_lost_results": Tally(1, 0, 0)}
     assert state.judged_trials == 1
     cpu_only = runner.begin("tests/unit/test_suite_runner.py::test_cpu")
-    runner.check(Family("cpu", ("bounded_cpu",), ()), trial(4))
+    runner.check(Property("cpu", ("bounded_cpu",), ()), trial(4))
     assert cpu_only.judged_trials == 0
     assert runner.not_judged(cpu_only.nodeid).startswith("not judged: no example judged any of bounded_cpu")
 
@@ -217,12 +217,14 @@ def test_the_config_as_run_is_what_runs_what_is_cached_and_what_the_repro_stores
 
 
 def test_a_violation_of_an_invariant_the_property_does_not_assert_fails_it(tmp_path, clock) -> None:
-    """A trial whose only violation is outside its family's invariants fails the property and is shrunk."""
+    """A trial whose only violation is outside its property's invariants fails it and is shrunk."""
     fake = KnownFailure(min_requests=40, clock=clock, invariant="futures_resolve")
     runner, fake, state = setup(tmp_path, clock, fake=fake, reduce_share=0.0)
     assert "futures_resolve" not in LOST.invariants
     runner.check(LOST, trial(10, FAULT))  # below the double's threshold: nothing violated, passes
-    with pytest.raises(AssertionError, match=r"futures_resolve violated \(seen by this trial, not its family\)"):
+    with pytest.raises(
+        AssertionError, match=r"futures_resolve violated \(seen by this trial, not asserted by its property\)"
+    ):
         runner.check(LOST, trial(50, FAULT))
     assert state.failures == 1 and state.best is not None
     assert summary_dict(runner)["properties"][0]["violated"] == ["futures_resolve"]  # what the matrix reads
