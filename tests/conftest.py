@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -242,3 +243,110 @@ def run_cli(
         stdin=subprocess.DEVNULL,
     )
     return CliRun(proc.returncode, proc.stdout, proc.stderr, tag)
+
+
+# --------------------------------------------------------------------------- CLI runs a unit test and its
+# integration half share (tests/unit/test_cli_errors.py, test_fault_cli.py, test_confirm_preflight.py and their
+# tests/integration/*_integration.py halves)
+
+
+@pytest.fixture
+def cli(isolated_workdir: Path, tmp_path: Path):
+    """Run the CLI with a private workdir and TMPDIR; afterwards check nothing is left behind."""
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    started = time.time()
+    runs: list[CliRun] = []
+
+    def call(*args: str, timeout_s: float = 240.0, prefix: list[str] | None = None) -> CliRun:
+        result = run_cli(
+            ["run", "--workdir", str(isolated_workdir), *args], timeout_s=timeout_s, tmpdir=tmpdir, prefix=prefix
+        )
+        runs.append(result)
+        return result
+
+    yield call
+    for result in runs:
+        left = wait_until(lambda: not tagged_processes(result.tag), timeout_s=15.0)
+        assert left, f"processes left behind: {[p.cmdline() for p in tagged_processes(result.tag)]}"
+    # The router and the SkyRL launcher by name, among processes carrying our tags.
+    tags = {r.tag for r in runs}
+    named = [line for line in named_processes_since(started, tags=tags)]
+    assert not named, named
+    assert leftover_dirs(isolated_workdir) == []
+    assert not [p.name for p in tmpdir.iterdir() if p.name.startswith("faultload-router-")]
+
+
+def assert_usage_error(result: CliRun, *needles: str, one_line: bool = True) -> str:
+    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
+    line = result.error_line()
+    assert line, f"no line starting with 'faultload' in stderr: {result.stderr[-2000:]!r}"
+    for needle in needles:
+        assert needle in line, (needle, line)
+    if one_line:
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        assert lines == [line], result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    return line
+
+
+FAULTLOAD_PROCESS_NAMES = ("toxiproxy-server", "faultload.router", "skyrl_launch.py")
+
+
+@pytest.fixture
+def fault_home(tmp_path: Path) -> Path:
+    """A working directory whose ``.faultload`` has the real targets and tools."""
+    cwd = tmp_path / "cwd"
+    (cwd / ".faultload").mkdir(parents=True)
+    (cwd / ".faultload" / "targets").symlink_to(TARGETS, target_is_directory=True)
+    if (WORKDIR / "tools").exists():
+        (cwd / ".faultload" / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
+    return cwd
+
+
+def tagged_named(tag: str) -> list[str]:
+    out = []
+    for proc in tagged_processes(tag):
+        try:
+            cmdline = " ".join(proc.cmdline())
+        except psutil.Error:
+            continue
+        if any(n in cmdline for n in FAULTLOAD_PROCESS_NAMES):
+            out.append(f"{proc.pid}: {cmdline[:200]}")
+    return out
+
+
+def run_faultload_run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subprocess.CompletedProcess, str]:
+    tag = uuid.uuid4().hex
+    env = cli_env(tag, cwd)
+    proc = subprocess.run(
+        [python_exe(), "-m", "faultload.cli.main", "run", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout_s,
+    )
+    return proc, tag
+
+
+def run_with_nofile(limit: int, args: list[str], timeout_s: float = 600) -> tuple[subprocess.CompletedProcess, str]:
+    tag = uuid.uuid4().hex
+
+    def lower() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    proc = subprocess.run(
+        [python_exe(), "-m", "faultload.cli.main", "confirm", *args],
+        cwd=ROOT,
+        env=cli_env(tag),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lower,
+    )
+    return proc, tag

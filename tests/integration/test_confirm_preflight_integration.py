@@ -8,33 +8,11 @@ same there).
 from __future__ import annotations
 
 import json
-import resource
-import subprocess
-import uuid
 
 import pytest
+from conftest import run_with_nofile
 
-from tests.conftest import ROOT, cli_env, python_exe, require_target, tagged_processes, wait_until
-
-
-def run_with_nofile(limit: int, args: list[str], timeout_s: float = 600) -> tuple[subprocess.CompletedProcess, str]:
-    tag = uuid.uuid4().hex
-
-    def lower() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-    proc = subprocess.run(
-        [python_exe(), "-m", "faultload.cli.main", "confirm", *args],
-        cwd=ROOT,
-        env=cli_env(tag),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=timeout_s,
-        stdin=subprocess.DEVNULL,
-        preexec_fn=lower,
-    )
-    return proc, tag
+from tests.conftest import require_target, tagged_processes, wait_until
 
 
 @pytest.mark.integration

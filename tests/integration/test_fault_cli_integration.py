@@ -5,7 +5,7 @@ A run SIGKILLed while a fault window is in force cannot clean up; the kernel's p
 Toxiproxy (and the proxies it listens on), the router and the server down with it. Every process a run starts
 inherits a unique tag in its environment, so other people's runs on this machine are never mistaken for ours. The
 runs use the default workspace (``.faultload`` in the working directory), with the working directory a private
-folder whose ``.faultload/targets`` and ``tools`` are the real installed ones (the ``home`` fixture, the same as in
+folder whose ``.faultload/targets`` and ``tools`` are the real installed ones (the ``fault_home`` fixture, the same as in
 ``tests/unit/test_fault_cli.py``, which has the bad specs refused before anything starts).
 """
 
@@ -30,62 +30,23 @@ from conftest import (
     python_exe,
     require_target,
     require_toxiproxy,
+    run_faultload_run,
+    tagged_named,
     tagged_processes,
     wait_until,
 )
 
 from faultload.faults.toxiproxy import process_gone
 
-NEEDLES = ("toxiproxy-server", "faultload.router", "skyrl_launch.py")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """A working directory whose ``.faultload`` has the real targets and tools."""
-    cwd = tmp_path / "cwd"
-    (cwd / ".faultload").mkdir(parents=True)
-    (cwd / ".faultload" / "targets").symlink_to(TARGETS, target_is_directory=True)
-    if (WORKDIR / "tools").exists():
-        (cwd / ".faultload" / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
-    return cwd
-
-
-def _tagged_named(tag: str) -> list[str]:
-    out = []
-    for proc in tagged_processes(tag):
-        try:
-            cmdline = " ".join(proc.cmdline())
-        except psutil.Error:
-            continue
-        if any(n in cmdline for n in NEEDLES):
-            out.append(f"{proc.pid}: {cmdline[:200]}")
-    return out
-
-
-def _run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subprocess.CompletedProcess, str]:
-    tag = uuid.uuid4().hex
-    env = cli_env(tag, cwd)
-    proc = subprocess.run(
-        [python_exe(), "-m", "faultload.cli.main", "run", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=timeout_s,
-    )
-    return proc, tag
-
 
 @pytest.mark.integration
-def test_router_fault_with_proxies_off_is_applied_or_refused(home: Path, tmp_path: Path):
+def test_router_fault_with_proxies_off_is_applied_or_refused(fault_home: Path, tmp_path: Path):
     """A router fault does not need Toxiproxy: with --proxies off it must either be applied (and
     show in the report's faults block) or be refused as bad usage - never silently ignored."""
     require_target("0.4.0")
     out = tmp_path / "report.json"
-    proc, tag = _run(
-        home,
+    proc, tag = run_faultload_run(
+        fault_home,
         [
             "--fault",
             "router:stall@0.5+2",
@@ -211,14 +172,14 @@ def killed_mid_fault(tmp_path_factory) -> Killed:
             "backend": proxies["backend"]["listen"],
         }
         assert all(_listening(a) for a in addresses.values()), addresses
-        state = Killed(tag, pid, addresses, _tagged_named(tag))
+        state = Killed(tag, pid, addresses, tagged_named(tag))
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         state.toxiproxy_gone = bool(wait_until(lambda: process_gone(pid), timeout_s=15.0))
         wait_until(lambda: not any(_listening(a) for a in addresses.values()), timeout_s=15.0)
         state.still_listening = [name for name, a in addresses.items() if _listening(a)]
-        wait_until(lambda: not _tagged_named(tag), timeout_s=15.0)
-        state.named_after = _tagged_named(tag)
+        wait_until(lambda: not tagged_named(tag), timeout_s=15.0)
+        state.named_after = tagged_named(tag)
         wait_until(lambda: not tagged_processes(tag), timeout_s=5.0)
         state.others_after = []
         for p in tagged_processes(tag):
@@ -250,7 +211,7 @@ def test_killed_run_leaves_no_process_at_all(killed_mid_fault: Killed):
 
 
 @pytest.mark.integration
-def test_both_streams_and_upstream_toxics_are_applied_and_healed(home: Path, tmp_path: Path):
+def test_both_streams_and_upstream_toxics_are_applied_and_healed(fault_home: Path, tmp_path: Path):
     """`stream=both` is the pair of toxics on the real Toxiproxy during its window, an upstream
     toxic is one, and after the windows (the run still going) the edge has no toxic left."""
     require_target("0.4.0")
@@ -279,8 +240,8 @@ def test_both_streams_and_upstream_toxics_are_applied_and_healed(home: Path, tmp
     ]
     proc = subprocess.Popen(
         cmd,
-        cwd=home,
-        env=cli_env(tag, home),
+        cwd=fault_home,
+        env=cli_env(tag, fault_home),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

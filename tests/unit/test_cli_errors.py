@@ -13,52 +13,10 @@ from __future__ import annotations
 
 import os
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-from conftest import CliRun, leftover_dirs, named_processes_since, run_cli, tagged_processes, wait_until
-
-
-@pytest.fixture
-def cli(isolated_workdir: Path, tmp_path: Path):
-    """Run the CLI with a private workdir and TMPDIR; afterwards check nothing is left behind."""
-    tmpdir = tmp_path / "tmp"
-    tmpdir.mkdir()
-    started = time.time()
-    runs: list[CliRun] = []
-
-    def call(*args: str, timeout_s: float = 240.0, prefix: list[str] | None = None) -> CliRun:
-        result = run_cli(
-            ["run", "--workdir", str(isolated_workdir), *args], timeout_s=timeout_s, tmpdir=tmpdir, prefix=prefix
-        )
-        runs.append(result)
-        return result
-
-    yield call
-    for result in runs:
-        left = wait_until(lambda: not tagged_processes(result.tag), timeout_s=15.0)
-        assert left, f"processes left behind: {[p.cmdline() for p in tagged_processes(result.tag)]}"
-    # The router and the SkyRL launcher by name, among processes carrying our tags.
-    tags = {r.tag for r in runs}
-    named = [line for line in named_processes_since(started, tags=tags)]
-    assert not named, named
-    assert leftover_dirs(isolated_workdir) == []
-    assert not [p.name for p in tmpdir.iterdir() if p.name.startswith("faultload-router-")]
-
-
-def assert_usage_error(result: CliRun, *needles: str, one_line: bool = True) -> str:
-    assert result.returncode == 2, (result.returncode, result.stderr[-2000:])
-    line = result.error_line()
-    assert line, f"no line starting with 'faultload' in stderr: {result.stderr[-2000:]!r}"
-    for needle in needles:
-        assert needle in line, (needle, line)
-    if one_line:
-        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-        assert lines == [line], result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    return line
-
+from conftest import assert_usage_error, run_cli
 
 # --------------------------------------------------------------------------- refused while parsing
 

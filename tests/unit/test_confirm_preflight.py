@@ -7,31 +7,7 @@ user's shell with a small `ulimit -n` would.
 
 from __future__ import annotations
 
-import resource
-import subprocess
-import uuid
-
-from tests.conftest import ROOT, cli_env, leftover_dirs, python_exe, tagged_processes
-
-
-def run_with_nofile(limit: int, args: list[str], timeout_s: float = 600) -> tuple[subprocess.CompletedProcess, str]:
-    tag = uuid.uuid4().hex
-
-    def lower() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
-
-    proc = subprocess.run(
-        [python_exe(), "-m", "faultload.cli.main", "confirm", *args],
-        cwd=ROOT,
-        env=cli_env(tag),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=timeout_s,
-        stdin=subprocess.DEVNULL,
-        preexec_fn=lower,
-    )
-    return proc, tag
+from tests.conftest import leftover_dirs, run_with_nofile, tagged_processes
 
 
 def test_confirm_refuses_a_machine_where_nothing_fits(isolated_workdir):

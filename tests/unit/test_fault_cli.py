@@ -14,55 +14,10 @@ on the real server and Toxiproxy: ``tests/integration/test_fault_cli_integration
 
 from __future__ import annotations
 
-import subprocess
-import uuid
 from pathlib import Path
 
-import psutil
 import pytest
-from conftest import TARGETS, WORKDIR, cli_env, python_exe, tagged_processes, wait_until
-
-NEEDLES = ("toxiproxy-server", "faultload.router", "skyrl_launch.py")
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """A working directory whose ``.faultload`` has the real targets and tools."""
-    cwd = tmp_path / "cwd"
-    (cwd / ".faultload").mkdir(parents=True)
-    (cwd / ".faultload" / "targets").symlink_to(TARGETS, target_is_directory=True)
-    if (WORKDIR / "tools").exists():
-        (cwd / ".faultload" / "tools").symlink_to(WORKDIR / "tools", target_is_directory=True)
-    return cwd
-
-
-def _tagged_named(tag: str) -> list[str]:
-    out = []
-    for proc in tagged_processes(tag):
-        try:
-            cmdline = " ".join(proc.cmdline())
-        except psutil.Error:
-            continue
-        if any(n in cmdline for n in NEEDLES):
-            out.append(f"{proc.pid}: {cmdline[:200]}")
-    return out
-
-
-def _run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subprocess.CompletedProcess, str]:
-    tag = uuid.uuid4().hex
-    env = cli_env(tag, cwd)
-    proc = subprocess.run(
-        [python_exe(), "-m", "faultload.cli.main", "run", *args],
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        timeout=timeout_s,
-    )
-    return proc, tag
-
+from conftest import run_faultload_run, tagged_named, tagged_processes, wait_until
 
 # --------------------------------------------------------------------------- bad specs
 
@@ -96,8 +51,8 @@ def _run(cwd: Path, args: list[str], timeout_s: float = 60.0) -> tuple[subproces
         ("server:crash@1", ("fault.kind", "'crash'", "server kinds: pause, restart")),
     ],
 )
-def test_bad_fault_spec_exits_2_with_one_line_and_starts_nothing(home: Path, spec: str, needles: tuple[str, ...]):
-    proc, tag = _run(home, ["--fault", spec, "--requests", "10", "--quiet"])
+def test_bad_fault_spec_exits_2_with_one_line_and_starts_nothing(fault_home: Path, spec: str, needles: tuple[str, ...]):
+    proc, tag = run_faultload_run(fault_home, ["--fault", spec, "--requests", "10", "--quiet"])
     assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, proc.stderr[-2000:]
@@ -109,16 +64,18 @@ def test_bad_fault_spec_exits_2_with_one_line_and_starts_nothing(home: Path, spe
     assert proc.stdout == ""
     # Nothing was started: no process of ours (any, and by name), no run folder.
     assert wait_until(lambda: not tagged_processes(tag), timeout_s=5.0), [p.cmdline() for p in tagged_processes(tag)]
-    assert _tagged_named(tag) == []
-    runs = home / ".faultload" / "runs"
+    assert tagged_named(tag) == []
+    runs = fault_home / ".faultload" / "runs"
     assert not runs.exists() or list(runs.iterdir()) == [], list(runs.iterdir())
-    assert not [p for p in home.iterdir() if p.name.startswith("faultload-router-")]  # TMPDIR is home here
+    assert not [p for p in fault_home.iterdir() if p.name.startswith("faultload-router-")]  # TMPDIR is fault_home here
 
 
-def test_edge_fault_with_proxies_off_is_refused(home: Path):
-    proc, tag = _run(home, ["--fault", "edge:down@1+1", "--proxies", "off", "--requests", "10", "--quiet"])
+def test_edge_fault_with_proxies_off_is_refused(fault_home: Path):
+    proc, tag = run_faultload_run(
+        fault_home, ["--fault", "edge:down@1+1", "--proxies", "off", "--requests", "10", "--quiet"]
+    )
     assert proc.returncode == 2, proc.stderr[-2000:]
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "proxies" in lines[0], proc.stderr
     assert wait_until(lambda: not tagged_processes(tag), timeout_s=5.0)
-    assert not (home / ".faultload" / "runs").exists() or not list((home / ".faultload" / "runs").iterdir())
+    assert not (fault_home / ".faultload" / "runs").exists() or not list((fault_home / ".faultload" / "runs").iterdir())
