@@ -20,14 +20,14 @@ main task, so a ``finally: await runner.heal()`` runs).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Mapping
 
 from faultload.faults.control import FaultControlError, NotRestored, ToxiproxyControl
+from faultload.faults.injectors import Injectors, RouterController, ServerController
 from faultload.model.anchors import Anchor
-from faultload.model.faults import KIND, PROXY_LINKS, ROUTER_TIMED_KINDS, Fault, FaultSchedule
+from faultload.model.faults import PROXY_LINKS, ROUTER_TIMED_KINDS, Fault, FaultSchedule
 from faultload.record.faults import AppliedFault, FaultLog
 
 MAX_FAULTS = 1000
@@ -36,40 +36,7 @@ EVENT_POLL_S = 0.01  # how often an anchored fault reads its event's counter (a 
 _ROUTER_HTTP_CALLS = ROUTER_TIMED_KINDS | {"reset_faults"}
 
 
-class RouterController(Protocol):
-    """What the runner needs from the fake router.  Methods may be sync (and then
-    must return promptly; stall/errors/truncate/reset_faults, HTTP calls, run in a
-    thread) or async (bounded by the runner's call timeout).
-    ``seconds`` may be the runner's ``until_end_s`` for a fault lasting to the end;
-    ``reset_faults()`` must end every stall/errors/truncate window early."""
-
-    def stall(self, seconds: float) -> Awaitable[None] | None: ...
-    def errors(self, seconds: float, status: int) -> Awaitable[None] | None: ...
-    def truncate(self, seconds: float) -> Awaitable[None] | None: ...
-    def crash(self) -> Awaitable[None] | None: ...
-    def restart(self) -> Awaitable[None] | None: ...
-    def reset_faults(self) -> Awaitable[None] | None: ...
-    def pause(self, seconds: float) -> Awaitable[None] | None: ...
-    def resume(self) -> Awaitable[None] | None: ...
-
-
-class ServerController(Protocol):
-    """What the runner needs for process faults on the server: ``pause``/``resume`` (SIGSTOP/SIGCONT,
-    nested pauses counted by the controller) and ``restart`` (async: bounded by ``restart_timeout_s``)."""
-
-    def pause(self, seconds: float) -> Awaitable[None] | None: ...
-    def resume(self) -> Awaitable[None] | None: ...
-    def restart(self) -> Awaitable[None] | None: ...
-
-
-def toxic_names(index: int, fault: Fault) -> tuple[tuple[str, str], ...]:
-    """(toxic name, Toxiproxy stream) per toxic of ``fault``: one, or the pair for ``stream=both``.
-
-    Names are unique within a schedule and readable in Toxiproxy's log."""
-    return tuple((f"fl{index}_{fault.kind}_{stream}", stream) for stream in fault.streams)
-
-
-class FaultRunner:
+class FaultRunner(Injectors):
     """Applies ``schedule`` through ``control`` (proxy names per link) and ``router``."""
 
     def __init__(
@@ -224,26 +191,6 @@ class FaultRunner:
             return False
         return True
 
-    async def _do_apply(self, index: int, fault: Fault) -> None:
-        seconds = fault.duration_s if fault.duration_s is not None else self.until_end_s
-        if fault.link == "server":
-            await self._call(self.server, "server", fault.kind, *((seconds,) if fault.kind == "pause" else ()))
-        elif fault.kind == "pause":
-            await self._router_call("pause", seconds)
-        elif fault.is_toxic:
-            await self._add_toxics(index, fault)
-        elif fault.kind == "down":
-            self._down[fault.link] = self._down.get(fault.link, 0) + 1
-            if self._down[fault.link] == 1:
-                await self._control().adisable(self.proxy_names[fault.link])
-        elif fault.kind == "crash":
-            self._crashed += 1
-            if self._crashed == 1:
-                await self._router_call("crash")
-        else:  # stall, errors, truncate: the router's own timer ends each; its attributes in their stated order
-            assert fault.kind in ROUTER_TIMED_KINDS, fault.kind
-            await self._router_call(fault.kind, seconds, *(fault.attr(name) for name, _ in KIND[fault.kind].optional))
-
     async def _remove(self, index: int, by: str) -> None:
         record = self._records[index]
         if not record.applied or record.removed_at_s is not None:
@@ -256,71 +203,6 @@ class FaultRunner:
         except Exception as exc:
             error = _one_line(exc)
         self._update(index, removed_at_s=self._now(), remove_error=error, removed_by=by)
-
-    async def _do_remove(self, index: int, fault: Fault) -> None:
-        if fault.kind == "pause":
-            await self._call(self.server if fault.link == "server" else self.router, fault.link, "resume")
-        elif fault.is_toxic:
-            await self._remove_toxics(toxic_names(index, fault), self.proxy_names[fault.link])
-        elif fault.kind == "down":
-            self._down[fault.link] = max(0, self._down.get(fault.link, 0) - 1)
-            if self._down[fault.link] == 0:
-                await self._control().aenable(self.proxy_names[fault.link])
-        elif fault.kind == "crash":
-            self._crashed = max(0, self._crashed - 1)
-            if self._crashed == 0:
-                await self._router_call("restart")
-        # stall/errors/truncate end on the router's own timer: nothing to call.
-
-    async def _add_toxics(self, index: int, fault: Fault) -> None:
-        """Add each toxic of ``fault``; if one fails, take back those already added, so a
-        failed apply (recorded, never removed by the schedule) leaves no half of a pair behind."""
-        proxy, added = self.proxy_names[fault.link], []
-        for name, stream in toxic_names(index, fault):
-            try:
-                await self._control().aadd_toxic(
-                    proxy, name, fault.kind, dict(fault.attributes), stream, fault.toxicity
-                )
-            except FaultControlError:
-                await self._remove_toxics(added, proxy, quiet=True)
-                raise
-            added.append((name, stream))
-
-    async def _remove_toxics(self, names: Sequence[tuple[str, str]], proxy: str, quiet: bool = False) -> None:
-        """Remove every named toxic, each tried even if another fails; the first failure is raised unless ``quiet``."""
-        failure: FaultControlError | None = None
-        for name, _stream in names:
-            try:
-                await self._control().aremove_toxic(proxy, name)
-            except FaultControlError as exc:
-                failure = failure or exc
-        if failure is not None and not quiet:
-            raise failure
-
-    def _control(self) -> ToxiproxyControl:
-        if self.control is None:
-            raise FaultControlError("no toxiproxy control")
-        return self.control
-
-    async def _router_call(self, method: str, *args: Any) -> None:
-        await self._call(self.router, "router", method, *args)
-
-    async def _call(self, target: Any, name: str, method: str, *args: Any) -> None:
-        if target is None:
-            raise FaultControlError(f"no {name} controller")
-        timeout = self.restart_timeout_s if method == "restart" else self.call_timeout_s
-        function = getattr(target, method)
-        if name == "router" and method in _ROUTER_HTTP_CALLS and not inspect.iscoroutinefunction(function):
-            # a sync HTTP call to a paused router blocks until its socket timeout: in a thread it delays only
-            # itself, not the loop (which must still resume the router on time)
-            result = asyncio.to_thread(function, *args)
-        else:
-            result = function(*args)
-        if inspect.isawaitable(result):
-            try:
-                await asyncio.wait_for(result, timeout)
-            except asyncio.TimeoutError:
-                raise FaultControlError(f"{name}.{method} did not finish within {timeout} s") from None
 
     # -- healing ---------------------------------------------------------------
     async def heal(self) -> list[str]:

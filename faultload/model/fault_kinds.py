@@ -33,6 +33,17 @@ class FaultKind:
     router_timed: bool = False  # the router applies it and ends it on its own timer (an HTTP control call)
     fatal_on: tuple[str, ...] = ()  # links where its victims may fail without it being a lost result
 
+    @property
+    def injected_by(self) -> str:
+        """How the fault runner applies and heals it (:data:`INJECTORS`; faults/schedule.py has one pair each)."""
+        if self.toxic:
+            return "toxic"
+        if self.process:
+            return "process"
+        if self.router_timed:
+            return "router_timed"
+        return {"down": "proxy_down", "crash": "router_crash"}[self.name]
+
 
 KINDS: tuple[FaultKind, ...] = (
     FaultKind("latency", PROXY_LINKS, ("latency",), (("jitter", 0),), toxic=True),  # ms, ms
@@ -52,6 +63,10 @@ KINDS: tuple[FaultKind, ...] = (
     FaultKind("restart", ("server",), process=True, fatal_on=("server",)),  # an instant
 )
 KIND = {kind.name: kind for kind in KINDS}
+# How a kind is applied and healed: a Toxiproxy toxic per stream; SIGSTOP/SIGCONT or a restart of a process; a
+# call to the router's control endpoint that its own timer ends; the proxy disabled and enabled again; the
+# router's processes killed and restarted. Every kind names one (FaultKind.injected_by).
+INJECTORS = ("toxic", "process", "router_timed", "proxy_down", "router_crash")
 Attributes = dict[str, tuple[tuple[str, ...], dict[str, int]]]  # kind -> (required, optional with defaults)
 
 

@@ -31,6 +31,7 @@ from faultload.faults.schedule import FaultRunner
 from faultload.faults.topology import create_proxy_on_free_port, create_topology, teardown
 from faultload.faults.toxiproxy import ToxiproxyServer, check_toxiproxy, process_gone, reap_stale
 from faultload.host.network import ephemeral_range, pick_free_port, port_is_free
+from faultload.model.fault_kinds import INJECTORS, KINDS
 from faultload.model.faults import Fault, FaultSchedule, parse_fault
 from faultload.model.watchdog import FaultWindow
 from faultload.record.faults import AppliedFault, FaultLog
@@ -939,3 +940,10 @@ def test_every_kind_is_stated_once_and_the_views_derive_from_it() -> None:
     go = (root / "go" / "serve.go").read_text()
     for kind in model.ROUTER_TIMED_KINDS:  # the compiled router names each timed kind it serves (Python's imports them)
         assert f'"{kind}"' in go, kind
+
+
+def test_every_way_of_injecting_has_one_apply_and_one_remove_and_every_kind_names_one() -> None:
+    """The fault runner dispatches by FaultKind.injected_by: a kind added to KINDS needs no branch in the runner
+    unless it is injected a new way, and a new way without its pair fails here, not in a trial."""
+    assert {kind.injected_by for kind in KINDS} == set(INJECTORS)
+    assert set(FaultRunner._APPLY) == set(FaultRunner._REMOVE) == set(INJECTORS)
