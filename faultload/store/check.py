@@ -66,11 +66,22 @@ def _header(directory: str | Path, stored: StoredTrial, overrides: Sequence[str]
     )
 
 
+# What a verdict says: its outcome, figure, budget and detail line. How the line is split into head and notes is
+# how it is kept (a bundle written before notes were kept stores the whole line as its head), not what it says.
+JUDGED = ("name", "ok", "figure", "budget", "detail")
+
+
+def _said(verdict: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    return None if verdict is None else tuple(verdict.get(key) for key in JUDGED)
+
+
 def _changes(before: Iterable[dict[str, Any]], now: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The verdicts of ``now`` that differ from ``before`` in anything, each with its old ``ok``."""
+    """The verdicts of ``now`` that say anything else than ``before`` did, each with its old ``ok``."""
     old = {v["name"]: v for v in before}
     return [
-        {**v, "was": old[v["name"]]["ok"] if v["name"] in old else "absent"} for v in now if old.get(v["name"]) != v
+        {**v, "was": old[v["name"]]["ok"] if v["name"] in old else "absent"}
+        for v in now
+        if _said(old.get(v["name"])) != _said(v)
     ]
 
 

@@ -349,3 +349,16 @@ def test_the_suite_writes_a_bundle_beside_each_repro_and_names_it(full, tmp_path
     assert repro["check"] == f"faultload check {state.bundle_path}"
     assert _dicts(load_bundle(state.bundle_path).verdicts) == _dicts(verdicts)
     assert _check(capsys, str(state.bundle_path))[1][-1] == "same verdicts as stored"
+
+
+def test_a_verdict_stored_before_notes_were_kept_is_the_same_verdict(full, tmp_path, capsys) -> None:
+    """A bundle written before verdicts kept head and notes apart stores the whole line as the detail; judged
+    again, the same line split into head and notes says the same: no DIFFERS."""
+    path = _bundle(full, tmp_path)
+    verdicts = json.loads((path / "verdicts.json").read_text())
+    for verdict in verdicts:
+        for key in ("head", "notes", "cases"):
+            verdict.pop(key, None)
+    (path / "verdicts.json").write_text(json.dumps(verdicts))
+    code, out, _ = _check(capsys, str(path))
+    assert not out[-1].startswith("DIFFERS"), out[-1]
