@@ -8,12 +8,19 @@ race, timeouts, cancellation) is described in :mod:`faultload.client.http`.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import httptools
 
-if TYPE_CHECKING:
-    from faultload.client.http import HttpPool
+
+class ConnectionOwner(Protocol):
+    """What a connection reads and updates of the pool that owns it (:class:`faultload.client.http.HttpPool`),
+    stated here so that this module needs nothing of the pool's: no import cycle, not even a type-only one."""
+
+    _live: set[Any]  # the pool's open connections, this one among them while open
+    peak_live: int
+    _loop: Any
+    _keepalive: bool
 
 
 class HttpError(OSError):
@@ -70,7 +77,7 @@ class Connection(asyncio.Protocol):
         "idle_since",
     )
 
-    def __init__(self, pool: HttpPool) -> None:
+    def __init__(self, pool: ConnectionOwner) -> None:
         self.pool = pool
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
