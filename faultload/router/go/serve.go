@@ -155,12 +155,12 @@ func number(v *fastjson.Value) (float64, bool) {
 
 func (a *app) applyFault(fault string, body *fastjson.Value) *controlError {
 	if fault == "reset" {
-		for _, name := range []string{"stall", "errors", "truncate"} {
+		for _, name := range timedFaults {
 			a.s.setWindow(name, 0, nil)
 		}
 		return nil
 	}
-	if fault != "stall" && fault != "errors" && fault != "truncate" {
+	if !isTimedFault(fault) {
 		return &controlError{404, fmt.Sprintf("unknown fault '%s'", fault)}
 	}
 	v := field(body, "seconds")

@@ -78,9 +78,26 @@ type state struct {
 	queue []*waiter
 }
 
+// The faults the router times itself, each a window: faultload.model.fault_kinds' router-timed kinds, which a
+// test holds this list to.
+var timedFaults = []string{"stall", "errors", "truncate"}
+
+func isTimedFault(name string) bool {
+	for _, known := range timedFaults {
+		if name == known {
+			return true
+		}
+	}
+	return false
+}
+
 func newState(barrier int64, barrierTimeout float64, slots int64) *state {
+	windows := make(map[string]float64, len(timedFaults))
+	for _, name := range timedFaults {
+		windows[name] = 0
+	}
 	return &state{
-		windows:        map[string]float64{"stall": 0, "errors": 0, "truncate": 0},
+		windows:        windows,
 		barrierSize:    barrier,
 		barrierTimeout: time.Duration(barrierTimeout * float64(time.Second)),
 		slots:          slots,
