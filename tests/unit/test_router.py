@@ -73,6 +73,13 @@ def wait_until(cond: Callable[[], bool], what: str, timeout_s: float = WAIT_S) -
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def settled(h: RouterHandle) -> dict:
+    """The router's counts once every request has departed: it writes an answer before it counts it (``in_flight``
+    covers up to the last byte written), so a client that has every answer can still read the counts between."""
+    wait_until(lambda: h.stats()["in_flight"] == 0, "every request to depart")
+    return h.stats()
+
+
 def check_body(body: bytes, nonce: int, n: int, max_tokens: int) -> None:
     """Both JSON parsers the servers use see exactly the tokens module's arrays, each choice as
     ``tokens.choice`` shapes it: its length, finish reason, and logprobs or null."""
@@ -210,7 +217,7 @@ def test_served_bodies_are_exact_and_foreign_prompts_get_400(router: Callable[..
         assert status == 400
 
     asyncio.run(run())
-    s = h.stats()
+    s = settled(h)
     assert (s["received"], s["completed"], s["failed"], s["bad_requests"]) == (4, 2, 2, 2)
     assert s["in_flight"] == 0 and s["bytes_out"] > 2 * 200_000 * 14
 
@@ -235,7 +242,7 @@ def test_barrier_holds_until_the_nth_request(router: Callable[..., RouterHandle]
             check_body(body, i, 1, 8)
 
     asyncio.run(run())
-    s = h.stats()
+    s = settled(h)
     assert (s["completed"], s["held"], s["released_waves"], s["peak_in_flight"]) == (4, 0, 1, 4)
 
 
@@ -311,7 +318,7 @@ def test_barrier_timeout_releases_a_partial_wave(router: Callable[..., RouterHan
         return [status for status, _, _ in results]
 
     assert asyncio.run(run()) == [200, 200, 200]
-    s = h.stats()
+    s = settled(h)
     assert (s["completed"], s["held"], s["released_waves"]) == (3, 0, 1)
 
 
@@ -346,7 +353,7 @@ def test_latency_mode_caps_concurrent_generation(router: Callable[..., RouterHan
             check_body(body, i, 1, 8)
 
     asyncio.run(run())
-    s = h.stats()
+    s = settled(h)
     assert s["peak_generating"] == 2  # 10 concurrent requests fill both slots, never more
     assert s["peak_in_flight"] > 2  # the rest were queued, not refused
     assert (s["completed"], s["generating"], s["queued"]) == (10, 0, 0)
@@ -367,6 +374,7 @@ def test_two_procs_share_stats(router: Callable[..., RouterHandle]) -> None:
 
     served_by = asyncio.run(run())
     assert len(served_by) == 2  # SO_REUSEPORT spread 40 fresh connections
+    settled(h)
     for _ in range(6):  # each /stats is a fresh connection, answered by either worker
         s = h.stats()
         assert (s["received"], s["completed"], s["procs"], s["procs_ready"]) == (40, 40, 2, 2)
@@ -387,7 +395,7 @@ def test_barrier_across_procs(router: Callable[..., RouterHandle]) -> None:
         return {headers["X-Router-Pid"] for _, _, headers in results}
 
     assert len(asyncio.run(run())) == 2  # the wave really spanned both processes
-    s = h.stats()
+    s = settled(h)
     assert (s["completed"], s["held"], s["released_waves"]) == (16, 0, 1)
 
 
@@ -433,7 +441,7 @@ def test_stall_holds_answers_until_it_ends(router: Callable[..., RouterHandle]) 
         assert status == 200
 
     asyncio.run(run())
-    s = h.stats()
+    s = settled(h)
     assert (s["completed"], s["stalled"]) == (2, 0)
 
 
@@ -454,7 +462,7 @@ def test_a_stall_holds_many_requests_and_its_end_answers_them_all(router: Callab
             check_body(body, i, 1, 8)
 
     asyncio.run(run())
-    s = h.stats()
+    s = settled(h)
     assert (s["completed"], s["stalled"], s["in_flight"]) == (40, 0, 0)
 
 
