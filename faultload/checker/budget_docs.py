@@ -147,7 +147,9 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "(about twice clean's CPU per request and more). TuFT: 5.5 ms; clean TuFT 0.2.2 spends 2.4× SkyRL 0.4.0's "
         'CPU per request side by side on one machine (`bench/server_cpu.py --against "--target tuft==0.2.2"`: '
         "1.48 against 0.62 ms in `cpu_sample`, 2.20 against 0.91 ms at 2,048 × 16 tokens), 3.40 ms at its highest "
-        "on a slow machine; 5.5 ms is ~60% over that. It does not catch `--regress rich-access-log` on small "
+        "on a slow machine; 5.5 ms is ~60% over that. Much of TuFT's gap is finding 10, a cost that grows with "
+        "each session's length (with `--fix history-in-order`: 1.39 against 2.31 ms at 2,048 × 16 tokens); the "
+        "release climbs past this budget at 16,384 samples (7.7-8.5 ms), where it catches it. It does not catch `--regress rich-access-log` on small "
         "results (+~0.6 ms per request): no one absolute budget separates that from clean across machines "
         "without false alarms; the `rich-access-log-cost` comparison row (both builds on one machine in one run) "
         "does.",

@@ -267,7 +267,8 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
         "caught",
         "the second server family: TuFT's release through the fault space, judged by its own contract (a "
         "120 s hold ending in a try-again, results kept until it stops); sampling only, no training drawn; "
-        "finding 8: a restart forgets every session, and samples on one are accepted, then lost",
+        "finding 8: a restart forgets every session, and samples on one are accepted, then lost (finding 10, a "
+        "cost that grows with each session's length, is caught from ~8,000 samples in one trial)",
         caught_by=FINDING_8_INVARIANTS,
         on=NO_RESTART_ON_CI,
     ),

@@ -53,7 +53,7 @@ REGRESSIONS = (
     "sweep-counts-bytes",
 )
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
-TUFT_FIXES = ("newest-sdk-samples", "file-persistence")
+TUFT_FIXES = ("newest-sdk-samples", "file-persistence", "history-in-order")
 FIXES = SKYRL_FIXES + TUFT_FIXES
 
 

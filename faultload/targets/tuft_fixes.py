@@ -3,12 +3,14 @@
 Imported by ``tuft_launch.py`` before TuFT is (a fix that widens a request or answer model must be in place
 when ``tuft.server`` builds its routes from ``tinker.types``), and applied in two steps: ``BEFORE_IMPORT[name]``
 takes ``tinker.types``; ``FIXES[name]`` takes TuFT's modules once it is imported (``future_store``:
-``tuft.futures.FutureStore``, ``cli``: ``tuft.cli``, ``persistence``: ``tuft.persistence``) and says what it
+``tuft.futures.FutureStore``, ``cli``: ``tuft.cli``, ``persistence``: ``tuft.persistence``, ``sampling_controller``:
+``tuft.sampling_controller``) and says what it
 changed. Only pydantic is imported here, so faultload's reference page can read the docstrings.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Callable, List, Optional
 
 from pydantic import ConfigDict
@@ -72,8 +74,41 @@ def file_persistence(modules: dict[str, Any]) -> str:
     return "file-persistence: sessions and futures kept in TuFT's FILE store across a restart"
 
 
+def history_in_order(modules: dict[str, Any]) -> str:
+    """Finding 10's candidate fix: a sample adds its entry to its session's history instead of rebuilding it.
+
+    TuFT records each sample in its sampling session's history, kept sorted by ``seq_id``; the release rebuilds
+    the whole list on every sample, reading the session's private index through pydantic's ``__getattr__`` once
+    per entry, so a session's n-th sample costs O(n) and a session of n samples O(n²). Samples are recorded in
+    ``seq_id`` order (the session's ``SequenceExecutor`` runs them so), so the new entry goes at the end; an entry
+    out of order or replacing one (a resubmitted ``seq_id``) still rebuilds the list, as the release does.
+    """
+    controller = modules["sampling_controller"]
+    entry_type = controller.SamplingHistoryEntry
+
+    async def record_sequence(self, record, seq_id, prompt):
+        by_seq_id = record._history_by_seq_id  # one private-attribute read, not one per entry
+        replaced = seq_id in by_seq_id
+        entry = entry_type(
+            seq_id=seq_id, prompt_token_count=len(prompt.to_ints()), prompt_hash=self._hash_prompt(prompt)
+        )
+        by_seq_id[seq_id] = entry
+        history = record.history
+        if not replaced and (not history or history[-1].seq_id < seq_id):
+            history.append(entry)
+        else:
+            record.history = [by_seq_id[k] for k in sorted(by_seq_id)]
+        record.last_seq_id = max(record.last_seq_id, seq_id)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, self._save_session, record.sampling_session_id)
+
+    controller.SamplingController._record_sequence = record_sequence
+    return "history-in-order: a sample appends its session's history entry (the release rebuilds the list)"
+
+
 BEFORE_IMPORT: dict[str, Callable[[Any], None]] = {"newest-sdk-samples": _newer_sdk_models}
 FIXES: dict[str, Callable[[dict[str, Any]], str]] = {
     "newest-sdk-samples": newest_sdk_samples,
     "file-persistence": file_persistence,
+    "history-in-order": history_in_order,
 }

@@ -26,6 +26,7 @@ from importlib.metadata import version as package_version
 import tuft.cli
 import tuft.futures as futures
 import tuft.persistence
+import tuft.sampling_controller
 import tuft.sequence_executor as sequence_executor
 import tuft_fixes
 import tuft_forwarding
@@ -52,7 +53,12 @@ def apply(spec: dict) -> list[str]:
     )
     _timestamp_logs()
     applied = ["sampling -> router", "timestamped logs", *_scale_timers(float(spec.get("time_scale", 1.0)))]
-    modules = {"future_store": futures.FutureStore, "cli": tuft.cli, "persistence": tuft.persistence}
+    modules = {
+        "future_store": futures.FutureStore,
+        "cli": tuft.cli,
+        "persistence": tuft.persistence,
+        "sampling_controller": tuft.sampling_controller,
+    }
     return applied + [tuft_fixes.FIXES[name](modules) for name in spec.get("fixes", [])]
 
 

@@ -35,10 +35,15 @@ def _verdicts(result) -> dict:
 def test_a_tuft_release_serves_a_trial_with_every_invariant_judged(isolated_workdir: Path):
     """2,048 requests (enough for the CPU budget) through the release's own `tuft launch`: every one OK, and every
     invariant of a sampling trial judged and held — none unknown but releases_results, which TuFT's contract
-    makes not applicable (no TTL: it keeps every result until it stops)."""
+    makes not applicable (no TTL: it keeps every result until it stops).
+
+    With finding 10's fix: the release rebuilds a session's history on every sample, so its forwards trail the
+    samples it accepted, and at this size forwards_concurrent's share lands either side of its 0.5 budget
+    (0.41-0.59 over 6 trials of this shape; 0.92 with the fix; findings.md has the repro at 8,192)."""
     require_target("0.2.2", "tuft")
     shape = LoadShape(requests=2048, workers=2, result_tokens=16, seed=3)
-    result = run_trial(TrialConfig(target=TARGET, shape=shape, drain_s=5.0), Workspace(isolated_workdir))
+    config = TrialConfig(target=TARGET, shape=shape, drain_s=5.0, fixes=("history-in-order",))
+    result = run_trial(config, Workspace(isolated_workdir))
     assert result.error is None and result.server.get("version") == "0.2.2", (result.error, result.server)
     assert int((result.history["outcome"] == Outcome.OK).sum()) == 2048
     assert result.server["retrieve_futures"] is False  # TuFT's client/config does not turn it on either

@@ -96,7 +96,7 @@ def test_tufts_adapter_installs_the_release_without_its_training_stacks():
         ),
         (
             {"fixes": ("plain-tracebacks",)},
-            "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence\\)",
+            "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence, history-in-order\\)",
         ),
         ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
         ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),

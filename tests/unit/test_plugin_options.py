@@ -257,7 +257,7 @@ def test_the_plugin_imports_no_machinery() -> None:
     [
         (
             ("--faultload-target", "tuft==0.2.2", "--faultload-fix", "plain-tracebacks"),
-            "tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: newest-sdk-samples, file-persistence)",
+            "tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: newest-sdk-samples, file-persistence, history-in-order)",
         ),
         (("--faultload-target", "nope"), "target 'nope': expected skyrl==X.Y.Z"),
     ],
