@@ -14,22 +14,21 @@ import inspect
 from typing import Any, Awaitable, Mapping, Protocol, Sequence
 
 from faultload.faults.control import FaultControlError, ToxiproxyControl
-from faultload.model.faults import KIND, ROUTER_TIMED_KINDS, Fault
+from faultload.model.faults import KIND, Fault
 
 # the router's control calls that are HTTP requests (pause/resume/crash are signals; restart is its own)
-_ROUTER_HTTP_CALLS = ROUTER_TIMED_KINDS | {"reset_faults"}
+_ROUTER_HTTP_CALLS = frozenset({"timed_fault", "reset_faults"})
 
 
 class RouterController(Protocol):
     """What the runner needs from the fake router.  Methods may be sync (and then
-    must return promptly; stall/errors/truncate/reset_faults, HTTP calls, run in a
+    must return promptly; timed_fault/reset_faults, HTTP calls, run in a
     thread) or async (bounded by the runner's call timeout).
-    ``seconds`` may be the runner's ``until_end_s`` for a fault lasting to the end;
-    ``reset_faults()`` must end every stall/errors/truncate window early."""
+    ``timed_fault`` opens one timed router kind's window (``model.fault_kinds``: ``router_timed``) with the
+    kind's attributes in their stated order; ``seconds`` may be the runner's ``until_end_s`` for a fault
+    lasting to the end; ``reset_faults()`` must end every such window early."""
 
-    def stall(self, seconds: float) -> Awaitable[None] | None: ...
-    def errors(self, seconds: float, status: int) -> Awaitable[None] | None: ...
-    def truncate(self, seconds: float) -> Awaitable[None] | None: ...
+    def timed_fault(self, kind: str, seconds: float, *attributes: Any) -> Awaitable[None] | None: ...
     def crash(self) -> Awaitable[None] | None: ...
     def restart(self) -> Awaitable[None] | None: ...
     def reset_faults(self) -> Awaitable[None] | None: ...
@@ -94,7 +93,7 @@ class Injectors:
         """The router's own timer ends it; its attributes, required then optional, in their stated order."""
         kind = KIND[fault.kind]
         names = (*kind.required, *(name for name, _ in kind.optional))
-        await self._router_call(fault.kind, seconds, *(fault.attr(name) for name in names))
+        await self._router_call("timed_fault", fault.kind, seconds, *(fault.attr(name) for name in names))
 
     async def _do_remove(self, index: int, fault: Fault) -> None:
         """Heal ``fault`` the way its kind is injected; a router-timed one ended on the router's own timer."""

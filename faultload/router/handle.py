@@ -23,6 +23,7 @@ import psutil
 
 from faultload.host.pausing import Pauser
 from faultload.host.processes import child_environment, popen_tied
+from faultload.model.faults import KIND
 from faultload.model.router import CLOSE_IDLE_SIGNAL, SHUTDOWN_S, RouterConfig
 from faultload.router.completions import count_completions, read_completions, repeated_completions
 
@@ -250,16 +251,16 @@ class RouterHandle:
     # paused router is applied when the router resumes and must still end when the schedule meant it to,
     # not seconds later, in the next trial on a shared stack (nightly 2026-12-01, a truncate sent during a
     # router pause cut the next trial's first 47 bodies).
-    def stall(self, seconds: float) -> None:
-        self._control("/control/stall", {"seconds": seconds, "until_monotonic": time.monotonic() + seconds})
+    def timed_fault(self, kind: str, seconds: float, *attributes: Any) -> None:
+        """Open the router's ``kind`` window for ``seconds`` (its own timer ends it): POST ``/control/<kind>``.
 
-    def errors(self, seconds: float, status: int = 503) -> None:
-        self._control(
-            "/control/errors", {"seconds": seconds, "status": status, "until_monotonic": time.monotonic() + seconds}
-        )
-
-    def truncate(self, seconds: float) -> None:
-        self._control("/control/truncate", {"seconds": seconds, "until_monotonic": time.monotonic() + seconds})
+        ``attributes`` are the kind's, in the order its record states them (required, then optional;
+        ``model.fault_kinds``), sent by name; one left out takes the router's default.
+        """
+        record = KIND[kind]
+        names = (*record.required, *(name for name, _ in record.optional))
+        body = {"seconds": seconds, **dict(zip(names, attributes)), "until_monotonic": time.monotonic() + seconds}
+        self._control(f"/control/{kind}", body)
 
     def reset_faults(self) -> None:
         self._control("/control/reset")

@@ -14,6 +14,8 @@ import time
 from collections import deque
 from typing import Any
 
+from faultload.model.faults import ROUTER_TIMED_KINDS
+
 POLL_S = 0.005  # cross-process polling period (barrier, latency slots)
 
 _STAT_INTS = (
@@ -22,7 +24,8 @@ _STAT_INTS = (
     "stalled", "truncated", "errors_injected", "cancelled", "bad_requests",
 )  # fmt: skip
 _INTS = _STAT_INTS + ("procs_ready", "errors_status")
-_FLOATS = ("wave_started", "stall_until", "errors_until", "truncate_until")
+# one window per timed router kind (model.fault_kinds): "<kind>_until", its end as a monotonic time
+_FLOATS = ("wave_started", *(f"{kind}_until" for kind in sorted(ROUTER_TIMED_KINDS)))
 INT_INDEX = {name: i for i, name in enumerate(_INTS)}
 FLOAT_INDEX = {name: i for i, name in enumerate(_FLOATS)}
 
@@ -80,12 +83,8 @@ class SharedState:
         now = time.monotonic()
         stats: dict[str, Any] = {name: ints[INT_INDEX[name]] for name in _STAT_INTS}
         stats["procs_ready"] = ints[INT_INDEX["procs_ready"]]
-        stats["faults"] = {
-            "stall_s": max(0.0, floats[FLOAT_INDEX["stall_until"]] - now),
-            "errors_s": max(0.0, floats[FLOAT_INDEX["errors_until"]] - now),
-            "errors_status": ints[INT_INDEX["errors_status"]],
-            "truncate_s": max(0.0, floats[FLOAT_INDEX["truncate_until"]] - now),
-        }
+        windows = {f"{kind}_s": max(0.0, floats[FLOAT_INDEX[f"{kind}_until"]] - now) for kind in ROUTER_TIMED_KINDS}
+        stats["faults"] = {**windows, "errors_status": ints[INT_INDEX["errors_status"]]}
         return stats
 
 

@@ -136,8 +136,8 @@ class RouterDouble:
     def _log(self, name: str) -> None:
         self.calls.append((name, time.monotonic()))
 
-    def stall(self, seconds: float) -> None:
-        self._log("stall")
+    def timed_fault(self, kind: str, seconds: float, *attributes: object) -> None:
+        self._log(kind)
 
     def reset_faults(self) -> None:
         self._log("reset_faults")

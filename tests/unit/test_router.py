@@ -406,13 +406,13 @@ def test_errors_window_then_normal(router: Callable[..., RouterHandle]) -> None:
     h = router(mode="immediate")
 
     async def run() -> None:
-        h.errors(60.0, status=502)
+        h.timed_fault("errors", 60.0, 502)
         status, body, _ = await post(h.url, payload(1))
         assert status == 502 and json.loads(body)["code"] == 502
         h.reset_faults()
         status, body, _ = await post(h.url, payload(1))
         assert status == 200
-        h.errors(0.3)  # expires on its own
+        h.timed_fault("errors", 0.3)  # expires on its own
         assert (await post(h.url, payload(2)))[0] == 503
         deadline = time.monotonic() + WAIT_S
         while (await post(h.url, payload(2)))[0] != 200 and time.monotonic() < deadline:
@@ -427,7 +427,7 @@ def test_stall_holds_answers_until_it_ends(router: Callable[..., RouterHandle]) 
     h = router(mode="immediate")
 
     async def run() -> None:
-        h.stall(60.0)
+        h.timed_fault("stall", 60.0)
         task = asyncio.create_task(post(h.url, payload(3)))
         await asyncio.to_thread(wait_until, lambda: h.stats()["stalled"] == 1, "stalled request")
         await asyncio.sleep(0.2)
@@ -436,7 +436,7 @@ def test_stall_holds_answers_until_it_ends(router: Callable[..., RouterHandle]) 
         status, body, _ = await asyncio.wait_for(task, WAIT_S)
         assert status == 200
         check_body(body, 3, 1, 8)
-        h.stall(0.3)  # expires on its own
+        h.timed_fault("stall", 0.3)  # expires on its own
         status, body, _ = await asyncio.wait_for(post(h.url, payload(4)), WAIT_S)
         assert status == 200
 
@@ -449,10 +449,10 @@ def test_a_stall_holds_many_requests_and_its_end_answers_them_all(router: Callab
     h = router(mode="immediate")
 
     async def run() -> None:
-        h.stall(60.0)
+        h.timed_fault("stall", 60.0)
         tasks = [asyncio.create_task(post(h.url, payload(i))) for i in range(40)]
         await asyncio.to_thread(wait_until, lambda: h.stats()["stalled"] == 40, "40 stalled requests")
-        h.stall(60.0)  # a new call replaces the window: the held requests stay held
+        h.timed_fault("stall", 60.0)  # a new call replaces the window: the held requests stay held
         await asyncio.sleep(0.1)
         assert not any(t.done() for t in tasks)
         h.reset_faults()
@@ -471,7 +471,7 @@ def test_truncate_cuts_the_body_in_half(router: Callable[..., RouterHandle]) -> 
     full = completion_body(9, 2, 100, "base", tokens.prompt_tokens(9))
 
     async def run() -> None:
-        h.truncate(60.0)
+        h.timed_fault("truncate", 60.0)
         status, body, headers = await post(h.url, payload(9, n=2, max_tokens=100))
         assert status == 200
         assert body == full[: len(full) // 2] and int(headers["Content-Length"]) == len(body)
@@ -511,9 +511,9 @@ def test_a_fault_window_ends_at_its_deadline_however_late_its_call_arrives(route
 def test_control_rejects_bad_input(router: Callable[..., RouterHandle]) -> None:
     h = router(mode="immediate")
     with pytest.raises(RuntimeError, match="400"):
-        h.errors(1.0, status=200)
+        h.timed_fault("errors", 1.0, 200)
     with pytest.raises(RuntimeError, match="400"):
-        h.stall(-1.0)
+        h.timed_fault("stall", -1.0)
     assert h._request("POST", "/control/meteor", {})[0] == 404
 
 

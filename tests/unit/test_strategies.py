@@ -367,12 +367,15 @@ def test_faults_on_the_two_links_may_overlap():
 
 
 def test_a_sequence_shrinks_to_one_fault_where_one_suffices():
+    """The target is one whose search shrinks to one fault on 8 of 8 seeds, with or without a router kind added
+    to the table (``backend:bandwidth`` did on 6 of 8, and adding a kind changed which: the search, not the
+    shrinker, decided)."""
     found = _found(
         S.fault_schedules(SCALE),
-        lambda s: any((f.link, f.kind, f.stream) == ("backend", "bandwidth", "upstream") for f in s.faults),
+        lambda s: any((f.link, f.kind, f.stream) == ("backend", "slow_close", "upstream") for f in s.faults),
     )
     assert found == FaultSchedule(
-        (Fault("backend", "bandwidth", {"rate": 2000}, stream="upstream", duration_s=SHORTEST),)
+        (Fault("backend", "slow_close", SIMPLEST_ATTRIBUTES["slow_close"], stream="upstream", duration_s=SHORTEST),)
     )
 
 
