@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import DETAIL_ITEMS, event_time, few, fmt_s, one_line, ordered
+from faultload.checker.common import event_time, ordered
 from faultload.checker.contract.submits import edge_unreachable, fatal_rejection, harness_cut
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import DETAIL_ITEMS, few, fmt_s, one_line
 from faultload.record.history import AttemptKind, ErrorClass, History, Outcome
 
 

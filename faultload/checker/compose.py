@@ -29,7 +29,6 @@ from typing import Any, Iterable, Sequence
 
 from faultload.checker.accepted import check_accepted_requests
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import one_line
 from faultload.checker.forwards import check_forwarded_once, check_forwards_concurrent
 from faultload.checker.futures import check_futures_resolve, check_polls_held
 from faultload.checker.health import check_healthz_latency
@@ -40,6 +39,7 @@ from faultload.checker.results import check_no_lost_results, check_result_integr
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
 from faultload.checker.serverlog import check_clean_server_log
 from faultload.checker.training import TRAINING_CHECKERS
+from faultload.checker.wording import one_line
 
 CHECKERS: tuple[tuple[str, Checker], ...] = (
     ("no_lost_results", check_no_lost_results),

@@ -6,7 +6,7 @@ Both are views of the futures contract's forwarding rules (``checker/contract/fo
 from __future__ import annotations
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import DETAIL_ITEMS, few, ordered, request_label
+from faultload.checker.common import ordered
 from faultload.checker.contract.forwards import (
     FORWARD_PATH_FAULT,
     FORWARDS_AT_ONCE,
@@ -17,6 +17,7 @@ from faultload.checker.contract.forwards import (
 )
 from faultload.checker.contract.rules import cases_of
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import DETAIL_ITEMS, few, request_label
 
 
 def check_forwarded_once(inputs: CheckInputs, budgets: Budgets) -> Verdict:

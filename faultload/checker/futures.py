@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import DETAIL_ITEMS, few, fmt_s, ordered, request_label
+from faultload.checker.common import ordered
 from faultload.checker.contract.liveness import resolution, resolve_bound_s
 from faultload.checker.contract.polls import early_not_yets, hold_s, not_yet, poll_attempts, unwoken_polls
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import DETAIL_ITEMS, few, fmt_s, request_label
 from faultload.record.history import TRY_AGAIN
 
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import DETAIL_ITEMS, few, fmt_s
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import DETAIL_ITEMS, few, fmt_s
 from faultload.record.history import History
 
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from faultload.checker.budgets import MIB, Budgets
-from faultload.checker.common import fmt_bytes, fmt_s
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import fmt_bytes, fmt_s
 from faultload.record.history import Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import

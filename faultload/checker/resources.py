@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from faultload.checker.budgets import MIB, Budgets, cpu_ms_per_request, retention_s
-from faultload.checker.common import fmt_bytes, fmt_s
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import fmt_bytes, fmt_s
 from faultload.model.shape import LoadShape
 from faultload.record.history import History, Outcome
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import DETAIL_ITEMS, few, ordered, what_happened
+from faultload.checker.common import ordered
 from faultload.checker.contract.faults import fatal_definite_error
 from faultload.checker.contract.liveness import resolution
 from faultload.checker.contract.retention import (
@@ -16,6 +16,7 @@ from faultload.checker.contract.retention import (
 )
 from faultload.checker.contract.rules import cases_of
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import DETAIL_ITEMS, few, what_happened
 from faultload.record.history import Outcome
 
 

@@ -7,19 +7,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import (
-    DETAIL_ITEMS,
-    event_time,
-    fault_label,
-    few,
-    fmt_s,
-    ordered,
-    overlaps,
-    request_label,
-)
+from faultload.checker.common import event_time, fault_label, ordered, overlaps
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.contract.polls import long_poll_cycle
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import DETAIL_ITEMS, few, fmt_s, request_label
 from faultload.record.history import AttemptKind, ErrorClass, History
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)

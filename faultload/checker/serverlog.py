@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from faultload.checker.budgets import Budgets
-from faultload.checker.common import fault_label, few, fmt_s, overlaps
+from faultload.checker.common import fault_label, overlaps
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.wording import few, fmt_s
 from faultload.record.history import History
 from faultload.record.log_summary import LogClass, ServerLogSummary
 

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faultload.checker.accepted import check_accepted_requests
-from faultload.checker.common import DETAIL_ITEMS
 from faultload.checker.contract.retention import stall_spans
 from faultload.checker.results import check_no_lost_results, check_result_integrity
+from faultload.checker.wording import DETAIL_ITEMS
 from faultload.model.family import TUFT_CONTRACT
 from faultload.model.faults import Fault
 from faultload.record.history import ErrorClass, History, Outcome
