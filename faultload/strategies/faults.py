@@ -18,8 +18,8 @@ and faults on the two links overlap freely.
 Which faults are *fatal* (their victims may legitimately fail, so
 ``no_lost_results`` excuses them) is part of the generated trial:
 :func:`fatal_kinds` declares what breaks a forward to the router (backend
-resets, a backend proxy down, holding or cutting data, router errors,
-truncated bodies, a crash). Edge faults are never fatal: the client retries
+resets, a backend proxy down, holding or cutting data, and each router kind
+its record states fatal on the router link: ``model.fault_kinds``). Edge faults are never fatal: the client retries
 through them, and a lost result there is exactly what the suite looks for.
 
 Process faults (``limits.process_faults``) pause the server or the router for
