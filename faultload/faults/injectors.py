@@ -91,8 +91,7 @@ class Injectors:
 
     async def _apply_router_timed(self, index: int, fault: Fault, seconds: float) -> None:
         """The router's own timer ends it; its attributes, required then optional, in their stated order."""
-        kind = KIND[fault.kind]
-        names = (*kind.required, *(name for name, _ in kind.optional))
+        names = KIND[fault.kind].attribute_names
         await self._router_call("timed_fault", fault.kind, seconds, *(fault.attr(name) for name in names))
 
     async def _do_remove(self, index: int, fault: Fault) -> None:

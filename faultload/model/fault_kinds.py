@@ -34,6 +34,11 @@ class FaultKind:
     fatal_on: tuple[str, ...] = ()  # links where its victims may fail without it being a lost result
 
     @property
+    def attribute_names(self) -> tuple[str, ...]:
+        """Its attributes in their stated order, required then optional: the order a router call takes them."""
+        return (*self.required, *(name for name, _ in self.optional))
+
+    @property
     def injected_by(self) -> str:
         """How the fault runner applies and heals it (:data:`INJECTORS`; faults/schedule.py has one pair each)."""
         if self.toxic:

@@ -257,8 +257,7 @@ class RouterHandle:
         ``attributes`` are the kind's, in the order its record states them (required, then optional;
         ``model.fault_kinds``), sent by name; one left out takes the router's default.
         """
-        record = KIND[kind]
-        names = (*record.required, *(name for name, _ in record.optional))
+        names = KIND[kind].attribute_names
         body = {"seconds": seconds, **dict(zip(names, attributes)), "until_monotonic": time.monotonic() + seconds}
         self._control(f"/control/{kind}", body)
 
