@@ -60,6 +60,7 @@ from faultload.client.sdk_rules import (
     RATE_LIMITED,
     RETRYABLE_SUBMIT_STATUSES,
     backoff_s,
+    failure_reported,
     is_try_again,
     rate_limit_pause_s,
 )
@@ -301,6 +302,10 @@ class RawClient:
             transport_failures = 0
             if try_again:
                 continue  # as the SDK: the server's "not yet", polled again at once
+            failure = failure_reported(ctype, payload) if status == 200 else None
+            if failure is not None:  # as the SDK: a 200 that reports the request failed raises, definite
+                self._note(row, ErrorClass.SERVER_FAILED, f"retrieve_future: 200 request failed: {failure[:300]}")
+                return Outcome.FAILED
             if status == 200:
                 return self._judge(row, nonce, ctype, payload)
             outcome, bad_requests = self._settle(row, request_id, status, payload, bad_requests)

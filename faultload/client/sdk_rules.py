@@ -64,6 +64,21 @@ def rate_limit_pause_s(prompt_extra_tokens: int) -> float:
 _TRY_AGAIN_MAX_BYTES = 4096
 
 
+def failure_reported(content_type: str, payload: bytes) -> str | None:
+    """The error of a 200 poll answer that is the server's failure report (JSON with an ``error`` field, as
+    ``RequestFailedResponse``: the SDK raises ``RequestFailedError`` on it, ``_APIFuture._result_async``), else
+    None. A result (proto, large, or without the word) is not parsed twice."""
+    if "json" not in content_type or len(payload) > _TRY_AGAIN_MAX_BYTES or b'"error"' not in payload:
+        return None
+    try:
+        body = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(body, dict) or "error" not in body or body.get("type") == "try_again":
+        return None
+    return str(body["error"])
+
+
 def is_try_again(content_type: str, payload: bytes) -> bool:
     """A 200 poll answer that is the SDK's ``TryAgainResponse`` (JSON ``{"type": "try_again", ...}``), which
     the SDK polls again at once (``_APIFuture._handle_outcome``)."""

@@ -137,6 +137,8 @@ class StubServer:
             return web.json_response({"detail": "Future not found"}, status=404)
         if action == "try_again":
             return web.json_response({"type": "try_again", "request_id": rid, "queue_state": "active"})
+        if action == "request_failed":
+            return web.json_response({"type": "request_failed", "error": "backend down", "category": "user_error"})
         nonce, samples, length = self.requests[rid]
         if action == "hold_first":
             action = "hold" if rid not in self.held_once else "ok"
@@ -409,6 +411,14 @@ def test_a_200_try_again_is_repolled_at_once_as_the_sdk_does():
     assert run.row("repolls") == 2 and len(stub.polls_seen()) == 3
     failing = run_against_stub(StubServer(polls=[400, "try_again", 400, 400, 400]))
     assert failing.row("outcome") == Outcome.FAILED  # 3 bare 400s re-polled, the 4th fails: try_again reset nothing
+
+
+def test_a_200_reporting_the_request_failed_ends_it_failed_as_the_sdk_raises():
+    """hatchery's answer after a sample's third failed attempt: a 200 JSON with ``error`` (``RequestFailedResponse``),
+    which the SDK raises as ``RequestFailedError``: a definite failure, never judged as a corrupt result."""
+    run = run_against_stub(StubServer(polls=["try_again", "request_failed"]))
+    assert run.row("outcome") == Outcome.FAILED and run.row("error") == ErrorClass.SERVER_FAILED
+    assert run.row("repolls") == 1 and run.row("result_bytes") == 0
 
 
 def test_a_try_again_is_recorded_as_the_servers_not_yet_apart_from_a_result():

@@ -306,6 +306,20 @@ def test_request_timeout_is_the_sdk_default_timeout():
     assert SDK_REQUEST_TIMEOUT_S == float(constants.DEFAULT_TIMEOUT.read) == 60.0
 
 
+def test_a_200_with_an_error_is_the_requests_failure():
+    """The raw client's ``failure_reported`` rule: a 200 JSON body with an ``error`` field is the SDK's _Failed,
+    read after try-again (so a try-again is never a failure), which its result loop raises."""
+    from faultload.client.sdk_rules import failure_reported
+
+    source = _source("tinker.lib.api_future_impl")
+    assert source.index('if "error" in result_dict:') > source.index('result_dict.get("type") == "try_again"')
+    assert "raise RequestFailedError(" in source
+    assert failure_reported("application/json", b'{"type": "request_failed", "error": "boom"}') == "boom"
+    assert failure_reported("application/json", b'{"type": "try_again", "error": "x"}') is None
+    assert failure_reported("application/x-protobuf", b'{"error": "boom"}') is None
+    assert failure_reported("application/json", b'{"sequences": []}') is None
+
+
 def test_a_200_try_again_is_polled_again_at_once():
     """The raw client's ``is_try_again`` rule: a 200 JSON body of type try_again is the SDK's _TryAgain, on which
     ``_handle_outcome`` returns None (the loop polls again) without sleeping."""
