@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.faultload-deps
 SETUP_LOG := .faultload/setup.log
 TOXIPROXY := .faultload/tools/toxiproxy-server
-TARGETS ?= skyrl==0.4.0 skyrl==0.3.0 tuft==0.2.2
+TARGETS ?= skyrl==0.4.0 skyrl==0.3.0 tuft==0.2.2 hatchery==0.3.0
 # SDK releases besides the one installed with faultload, each in a folder of its own (--sdk, --faultload-sdk).
 SDKS ?= tinker==0.38.0
 # The HTML report's browser test opens a report in Debian's headless chromium (installed once, when missing).

@@ -10,13 +10,14 @@ from faultload.checker.common import ordered
 from faultload.checker.contract.forwards import (
     FORWARD_PATH_FAULT,
     FORWARDS_AT_ONCE,
+    FORWARDS_BY_DESIGN,
     ROUTER_HOLDS_BRIEFLY,
     forward_path_faults,
     owed_forwards_peak,
     repeated_forwards,
 )
 from faultload.checker.contract.rules import cases_of
-from faultload.checker.inputs import CheckInputs, Verdict
+from faultload.checker.inputs import CheckInputs, RuleCase, Verdict
 from faultload.checker.wording import DETAIL_ITEMS, few, request_label
 
 
@@ -75,7 +76,8 @@ def check_forwards_concurrent(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     once (a small trial cannot tell a ceiling from its own size), the router
     held each forward less than ``forwarding_min_hold_s`` (the server's own
     sending queue is then all it owes), or a fault on the forward's path
-    (backend, router, server) was drawn.
+    (backend, router, server) was drawn. A family whose contract forwards
+    fewer at a time by design (``forwards_at_once``) is owed that many.
     """
     budget = budgets.forwarding_concurrency_share
     if inputs.router_completed_s is None or inputs.router_peak_in_flight is None:
@@ -110,9 +112,14 @@ def check_forwards_concurrent(inputs: CheckInputs, budgets: Budgets) -> Verdict:
             head=f"{owed} forwards owed at once at most (< forwarding_min_owed "
             f"{budgets.forwarding_min_owed}): too few to see a ceiling",
         )
+    design = inputs.contract.forwards_at_once
+    by_design = design is not None and design < expected
+    if design is not None and by_design:
+        expected = design
     share = inputs.router_peak_in_flight / expected
     detail = (
         f"{FORWARDS_AT_ONCE.name}: router peak in flight {inputs.router_peak_in_flight} of {expected} (peak owed {owed}, forwarding "
-        f"cap {cap or 'none'}) = {share:.2f} (budget >= {budget:g})"
+        f"cap {cap or 'none'}{f', {design} at a time by design' if by_design else ''}) = {share:.2f} (budget >= {budget:g})"
     )
-    return Verdict(ok=share >= budget, figure=round(share, 3), budget=budget, head=detail)
+    cases = (RuleCase(FORWARDS_BY_DESIGN.name, owed - expected),) if by_design else ()
+    return Verdict(ok=share >= budget, figure=round(share, 3), budget=budget, head=detail, cases=cases)

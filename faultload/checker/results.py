@@ -11,6 +11,8 @@ from faultload.checker.contract.liveness import resolution
 from faultload.checker.contract.retention import (
     dropped_poll_delivered,
     expired_by_design,
+    forgotten_after_creation,
+    forgotten_past_cap,
     restart_forgets,
     stall_not_scaled,
 )
@@ -26,7 +28,8 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     A 404 for an accepted id is a loss unless a retention rule of the
     contract allows it (``checker/contract/retention.py``: a poll the client
     dropped after the result existed, a stall the time scale did not shrink,
-    expiry by design, a fatal restart that forgot it). A failure or a give-up
+    expiry by design, a future forgotten by age or past a cap, a fatal
+    restart that forgot it). A failure or a give-up
     is a loss unless a fatal fault allowed a definite error
     (``contract/faults.py``) or a fatal restart forgot the request. A request
     that never ended is lost once the contract's liveness rule says it is
@@ -60,7 +63,13 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     ended_badly = accepted & ~is_ok & ~corrupt & ~lost_404 & ~pending
     notes = []
     applied = []
-    for allow in (dropped_poll_delivered, stall_not_scaled, expired_by_design):
+    for allow in (
+        dropped_poll_delivered,
+        stall_not_scaled,
+        expired_by_design,
+        forgotten_after_creation,
+        forgotten_past_cap,
+    ):
         allowance = allow(inputs, budgets, lost_404)
         lost_404 &= ~allowance.rows
         notes.append(allowance.note)

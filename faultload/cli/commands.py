@@ -29,7 +29,7 @@ from faultload.cli.exits import (
 from faultload.cli.from_args import build_trial, config_path, guarded, install_sdks, workspace_of
 from faultload.cli.many_trials import cmd_compare, cmd_matrix
 from faultload.cli.parser import UsageError
-from faultload.client.session import AccessRefused
+from faultload.client.session import AccessRefused, SessionUnreadable
 from faultload.model.shape import LoadShape
 from faultload.model.target import DEFAULT_TARGET, parse_target
 from faultload.run.preflight import DoesNotFit, current_limits, plan
@@ -60,6 +60,9 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
     except (ServerStartError, InstallError, AccessRefused) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except SessionUnreadable as exc:  # the server's fault, before any load: there is no trial to judge
+        print(f"faultload: the server is at fault: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except (RuntimeError, OSError) as exc:  # the rig broke before there was a trial to judge
         print(f"faultload: harness error: {exc}", file=sys.stderr)
         return EXIT_HARNESS

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from faultload.checker.budgets import load_budgets
-from faultload.cli.exits import EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_USAGE
+from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS, EXIT_INTERRUPTED, EXIT_USAGE
 from faultload.cli.parser import UsageError
-from faultload.client.session import AccessRefused
+from faultload.client.session import AccessRefused, SessionUnreadable
 from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
 from faultload.model.access import Access, access_for
@@ -151,7 +151,8 @@ def install_sdks(workspace: Workspace, releases: list[str]) -> None:
 def guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None]:
     """(what ``work`` returned, None), or (None, the exit code) when it could not run: a bad value is a
     UsageError; a server that did not start, an install that failed: one line, exit 2; the harness breaking
-    (a load worker lost, an OS error): one line, exit 3; Ctrl-C: ``interrupted``, exit 130 (what it started
+    (a load worker lost, an OS error): one line, exit 3; a server whose session answer the SDK cannot read:
+    one line, exit 1; Ctrl-C: ``interrupted``, exit 130 (what it started
     is stopped by then)."""
     try:
         return work(), None
@@ -160,6 +161,9 @@ def guarded(work: Callable[[], Any], interrupted: str) -> tuple[Any, int | None]
     except (ServerStartError, InstallError, AccessRefused) as exc:
         print(f"faultload: {exc}", file=sys.stderr)
         return None, EXIT_USAGE
+    except SessionUnreadable as exc:
+        print(f"faultload: the server is at fault: {exc}", file=sys.stderr)
+        return None, EXIT_FAILED
     except (RuntimeError, OSError) as exc:
         print(f"faultload: harness error: {exc}", file=sys.stderr)
         return None, EXIT_HARNESS

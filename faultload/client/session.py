@@ -16,6 +16,11 @@ class SessionError(RuntimeError):
     pass
 
 
+class SessionUnreadable(SessionError):
+    """The server answered a session call with what the SDK cannot read: the server's fault, said before any
+    load (no SDK client could sample on it)."""
+
+
 class AccessRefused(SessionError):
     """The server refused the key (401, 403): said before any load, never a verdict on the server."""
 
@@ -55,6 +60,11 @@ def open_sampling_session(base_url: str, base_model: str, timeout_s: float = 30.
         timeout_s,
         access,
     )
+    if not isinstance(sampling, dict) or not isinstance(sampling.get("sampling_session_id"), str):
+        raise SessionUnreadable(
+            "the server answered create_sampling_session without the sampling_session_id the SDK reads "
+            f"(every tinker release fails on it: APIResponseValidationError): {json.dumps(sampling)[:300]}"
+        )
     return sampling["sampling_session_id"]
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from faultload.model.switches import REGRESSIONS, SKYRL_FIXES, TUFT_FIXES
+from faultload.model.switches import HATCHERY_FIXES, REGRESSIONS, SKYRL_FIXES, TUFT_FIXES
 
 
 @dataclass(frozen=True)
@@ -26,13 +26,27 @@ class ServerContract:
     cpu_ms_per_request: float
     # How often expired results are evicted: a result may outlive its TTL by this much (None: never evicted)
     sweep_s: float | None = None
+    # A future is forgotten this long after the server created it, done, delivered or not (None: no such limit)
+    created_ttl_s: float | None = None
+    # The server forgets its oldest futures past this many (None: no cap)
+    max_futures: int | None = None
+    # Samples the server forwards at once by design, whatever its forwarding connections allow (None: every one)
+    forwards_at_once: int | None = None
 
     @property
     def longest_ttl_s(self) -> float | None:
-        """The longest any result is kept by design (a fix may keep a delivered one its completed TTL); None: for
-        as long as the server runs."""
+        """The longest any result is kept by design (a fix may keep a delivered one its completed TTL; a future
+        is forgotten its created TTL after creation whatever else); None: for as long as the server runs."""
+        if self.created_ttl_s is not None:
+            return self.created_ttl_s
         ttls = [ttl for ttl in (self.retrieved_ttl_s, self.completed_ttl_s) if ttl is not None]
         return max(ttls) if ttls else None
+
+    @property
+    def earliest_loss_s(self) -> float | None:
+        """The shortest time after its creation a result may be gone by design (None: never)."""
+        ttls = [ttl for ttl in (self.retrieved_ttl_s, self.completed_ttl_s, self.created_ttl_s) if ttl is not None]
+        return min(ttls) if ttls else None
 
 
 # SkyRL's skyrl.tinker.api: RETRIEVE_FUTURE_TIMEOUT_SECONDS, the in-memory store's TTLs (the retrieved one was
@@ -59,6 +73,23 @@ TUFT_CONTRACT = ServerContract(
     cpu_ms_per_request=5.5,
 )
 
+# hatchery-core's hatchery.core.tinker_compat: retrieve_future holds a poll Config.max_job_timeout_seconds (600 s),
+# then answers a 200 try-again; its future registry forgets an entry _REGISTRY_MAX_AGE_S (3600 s) after creating
+# it, done or not, and its oldest past _REGISTRY_MAX_ENTRIES (100,000), both at every 1000th registration; the
+# job queue keeps every result and sessions never expire. Its local worker (StubWorker, the GPU worker's stand-in)
+# takes one job at a time from the queue.
+HATCHERY_CONTRACT = ServerContract(
+    poll_hold_s=600.0,
+    hold_expiry="try_again",
+    retrieved_ttl_s=None,
+    completed_ttl_s=None,
+    session_timeout_s=None,
+    cpu_ms_per_request=5.5,
+    created_ttl_s=3600.0,
+    max_futures=100_000,
+    forwards_at_once=1,
+)
+
 
 @dataclass(frozen=True)
 class FamilyTraits:
@@ -71,6 +102,8 @@ class FamilyTraits:
     knobs: tuple[str, ...]  # the ServerKnobs its launcher passes to the server
     # The first release whose results the real SDK (tinker 0.25, proto only) can read; None: every release.
     sdk_reads_since: tuple[int, int] | None = None
+    # False: no release's results are readable by the real SDK (it answers a sample's result as JSON only)
+    sdk_reads_results: bool = True
 
 
 # The families faultload can install and launch, by the name a target spec starts with (skyrl==X.Y.Z).
@@ -91,6 +124,16 @@ TRAITS = {
         TUFT_FIXES,
         engines=("sleeper",),
         knobs=("forwarding_max_connections", "forwarding_timeout_s"),
+    ),
+    # hatchery-core's local server with its scripted worker: sampling only, no torch.
+    # Its results are JSON only: no tinker release reads them (finding 12).
+    "hatchery": FamilyTraits(
+        HATCHERY_CONTRACT,
+        (),
+        HATCHERY_FIXES,
+        engines=("sleeper",),
+        knobs=("forwarding_timeout_s",),
+        sdk_reads_results=False,
     ),
 }
 CONTRACTS = {name: traits.contract for name, traits in TRAITS.items()}

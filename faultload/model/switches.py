@@ -2,7 +2,7 @@
 
 The switches themselves are code that runs inside the target's Python
 (``faultload/targets/skyrl_patches.py`` and ``skyrl_mutants.py`` for SkyRL,
-``tuft_fixes.py`` for TuFT, shipped beside the launcher and imported there as
+``tuft_fixes.py`` for TuFT, ``hatchery_fixes.py`` for hatchery-core, shipped beside the launcher and imported there as
 top-level modules); the harness only needs their names, to check a user's
 ``--regress``/``--fix`` early and to name them in log lines, so it imports this
 instead of code written for another interpreter. Which family has which is
@@ -54,7 +54,8 @@ REGRESSIONS = (
 )
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
 TUFT_FIXES = ("newest-sdk-samples", "file-persistence", "history-in-order")
-FIXES = SKYRL_FIXES + TUFT_FIXES
+HATCHERY_FIXES = ("sampling-session-answer", "proto-sample-results")
+FIXES = SKYRL_FIXES + TUFT_FIXES + HATCHERY_FIXES
 
 
 def switches_text(regress: Iterable[str], fixes: Iterable[str]) -> str:

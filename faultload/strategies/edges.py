@@ -10,7 +10,8 @@ trial is arranged so that the same absence measured from any earlier event
 (creation instead of completion, completion instead of delivery) runs past
 the TTL. A correct server keeps every result; a wrong anchor or a shorter
 value loses every request. A family without the TTL has no such trial
-(TuFT: results kept until the server stops).
+(TuFT: results kept until the server stops); a family whose TTL runs from
+creation (hatchery-core) has its own.
 
 The trials are small (``EDGE_REQUESTS``) so that a failure is its own repro,
 and run before any draw on every profile that lists them (``Profile.known_examples``).
@@ -117,11 +118,33 @@ def retrieved_ttl_edge(contract: ServerContract, time_scale: float) -> EdgeTrial
     return EdgeTrial(shape, _all_at_once(shape, 0.0), FaultSchedule((blackhole,)))
 
 
+def created_ttl_edge(contract: ServerContract, time_scale: float) -> EdgeTrial | None:
+    """The created TTL, from creation: results written at once, every first poll ``EDGE`` x TTL after submit.
+
+    The only clock a family with a created TTL promises (hatchery-core: its registry forgets a future 3600 s
+    after creating it, done or not) has no earlier event to be measured from: this trial meets a TTL shorter
+    than promised, which answers 404.
+    """
+    ttl = contract.created_ttl_s
+    if ttl is None:
+        return None
+    shape = LoadShape(
+        requests=EDGE_REQUESTS,
+        max_outstanding=EDGE_REQUESTS,
+        workers=1,
+        time_scale=time_scale,
+        delay_polls=PollBehaviour(fraction=1.0, after_s=EDGE * ttl),
+    )
+    return EdgeTrial(shape, _all_at_once(shape, 0.0))
+
+
 def around_edges(contract: ServerContract) -> tuple[float, ...]:
     """Poll delays (SDK s) just inside and just outside each of the family's TTLs, for the draws to meet them
     wherever the rest of a trial puts them; the contract model judges each (a 404 inside a TTL from the event
     it runs from is a loss, outside it is allowed). None for a family without TTLs."""
-    ttls = [ttl for ttl in (contract.retrieved_ttl_s, contract.completed_ttl_s) if ttl is not None]
+    ttls = [
+        ttl for ttl in (contract.retrieved_ttl_s, contract.completed_ttl_s, contract.created_ttl_s) if ttl is not None
+    ]
     return tuple(sorted(share * ttl for ttl in ttls for share in AROUND_EDGE_SHARES))
 
 
@@ -141,4 +164,5 @@ def _all_at_once(shape: LoadShape, gen_s: float) -> RouterConfig:
 EDGE_TRIALS: dict[str, Callable[[ServerContract, float], EdgeTrial | None]] = {
     "completed_ttl_edge": completed_ttl_edge,
     "retrieved_ttl_edge": retrieved_ttl_edge,
+    "created_ttl_edge": created_ttl_edge,
 }

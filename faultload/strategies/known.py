@@ -33,7 +33,7 @@ from faultload.strategies.known_store import (
     size_flood,
 )
 from faultload.strategies.limits import Limits
-from faultload.strategies.routers import immediate_router, router_procs
+from faultload.strategies.routers import immediate_router, router_fits, router_procs
 from faultload.strategies.shapes import held_at_once
 from faultload.strategies.trials import engine_for, proxies_for
 
@@ -256,8 +256,9 @@ def known_trial_config(
     name: str, target: str, time_scale: float, regress: Iterable[str], limits: Limits
 ) -> TrialConfig | None:
     """The known trial ``name`` as a ``TrialConfig`` that fits the suite's shared stack for ``limits``; None for a
-    contract-edge trial (``strategies.edges``) whose rule ``target``'s family does not have, or a hold past TTLs it
-    does not have."""
+    contract-edge trial (``strategies.edges``) whose rule ``target``'s family does not have, a hold past TTLs it
+    does not have, or a router the family cannot serve within ``limits`` (a burst of generations, each long,
+    through a server that forwards one at a time)."""
     contract = CONTRACTS[parse_target(target).family]
     if name in EDGE_TRIALS:
         edge = EDGE_TRIALS[name](contract, time_scale)
@@ -271,7 +272,7 @@ def known_trial_config(
     else:
         raise ValueError(f"unknown known-bug trial {name!r}; known: {', '.join(KNOWN_NAMES)}")
     hold = KNOWN_HOLDS[name](shape, contract) if name in KNOWN_HOLDS else 0.0
-    if hold is None:
+    if hold is None or not router_fits(shape, router, limits, contract):
         return None
     return TrialConfig(
         target=target,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from typing import Iterable
 
 from hypothesis import strategies as st
 
-from faultload.model.family import CONTRACTS, TRAITS
+from faultload.model.family import CONTRACTS, SKYRL_CONTRACT, TRAITS, ServerContract
 from faultload.model.faults import FaultSchedule
-from faultload.model.sdk import RETRIEVED_TTL_S
 from faultload.model.target import parse_target
 from faultload.model.timescale import trial_s
 from faultload.model.trial import TrialConfig
@@ -49,30 +49,38 @@ SDK_BACKOFF_SHARE = 0.75
 
 def sdk_reads_results(target: str) -> bool:
     """Whether the real SDK (tinker 0.25) can read ``target``'s results: it takes proto only, which a family
-    sends from its ``FamilyTraits.sdk_reads_since`` release on (SkyRL 0.3.0 answers JSON). Checkouts and urls:
-    assumed current."""
-    family, released, version = target.strip().partition("==")
-    since = TRAITS[family].sdk_reads_since if released and family in TRAITS else None
+    sends from its ``FamilyTraits.sdk_reads_since`` release on (SkyRL 0.3.0 answers JSON), and a family whose
+    ``sdk_reads_results`` is False never does (hatchery-core). Checkouts and urls: assumed current."""
+    family = re.split(r"==|@|\+url=", target.strip(), maxsplit=1)[0]  # a checkout's folder need not exist here
+    if family in TRAITS and not TRAITS[family].sdk_reads_results:
+        return False
+    since = TRAITS[family].sdk_reads_since if "==" in target and family in TRAITS else None
     if since is None:
         return True
     return tuple(int(part) for part in (parse_target(target).version or "0.0").split(".")[:2]) >= since
 
 
-def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float) -> bool:
-    """Whether the SDK's unscaled backoff recovers from ``faults`` while the server still keeps results.
+def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float, contract: ServerContract = SKYRL_CONTRACT) -> bool:
+    """Whether the SDK's unscaled backoff recovers from ``faults`` while a server of ``contract`` still keeps
+    results.
 
     The SDK sleeps ``min(2**n, 30)`` real seconds after its n-th connection
     error in a row, whatever the time scale, so its first attempt after a
     fault ending at E trial seconds comes by about 2E + 1 s. That must fall
-    within SDK_BACKOFF_SHARE of the server's retrieved TTL (scaled): a later
-    re-poll meets a 404 the scale made, not the server. Faults to the trial's
-    end never fit, nor do faults anchored at an event (when it comes is not known before the trial).
+    within SDK_BACKOFF_SHARE of the soonest the server may forget a result by
+    design (scaled; SkyRL: its retrieved TTL; a family that keeps results until
+    it stops: never): a later re-poll meets a 404 the scale made, not the
+    server. Faults to the trial's end never fit, nor do faults anchored at an
+    event (when it comes is not known before the trial).
     """
     ends = [
         math.inf if f.duration_s is None or f.anchor is not None else f.start_s + f.duration_s for f in faults.faults
     ]
     end = max(ends, default=0.0)
-    return 2.0 * end + 1.0 <= trial_s(SDK_BACKOFF_SHARE * RETRIEVED_TTL_S, time_scale)
+    if math.isinf(end):
+        return False
+    soonest = contract.earliest_loss_s
+    return soonest is None or 2.0 * end + 1.0 <= trial_s(SDK_BACKOFF_SHARE * soonest, time_scale)
 
 
 def proxies_for(limits: Limits) -> str:
@@ -97,7 +105,8 @@ def trial_configs(
     the drawn faults (:func:`sdk_outlasts_faults`; otherwise the raw client
     runs the same shape); its faults start at clock times only. Where
     ``limits.draws_around_edges``, late polls may come just inside and outside
-    ``target``'s TTLs (:func:`faultload.strategies.edges.around_edges`). A barrier router's waves must fit half the wall
+    ``target``'s TTLs (:func:`faultload.strategies.edges.around_edges`); the router fits what ``target``'s family
+    forwards at once (:func:`faultload.strategies.routers.router_configs`). A barrier router's waves must fit half the wall
     bound even if each one times out: the shape's requests are lowered after every draw
     (:func:`faultload.strategies.routers.barrier_fitting_requests`), so the draws are
     the same.
@@ -106,12 +115,13 @@ def trial_configs(
     no cap, no late polls, the SDK's policy, the immediate router, no faults.
     """
     regress = tuple(regress)
-    edges = around_edges(CONTRACTS[parse_target(target).family]) if limits.draws_around_edges else ()
+    contract = CONTRACTS[parse_target(target).family]
+    edges = around_edges(contract) if limits.draws_around_edges else ()
     shape = draw(load_shapes(time_scale, limits, sdk=sdk_reads_results(target), around_edges=edges))
-    router = draw(router_configs(shape, limits))
+    router = draw(router_configs(shape, limits, contract))
     # When an anchored fault ends is not known before the trial: an SDK shape draws clock starts only.
     faults = draw(fault_schedules(time_scale, limits.replace(fault_anchors=()) if shape.client == "sdk" else limits))
-    if shape.client == "sdk" and not sdk_outlasts_faults(faults, time_scale):
+    if shape.client == "sdk" and not sdk_outlasts_faults(faults, time_scale, contract):
         shape = dataclasses.replace(shape, client="raw")  # an SDK shape is a valid raw one
     shape = with_requests(shape, barrier_fitting_requests(shape, router, limits))
     return _config(target, time_scale, regress, limits, shape, router, faults, proxies_for(limits))

@@ -97,7 +97,7 @@ LOST = Property(
     ("no_lost_results", "accepted_requests", "futures_resolve"),
     weight=2.0,
     limits=(("late_polls", True), ("router_modes", ("latency", "barrier"))),
-    known=("completed_ttl_edge", "retrieved_ttl_edge", "half_open_delivery", "restart_reuse"),
+    known=("completed_ttl_edge", "retrieved_ttl_edge", "created_ttl_edge", "half_open_delivery", "restart_reuse"),
 )
 INTEGRITY = Property("result_integrity", ("result_integrity",), ("result_integrity",))
 RESOURCES = Property(

@@ -5,8 +5,8 @@ what its sampling path imports; whether it shares the suite's torch) and launche
 engine stubbed, faultload's router as its inference backend, the regression and fix switches applied and its
 timers scaled, answering on ``/api/v1/healthz``. Its futures contract (poll hold, what a hold's end answers,
 TTLs, session expiry, CPU per request) is ``faultload.model.family``'s alone, where the checker reads it.
-SkyRL (``targets/families/skyrl.py``) is the first, TuFT (``targets/families/tuft.py``) the second; a family is a
-new module added to :data:`FAMILIES`.
+SkyRL (``targets/families/skyrl.py``) is the first, TuFT (``targets/families/tuft.py``) the second, hatchery-core
+(``targets/families/hatchery.py``) the third; a family is a new module added to :data:`FAMILIES`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from faultload.model.family import FAMILY_NAMES
 from faultload.model.target import TargetSpec
+from faultload.targets.families.hatchery import HatcheryFamily
 from faultload.targets.families.skyrl import SkyrlFamily
 from faultload.targets.families.tuft import TuftFamily
 from faultload.targets.server import ServerHandle
@@ -39,7 +40,7 @@ class ServerFamily(Protocol):
         (ServerStartError with its log's tail when it is not)."""
 
 
-FAMILIES: dict[str, ServerFamily] = {"skyrl": SkyrlFamily(), "tuft": TuftFamily()}
+FAMILIES: dict[str, ServerFamily] = {"skyrl": SkyrlFamily(), "tuft": TuftFamily(), "hatchery": HatcheryFamily()}
 assert tuple(FAMILIES) == FAMILY_NAMES, "model.family.FAMILY_NAMES names the families targets/family.py has"
 
 

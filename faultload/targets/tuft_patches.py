@@ -17,9 +17,7 @@ Runs under the target's Python, imported by ``tuft_launch.py`` once its torch st
 from __future__ import annotations
 
 import inspect
-import logging
 import sys
-import typing
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 
@@ -30,28 +28,19 @@ import tuft.sampling_controller
 import tuft.sequence_executor as sequence_executor
 import tuft_fixes
 import tuft_forwarding
-import uvicorn.config
+from launch_logs import fail, timestamp_logs
 from tuft.backends.base_backend import BaseSamplingBackend
 from tuft.cli import main as tuft_main
-
-LAUNCH_ERROR_EXIT = 3
-LOG_FORMAT = "%(asctime)s - %(levelname)s - %(name)s: %(message)s"
-ACCESS_FORMAT = '%(asctime)s - %(levelname)s - %(name)s: %(client_addr)s - "%(request_line)s" %(status_code)s'
-
-
-def _fail(message: str) -> typing.NoReturn:
-    print(f"faultload-launch: {message}", file=sys.stderr, flush=True)
-    sys.exit(LAUNCH_ERROR_EXIT)
 
 
 def apply(spec: dict) -> list[str]:
     """Every patch the launch spec asks for; what was changed, for the log."""
     if not hasattr(BaseSamplingBackend, "create_backend"):
-        _fail("patch point BaseSamplingBackend.create_backend (the sampling backend factory) not found")
+        fail("patch point BaseSamplingBackend.create_backend (the sampling backend factory) not found")
     tuft_forwarding.install(
         BaseSamplingBackend, spec["router_url"], float(spec["forward_timeout_s"]), spec.get("forward_max_connections")
     )
-    _timestamp_logs()
+    timestamp_logs()
     applied = ["sampling -> router", "timestamped logs", *_scale_timers(float(spec.get("time_scale", 1.0)))]
     modules = {
         "future_store": futures.FutureStore,
@@ -62,26 +51,16 @@ def apply(spec: dict) -> list[str]:
     return applied + [tuft_fixes.FIXES[name](modules) for name in spec.get("fixes", [])]
 
 
-def _timestamp_logs() -> None:
-    """Timestamps on every line: the root logger's (TuFT's basicConfig then finds it set) and uvicorn's."""
-    logging.basicConfig(format=LOG_FORMAT, level=logging.INFO)
-    formatters = uvicorn.config.LOGGING_CONFIG.get("formatters", {})
-    if "default" not in formatters or "access" not in formatters:
-        _fail("uvicorn.config.LOGGING_CONFIG has no default and access formatters to give timestamps")
-    formatters["default"]["fmt"] = LOG_FORMAT
-    formatters["access"]["fmt"] = ACCESS_FORMAT
-
-
 def _scale_timers(scale: float) -> list[str]:
     """The poll hold and the sequence executor's timeout, times ``scale``; what was changed."""
     kwdefaults = futures.FutureStore.retrieve.__kwdefaults__ or {}
     if "timeout" not in kwdefaults:
-        _fail("patch point FutureStore.retrieve(*, timeout=...) (the poll hold) not found in this tuft version")
+        fail("patch point FutureStore.retrieve(*, timeout=...) (the poll hold) not found in this tuft version")
     hold = kwdefaults["timeout"]
     kwdefaults["timeout"] = hold * scale
     init = sequence_executor.SequenceExecutor.__init__
     if list(inspect.signature(init).parameters) != ["self", "timeout"] or not init.__defaults__:
-        _fail(
+        fail(
             "patch point SequenceExecutor.__init__(timeout=...) (the sampling session's ordering timeout) "
             "not found in this tuft version"
         )

@@ -145,7 +145,12 @@ INSIDE_THE_TARGET = (
     "faultload.targets.tuft_patches",
     "faultload.targets.tuft_forwarding",
     "faultload.targets.tuft_fixes",
+    "faultload.targets.hatchery_launch",
+    "faultload.targets.hatchery_patches",
+    "faultload.targets.hatchery_forwarding",
+    "faultload.targets.hatchery_fixes",
     "faultload.targets.launch_profile",
+    "faultload.targets.launch_logs",
 )
 # the suite, the matrix that runs it, and the command line whose `matrix` command runs the matrix
 USES_THE_SUITE = ("faultload.suite", "faultload.matrix", "faultload.cli", "faultload.__main__")

@@ -22,7 +22,7 @@ from faultload.checker.futures import check_futures_resolve, check_polls_held
 from faultload.checker.resources import check_bounded_cpu
 from faultload.checker.results import check_no_lost_results
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
-from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT, ServerContract
+from faultload.model.family import HATCHERY_CONTRACT, SKYRL_CONTRACT, TUFT_CONTRACT, ServerContract
 from faultload.model.faults import Fault
 from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, Outcome
 from tests.invariant_doubles import (
@@ -30,6 +30,7 @@ from tests.invariant_doubles import (
     CRASH,
     RESET,
     SHAPE,
+    N,
     _stalled_monitor,
     applied,
     fault_log,
@@ -83,6 +84,19 @@ def _stall(stall: tuple[float, float]) -> bool | None:
 def _expired(answered_at: float, contract: ServerContract = SKYRL_CONTRACT) -> bool | None:
     h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=answered_at)
     return _lost(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 0.5}, contract=contract)
+
+
+def _forgotten(answered_at: float) -> bool | None:
+    """Row 40 (accepted at 0.405 s) answered 404 at ``answered_at``; hatchery's created TTL 3600 s is 180 s at 0.05,
+    its result written at 0.5 s (no completed or retrieved TTL: only the creation clock can allow the 404)."""
+    h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=answered_at)
+    return _lost(history=h, shape=SCALED, router_completed_s={int(h["nonce"][40]): 0.5}, contract=HATCHERY_CONTRACT)
+
+
+def _past_cap(cap: int) -> bool | None:
+    """Row 40 of the history's rows answered 404 with ``N - 41`` submits begun after it was accepted."""
+    h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=5.0)
+    return _lost(history=h, contract=dataclasses.replace(HATCHERY_CONTRACT, max_futures=cap))
 
 
 def _restart(accepted_at: float) -> bool | None:
@@ -213,13 +227,16 @@ def _forwarded(completions: int, faults=None, **row) -> bool | None:
     return check_forwarded_once(make_inputs(history=h, faults=faults, router_repeats=repeats), BUDGETS).ok
 
 
-def _at_once(router_peak: int, fault: Fault | None = None, hold_s: float | None = 10.0) -> bool | None:
+def _at_once(
+    router_peak: int, fault: Fault | None = None, hold_s: float | None = 10.0, contract: ServerContract = SKYRL_CONTRACT
+) -> bool | None:
     """2,048 accepted within 0.5 s, all answered by the router at 10 s: all owed at once; the router's peak and
     the least it holds a forward given."""
     from tests.unit.test_forwards_concurrent import _inputs
 
     faults = fault_log(applied(fault, 1.0, 3.0)) if fault is not None else None
-    return check_forwards_concurrent(_inputs(2048, router_peak, faults=faults, router_least_hold_s=hold_s), BUDGETS).ok
+    inputs = _inputs(2048, router_peak, faults=faults, router_least_hold_s=hold_s)
+    return check_forwards_concurrent(dataclasses.replace(inputs, contract=contract), BUDGETS).ok
 
 
 # -- heartbeats
@@ -255,10 +272,14 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "dropped_poll_delivered": (lambda: _dropped(completed_at=1.5), lambda: _dropped(completed_at=1.0)),
     "stall_not_scaled": (lambda: _stall((40.0, 50.0)), lambda: _stall((10.0, 30.0))),
     "expired_by_design": (lambda: _expired(20.0), lambda: _expired(40.0)),
+    "forgotten_after_creation": (lambda: _forgotten(170.0), lambda: _forgotten(181.0)),
+    "forgotten_past_cap": (lambda: _past_cap(N - 40), lambda: _past_cap(N - 41)),
     "restart_forgets": (lambda: _restart(accepted_at=8.0), lambda: _restart(accepted_at=4.5)),
     "fatal_definite_error": (lambda: _fatal(Outcome.PENDING), lambda: _fatal(Outcome.FAILED)),
     "forwards_at_once": (lambda: _at_once(100), lambda: _at_once(2048)),
     "forward_path_fault": (lambda: _at_once(100), lambda: _at_once(100, DOWN)),
+    # one forward at a time is a ceiling on SkyRL, hatchery-core's design
+    "forwards_by_design": (lambda: _at_once(1), lambda: _at_once(1, contract=HATCHERY_CONTRACT)),
     "router_holds_briefly": (lambda: _at_once(100), lambda: _at_once(100, hold_s=0.0)),
     "futures_resolve": (lambda: _ended_at(np.nan), lambda: _ended_at(4.0)),
     "harness_stopped": (

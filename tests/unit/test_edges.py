@@ -10,8 +10,8 @@ import dataclasses
 
 import pytest
 
-from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT
-from faultload.strategies.edges import EDGE, EDGE_TRIALS, completed_ttl_edge, retrieved_ttl_edge
+from faultload.model.family import HATCHERY_CONTRACT, SKYRL_CONTRACT, TUFT_CONTRACT
+from faultload.strategies.edges import EDGE, EDGE_TRIALS, completed_ttl_edge, created_ttl_edge, retrieved_ttl_edge
 
 SWEEP_S = 30.0  # SkyRL's sweep interval: an entry lives up to this long past its TTL
 
@@ -40,9 +40,19 @@ def test_retrieved_ttl_edge_delivers_late_and_only_the_delivery_clock_keeps_the_
     assert blackhole.start_s < delivery < blackhole.start_s + blackhole.duration_s
 
 
+def test_created_ttl_edge_comes_back_inside_the_ttl_from_creation() -> None:
+    """hatchery's only clock runs from creation: results at once, every first poll EDGE of it after submit; SkyRL,
+    whose clocks run from completion and delivery, has no such trial."""
+    edge = created_ttl_edge(HATCHERY_CONTRACT, 1.0)
+    assert edge.router.mode == "immediate" and edge.shape.delay_polls.fraction == 1.0
+    assert edge.shape.delay_polls.after_s == pytest.approx(EDGE * HATCHERY_CONTRACT.created_ttl_s)
+    assert created_ttl_edge(SKYRL_CONTRACT, 1.0) is None
+
+
 @pytest.mark.parametrize("name", sorted(EDGE_TRIALS))
 def test_an_edge_trial_is_scaled_with_the_trial_and_absent_without_its_rule(name) -> None:
-    full, scaled = EDGE_TRIALS[name](SKYRL_CONTRACT, 1.0), EDGE_TRIALS[name](SKYRL_CONTRACT, 0.05)
+    contract = next(c for c in (SKYRL_CONTRACT, HATCHERY_CONTRACT) if EDGE_TRIALS[name](c, 1.0) is not None)
+    full, scaled = EDGE_TRIALS[name](contract, 1.0), EDGE_TRIALS[name](contract, 0.05)
     assert scaled.shape == dataclasses.replace(full.shape, time_scale=0.05)  # SDK seconds in the shape
     if full.router.mode == "latency":
         assert scaled.router.gen_seconds == pytest.approx(full.router.gen_seconds * 0.05)

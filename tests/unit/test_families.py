@@ -51,7 +51,7 @@ def test_a_url_target_is_judged_as_skyrl_unless_it_names_its_family():
         "tuft+url=http://127.0.0.1:9/",
     )
     assert parse_target("skyrl+url=http://127.0.0.1:9").family == "skyrl"
-    with pytest.raises(ValueError, match=r"'twinkle' is not a server family \(skyrl, tuft\)"):
+    with pytest.raises(ValueError, match=r"'twinkle' is not a server family \(skyrl, tuft, hatchery\)"):
         parse_target("twinkle+url=http://127.0.0.1:9")
     with pytest.raises(ValueError, match="expected url=http://HOST:PORT"):
         parse_target("tuft+url=http://127.0.0.1")
@@ -109,6 +109,77 @@ def test_what_a_family_lacks_is_refused_in_one_line(changes: dict, message: str)
     TrialConfig(target="tuft==0.2.2", fixes=("newest-sdk-samples",)).validate()
     with pytest.raises(ValueError, match="skyrl==0.4.0 has no fix switch 'newest-sdk-samples'"):
         TrialConfig(target="skyrl==0.4.0", fixes=("newest-sdk-samples",)).validate()
+
+
+def test_hatcherys_adapter_installs_the_release_without_its_gpu_stack():
+    hatchery = FAMILIES["hatchery"]
+    release = parse_target("hatchery==0.3.0")
+    assert release.family == "hatchery" and release.venv_name == "hatchery-0.3.0" and family_of(release) is hatchery
+    assert hatchery.own_install(release) == [
+        "--no-deps",
+        "--ignore-requires-python",
+        "hatchery-core==0.3.0",
+        "tinker>=0.25,<0.26",
+    ]
+    assert not hatchery.needs_torch and hatchery.package == "hatchery-core"
+    assert not {"torch", "transformers", "peft"} & {
+        req.split("[")[0].split(">")[0].split("=")[0] for req in hatchery.requirements(release)
+    }
+    with pytest.raises(ValueError, match="hatchery==0.3.0 has no setting forwarding_max_connections"):
+        TrialConfig(target="hatchery==0.3.0", knobs=ServerKnobs(forwarding_max_connections=8)).validate()
+    TrialConfig(target="hatchery==0.3.0", fixes=("sampling-session-answer",)).validate()
+
+
+def test_hatcherys_candidate_fix_answers_the_sampling_session_itself():
+    """Finding 11's fix (hatchery_fixes.py) on a test double of hatchery's envelope builder (the real one runs in
+    tests/integration/test_hatchery.py): create_sampling_session answers its inline result, every other call
+    its future's envelope."""
+    from types import SimpleNamespace
+
+    from faultload.targets import hatchery_fixes
+
+    def envelope(job_id, user_id, operation, **kwargs):
+        return {"request_id": "fut_1", "operation": operation, "status": "pending"}
+
+    compat = SimpleNamespace(_future_response=envelope)
+    assert hatchery_fixes.FIXES["sampling-session-answer"]({"tinker_compat": compat}).startswith("sampling-session")
+    inline = {"type": "create_sampling_session", "sampling_session_id": "samp-smp_1-0-ab"}
+    answer = compat._future_response("inline-smp_1", "u", "create_sampling_session", inline_result=inline)
+    assert answer == inline and answer is not inline
+    assert compat._future_response("job", "u", "sample")["request_id"] == "fut_1"
+
+
+def test_hatcherys_proto_fix_encodes_a_json_result_as_the_sdk_reads_it():
+    """Finding 12's fix (hatchery_fixes.py): a JSON sample result as hatchery answers it, re-encoded with tinker's
+    own proto module, reads back (faultload's proto decoder, the SDK's wire form) as the JSON reads: every token,
+    logprob, stop reason, prompt logprob (NaN for none) and top-k cell (masked as tinker masks); any other answer
+    is left alone."""
+    import json
+
+    import numpy as np
+
+    from faultload.client import decode
+    from faultload.targets import hatchery_fixes
+
+    body = json.dumps(
+        {
+            "sequences": [
+                {"tokens": [11, 12, 13], "stop_reason": "length", "logprobs": [-0.5, -0.25, -1.0]},
+                {"tokens": [21], "stop_reason": "stop", "logprobs": [-0.125]},
+            ],
+            "prompt_logprobs": [None, -0.5, -0.75],
+            "topk_prompt_logprobs": [None, [[5, -0.1], [6, -0.2]], [[7, -0.3]]],
+        }
+    ).encode()
+    pb = hatchery_fixes._tinker_public_pb2()
+    proto, plain = decode.decode_proto(hatchery_fixes._as_proto(pb, body)), decode.decode_json(body)
+    for got, want in zip(proto.sequences, plain.sequences, strict=True):
+        assert got.stop_reason == want.stop_reason and np.array_equal(got.tokens, want.tokens)
+        assert np.allclose(got.logprobs, want.logprobs)
+    assert np.allclose(proto.prompt_logprobs, plain.prompt_logprobs, equal_nan=True)
+    assert np.array_equal(proto.topk[0], plain.topk[0]) and np.allclose(proto.topk[1], plain.topk[1])
+    for other in (b'{"type": "try_again"}', b'{"type": "request_failed", "error": "x"}', b'{"path": "p"}', b"<"):
+        assert hatchery_fixes._as_proto(pb, other) is None
 
 
 def test_a_request_id_keys_the_history_as_an_integer_or_a_digest():

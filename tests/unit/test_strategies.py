@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import faultload.strategies as S
 from faultload.client.arrivals import arrival_offsets
 from faultload.model.codec import config_from_dict, config_to_dict
+from faultload.model.family import HATCHERY_CONTRACT, TUFT_CONTRACT
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
@@ -558,6 +559,7 @@ def test_minimal_sdk_shape_is_the_minimal_shape_with_the_sdk():
 def test_sdk_reads_results_of_0_4_0_on():
     assert S.sdk_reads_results("skyrl==0.4.0") and S.sdk_reads_results("skyrl==1.0.0")
     assert not S.sdk_reads_results("skyrl==0.3.0")
+    assert not S.sdk_reads_results("hatchery==0.3.0") and not S.sdk_reads_results("hatchery@/src/hatchery")
     assert S.sdk_reads_results("url=http://127.0.0.1:8000") and S.sdk_reads_results("skyrl@/src/skyrl")
 
 
@@ -569,6 +571,12 @@ def test_sdk_backoff_must_outlast_the_faults_at_the_scale():
     assert not fits(FaultSchedule((Fault("edge", "down", start_s=4.0, duration_s=6.0),)), SCALE)
     assert not fits(FaultSchedule((Fault("edge", "down"),)), SCALE)  # to the trial's end
     assert fits(FaultSchedule((Fault("edge", "down", start_s=4.0, duration_s=6.0),)), 1.0)
+    # the family's own soonest loss: TuFT keeps results until it stops, hatchery forgets a future 3600 s after
+    # creating it (135 s of backoff at 0.05); a fault to the trial's end never fits
+    long_fault = FaultSchedule((Fault("edge", "down", start_s=4.0, duration_s=60.0),))
+    assert fits(long_fault, SCALE, TUFT_CONTRACT) and fits(long_fault, SCALE, HATCHERY_CONTRACT)
+    assert not fits(FaultSchedule((Fault("edge", "down", start_s=4.0, duration_s=90.0),)), SCALE, HATCHERY_CONTRACT)
+    assert not fits(FaultSchedule((Fault("edge", "down"),)), SCALE, TUFT_CONTRACT)
 
 
 def test_nightly_sdk_trials_fall_back_to_raw_for_long_faults():
@@ -631,3 +639,42 @@ def test_property_restrictions_shrink_to_their_own_minimum():
     assert config.shape.abandon_polls == PollBehaviour(1.0, 45.0)
     assert config.router == RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=0.05, procs=1)
     assert config.shape.requests == 1 and config.faults == FaultSchedule()
+
+
+def test_a_known_trial_is_skipped_only_where_the_family_forwards_too_few_at_once_to_serve_it():
+    """SkyRL forwards every sample at once: every known trial runs as measured (the contract-edge ones where its
+    contract has the TTL). hatchery forwards one at a time: a burst of long generations (completion_burst: 6,000
+    of 20 SDK s) would take hours, so it is skipped; the immediate router's trials run."""
+    from faultload.strategies.known import KNOWN_SHAPES, known_trial_config
+
+    def runs(name: str, target: str) -> bool:
+        return known_trial_config(name, target, SCALE, (), S.CI) is not None
+
+    assert all(runs(name, TARGET) for name in KNOWN_SHAPES)
+    assert runs("completed_ttl_edge", TARGET) and runs("retrieved_ttl_edge", TARGET)
+    assert not runs("created_ttl_edge", TARGET)
+    assert not runs("completion_burst", "hatchery==0.3.0") and not runs("size_burst", "hatchery==0.3.0")
+    assert runs("cpu_sample", "hatchery==0.3.0") and runs("created_ttl_edge", "hatchery==0.3.0")
+
+
+def test_a_family_that_forwards_one_at_a_time_draws_routers_it_can_serve_in_time():
+    """hatchery's routers: a barrier of one, or a queue of one generation at a time that fits the wait and wall
+    bounds; SkyRL's draws are those it always had."""
+    from faultload.model.family import SKYRL_CONTRACT
+    from faultload.strategies.routers import router_fits
+
+    shapes, routers = [], []
+
+    @settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(S.trial_configs("hatchery==0.3.0", SCALE, limits=S.CI))
+    def collect(config):
+        shapes.append(config.shape)
+        routers.append(config.router)
+
+    collect()
+    assert {r.mode for r in routers} >= {"immediate", "latency"}
+    assert all(router_fits(s, r, S.CI, HATCHERY_CONTRACT) for s, r in zip(shapes, routers))
+    assert all(r.barrier <= 1 for r in routers if r.mode == "barrier")
+    slow = RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=4.0)
+    big = LoadShape(requests=256, time_scale=SCALE)
+    assert router_fits(big, slow, S.CI, SKYRL_CONTRACT) and not router_fits(big, slow, S.CI, HATCHERY_CONTRACT)

@@ -26,13 +26,21 @@ from faultload.checker.contract.forwards import (
     FORWARD_PATH_FAULT,
     FORWARDED_ONCE,
     FORWARDS_AT_ONCE,
+    FORWARDS_BY_DESIGN,
     RETRIED_FORWARD,
     ROUTER_HOLDS_BRIEFLY,
 )
 from faultload.checker.contract.heartbeats import HEARTBEAT_TIMEOUT_TOLERATED, HEARTBEATS_ANSWERED
 from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN
 from faultload.checker.contract.polls import LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN
-from faultload.checker.contract.retention import DROPPED_POLL, EXPIRED_BY_DESIGN, RESTART_FORGETS, STALL_NOT_SCALED
+from faultload.checker.contract.retention import (
+    DROPPED_POLL,
+    EXPIRED_BY_DESIGN,
+    FORGOTTEN_AFTER_CREATION,
+    FORGOTTEN_PAST_CAP,
+    RESTART_FORGETS,
+    STALL_NOT_SCALED,
+)
 from faultload.checker.contract.rules import Allowance, Rule
 from faultload.checker.contract.submits import EDGE_UNREACHABLE, FATAL_REJECTION, HARNESS_CUT
 
@@ -40,6 +48,8 @@ RULES: tuple[Rule, ...] = (
     DROPPED_POLL,
     STALL_NOT_SCALED,
     EXPIRED_BY_DESIGN,
+    FORGOTTEN_AFTER_CREATION,
+    FORGOTTEN_PAST_CAP,
     RESTART_FORGETS,
     FATAL_DEFINITE_ERROR,
     FAULT_IN_FORCE,
@@ -57,6 +67,7 @@ RULES: tuple[Rule, ...] = (
     FORWARDED_ONCE,
     RETRIED_FORWARD,
     FORWARDS_AT_ONCE,
+    FORWARDS_BY_DESIGN,
     FORWARD_PATH_FAULT,
     ROUTER_HOLDS_BRIEFLY,
     HEARTBEATS_ANSWERED,

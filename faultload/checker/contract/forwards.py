@@ -40,6 +40,13 @@ FORWARDS_AT_ONCE = Rule(
     "where no timer of the contract sees them: the router and the engine behind it are there to queue, and "
     "report it",
 )
+FORWARDS_BY_DESIGN = Rule(
+    "forwards_by_design",
+    "a server whose family's contract forwards at most forwards_at_once samples at a time owes the router no "
+    "more at once than that",
+    "a family may serve its queue with workers that take one job each (hatchery-core: one worker, one job at a "
+    "time, one in flight per session): its ceiling is the design, stated in its contract, not a regression",
+)
 ROUTER_HOLDS_BRIEFLY = Rule(
     "router_holds_briefly",
     "how many forwards the server held at once is not judged when the router holds each for less than "

@@ -48,6 +48,21 @@ EXPIRED_BY_DESIGN = Rule(
     "the server documents that a result nobody came back for expires (SkyRL 0.4.0: 600 s); a result it "
     "believes delivered is kept its retrieved TTL from that delivery instead (300 s), even past the expiry",
 )
+FORGOTTEN_AFTER_CREATION = Rule(
+    "forgotten_after_creation",
+    "a 404 may answer a request asked for more than the family's created TTL after the server accepted it",
+    "a server that forgets a future a fixed time after creating it, done, delivered or not (hatchery-core: its "
+    "registry's 3600 s), promises nothing past that; the age runs from the submit's answer, the latest the "
+    "server can have created the future, so it is never longer than it was",
+)
+FORGOTTEN_PAST_CAP = Rule(
+    "forgotten_past_cap",
+    "a 404 may answer a request when the family's cap of futures (max_futures) or more were submitted after the "
+    "server accepted it",
+    "a server that keeps at most so many futures forgets its oldest past the cap (hatchery-core: 100,000); the "
+    "count is of this trial's own submits begun after the acceptance, a lower bound of the futures created "
+    "after it",
+)
 RESTART_FORGETS = Rule(
     "restart_forgets",
     "a fatal server:restart may forget (404, or never answer) a request accepted before the restart "
@@ -217,6 +232,42 @@ def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) 
         else ""
     )
     return Allowance(EXPIRED_BY_DESIGN, out, note)
+
+
+def forgotten_after_creation(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -> Allowance:
+    """404s of ``among`` answered more than the contract's ``created_ttl_s`` after their submit was answered."""
+    ttl = inputs.contract.created_ttl_s
+    out = np.zeros(len(inputs.history), dtype=bool)
+    if ttl is not None and among.any():
+        history = inputs.history
+        with np.errstate(invalid="ignore"):
+            out = among & (history["done"] - history["submit_end"] > inputs.shape.scaled(ttl))
+    note = (
+        f"{int(out.sum())} 404 asked for more than the created TTL ({ttl:g} SDK s) after the server accepted it "
+        "(forgotten by design, not lost)"
+        if out.any()
+        else ""
+    )
+    return Allowance(FORGOTTEN_AFTER_CREATION, out, note)
+
+
+def forgotten_past_cap(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -> Allowance:
+    """404s of ``among`` with the contract's ``max_futures`` or more submits begun after their acceptance."""
+    cap = inputs.contract.max_futures
+    out = np.zeros(len(inputs.history), dtype=bool)
+    if cap is not None and among.any():
+        history = inputs.history
+        began = np.sort(np.asarray(history["submit_start"], dtype=np.float64))
+        accepted = np.asarray(history["submit_end"], dtype=np.float64)
+        after = len(began) - np.searchsorted(began, accepted, side="right")
+        out = among & np.isfinite(accepted) & (after >= cap)
+    note = (
+        f"{int(out.sum())} 404 with {cap:,} or more futures submitted after it (past the server's cap; "
+        "forgotten by design, not lost)"
+        if out.any()
+        else ""
+    )
+    return Allowance(FORGOTTEN_PAST_CAP, out, note)
 
 
 def restart_forgets(inputs: CheckInputs, among: np.ndarray) -> tuple[Allowance, list[str]]:
