@@ -17,6 +17,7 @@ from pathlib import Path
 from faultload.checker.budgets import apply_overrides, load_budgets
 from faultload.checker.judge import judge
 from faultload.cli.cluster import join_for
+from faultload.cli.conformance import cmd_conformance
 from faultload.cli.exits import (
     EXIT_FAILED,
     EXIT_HARNESS,
@@ -301,6 +302,7 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "replay": cmd_replay,
     "matrix": cmd_matrix,
+    "conformance": cmd_conformance,
     "compare": cmd_compare,
     "shrink": cmd_shrink,
 }

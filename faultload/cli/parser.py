@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 
+from faultload.cli.conformance_options import add_conformance_args
 from faultload.cli.exits import epilog as exit_epilog
 from faultload.cli.load_options import add_load_args
 from faultload.cli.many_trials_options import add_compare_args, add_matrix_args
@@ -65,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_args(sub.add_parser("compare", help="the same trial on two builds, interleaved: ratios with intervals"))
     add_matrix_args(
         sub.add_parser("matrix", help="run the suite over (target, regression) rows: caught or clean as expected?")
+    )
+    add_conformance_args(
+        sub.add_parser("conformance", help="the same contract trials on each server family: which rule each keeps")
     )
     _add_install_commands(sub)
     return parser

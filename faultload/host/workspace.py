@@ -87,6 +87,7 @@ OUTPUT_OPTIONS: dict[str, str] = {
     "trials_out": "dir",
     "out": "dir",
     "logs": "dir",
+    "repros": "dir",
 }
 
 
