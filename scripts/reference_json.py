@@ -22,6 +22,10 @@ from faultload.checker.judge import judge
 from faultload.compare.judge import SCHEMA as COMPARE_SCHEMA
 from faultload.compare.judge import CompareSettings, judge_comparison
 from faultload.compare.metrics import METRIC_NAMES
+from faultload.conformance.rules import RULES as CONFORMANCE_RULES
+from faultload.conformance.run import KEPT, STATUSES, Cell, Conformance
+from faultload.conformance.table import SCHEMA as CONFORMANCE_SCHEMA
+from faultload.conformance.table import to_dict as conformance_dict
 from faultload.matrix.run import SCHEMA as MATRIX_SCHEMA
 from faultload.matrix.run import RowResult, run_matrix
 from faultload.model.target import DEFAULT_TARGET
@@ -120,6 +124,21 @@ def _matrix_section(scratch: Path) -> list[str]:
     ]
 
 
+def _conformance_section() -> list[str]:
+    table = Conformance((DEFAULT_TARGET,), (), 0.05, CONFORMANCE_RULES[:1])
+    table.cells = [Cell(DEFAULT_TARGET, CONFORMANCE_RULES[0].name, KEPT)]
+    data = conformance_dict(table)
+    return [
+        f"## `{CONFORMANCE_SCHEMA}`: `faultload conformance --json-out`",
+        "",
+        f"Keys: {codes(data)}.",
+        "",
+        f"Each of `rules`: {codes(data['rules'][0])}. Each of `cells`: {codes(data['cells'][0])}; "
+        f"`status` one of {codes(STATUSES)}.",
+        "",
+    ]
+
+
 def _bundle_section(trial: TrialResult, verdicts, scratch: Path) -> list[str]:
     path = bundle.write_bundle(trial, Budgets(), verdicts, scratch / "bundle")
     manifest = json.loads((path / bundle.MANIFEST).read_text(encoding="utf-8"))
@@ -165,6 +184,7 @@ def json_page() -> str:
             _report_section(report)
             + _compare_section(report)
             + _matrix_section(Path(scratch))
+            + _conformance_section()
             + _bundle_section(trial, verdicts, Path(scratch))
             + _repro_section(trial, verdicts)
         )

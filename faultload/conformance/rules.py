@@ -19,7 +19,8 @@ from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 from faultload.model.target import parse_target
 from faultload.model.trial import TrialConfig
 from faultload.strategies.edges import EDGE_TRIALS
-from faultload.strategies.known import known_trial_config
+from faultload.strategies.faults import fatal_kinds
+from faultload.strategies.known import KNOWN_SHAPES, half_open_faults, half_open_router, known_trial_config
 from faultload.strategies.limits import CI
 from faultload.strategies.routers import immediate_router
 
@@ -33,7 +34,21 @@ SIZE_REQUESTS = 4096
 # A result is asked for this long (SDK s) after the size trial's submits began: all of them accepted by then.
 SIZE_POLL_AFTER_S = 60.0
 
-Builder = Callable[[str, float], "list[TrialConfig] | str"]
+# A cell's status.
+KEPT, BROKEN, NOT_APPLICABLE, NOT_JUDGED, HARNESS = "kept", "broken", "not applicable", "not judged", "harness error"
+STATUSES = (KEPT, BROKEN, NOT_APPLICABLE, NOT_JUDGED, HARNESS)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A row not asked of a target: not applicable (its contract has no such rule) or not judged (the trial
+    cannot be served by it within the table's bounds), with the reason."""
+
+    status: str
+    reason: str
+
+
+Builder = Callable[[str, float], "list[TrialConfig] | Skip"]
 
 
 @dataclass(frozen=True)
@@ -51,28 +66,41 @@ def _contract(target: str) -> ServerContract:
     return CONTRACTS[parse_target(target).family]
 
 
+def _unservable(name: str, target: str) -> Skip:
+    at_once = _contract(target).forwards_at_once
+    return Skip(
+        NOT_JUDGED,
+        f"the {name} trial's router needs more generations at once than the {at_once} this family forwards at a "
+        "time to fit the table's time bounds",
+    )
+
+
 def _known(name: str) -> Builder:
-    def build(target: str, time_scale: float) -> list[TrialConfig] | str:
+    def build(target: str, time_scale: float) -> list[TrialConfig] | Skip:
         config = known_trial_config(name, target, time_scale, (), LIMITS)
-        return [config] if config is not None else f"its contract has no {name} trial"
+        return [config] if config is not None else _unservable(name, target)
 
     return build
 
 
-def _edges(target: str, time_scale: float) -> list[TrialConfig] | str:
-    configs = [known_trial_config(name, target, time_scale, (), LIMITS) for name in EDGE_TRIALS]
-    found = [config for config in configs if config is not None]
-    return found or "its contract has no TTL: it keeps every result until it stops"
+def _edges(target: str, time_scale: float) -> list[TrialConfig] | Skip:
+    contract = _contract(target)
+    names = [name for name, edge in EDGE_TRIALS.items() if edge(contract, time_scale) is not None]
+    if not names:
+        return Skip(NOT_APPLICABLE, "its contract has no TTL: it keeps every result until it stops")
+    configs = [known_trial_config(name, target, time_scale, (), LIMITS) for name in names]
+    if any(config is None for config in configs):
+        return _unservable(", ".join(names), target)
+    return [config for config in configs if config is not None]
 
 
 def _plain(target: str, shape: LoadShape, router: RouterConfig, faults: FaultSchedule = FaultSchedule()) -> TrialConfig:
-    fatal = tuple(sorted({f"{f.link}:{f.kind}" for f in faults.faults}))
     return TrialConfig(
         target=target,
         shape=shape,
         router=router,
         faults=faults,
-        fatal_faults=fatal,
+        fatal_faults=fatal_kinds(faults),
         proxies="on" if faults.faults else "off",
         direct_edge=not faults.faults,
         max_wall_s=LIMITS.max_wall_real_s,
@@ -80,17 +108,29 @@ def _plain(target: str, shape: LoadShape, router: RouterConfig, faults: FaultSch
     )
 
 
-def _session(target: str, time_scale: float) -> list[TrialConfig] | str:
+def _half_open(target: str, time_scale: float) -> list[TrialConfig] | Skip:
+    """The suite's half-open delivery trial; for a family that forwards k at a time, k requests (the window over
+    the results' writes holds for one as for eight)."""
+    config = known_trial_config("half_open_delivery", target, time_scale, (), LIMITS)
+    at_once = _contract(target).forwards_at_once
+    if config is not None or not at_once:
+        return [config] if config is not None else _unservable("half_open_delivery", target)
+    shape = KNOWN_SHAPES["half_open_delivery"](time_scale)
+    shape = dataclasses.replace(shape, requests=at_once, max_outstanding=min(shape.max_outstanding or at_once, at_once))
+    return [_plain(target, shape, half_open_router(shape), half_open_faults(shape))]
+
+
+def _session(target: str, time_scale: float) -> list[TrialConfig] | Skip:
     shape = LoadShape(requests=1, workers=1, result_tokens=4, time_scale=time_scale)
     return [_plain(target, shape, immediate_router(shape))]
 
 
-def _sdk_reads(target: str, time_scale: float) -> list[TrialConfig] | str:
+def _sdk_reads(target: str, time_scale: float) -> list[TrialConfig] | Skip:
     shape = LoadShape(requests=8, workers=1, result_tokens=8, time_scale=time_scale, client="sdk")
     return [_plain(target, shape, immediate_router(shape))]
 
 
-def _held(target: str, time_scale: float) -> list[TrialConfig] | str:
+def _held(target: str, time_scale: float) -> list[TrialConfig] | Skip:
     hold = _contract(target).poll_hold_s
     policy = ClientPolicy(poll_timeout_s=4 * HOLD_GEN_SHARE * hold)  # the client outwaits every hold
     shape = LoadShape(requests=HOLD_REQUESTS, workers=1, result_tokens=4, time_scale=time_scale, policy=policy)
@@ -98,13 +138,13 @@ def _held(target: str, time_scale: float) -> list[TrialConfig] | str:
     return [_plain(target, shape, router)]
 
 
-def _failure(target: str, time_scale: float) -> list[TrialConfig] | str:
+def _failure(target: str, time_scale: float) -> list[TrialConfig] | Skip:
     shape = LoadShape(requests=FAILURE_REQUESTS, workers=1, result_tokens=4, time_scale=time_scale)
     errors = Fault("router", "errors", start_s=0.0)  # every forward fails, for the whole trial
     return [_plain(target, shape, immediate_router(shape), FaultSchedule((errors,)))]
 
 
-def _size(target: str, time_scale: float) -> list[TrialConfig] | str:
+def _size(target: str, time_scale: float) -> list[TrialConfig] | Skip:
     late = PollBehaviour(fraction=1.0, after_s=SIZE_POLL_AFTER_S)
     shape = LoadShape(
         requests=SIZE_REQUESTS, max_outstanding=SIZE_REQUESTS, workers=2, result_tokens=16, time_scale=time_scale
@@ -130,7 +170,7 @@ RULES: tuple[ConformanceRule, ...] = (
         "retained_past_a_lost_delivery",
         "a result whose delivery was lost on a half-open connection is still there when the client asks again",
         ("no_lost_results",),
-        _known("half_open_delivery"),
+        _half_open,
     ),
     ConformanceRule(
         "ttls_as_promised",
@@ -153,7 +193,7 @@ RULES: tuple[ConformanceRule, ...] = (
     ConformanceRule(
         "restart",
         "across a restart, a new request is served and no old id answers another request's result",
-        ("no_lost_results", "result_integrity"),
+        ("accepted_requests", "no_lost_results", "result_integrity"),
         _known("restart_reuse"),
     ),
     ConformanceRule(

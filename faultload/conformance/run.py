@@ -18,7 +18,17 @@ from typing import Callable
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
 from faultload.client.session import SessionUnreadable
-from faultload.conformance.rules import RULES, ConformanceRule
+from faultload.conformance.rules import (
+    BROKEN,
+    HARNESS,
+    KEPT,
+    NOT_APPLICABLE,
+    NOT_JUDGED,
+    RULES,
+    STATUSES,
+    ConformanceRule,
+    Skip,
+)
 from faultload.host.workspace import Workspace
 from faultload.model.family import TRAITS
 from faultload.model.target import parse_target
@@ -26,7 +36,7 @@ from faultload.model.trial import TrialConfig
 from faultload.run.trial import run_trial
 from faultload.store.repro import build_repro, figures_of, replay_command, write_repro
 
-KEPT, BROKEN, NOT_APPLICABLE, NOT_JUDGED, HARNESS = "kept", "broken", "not applicable", "not judged", "harness error"
+__all__ = ["BROKEN", "HARNESS", "KEPT", "NOT_APPLICABLE", "NOT_JUDGED", "STATUSES", "Cell", "Conformance"]
 SESSION_RULE = "sdk_opens_a_sampling_session"
 
 
@@ -106,8 +116,8 @@ def _ask(
 ) -> Cell:
     started = time.monotonic()
     trials = rule.trials(target, time_scale)
-    if isinstance(trials, str):
-        return Cell(target, rule.name, NOT_APPLICABLE, trials)
+    if isinstance(trials, Skip):
+        return Cell(target, rule.name, trials.status, trials.reason)
     cells = [
         _one(
             target,

@@ -57,15 +57,15 @@ def test_finding_11_no_sdk_opens_a_base_model_sampling_session_and_the_fix_mends
     assert code == 1 and report is not None, stderr[-2000:]
     verdicts = {v["name"]: v for v in report["invariants"]}
     assert report["completed"] == 0 and verdicts["accepted_requests"]["ok"] is True, verdicts["accepted_requests"]
-    assert verdicts["no_lost_results"]["ok"] is False
+    assert verdicts["result_integrity"]["ok"] is False and "corrupt (decode)" in verdicts["result_integrity"]["detail"]
     assert "only supports as proto" in stderr
 
 
 def test_a_hatchery_release_serves_a_trial_with_every_invariant_judged(isolated_workdir: Path):
     """1,200 requests (2,400 HTTP requests, enough for the CPU budget) through the release's own local server: every
     one OK, and every invariant of a sampling trial judged and held, but two: forwards_concurrent (the immediate
-    router holds no forward long enough to see a ceiling) and releases_results (the trial does not wait out the
-    3600 s the registry keeps a future)."""
+    router holds no forward long enough to see a ceiling) and releases_results (too few result bytes to measure,
+    and no wait past the 3600 s the registry keeps a future)."""
     require_target("0.3.0", "hatchery")
     shape = LoadShape(requests=1200, max_outstanding=100, workers=1, result_tokens=16, seed=3)
     config = TrialConfig(
@@ -77,7 +77,7 @@ def test_a_hatchery_release_serves_a_trial_with_every_invariant_judged(isolated_
     verdicts = _verdicts(result)
     not_held = {name: (v.ok, v.detail) for name, v in verdicts.items() if v.ok is not True}
     assert "router_holds_briefly" in not_held.pop("forwards_concurrent", (None, "router_holds_briefly"))[1]
-    assert "did not wait long enough" in not_held.pop("releases_results", (None, "did not wait long enough"))[1]
+    assert not_held.pop("releases_results", (None, ""))[0] is None
     assert not not_held, not_held
     assert leftover_dirs(isolated_workdir) == []
 

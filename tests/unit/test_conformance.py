@@ -2,7 +2,7 @@
 cell judged from its rule's verdicts only, and the table written the same in JSON, Markdown and HTML.
 
 Trials are not run here: ``run_trial`` is replaced by a test double returning stored results, so the cells'
-logic is checked on its own; the real trials run in ``tests/integration/test_conformance.py``.
+logic is checked on its own; the real trials run in ``tests/integration/test_conformance_table.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from faultload.checker.inputs import Verdict
 from faultload.conformance import run as run_mod
 from faultload.conformance import table as table_mod
-from faultload.conformance.rules import RULES
+from faultload.conformance.rules import LIMITS, RULES, Skip
 from faultload.model.family import CONTRACTS, FAMILY_NAMES
 from faultload.model.trial import TrialConfig
 
@@ -27,8 +27,8 @@ def test_every_row_builds_valid_trials_for_every_family_or_says_why_not(family: 
     target = RELEASES[family]
     for rule in RULES:
         trials = rule.trials(target, 0.05)
-        if isinstance(trials, str):
-            assert trials, f"{rule.name} on {family}: a reason"
+        if isinstance(trials, Skip):
+            assert trials.reason and trials.status in (run_mod.NOT_APPLICABLE, run_mod.NOT_JUDGED), rule.name
             continue
         assert trials and all(isinstance(config, TrialConfig) for config in trials)
         for config in trials:
@@ -38,10 +38,24 @@ def test_every_row_builds_valid_trials_for_every_family_or_says_why_not(family: 
 
 def test_a_family_without_ttls_is_not_asked_about_them_and_one_with_them_is():
     ttls = next(rule for rule in RULES if rule.name == "ttls_as_promised")
-    assert "no TTL" in ttls.trials("tuft==0.2.2", 0.05)
+    skipped = ttls.trials("tuft==0.2.2", 0.05)
+    assert skipped.status == run_mod.NOT_APPLICABLE and "no TTL" in skipped.reason
     assert len(ttls.trials("skyrl==0.4.0", 0.05)) == 2  # completed and retrieved
     (created,) = ttls.trials("hatchery==0.3.0", 0.05)
     assert created.shape.delay_polls.after_s == pytest.approx(0.8 * CONTRACTS["hatchery"].created_ttl_s)
+
+
+def test_a_family_that_forwards_one_at_a_time_meets_the_half_open_trial_with_one_request():
+    """hatchery keeps a result past a lost delivery by its contract like any family: the suite's trial writes 8
+    results at once, which one forward at a time cannot; one request under the same window asks the same."""
+    from faultload.strategies.routers import router_fits
+
+    half_open = next(rule for rule in RULES if rule.name == "retained_past_a_lost_delivery")
+    (serial,) = half_open.trials("hatchery==0.3.0", 0.05)
+    (concurrent,) = half_open.trials("skyrl==0.4.0", 0.05)
+    assert serial.shape.requests == 1 and concurrent.shape.requests == 8
+    assert serial.faults == concurrent.faults and serial.router.gen_seconds == concurrent.router.gen_seconds
+    assert router_fits(serial.shape, serial.router, LIMITS, CONTRACTS["hatchery"])
 
 
 def test_the_hold_row_outwaits_each_familys_own_hold():
