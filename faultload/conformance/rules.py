@@ -15,6 +15,7 @@ from typing import Callable
 from faultload.model.family import CONTRACTS, ServerContract
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
+from faultload.model.sdk import SDK_POLL_TIMEOUT_S
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 from faultload.model.target import parse_target
 from faultload.model.trial import TrialConfig
@@ -145,9 +146,19 @@ def _failure(target: str, time_scale: float) -> list[TrialConfig] | Skip:
 
 
 def _size(target: str, time_scale: float) -> list[TrialConfig] | Skip:
+    """4,096 accepted at once, every first poll after all are in. The client waits the SDK's poll timeout in real
+    seconds (45 s, not 45 x the scale): answering 4,096 polls takes CPU seconds the time scale does not shrink,
+    and a scaled client that gives up on each poll after 2.25 s re-polls a busy server into a storm of its own
+    making (hatchery-core at 0.05: 110,386 polls, 2,786 never answered; SkyRL's cheaper polls kept up)."""
     late = PollBehaviour(fraction=1.0, after_s=SIZE_POLL_AFTER_S)
+    patient = ClientPolicy(poll_timeout_s=SDK_POLL_TIMEOUT_S / time_scale)
     shape = LoadShape(
-        requests=SIZE_REQUESTS, max_outstanding=SIZE_REQUESTS, workers=2, result_tokens=16, time_scale=time_scale
+        requests=SIZE_REQUESTS,
+        max_outstanding=SIZE_REQUESTS,
+        workers=2,
+        result_tokens=16,
+        time_scale=time_scale,
+        policy=patient,
     )
     shape = dataclasses.replace(shape, delay_polls=late)
     return [_plain(target, shape, immediate_router(shape))]

@@ -53,7 +53,7 @@ REGRESSIONS = (
     "sweep-counts-bytes",
 )
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
-TUFT_FIXES = ("newest-sdk-samples", "file-persistence", "history-in-order")
+TUFT_FIXES = ("newest-sdk-samples", "file-persistence", "history-in-order", "sequence-tiebreak")
 HATCHERY_FIXES = ("sampling-session-answer", "proto-sample-results")
 FIXES = SKYRL_FIXES + TUFT_FIXES + HATCHERY_FIXES
 

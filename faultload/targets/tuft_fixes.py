@@ -4,13 +4,14 @@ Imported by ``tuft_launch.py`` before TuFT is (a fix that widens a request or an
 when ``tuft.server`` builds its routes from ``tinker.types``), and applied in two steps: ``BEFORE_IMPORT[name]``
 takes ``tinker.types``; ``FIXES[name]`` takes TuFT's modules once it is imported (``future_store``:
 ``tuft.futures.FutureStore``, ``cli``: ``tuft.cli``, ``persistence``: ``tuft.persistence``, ``sampling_controller``:
-``tuft.sampling_controller``) and says what it
+``tuft.sampling_controller``, ``sequence_executor``: ``tuft.sequence_executor``) and says what it
 changed. Only pydantic is imported here, so faultload's reference page can read the docstrings.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any, Callable, List, Optional
 
 from pydantic import ConfigDict
@@ -106,9 +107,31 @@ def history_in_order(modules: dict[str, Any]) -> str:
     return "history-in-order: a sample appends its session's history entry (the release rebuilds the list)"
 
 
+def sequence_tiebreak(modules: dict[str, Any]) -> str:
+    """Finding 14's candidate fix: two samples with one ``seq_id`` no longer crash their session's executor.
+
+    A sampling session runs its samples through a ``SequenceExecutor``, a heap of ``(seq_id, func, kwargs,
+    future)``. A client that resubmits an asample (the SDK does, with the same body, when the answer does not
+    come in time) puts a second entry with the same ``seq_id``, function and arguments; the heap then compares
+    the two futures, ``TypeError`` ends the executor's processing task while it still counts as running, and
+    every later sample of the session waits for ever. The fix gives each entry an arrival number after the
+    ``seq_id``, so equal ``seq_id`` go in arrival order and nothing else is ever compared.
+    """
+    executor_type = modules["sequence_executor"].SequenceExecutor
+    arrivals = itertools.count()
+    submit = executor_type.submit
+
+    async def submit_in_order(self, sequence_id, func, **kwargs):  # the heap's key: (seq_id, arrival), unique
+        return await submit(self, (sequence_id, next(arrivals)), func, **kwargs)
+
+    executor_type.submit = submit_in_order
+    return "sequence-tiebreak: a session's executor orders equal seq_ids by arrival (the release compares futures)"
+
+
 BEFORE_IMPORT: dict[str, Callable[[Any], None]] = {"newest-sdk-samples": _newer_sdk_models}
 FIXES: dict[str, Callable[[dict[str, Any]], str]] = {
     "newest-sdk-samples": newest_sdk_samples,
     "file-persistence": file_persistence,
     "history-in-order": history_in_order,
+    "sequence-tiebreak": sequence_tiebreak,
 }

@@ -47,6 +47,7 @@ def apply(spec: dict) -> list[str]:
         "cli": tuft.cli,
         "persistence": tuft.persistence,
         "sampling_controller": tuft.sampling_controller,
+        "sequence_executor": sequence_executor,
     }
     return applied + [tuft_fixes.FIXES[name](modules) for name in spec.get("fixes", [])]
 

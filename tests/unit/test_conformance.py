@@ -58,6 +58,13 @@ def test_a_family_that_forwards_one_at_a_time_meets_the_half_open_trial_with_one
     assert router_fits(serial.shape, serial.router, LIMITS, CONTRACTS["hatchery"])
 
 
+def test_the_size_row_waits_the_sdks_poll_timeout_in_real_seconds():
+    size = next(rule for rule in RULES if rule.name == "kept_under_size")
+    (config,) = size.trials("hatchery==0.3.0", 0.05)
+    assert config.shape.scaled(config.shape.policy.poll_timeout_s) == pytest.approx(45.0)
+    assert config.shape.requests == config.shape.max_outstanding == 4096
+
+
 def test_the_hold_row_outwaits_each_familys_own_hold():
     held = next(rule for rule in RULES if rule.name == "polls_held")
     for family, target in RELEASES.items():

@@ -96,7 +96,7 @@ def test_tufts_adapter_installs_the_release_without_its_training_stacks():
         ),
         (
             {"fixes": ("plain-tracebacks",)},
-            "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence, history-in-order\\)",
+            "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence, history-in-order, sequence-tiebreak\\)",
         ),
         ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
         ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),
@@ -180,6 +180,39 @@ def test_hatcherys_proto_fix_encodes_a_json_result_as_the_sdk_reads_it():
     assert np.array_equal(proto.topk[0], plain.topk[0]) and np.allclose(proto.topk[1], plain.topk[1])
     for other in (b'{"type": "try_again"}', b'{"type": "request_failed", "error": "x"}', b'{"path": "p"}', b"<"):
         assert hatchery_fixes._as_proto(pb, other) is None
+
+
+def test_tufts_sequence_tiebreak_fix_orders_equal_seq_ids_by_arrival():
+    """Finding 14's fix (tuft_fixes.py) on a test double of TuFT 0.2.2's SequenceExecutor (its heap of
+    ``(seq_id, func, kwargs, future)``, as tuft/sequence_executor.py has it; the real one runs in the finding's
+    replay): two entries with one seq_id, function and arguments make the heap compare futures (TypeError); with
+    the fix they go in arrival order."""
+    import heapq
+    from types import SimpleNamespace
+
+    from faultload.targets import tuft_fixes
+
+    class Executor:
+        def __init__(self):
+            self.heap = []
+
+        async def submit(self, sequence_id, func, **kwargs):
+            heapq.heappush(self.heap, (sequence_id, func, kwargs, asyncio.get_running_loop().create_future()))
+
+    async def sample(**kwargs):
+        return None
+
+    async def twice(executor):
+        await executor.submit(7, sample, prompt=1)
+        await executor.submit(7, sample, prompt=1)
+
+    with pytest.raises(TypeError, match="'<' not supported"):
+        asyncio.run(twice(Executor()))
+    message = tuft_fixes.FIXES["sequence-tiebreak"]({"sequence_executor": SimpleNamespace(SequenceExecutor=Executor)})
+    assert message.startswith("sequence-tiebreak:")
+    fixed = Executor()
+    asyncio.run(twice(fixed))
+    assert [entry[0][0] for entry in sorted(fixed.heap, key=lambda e: e[0])] == [7, 7]
 
 
 def test_a_request_id_keys_the_history_as_an_integer_or_a_digest():
