@@ -149,7 +149,11 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "1.48 against 0.62 ms in `cpu_sample`, 2.20 against 0.91 ms at 2,048 × 16 tokens), 3.40 ms at its highest "
         "on a slow machine; 5.5 ms is ~60% over that. Much of TuFT's gap is finding 10, a cost that grows with "
         "each session's length (with `--fix history-in-order`: 1.39 against 2.31 ms at 2,048 × 16 tokens); the "
-        "release climbs past this budget at 16,384 samples (7.7-8.5 ms), where it catches it. It does not catch `--regress rich-access-log` on small "
+        "release climbs past this budget at 16,384 samples (7.7-8.5 ms), where it catches it. hatchery-core: 3.0 ms, "
+        "SkyRL's: clean hatchery-core 0.3.0 spent 1.0-2.0× SkyRL 0.4.0's CPU per request in `cpu_sample`, run after "
+        "it in the same `faultload conformance` (0.80, 0.82 and 0.62 against 0.41, 0.41 and 0.61 ms), at most ~1.5 ms "
+        "scaled by SkyRL's 1.8× from machine to machine; 3.0 ms is twice that. It does not catch "
+        "`--regress rich-access-log` on small "
         "results (+~0.6 ms per request): no one absolute budget separates that from clean across machines "
         "without false alarms; the `rich-access-log-cost` comparison row (both builds on one machine in one run) "
         "does.",
