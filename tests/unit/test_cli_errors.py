@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 from conftest import assert_usage_error, run_cli
 
+from faultload.store.repro import finding_repro_names
+
 # --------------------------------------------------------------------------- refused while parsing
 
 
@@ -168,7 +170,7 @@ def test_a_finding_repro_is_replayed_by_name_and_a_missing_file_names_them(tmp_p
     assert_usage_error(
         result,
         "no_such_repro: no such file (nor a property with a repro in the workspace, "
-        "nor a finding repro faultload ships: half_open_delivery-0.4.0, restart_sessions-tuft-0.2.2)",
+        f"nor a finding repro faultload ships: {', '.join(finding_repro_names())})",
     )
 
 
