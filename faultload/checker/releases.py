@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from faultload.checker.budgets import MIB, Budgets
+from faultload.checker.contract.retention import SWEEP_ON_REGISTRATION
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.checker.wording import fmt_bytes, fmt_s
 from faultload.record.history import Outcome
@@ -59,7 +60,9 @@ def check_releases_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     fewer than ``release_min_result_bytes`` were delivered (a kept result would
     not stand out of the RSS's noise), when there are no RSS samples, and when
     fewer than two samples came after the release was due (the trial did not
-    wait: its ``hold_s``).
+    wait: its ``hold_s``). Not judged for a family that sweeps only at every
+    N-th registration (``sweep_registrations``): a trial registers nothing
+    after its own release is due.
     """
     budget = budgets.release_held_per_delivered
     history = inputs.history
@@ -70,6 +73,12 @@ def check_releases_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
         return _unknown(
             "not applicable: the family's contract has no TTL (it keeps every result until the "
             "server stops), so nothing is owed back"
+        )
+    sweep_n = inputs.contract.sweep_registrations
+    if sweep_n:
+        return _unknown(
+            f"not judged: the family forgets expired futures only at every {sweep_n:,}th registration, and no "
+            f"registration of a trial comes after its own release is due ({SWEEP_ON_REGISTRATION.name})"
         )
     if inputs.monitor is None:
         return _unknown("no monitor samples", budget)

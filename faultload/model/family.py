@@ -32,6 +32,8 @@ class ServerContract:
     max_futures: int | None = None
     # Samples the server forwards at once by design, whatever its forwarding connections allow (None: every one)
     forwards_at_once: int | None = None
+    # The server forgets expired futures only at every this-many-th registration, not on a timer (None: a timer)
+    sweep_registrations: int | None = None
 
     @property
     def longest_ttl_s(self) -> float | None:
@@ -88,6 +90,7 @@ HATCHERY_CONTRACT = ServerContract(
     created_ttl_s=3600.0,
     max_futures=100_000,
     forwards_at_once=1,
+    sweep_registrations=1000,
 )
 
 

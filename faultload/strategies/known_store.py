@@ -138,8 +138,9 @@ def release_faults(shape: LoadShape) -> FaultSchedule:
 
 def release_hold_s(shape: LoadShape, contract: ServerContract) -> float | None:
     """The post-load hold: the family's longest TTL and a sweep interval, scaled, and a margin (real s); None
-    for a family with no TTL (it keeps every result by its contract: no trial)."""
+    for a family with no TTL (it keeps every result by its contract: no trial) or whose sweep waits for new
+    registrations (``releases_results`` does not judge it: no trial)."""
     ttl = contract.longest_ttl_s
-    if ttl is None:
+    if ttl is None or contract.sweep_registrations:  # no TTL, or a sweep a trial's own requests never trigger
         return None
     return shape.scaled(ttl + (contract.sweep_s or 0.0)) + RELEASE_HOLD_MARGIN_S

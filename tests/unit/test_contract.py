@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 
 from faultload.checker.accepted import check_accepted_requests
-from faultload.checker.budgets import Budgets
+from faultload.checker.budgets import MIB, Budgets
 from faultload.checker.contract import RULES
 from faultload.checker.forwards import check_forwarded_once, check_forwards_concurrent
 from faultload.checker.futures import check_futures_resolve, check_polls_held
+from faultload.checker.releases import check_releases_results
 from faultload.checker.resources import check_bounded_cpu
 from faultload.checker.results import check_no_lost_results
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
@@ -97,6 +98,14 @@ def _past_cap(cap: int) -> bool | None:
     """Row 40 of the history's rows answered 404 with ``N - 41`` submits begun after it was accepted."""
     h = set_row(make_history(), 40, outcome=Outcome.LOST, error=ErrorClass.HTTP_404, done=5.0)
     return _lost(history=h, contract=dataclasses.replace(HATCHERY_CONTRACT, max_futures=cap))
+
+
+def _swept(contract: ServerContract) -> bool | None:
+    """A server that kept 70 MiB of the 64 MiB it delivered past its release (SkyRL's timer sweep, or a family
+    whose sweep waits for registrations)."""
+    from tests.unit.test_releases import inputs, monitor
+
+    return check_releases_results(inputs(m=monitor(70 * MIB), contract=contract), Budgets()).ok
 
 
 def _restart(accepted_at: float) -> bool | None:
@@ -274,6 +283,10 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     "expired_by_design": (lambda: _expired(20.0), lambda: _expired(40.0)),
     "forgotten_after_creation": (lambda: _forgotten(170.0), lambda: _forgotten(181.0)),
     "forgotten_past_cap": (lambda: _past_cap(N - 40), lambda: _past_cap(N - 41)),
+    "sweep_on_registration": (
+        lambda: _swept(SKYRL_CONTRACT),
+        lambda: _swept(dataclasses.replace(SKYRL_CONTRACT, sweep_registrations=1000)),
+    ),
     "restart_forgets": (lambda: _restart(accepted_at=8.0), lambda: _restart(accepted_at=4.5)),
     "fatal_definite_error": (lambda: _fatal(Outcome.PENDING), lambda: _fatal(Outcome.FAILED)),
     "forwards_at_once": (lambda: _at_once(100), lambda: _at_once(2048)),
@@ -367,7 +380,14 @@ def test_each_rule_tells_a_history_it_breaks_from_one_it_keeps(rule: str) -> Non
 
 
 # The rules that make a request indeterminate: what they allow is "not judged" (unknown), never "ok".
-INDETERMINATE = ("harness_stopped", "router_unknown", "no_fault_cost", "forward_path_fault", "router_holds_briefly")
+INDETERMINATE = (
+    "sweep_on_registration",
+    "harness_stopped",
+    "router_unknown",
+    "no_fault_cost",
+    "forward_path_fault",
+    "router_holds_briefly",
+)
 
 
 def test_every_rule_has_a_case_and_every_case_a_rule() -> None:

@@ -40,6 +40,7 @@ from faultload.checker.contract.retention import (
     FORGOTTEN_PAST_CAP,
     RESTART_FORGETS,
     STALL_NOT_SCALED,
+    SWEEP_ON_REGISTRATION,
 )
 from faultload.checker.contract.rules import Allowance, Rule
 from faultload.checker.contract.submits import EDGE_UNREACHABLE, FATAL_REJECTION, HARNESS_CUT
@@ -50,6 +51,7 @@ RULES: tuple[Rule, ...] = (
     EXPIRED_BY_DESIGN,
     FORGOTTEN_AFTER_CREATION,
     FORGOTTEN_PAST_CAP,
+    SWEEP_ON_REGISTRATION,
     RESTART_FORGETS,
     FATAL_DEFINITE_ERROR,
     FAULT_IN_FORCE,

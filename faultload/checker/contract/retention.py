@@ -63,6 +63,14 @@ FORGOTTEN_PAST_CAP = Rule(
     "count is of this trial's own submits begun after the acceptance, a lower bound of the futures created "
     "after it",
 )
+SWEEP_ON_REGISTRATION = Rule(
+    "sweep_on_registration",
+    "a server that forgets expired futures only at every N-th registration (sweep_registrations) owes nothing "
+    "back until N futures were registered after the release was due, which no trial's own requests are: "
+    "releases_results is not judged",
+    "its sweep is not on a timer (hatchery-core: every 1000th registration): a quiet server keeps what expired "
+    "until new work arrives, by design; what it keeps after a sweep is judged as ever",
+)
 RESTART_FORGETS = Rule(
     "restart_forgets",
     "a fatal server:restart may forget (404, or never answer) a request accepted before the restart "
