@@ -11,6 +11,7 @@ import pytest
 
 from faultload.model import sdk
 from faultload.model.family import CONTRACTS, FAMILY_NAMES, SKYRL_CONTRACT
+from faultload.model.switches import TUFT_FIXES
 from faultload.model.target import parse_target
 from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.record.history import server_id_key
@@ -96,7 +97,7 @@ def test_tufts_adapter_installs_the_release_without_its_training_stacks():
         ),
         (
             {"fixes": ("plain-tracebacks",)},
-            "tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: newest-sdk-samples, file-persistence, history-in-order, sequence-tiebreak\\)",
+            f"tuft==0.2.2 has no fix switch 'plain-tracebacks' \\(fix switches it has: {', '.join(TUFT_FIXES)}\\)",
         ),
         ({"engine": "null"}, "engine null is not one tuft==0.2.2's launcher runs"),
         ({"knobs": ServerKnobs(retrieved_ttl_s=30.0)}, "tuft==0.2.2 has no setting retrieved_ttl_s"),

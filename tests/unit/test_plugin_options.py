@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import faultload.suite.session  # noqa: F401  loaded in this process first: pytester's runs drop what they import, and numpy loads once per process
+from faultload.model.switches import TUFT_FIXES
 from faultload.suite.profiles import get_profile
 
 pytest_plugins = ["pytester"]
@@ -257,7 +258,7 @@ def test_the_plugin_imports_no_machinery() -> None:
     [
         (
             ("--faultload-target", "tuft==0.2.2", "--faultload-fix", "plain-tracebacks"),
-            "tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: newest-sdk-samples, file-persistence, history-in-order)",
+            f"tuft==0.2.2 has no fix switch 'plain-tracebacks' (fix switches it has: {', '.join(TUFT_FIXES)})",
         ),
         (("--faultload-target", "nope"), "target 'nope': expected skyrl==X.Y.Z"),
     ],
