@@ -15,12 +15,12 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import psutil
 
+from faultload.host import scratch
 from faultload.host.network import pick_free_port
 from faultload.host.processes import child_environment
 
@@ -53,7 +53,7 @@ class LocalCluster:
 
     def start(self) -> "LocalCluster":
         # Ray's socket paths must stay under 107 bytes: a short temp dir, not pytest's deep one.
-        self.temp_dir = tempfile.mkdtemp(prefix="fl-ray-", dir="/tmp")
+        self.temp_dir = str(scratch.make("fl-ray-", "/tmp"))
         head = self.addresses[0]
         port = pick_free_port(head)
         self.address = f"{head}:{port}"
@@ -105,6 +105,8 @@ class LocalCluster:
         deadline = time.monotonic() + 5.0
         while self.temp_dir and os.path.isdir(self.temp_dir) and time.monotonic() < deadline:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
+        if self.temp_dir:
+            scratch.remove(self.temp_dir)
 
     def __enter__(self) -> "LocalCluster":
         return self.start()

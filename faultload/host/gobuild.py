@@ -10,13 +10,12 @@ and no temporary folder behind.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Callable
 
+from faultload.host import scratch as scratch_dirs
 from faultload.host.processes import child_environment
 
 
@@ -33,7 +32,7 @@ def build_into(tool_dir: Path, name: str, build: Callable[[Path], Path], error: 
     tool_dir = Path(tool_dir).absolute()  # go runs in its source folder: every path it is given is absolute
     created = [p for p in (tool_dir, *tool_dir.parents) if not p.exists()]
     tool_dir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{name}-build-", dir=tool_dir))
+    scratch = scratch_dirs.make(f".{name}-build-", tool_dir)
     target = tool_dir / name
     try:
         built = build(scratch)
@@ -41,14 +40,14 @@ def build_into(tool_dir: Path, name: str, build: Callable[[Path], Path], error: 
             raise error(f"the build of {name} made no binary")
         os.replace(built, target)  # same folder, so the binary appears whole or not at all
     except BaseException:
-        shutil.rmtree(scratch, ignore_errors=True)
+        scratch_dirs.remove(scratch)
         for folder in created:  # innermost first: only the folders this build made, and only if empty
             try:
                 folder.rmdir()
             except OSError:
                 break
         raise
-    shutil.rmtree(scratch, ignore_errors=True)
+    scratch_dirs.remove(scratch)
     return target
 
 

@@ -12,6 +12,8 @@ from typing import Any, Iterator
 
 import psutil  # loaded with this module, so a signal handler never imports it
 
+from faultload.host import scratch
+
 _PR_SET_PDEATHSIG = 1
 # What ends a run from outside: Ctrl-C (the terminal sends it to the whole
 # foreground group), `kill`/`timeout`/CI cancelling, and a closed terminal.
@@ -123,7 +125,8 @@ class Interrupts:
     cleanup runs and its partial report is written. A second (the impatient
     Ctrl-C) SIGKILLs every descendant at once, so the rest of the cleanup
     meets dead processes and finishes in moments, removing temp dirs as usual;
-    should it still run ``hard_exit_s`` later, the process exits with
+    should it still run ``hard_exit_s`` later, the process removes the
+    scratch folders it made (:mod:`faultload.host.scratch`) and exits with
     ``exit_code`` there and then. A signal ignored when :meth:`install` runs
     (``nohup``, a script's background job) stays ignored.
     """
@@ -172,5 +175,6 @@ class Interrupts:
 
     def _exit_now(self) -> None:
         kill_descendants()
+        scratch.remove_all()
         _say(f"{self.name}: cleanup still running {self.hard_exit_s:.0f}s after the second interrupt; exited")
         os._exit(self.exit_code)

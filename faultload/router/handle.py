@@ -10,17 +10,16 @@ import http.client
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from faultload.host import scratch
 from faultload.host.pausing import Pauser
 from faultload.host.processes import child_environment, popen_tied
 from faultload.model.faults import KIND
@@ -64,7 +63,7 @@ class RouterHandle:
         self.url = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._workers: list[int] = []
-        self._log_dir = Path(tempfile.mkdtemp(prefix="faultload-router-"))
+        self._log_dir = scratch.make("faultload-router-")
         # router:pause stops every router process at once: the kernel still accepts connections into
         # the listen backlog, nobody answers, and SIGCONT resumes every held generation where it was.
         self._pauser = Pauser(self.pids, "router")
@@ -201,7 +200,7 @@ class RouterHandle:
         if proc is not None and proc.poll() is None:
             self._kill_all()
         if remove_logs:
-            shutil.rmtree(self._log_dir, ignore_errors=True)
+            scratch.remove(self._log_dir)
 
     def __enter__(self) -> RouterHandle:
         return self

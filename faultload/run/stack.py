@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
 
 from faultload.faults.stack import FaultStack
+from faultload.host import scratch
 from faultload.host.network import pick_free_port
 from faultload.host.workspace import Workspace
 from faultload.model.access import Access, tls_for
@@ -111,7 +110,9 @@ class Stack:
         if compiled is None:
             raise install.InstallError(missing_advice(self.workspace.tools))  # setup, not the harness: exit 2
         self.workspace.runs.mkdir(parents=True, exist_ok=True)
-        self.run_dir = Path(tempfile.mkdtemp(prefix="stack-", dir=self.workspace.runs))
+        self.run_dir = scratch.make("stack-", self.workspace.runs)
+        if self.config.keep_run_dir:
+            scratch.keep(self.run_dir)
         try:
             server_port = self.config.server_port or pick_free_port()
             # The port the server forwards to: the backend proxy's, or the router's without proxies.
@@ -206,7 +207,7 @@ class Stack:
         errors: list[str] = []
         with contextlib.ExitStack() as steps:  # run last-in first-out
             if self.run_dir is not None and not self.config.keep_run_dir:
-                steps.callback(shutil.rmtree, self.run_dir, ignore_errors=True)
+                steps.callback(scratch.remove, self.run_dir)
             if self.router is not None:
                 steps.callback(self.router.stop)
             # Before the router: a server whose forwards fail (no router) logs and
