@@ -62,7 +62,7 @@ def _run_and_report(args: argparse.Namespace, config, budgets, cluster=None) -> 
         print(f"faultload: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except SessionUnreadable as exc:  # the server's fault, before any load: there is no trial to judge
-        print(f"faultload: the server is at fault: {exc}", file=sys.stderr)
+        print(f"faultload: {exc.verdict_line()}", file=sys.stderr)
         return EXIT_FAILED
     except (RuntimeError, OSError) as exc:  # the rig broke before there was a trial to judge
         print(f"faultload: harness error: {exc}", file=sys.stderr)

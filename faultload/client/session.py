@@ -20,6 +20,10 @@ class SessionUnreadable(SessionError):
     """The server answered a session call with what the SDK cannot read: the server's fault, said before any
     load (no SDK client could sample on it)."""
 
+    def verdict_line(self) -> str:
+        """How every command says it: a failure of the server, never a harness error."""
+        return f"the server is at fault before any load: {self}"
+
 
 class AccessRefused(SessionError):
     """The server refused the key (401, 403): said before any load, never a verdict on the server."""

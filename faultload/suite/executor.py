@@ -20,6 +20,7 @@ from typing import Any, Callable, Mapping, Protocol
 
 from faultload.checker.growth import TrialStart
 from faultload.checker.judge import judge
+from faultload.client.session import SessionUnreadable
 from faultload.model.access import Access
 from faultload.model.sdk import SDK_POLL_TIMEOUT_S
 from faultload.model.switches import switches_text
@@ -41,6 +42,7 @@ class TrialOutcome:
     wall_s: float
     result: Any = None  # the TrialResult, kept only when something failed (for the report and PNG)
     error: str | None = None  # the harness failed (not a verdict on the target)
+    refused: str | None = None  # the server failed before any load (a session no SDK can read): a failure
     # the trial ran but is no test of the target (a fault the injector could not heal): not judged, and the
     # example is rejected, so it neither fails the property nor stays in Hypothesis's database
     unjudged: str | None = None
@@ -142,6 +144,8 @@ class StackExecutor:
         except KeyboardInterrupt:  # the session ends: stop the stack without waiting on in-flight forwards
             self.close(server_grace_s=INTERRUPTED_SERVER_GRACE_S)
             raise
+        except SessionUnreadable as exc:  # the server's fault before any load; the stack itself is sound
+            return TrialOutcome([], {}, config.shape.requests, time.monotonic() - started, refused=exc.verdict_line())
         except Exception as exc:  # noqa: BLE001 - the harness failed, not the server
             self._close_stack(f"trial raised {type(exc).__name__}")
             return TrialOutcome(

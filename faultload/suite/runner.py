@@ -213,6 +213,8 @@ class SuiteRunner:
         else:
             if state.broken:
                 raise SuiteError(state.broken)
+            if state.refused:
+                raise AssertionError(state.refused)
             now = time.monotonic()
             if known:  # the profile's promise: every session runs it, within the session's bound only
                 out = now - self.session_started > self.profile.session_s
@@ -230,6 +232,9 @@ class SuiteRunner:
             state.known_s += time.monotonic() - started
         if outcome.error:
             raise SuiteError(outcome.error)
+        if outcome.refused:  # every later example of this property fails with it at once, without a trial
+            state.refused = outcome.refused
+            raise AssertionError(outcome.refused)
         tally(state, prop, key, outcome)
         return outcome
 

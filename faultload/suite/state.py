@@ -45,6 +45,7 @@ class PropertyState:
     best: tuple[Any, TrialOutcome] | None = None  # the simplest failing example (see complexity): the repro
     reduce_log: list[dict[str, Any]] = field(default_factory=list)
     broken: str | None = None  # an infrastructure error: every later example fails with it at once
+    refused: str | None = None  # the server failed before any load (no session): every later example fails so
     unjudged: list[str] = field(default_factory=list)  # trials that were no test of the target, and why
     repro_path: Path | None = None
     bundle_path: Path | None = None  # the repro's trial bundle (faultload check), when its result was kept

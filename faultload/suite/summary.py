@@ -77,6 +77,7 @@ def property_dict(runner, state, outcome: str) -> dict[str, Any]:
         "reduce_steps": list(state.reduce_log),
         "html_path": str(state.html_path) if state.html_path else None,
         "error": state.broken or _property_not_judged(runner, state.nodeid),
+        "refused": state.refused,
         "unjudged": list(state.unjudged),
     }
 
@@ -162,6 +163,8 @@ def summary_lines(runner) -> list[str]:
             text += f"; {len(state.unjudged)} trial(s) not judged: {state.unjudged[0]}"
         if state.broken:
             text += f"; ERROR {state.broken}"
+        elif state.refused:
+            text += f"; FAILED {state.refused}"
         elif runner.not_judged(state.nodeid):
             text += f"; FAILED {runner.not_judged(state.nodeid)}"
         lines.append(text)

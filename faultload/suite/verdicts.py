@@ -65,7 +65,7 @@ def tally(state: PropertyState, prop: Property, key: str, outcome: TrialOutcome 
 def not_judged_reason(state: PropertyState | None) -> str | None:
     """Why a property that passed proves nothing (no example judged any of its invariants), or None: a green
     property has judged something (a broken or failing one is reported as such, not as this)."""
-    if state is None or state.broken or state.shrinking:
+    if state is None or state.broken or state.refused or state.shrinking:
         return None
     names = checked(state.prop)
     unknown = sum(t.unknown for t in state.tally.values())

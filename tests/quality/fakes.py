@@ -82,6 +82,7 @@ class KnownFailure:
     suite_error: str | None = None
     harness_error: str | None = None
     unjudged: str | None = None  # ``run`` returns an outcome that is no test of the target (a fault never healed)
+    refused: str | None = None  # ``run`` returns the server's failure before any load (no session opened)
     clock: FakeClock | None = None
     trial_s: float = 0.0
     record_to: Path | None = None
@@ -135,6 +136,8 @@ class KnownFailure:
             return TrialOutcome([], {}, config.shape.requests, self.trial_s, error=self.harness_error)
         if self.unjudged is not None:
             return TrialOutcome([], {}, config.shape.requests, self.trial_s, unjudged=self.unjudged)
+        if self.refused is not None:
+            return TrialOutcome([], {}, config.shape.requests, self.trial_s, refused=self.refused)
         return TrialOutcome(verdicts, figures, config.shape.requests, self.trial_s)
 
     def close(self) -> None:

@@ -186,6 +186,28 @@ def test_a_harness_error_is_a_pytest_error_and_the_harness_exit_code_not_a_failu
     assert xml.count("<error ") == 3 and "<failure " not in xml and "a load worker crashed" in xml
 
 
+def test_a_session_no_sdk_can_read_is_the_servers_failure_not_a_harness_error(pytester, tmp_path) -> None:
+    """A server that answers create_sampling_session with what no SDK reads fails before any load: every property
+    fails (JUnit's <failure>), the session exits 1, and the server was asked once, not once per example."""
+    ran = tmp_path / "ran.jsonl"
+    pytester.makeconftest(
+        HARNESS_CONFTEST.replace('harness_error="{error}"', 'refused="{error}", record_to=Path({ran!r})')
+        .replace("import pytest", "from pathlib import Path\n\nimport pytest")
+        .format(n=N, error="the server is at fault before any load: no sampling_session_id", ran=str(ran))
+    )
+    pytester.makepyfile(test_generated=PROPERTIES)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--faultload-workdir", str(pytester.path / "fl"), f"--junitxml={junit}"
+    )
+    result.assert_outcomes(failed=3)
+    assert result.ret == 1
+    xml = junit.read_text()
+    assert xml.count("<failure ") == 3 and "<error " not in xml and "no sampling_session_id" in xml
+    assert len(ran.read_text().splitlines()) == 1
+    assert result.stdout.str().count("FAILED the server is at fault before any load") == 3
+
+
 def test_a_violation_beside_a_harness_error_is_still_a_failure(pytester) -> None:
     """One property failed on the server while another met a harness error: exit 1, the server's."""
     pytester.makeconftest(HARNESS_CONFTEST.format(n=N, error="boom"))
