@@ -42,7 +42,7 @@ SOURCE = os.environ.get("FAULT_DRAWS_SOURCE")
 if SOURCE is None:
     sys.path.insert(0, str(REPO))
 SAMPLE_TIMEOUT_S = 1800.0
-TARGET = "skyrl==0.4.0"  # the trials' target: it decides only whether the SDK client may run
+TARGET = "skyrl==0.4.0"  # the trials' target: whether the SDK client may run, and the contract's clocks
 
 
 def sample(limits_name: str, count: int, time_scale: float, seed: int, draw: str) -> list[dict[str, Any]]:
@@ -67,13 +67,26 @@ def sample(limits_name: str, count: int, time_scale: float, seed: int, draw: str
     @given(
         S.trial_configs(TARGET, time_scale, limits=limits)
         if draw == "trials"
-        else S.fault_schedules(time_scale, limits)
+        else S.fault_schedules(time_scale, limits, **_contract_of(S.fault_schedules))
     )
     def collect(value: Any) -> None:
         drawn.append((value.faults if draw == "trials" else value).to_dict())
 
     collect()
     return drawn
+
+
+def _contract_of(strategy: Any) -> dict[str, Any]:
+    """TARGET's contract as the strategy's keyword, where the checkout's strategy takes one (older ones drew
+    SkyRL's clocks without being told)."""
+    import inspect
+
+    from faultload.model.family import CONTRACTS
+    from faultload.model.target import parse_target
+
+    if "contract" not in inspect.signature(strategy).parameters:
+        return {}
+    return {"contract": CONTRACTS[parse_target(TARGET).family]}
 
 
 def sample_from(source: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -102,10 +115,14 @@ def tally(schedules: list[Any], time_scale: float) -> dict[str, Any]:
     """The counts the module docstring lists (this checkout's rule, whatever checkout drew them)."""
     from faultload.strategies.faults import is_delivery_race  # local import: never in the --source child
 
+    contract = _contract_of(is_delivery_race)["contract"]
     n = len(schedules)
-    races = [any(is_delivery_race(f, time_scale) for f in s.faults) for s in schedules]
+    races = [any(is_delivery_race(f, time_scale, contract) for f in s.faults) for s in schedules]
     anchored = [
-        any(is_delivery_race(f, time_scale) and f.anchor is not None and f.anchor.event == "result" for f in s.faults)
+        any(
+            is_delivery_race(f, time_scale, contract) and f.anchor is not None and f.anchor.event == "result"
+            for f in s.faults
+        )
         for s in schedules
     ]
     blackhole = [

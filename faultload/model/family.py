@@ -34,6 +34,9 @@ class ServerContract:
     forwards_at_once: int | None = None
     # The server forgets expired futures only at every this-many-th registration, not on a timer (None: a timer)
     sweep_registrations: int | None = None
+    # Late-poll delays (SDK s) the draws prefer for this family beside the SDK's own timers: where its TTLs, and
+    # a shorter one a regression could bring, run out (strategies.shapes.poll_landmarks)
+    poll_landmarks_s: tuple[float, ...] = ()
 
     @property
     def longest_ttl_s(self) -> float | None:
@@ -61,6 +64,9 @@ SKYRL_CONTRACT = ServerContract(
     session_timeout_s=300.0,
     cpu_ms_per_request=3.0,
     sweep_s=30.0,
+    # past the pre-fix retrieved TTL (120 s) and its sweep; past the retrieved TTL (300 s), the SDK's backoff
+    # cap twice (30 s each) and 40 s more
+    poll_landmarks_s=(200.0, 400.0),
 )
 
 # TuFT's tuft.server: FutureStore.retrieve holds a poll 120 s (its keyword default), then answers the SDK's

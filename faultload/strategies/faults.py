@@ -8,9 +8,10 @@ scaled too, and bandwidth rates divided by it.
 Every toxic on the edge and the backend is drawn with a direction (``stream``
 downstream, upstream or both: the pair of toxics) and a toxicity: real links
 fail one way or both, and the two ends then disagree about what was delivered.
-Outage-like faults (:data:`OUTAGE_KINDS`) last from 5 SDK s up to
-:data:`LONGEST_OUTAGE_S`, 1.2 × the completed TTL, the longest server clock a
-result depends on, bounded by ``limits.max_outage_s``; the other faults by
+Outage-like faults (:data:`OUTAGE_KINDS`) last from 5 SDK s up to just past
+the longest of the target family's clocks (:func:`outage_durations`: its poll
+hold and TTLs, each met just inside and just outside; SkyRL's longest is 1.2 ×
+its completed TTL), bounded by ``limits.max_outage_s``; the other faults by
 ``limits.max_fault_s``. A fault on a proxy link may be followed by a second on
 the same link starting exactly when it ends (a slow link that then goes down),
 and faults on the two links overlap freely.
@@ -56,6 +57,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from hypothesis import strategies as st
 
 from faultload.model.anchors import Anchor
+from faultload.model.family import ServerContract
 from faultload.model.faults import (
     FATAL_FAULTS,
     OUTAGE_KINDS,
@@ -68,7 +70,7 @@ from faultload.model.faults import (
 from faultload.model.faults import (
     ROUTER_KINDS as _ROUTER,
 )
-from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_POLL_TIMEOUT_S
+from faultload.model.sdk import SDK_BACKOFF_CAP_S, SDK_POLL_TIMEOUT_S
 from faultload.model.timescale import trial_s
 from faultload.strategies.limits import CI, Limits
 
@@ -85,26 +87,19 @@ PROCESS_FAULTS = tuple(f"server:{kind}" for kind in SERVER_KINDS) + tuple(
 # Directions, simplest first (downstream is Toxiproxy's default), and toxicities.
 STREAMS = ("downstream", "upstream", "both")
 TOXICITIES = (1.0, 0.5, 0.1)
-# 1.2 x the longest server clock a result depends on (the completed TTL).
-LONGEST_OUTAGE_S = 1.2 * COMPLETED_TTL_S
-# Fault windows (SDK seconds), shortest first: degradations, and outages up to
-# past the retrieved TTL (300 s) and the completed TTL (600 s).
+# Fault windows (SDK seconds), shortest first: degradations, and the short outages.
 DURATIONS_S = (5.0, 10.0, 20.0, 40.0, 60.0, 120.0)
-OUTAGE_DURATIONS_S = DURATIONS_S + (240.0, 360.0, 480.0, 600.0, LONGEST_OUTAGE_S)
+# Longer outages meet each of the family's clocks (poll hold, TTLs) this share of the way in and past it
+# (outage_durations); SkyRL: 240, 360, 480, 600 and 720 SDK s.
+OUTAGE_CLOCK_SHARES = (0.8, 1.2)
 # Faults whose victims may fail without it being a lost result ("link:kind"): the model's, stated per kind.
 FATAL = FATAL_FAULTS
 PAUSE_MAX_S = 60  # SDK seconds a process pause lasts at most (GC pause, VM steal, a weight sync)
 CLOCK = "clock"  # a start point that is a clock time; the others are model.anchors.ANCHOR_EVENTS
 MAX_ANCHOR_COUNT = 16  # an anchored fault starts at the 1st..16th event
 ANCHOR_OFFSET_MAX_S = 10  # SDK seconds after its event an anchored fault starts, at most
-# The delivery race's hold (SDK s): past the retrieved TTL plus one sweep interval (the store sweeps
-# every SDK_BACKOFF_CAP_S), so a result written into the held connection is swept; and under the completed
-# TTL less the client's way back (a poll timeout, then a backoff), so a result never retrieved is still kept
-# when its client returns. Three points inside that window.
-RACE_HOLD_S = (RETRIEVED_TTL_S + SDK_BACKOFF_CAP_S, COMPLETED_TTL_S - SDK_POLL_TIMEOUT_S - SDK_BACKOFF_CAP_S)
-RACE_DURATIONS_S = tuple(
-    float(round(RACE_HOLD_S[0] + (RACE_HOLD_S[1] - RACE_HOLD_S[0]) * q)) for q in (0.25, 0.5, 0.75)
-)
+# The delivery race's holds: three points inside the family's race window (race_window_s).
+RACE_HOLD_SHARES = (0.25, 0.5, 0.75)
 RACE_MAX_RESULT = 4  # the race starts after one of the first results delivered
 RACE_MAX_OFFSET_S = 2  # SDK seconds after it: "just after"
 
@@ -133,10 +128,26 @@ def start_points(limits: Limits) -> tuple[str, ...]:
     return (CLOCK, *limits.fault_anchors)
 
 
-def _durations(kind: str, time_scale: float, limits: Limits) -> st.SearchStrategy[float]:
+def outage_durations(contract: ServerContract | None) -> tuple[float, ...]:
+    """An outage's windows (SDK s), shortest first: :data:`DURATIONS_S`, then each of ``contract``'s clocks
+    (poll hold, TTLs) met :data:`OUTAGE_CLOCK_SHARES` of the way, and its longest TTL itself; a result must
+    outlive the short ones, and the long ones meet each clock just inside and just outside. No contract: the
+    short ones alone."""
+    if contract is None:
+        return DURATIONS_S
+    clocks = (contract.poll_hold_s, contract.retrieved_ttl_s, contract.completed_ttl_s, contract.created_ttl_s)
+    points = {round(share * clock, 3) for clock in clocks if clock is not None for share in OUTAGE_CLOCK_SHARES}
+    if contract.longest_ttl_s is not None:
+        points.add(contract.longest_ttl_s)
+    return DURATIONS_S + tuple(sorted(p for p in points if p > DURATIONS_S[-1]))
+
+
+def _durations(
+    kind: str, time_scale: float, limits: Limits, contract: ServerContract | None
+) -> st.SearchStrategy[float]:
     """Shortest first, so a window shrinks toward 5 SDK s."""
     choices, bound = (
-        (OUTAGE_DURATIONS_S, limits.max_outage_s) if kind in OUTAGE_KINDS else (DURATIONS_S, limits.max_fault_s)
+        (outage_durations(contract), limits.max_outage_s) if kind in OUTAGE_KINDS else (DURATIONS_S, limits.max_fault_s)
     )
     durations = [d for d in choices if d <= bound] or [DURATIONS_S[0]]
     return st.sampled_from(durations).map(lambda d: trial_s(d, time_scale))
@@ -173,6 +184,7 @@ def _fault(
     time_scale: float,
     limits: Limits,
     points: Sequence[str],
+    contract: ServerContract | None,
 ) -> st.SearchStrategy[Fault]:
     """``kind`` on ``link``; a toxic gets a direction and a toxicity.
 
@@ -187,7 +199,7 @@ def _fault(
         attributes,
         direction,
         _start_points(time_scale, limits, points),
-        _durations(kind, time_scale, limits),
+        _durations(kind, time_scale, limits, contract),
     )
 
 
@@ -221,14 +233,16 @@ def fault_kinds(limits: Limits) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1024)  # a swarm's subset is fresh per schedule; its kinds' strategies are not
-def _fault_of(label: str, time_scale: float, limits: Limits, points: tuple[str, ...]) -> st.SearchStrategy[Fault]:
+def _fault_of(
+    label: str, time_scale: float, limits: Limits, points: tuple[str, ...], contract: ServerContract | None
+) -> st.SearchStrategy[Fault]:
     link, kind = label.split(":")
     if is_process_fault(link, kind):
         return _process_fault(link, kind, time_scale, limits, points)
     if link == "router":
         attrs = st.sampled_from(({"status": 503}, {"status": 500})) if kind == "errors" else st.just({})
-        return _fault(link, kind, attrs, time_scale, limits, points)
-    return _fault(link, kind, _toxic_attributes(kind, time_scale), time_scale, limits, points)
+        return _fault(link, kind, attrs, time_scale, limits, points, contract)
+    return _fault(link, kind, _toxic_attributes(kind, time_scale), time_scale, limits, points, contract)
 
 
 def faults(
@@ -236,16 +250,18 @@ def faults(
     limits: Limits = CI,
     kinds: Sequence[str] | None = None,
     points: Sequence[str] | None = None,
+    contract: ServerContract | None = None,
 ) -> st.SearchStrategy[Fault]:
     """One fault of ``kinds`` (default: every ``link:kind`` ``limits`` enable) starting at one of ``points``
-    (default: a clock time or any of ``limits.fault_anchors``). Minimal: ``edge:reset_peer`` downstream,
+    (default: a clock time or any of ``limits.fault_anchors``), an outage as long as ``contract``'s clocks
+    (:func:`outage_durations`). Minimal: ``edge:reset_peer`` downstream,
     toxicity 1, from t=0 for 5 SDK s (× scale): the edge proxy resets every connection for a moment."""
     every = fault_kinds(limits)
     kinds = every if kinds is None else tuple(kinds)
     points = start_points(limits) if points is None else tuple(points)
     if not kinds:
         return st.nothing()
-    return picked(kinds, every, lambda label: _fault_of(label, time_scale, limits, points))
+    return picked(kinds, every, lambda label: _fault_of(label, time_scale, limits, points, contract))
 
 
 def swarm(items: Sequence[T]) -> st.SearchStrategy[tuple[T, ...]]:
@@ -265,18 +281,36 @@ def picked(
     return st.one_of(*(make(item if item in subset else subset[i % len(subset)]) for i, item in enumerate(every)))
 
 
-def race_durations(limits: Limits) -> tuple[float, ...]:
-    """The delivery race's holds (SDK s) that ``limits`` allow an outage; () when none does."""
-    if "edge" not in limits.fault_links or "result" not in limits.fault_anchors:
+def race_window_s(contract: ServerContract | None) -> tuple[float, float] | None:
+    """The delivery race's window (SDK s): past the retrieved TTL plus one sweep, so a result written into the
+    held connection is swept; and under the completed TTL less the client's way back (a poll timeout, then a
+    backoff), so a result never retrieved is still kept when its client returns. None for a family without
+    both TTLs (no such race: SkyRL has it, 330-525 s)."""
+    if contract is None or contract.retrieved_ttl_s is None or contract.completed_ttl_s is None:
+        return None
+    low = contract.retrieved_ttl_s + (contract.sweep_s or 0.0)
+    high = contract.completed_ttl_s - SDK_POLL_TIMEOUT_S - SDK_BACKOFF_CAP_S
+    return (low, high) if low < high else None
+
+
+def race_durations(limits: Limits, contract: ServerContract | None) -> tuple[float, ...]:
+    """The delivery race's holds (SDK s) inside ``contract``'s window that ``limits`` allow an outage; ()
+    when none does."""
+    window = race_window_s(contract)
+    if window is None or "edge" not in limits.fault_links or "result" not in limits.fault_anchors:
         return ()
-    return tuple(d for d in RACE_DURATIONS_S if d <= limits.max_outage_s)
+    low, high = window
+    holds = (float(round(low + (high - low) * q)) for q in RACE_HOLD_SHARES)
+    return tuple(d for d in holds if d <= limits.max_outage_s)
 
 
-def delivery_races(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[Fault]:
+def delivery_races(
+    time_scale: float = 1.0, limits: Limits = CI, contract: ServerContract | None = None
+) -> st.SearchStrategy[Fault]:
     """The edge half-open (``timeout`` 0 both ways: a blackhole of responses alone lets the client's re-polls
     through, and each restarts the retrieved TTL) from 0..RACE_MAX_OFFSET_S SDK s after
     the 1st..RACE_MAX_RESULT-th result a client received, for one of :func:`race_durations`."""
-    durations = race_durations(limits)
+    durations = race_durations(limits, contract)
     if not durations:
         return st.nothing()
     return st.builds(
@@ -295,14 +329,17 @@ def delivery_races(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStr
     )
 
 
-def is_delivery_race(fault: Fault, time_scale: float) -> bool:
-    """The edge half-open (``timeout`` both ways) longer than the retrieved TTL and shorter than the completed
-    TTL (scaled): a result written into it may be swept before its client returns (finding 5)."""
+def is_delivery_race(fault: Fault, time_scale: float, contract: ServerContract) -> bool:
+    """The edge half-open (``timeout`` both ways) longer than ``contract``'s retrieved TTL and shorter than its
+    completed TTL (scaled): a result written into it may be swept before its client returns (finding 5)."""
     hold = (fault.duration_s or 0.0) / time_scale
+    retrieved, completed = contract.retrieved_ttl_s, contract.completed_ttl_s
     return (
         (fault.link, fault.kind) == ("edge", "timeout")
         and fault.stream == "both"
-        and RETRIEVED_TTL_S < hold < COMPLETED_TTL_S
+        and retrieved is not None
+        and completed is not None
+        and retrieved < hold < completed
     )
 
 
@@ -321,23 +358,28 @@ def chain(drawn: list[tuple[Fault, bool]]) -> tuple[Fault, ...]:
     return tuple(out)
 
 
-def fault_schedules(time_scale: float = 1.0, limits: Limits = CI) -> st.SearchStrategy[FaultSchedule]:
+def fault_schedules(
+    time_scale: float = 1.0, limits: Limits = CI, contract: ServerContract | None = None
+) -> st.SearchStrategy[FaultSchedule]:
     """Up to ``limits.max_faults`` faults, each perhaps following the one before it on its link
-    (:func:`chain`); faults on the two links overlap freely. Minimal: ``FaultSchedule()``."""
+    (:func:`chain`); faults on the two links overlap freely; outages and the delivery race as long as the
+    target family's ``contract`` makes interesting (none: the short windows only). Minimal: ``FaultSchedule()``."""
     if limits.max_faults <= 0 or not fault_kinds(limits):
         return st.just(FaultSchedule())
-    return _swarm_schedules(time_scale, limits)
+    return _swarm_schedules(time_scale, limits, contract)
 
 
 @st.composite
-def _swarm_schedules(draw: st.DrawFn, time_scale: float, limits: Limits) -> FaultSchedule:
+def _swarm_schedules(
+    draw: st.DrawFn, time_scale: float, limits: Limits, contract: ServerContract | None
+) -> FaultSchedule:
     """The swarm's kinds and start points first; then, when ``edge:timeout`` is among those kinds and the
     limits allow it, perhaps a delivery race first; then the faults, from the swarm only."""
     kinds = draw(swarm(fault_kinds(limits)))
     points = draw(swarm(start_points(limits)))
-    race = "edge:timeout" in kinds and bool(race_durations(limits)) and draw(st.booleans())
-    drawn = [(draw(delivery_races(time_scale, limits)), False)] if race else []
-    one = st.tuples(faults(time_scale, limits, kinds, points), st.booleans())
+    race = "edge:timeout" in kinds and bool(race_durations(limits, contract)) and draw(st.booleans())
+    drawn = [(draw(delivery_races(time_scale, limits, contract)), False)] if race else []
+    one = st.tuples(faults(time_scale, limits, kinds, points, contract), st.booleans())
     drawn += draw(st.lists(one, max_size=limits.max_faults - len(drawn)))
     return FaultSchedule(chain(drawn))
 

@@ -13,9 +13,8 @@ import dataclasses
 
 from hypothesis import strategies as st
 
+from faultload.model.family import ServerContract
 from faultload.model.sdk import (
-    COMPLETED_TTL_S,
-    RETRIEVED_TTL_S,
     SDK_BACKOFF_CAP_S,
     SDK_KEEPALIVE_EXPIRY_S,
     SDK_POLL_TIMEOUT_S,
@@ -24,20 +23,14 @@ from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 from faultload.model.training import TrainingMix
 from faultload.strategies.limits import CI, Limits
 
-# Where a late poll is interesting (SDK seconds): just past the SDK's poll
-# timeout, past timeout + backoff cap (what the SDK does after a timeout), past
-# the pre-fix retrieved TTL + one sweep, past the retrieved TTL + one sweep;
-# and just under the SDK's idle-connection expiry, where a connection reused
-# after an idle wait meets a server keep-alive as short as that expiry (the
-# keep-alive race; last, so shrinking prefers the others).
-POLL_LANDMARKS_S = (
-    SDK_POLL_TIMEOUT_S,
-    SDK_POLL_TIMEOUT_S + SDK_BACKOFF_CAP_S,
-    200.0,
-    RETRIEVED_TTL_S + 2 * SDK_BACKOFF_CAP_S + 40.0,
-    SDK_KEEPALIVE_EXPIRY_S - 0.1,
-)
-assert max(POLL_LANDMARKS_S) < COMPLETED_TTL_S
+# Where a late poll is interesting by the SDK's own timers (SDK seconds): just
+# past its poll timeout, past timeout + backoff cap (what the SDK does after a
+# timeout); the family's landmarks come next (ServerContract.poll_landmarks_s);
+# and last, just under the SDK's idle-connection expiry, where a connection
+# reused after an idle wait meets a server keep-alive as short as that expiry
+# (the keep-alive race; last, so shrinking prefers the others).
+SDK_POLL_LANDMARKS_S = (SDK_POLL_TIMEOUT_S, SDK_POLL_TIMEOUT_S + SDK_BACKOFF_CAP_S)
+KEEPALIVE_RACE_S = SDK_KEEPALIVE_EXPIRY_S - 0.1
 # Fractions of requests a poll behaviour applies to: "all" first (the repro
 # with the fewest moving parts: every request does the same thing).
 POLL_FRACTIONS = (1.0, 0.5, 0.25, 0.1)
@@ -119,22 +112,31 @@ def rounds_fitting(requests: int, held: int, per_round: int, round_s: float, lim
     return min(requests, max(held, rounds * per_round))
 
 
+def poll_landmarks(contract: ServerContract | None = None) -> tuple[float, ...]:
+    """The late-poll delays the draws prefer (SDK s), simplest first: the SDK's timers, then the family's
+    own (``contract.poll_landmarks_s``; none without a contract), then the keep-alive race."""
+    return SDK_POLL_LANDMARKS_S + (contract.poll_landmarks_s if contract else ()) + (KEEPALIVE_RACE_S,)
+
+
 def poll_behaviours(
-    max_after_s: float = CI.max_poll_after_s, always: bool = False, around_edges: tuple[float, ...] = ()
+    max_after_s: float = CI.max_poll_after_s,
+    always: bool = False,
+    around_edges: tuple[float, ...] = (),
+    landmarks: tuple[float, ...] | None = None,
 ) -> st.SearchStrategy[PollBehaviour]:
     """A fraction of requests whose first poll is late or abandoned, ``after_s`` SDK seconds.
 
     Minimal: ``PollBehaviour()`` (no request affected). The minimal *affected*
     behaviour is ``PollBehaviour(1.0, 45.0)``: every request, just past the
-    SDK's poll timeout. ``after_s`` comes from the timer landmarks
-    (:data:`POLL_LANDMARKS_S`) or any whole second up to ``max_after_s``.
+    SDK's poll timeout. ``after_s`` comes from the timer ``landmarks``
+    (:func:`poll_landmarks`; the SDK's alone when None) or any whole second up to ``max_after_s``.
     ``always``: only affected behaviours, from the landmarks only (minimal
     ``PollBehaviour(1.0, 45.0)``): for properties about results outliving polls.
     ``around_edges``: more landmarks, after the others (shrinking prefers those):
     the family's TTLs met just inside and just outside
     (:func:`faultload.strategies.edges.around_edges`).
     """
-    landmarks = [x for x in POLL_LANDMARKS_S + around_edges if x <= max_after_s]
+    landmarks = [x for x in (poll_landmarks() if landmarks is None else landmarks) + around_edges if x <= max_after_s]
     if max_after_s < 1:
         return st.just(PollBehaviour())
     if always and landmarks:
@@ -208,7 +210,12 @@ def clients(limits: Limits = CI) -> st.SearchStrategy[str]:
 
 @st.composite
 def load_shapes(
-    draw, time_scale: float = 1.0, limits: Limits = CI, sdk: bool = True, around_edges: tuple[float, ...] = ()
+    draw,
+    time_scale: float = 1.0,
+    limits: Limits = CI,
+    sdk: bool = True,
+    around_edges: tuple[float, ...] = (),
+    contract: ServerContract | None = None,
 ) -> LoadShape:
     """A whole ``LoadShape`` at ``time_scale``, within ``limits``.
 
@@ -226,7 +233,8 @@ def load_shapes(
     poll plus an abandoned-poll re-poll stay under ``limits.max_poll_after_s``;
     the requests held at once are capped at ``limits.max_faithful_held`` for
     the drawn policy's poll timeout and result size (:func:`faithful_cap`),
-    late and abandoned polls may also come ``around_edges`` (:func:`poll_behaviours`),
+    late and abandoned polls come at the SDK's and ``contract``'s landmarks (:func:`poll_landmarks`) or
+    ``around_edges`` (:func:`poll_behaviours`),
     so the server's unscaled work fits the scaled timers; and the requests
     then go through the cap within half the trial's wall bound
     (:func:`wall_fitting_requests`).
@@ -237,8 +245,13 @@ def load_shapes(
     held = held_count(requests, max_outstanding)
     result_tokens = draw(result_sizes(_max_tokens(limits, held, num_samples)))
     arrival, span, waves = draw(arrivals(requests, limits))
-    abandon = draw(poll_behaviours(limits.max_poll_after_s, always=limits.late_polls, around_edges=around_edges))
-    delay = draw(poll_behaviours(limits.max_poll_after_s - abandon.after_s, around_edges=around_edges))
+    landmarks = poll_landmarks(contract)
+    abandon = draw(
+        poll_behaviours(limits.max_poll_after_s, limits.late_polls, around_edges=around_edges, landmarks=landmarks)
+    )
+    delay = draw(
+        poll_behaviours(limits.max_poll_after_s - abandon.after_s, around_edges=around_edges, landmarks=landmarks)
+    )
     policy = draw(client_policies(limits.storms))
     workers = draw(st.integers(1, max(1, min(limits.max_workers, requests))))
     accept = draw(st.sampled_from(limits.accepts))

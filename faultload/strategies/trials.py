@@ -105,7 +105,8 @@ def trial_configs(
     the drawn faults (:func:`sdk_outlasts_faults`; otherwise the raw client
     runs the same shape); its faults start at clock times only. Where
     ``limits.draws_around_edges``, late polls may come just inside and outside
-    ``target``'s TTLs (:func:`faultload.strategies.edges.around_edges`); the router fits what ``target``'s family
+    ``target``'s TTLs (:func:`faultload.strategies.edges.around_edges`), and always at its family's
+    landmarks (:func:`faultload.strategies.shapes.poll_landmarks`); the router fits what ``target``'s family
     forwards at once (:func:`faultload.strategies.routers.router_configs`). A barrier router's waves must fit half the wall
     bound even if each one times out: the shape's requests are lowered after every draw
     (:func:`faultload.strategies.routers.barrier_fitting_requests`), so the draws are
@@ -117,10 +118,11 @@ def trial_configs(
     regress = tuple(regress)
     contract = CONTRACTS[parse_target(target).family]
     edges = around_edges(contract) if limits.draws_around_edges else ()
-    shape = draw(load_shapes(time_scale, limits, sdk=sdk_reads_results(target), around_edges=edges))
+    shape = draw(load_shapes(time_scale, limits, sdk=sdk_reads_results(target), around_edges=edges, contract=contract))
     router = draw(router_configs(shape, limits, contract))
     # When an anchored fault ends is not known before the trial: an SDK shape draws clock starts only.
-    faults = draw(fault_schedules(time_scale, limits.replace(fault_anchors=()) if shape.client == "sdk" else limits))
+    fault_limits = limits.replace(fault_anchors=()) if shape.client == "sdk" else limits
+    faults = draw(fault_schedules(time_scale, fault_limits, contract))
     if shape.client == "sdk" and not sdk_outlasts_faults(faults, time_scale, contract):
         shape = dataclasses.replace(shape, client="raw")  # an SDK shape is a valid raw one
     shape = with_requests(shape, barrier_fitting_requests(shape, router, limits))

@@ -19,13 +19,13 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 import faultload.strategies as S
 from faultload.faults.schedule import EVENT_POLL_S, FaultRunner
 from faultload.model.anchors import ANCHOR_EVENTS, Anchor
+from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT
 from faultload.model.faults import Fault, FaultSchedule, parse_fault
 from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S
 from faultload.record.faults import AppliedFault, FaultLog
 from faultload.router.completions import CompletionLog, count_completions, repeated_completions
 from faultload.run.trial import _fault_events
 from faultload.strategies.faults import (
-    RACE_DURATIONS_S,
     chain,
     delivery_races,
     fault_kinds,
@@ -314,24 +314,32 @@ def test_a_schedule_of_one_later_kind_shrinks_as_without_a_swarm() -> None:
 
 
 def test_the_delivery_race_is_drawn_on_nightly_only_and_is_what_its_predicate_names() -> None:
-    assert race_durations(S.CI) == () and race_durations(S.NIGHTLY) == RACE_DURATIONS_S
-    assert all(RETRIEVED_TTL_S < d < COMPLETED_TTL_S for d in RACE_DURATIONS_S)
+    holds = race_durations(S.NIGHTLY, SKYRL_CONTRACT)
+    assert race_durations(S.CI, SKYRL_CONTRACT) == () and holds == (379.0, 428.0, 476.0)
+    assert all(RETRIEVED_TTL_S < d < COMPLETED_TTL_S for d in holds)
 
     def raced(schedule: FaultSchedule) -> bool:
-        return any(is_delivery_race(f, SCALE) and f.anchor == Anchor("result", 1) for f in schedule.faults)
+        return any(
+            is_delivery_race(f, SCALE, SKYRL_CONTRACT) and f.anchor == Anchor("result", 1) for f in schedule.faults
+        )
 
-    found = find(S.fault_schedules(SCALE, S.NIGHTLY), raced, settings=FIND)
+    found = find(S.fault_schedules(SCALE, S.NIGHTLY, SKYRL_CONTRACT), raced, settings=FIND)
     assert found == FaultSchedule(
-        (parse_fault(f"edge:timeout:timeout=0,stream=both@result:1+0+{min(RACE_DURATIONS_S) * SCALE!r}"),)
+        (parse_fault(f"edge:timeout:timeout=0,stream=both@result:1+0+{min(holds) * SCALE!r}"),)
     )
 
     @FAST
-    @given(delivery_races(SCALE, S.NIGHTLY), S.fault_schedules(SCALE, S.CI))
+    @given(delivery_races(SCALE, S.NIGHTLY, SKYRL_CONTRACT), S.fault_schedules(SCALE, S.CI, SKYRL_CONTRACT))
     def check(race: Fault, ci: FaultSchedule) -> None:
-        assert is_delivery_race(race, SCALE) and race.anchor.event == "result"
-        assert not any(is_delivery_race(f, SCALE) for f in ci.faults)
+        assert is_delivery_race(race, SCALE, SKYRL_CONTRACT) and race.anchor.event == "result"
+        assert not any(is_delivery_race(f, SCALE, SKYRL_CONTRACT) for f in ci.faults)
 
     check()
+
+
+def test_a_family_that_keeps_results_has_no_delivery_race() -> None:
+    """TuFT keeps every result for as long as it runs: no hold can outlive a TTL it does not have."""
+    assert race_durations(S.NIGHTLY, TUFT_CONTRACT) == () and race_durations(S.NIGHTLY, None) == ()
 
 
 def test_the_completion_log_names_the_prompts_completed_more_than_once(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
 from faultload.store.repro import build_repro, load_repro, write_repro
-from faultload.strategies.faults import LONGEST_OUTAGE_S, OUTAGE_KINDS, chain
+from faultload.strategies.faults import OUTAGE_KINDS, chain, outage_durations
 
 TARGET = "skyrl==0.4.0"
 SCALE = 0.05
@@ -294,15 +294,28 @@ def test_toxicity_is_drawn_and_down_takes_no_direction():
 
 
 def test_outages_reach_past_the_completed_ttl_under_nightly():
+    from faultload.model.family import SKYRL_CONTRACT
     from faultload.model.sdk import COMPLETED_TTL_S
 
-    assert LONGEST_OUTAGE_S == 1.2 * COMPLETED_TTL_S == S.NIGHTLY.max_outage_s == 720.0
+    assert outage_durations(SKYRL_CONTRACT)[-5:] == (240.0, 360.0, 480.0, 600.0, 720.0)
+    assert max(outage_durations(SKYRL_CONTRACT)) == 1.2 * COMPLETED_TTL_S == S.NIGHTLY.max_outage_s == 720.0
     assert 720.0 * SCALE <= S.NIGHTLY.max_wall_real_s / 10  # 36 s of a 600 s wall bound
     # Minimal outage >= 600 SDK s: the edge resetting every connection for 600 SDK s (30 s at 0.05).
-    long = _found(S.faults(SCALE, S.NIGHTLY), lambda f: (f.duration_s or 0) >= 600 * SCALE)  # a restart has none
+    skyrl_faults = S.faults(SCALE, S.NIGHTLY, contract=SKYRL_CONTRACT)
+    long = _found(skyrl_faults, lambda f: (f.duration_s or 0) >= 600 * SCALE)  # a restart has none
     assert long == Fault("edge", "reset_peer", {}, duration_s=600 * SCALE)
     for kind in ("down", "timeout", "limit_data"):
-        assert _found(S.faults(SCALE, S.NIGHTLY), lambda f: f.kind == kind and (f.duration_s or 0) >= 720 * SCALE)
+        assert _found(skyrl_faults, lambda f: f.kind == kind and (f.duration_s or 0) >= 720 * SCALE)
+
+
+def test_outages_meet_each_familys_own_clocks():
+    """TuFT's only clock is its 120 s poll hold; hatchery-core's hold is 600 s (its 3,600 s TTL is past any
+    profile's outage bound); no family, the short windows alone."""
+    from faultload.strategies.faults import DURATIONS_S
+
+    assert outage_durations(TUFT_CONTRACT) == DURATIONS_S + (144.0,)
+    assert outage_durations(HATCHERY_CONTRACT)[len(DURATIONS_S) :][:2] == (480.0, 720.0)
+    assert outage_durations(None) == DURATIONS_S
 
 
 def test_only_outages_get_the_long_windows_and_ci_keeps_them_short():
@@ -678,3 +691,35 @@ def test_a_family_that_forwards_one_at_a_time_draws_routers_it_can_serve_in_time
     slow = RouterConfig(mode="latency", max_num_seqs=256, gen_seconds=4.0)
     big = LoadShape(requests=256, time_scale=SCALE)
     assert router_fits(big, slow, S.CI, SKYRL_CONTRACT) and not router_fits(big, slow, S.CI, HATCHERY_CONTRACT)
+
+
+def test_late_polls_prefer_the_sdks_timers_then_the_familys_own_landmarks():
+    """SkyRL's landmarks are its TTLs' (the pre-fix retrieved TTL and its sweep, the retrieved TTL past two
+    backoffs); a family without TTLs gets the SDK's alone, and every landmark lies inside the family's longest
+    TTL, where a late poll is still owed its result."""
+    from faultload.model.family import SKYRL_CONTRACT
+    from faultload.model.sdk import RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
+    from faultload.strategies.shapes import poll_landmarks
+
+    sdk_head = (SDK_POLL_TIMEOUT_S, SDK_POLL_TIMEOUT_S + SDK_BACKOFF_CAP_S)
+    race = SDK_KEEPALIVE_EXPIRY_S - 0.1
+    assert poll_landmarks(SKYRL_CONTRACT) == (*sdk_head, 200.0, RETRIEVED_TTL_S + 2 * SDK_BACKOFF_CAP_S + 40.0, race)
+    assert poll_landmarks(TUFT_CONTRACT) == poll_landmarks(HATCHERY_CONTRACT) == (*sdk_head, race)
+    for contract in (SKYRL_CONTRACT, TUFT_CONTRACT, HATCHERY_CONTRACT):
+        assert contract.longest_ttl_s is None or max(poll_landmarks(contract)) < contract.longest_ttl_s
+
+
+def test_a_tuft_trials_late_polls_never_wait_for_skyrls_ttls():
+    """Drawn with every poll late and only at landmarks, a TuFT trial's delays are the SDK's timers."""
+    from faultload.strategies.shapes import poll_landmarks
+
+    limits = S.CI.replace(late_polls=True)
+    delays = set()
+
+    @settings(max_examples=60, database=None, suppress_health_check=list(HealthCheck), deadline=None)
+    @given(S.trial_configs("tuft==0.2.2", SCALE, limits=limits))
+    def collect(config):
+        delays.add(config.shape.abandon_polls.after_s)
+
+    collect()
+    assert delays and delays <= set(poll_landmarks(TUFT_CONTRACT))
