@@ -9,7 +9,7 @@ from typing import Iterable
 
 from hypothesis import strategies as st
 
-from faultload.model.family import CONTRACTS, SKYRL_CONTRACT, TRAITS, ServerContract
+from faultload.model.family import CONTRACTS, TRAITS, ServerContract
 from faultload.model.faults import FaultSchedule
 from faultload.model.target import parse_target
 from faultload.model.timescale import trial_s
@@ -60,7 +60,7 @@ def sdk_reads_results(target: str) -> bool:
     return tuple(int(part) for part in (parse_target(target).version or "0.0").split(".")[:2]) >= since
 
 
-def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float, contract: ServerContract = SKYRL_CONTRACT) -> bool:
+def sdk_outlasts_faults(faults: FaultSchedule, time_scale: float, contract: ServerContract) -> bool:
     """Whether the SDK's unscaled backoff recovers from ``faults`` while a server of ``contract`` still keeps
     results.
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 import faultload.strategies as S
 from faultload.client.arrivals import arrival_offsets
 from faultload.model.codec import config_from_dict, config_to_dict
-from faultload.model.family import HATCHERY_CONTRACT, TUFT_CONTRACT
+from faultload.model.family import HATCHERY_CONTRACT, SKYRL_CONTRACT, TUFT_CONTRACT
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
 from faultload.model.shape import ClientPolicy, LoadShape, PollBehaviour
@@ -294,7 +294,6 @@ def test_toxicity_is_drawn_and_down_takes_no_direction():
 
 
 def test_outages_reach_past_the_completed_ttl_under_nightly():
-    from faultload.model.family import SKYRL_CONTRACT
     from faultload.model.sdk import COMPLETED_TTL_S
 
     assert outage_durations(SKYRL_CONTRACT)[-5:] == (240.0, 360.0, 480.0, 600.0, 720.0)
@@ -547,7 +546,7 @@ def test_sdk_runs_a_share_of_ci_trials_and_only_what_it_can_run():
         s = config.shape
         assert (s.arrival, s.accept, s.policy) == ("burst", "proto", ClientPolicy())
         assert s.delay_polls == PollBehaviour() and s.abandon_polls == PollBehaviour()
-        assert S.trials.sdk_outlasts_faults(config.faults, SCALE)
+        assert S.trials.sdk_outlasts_faults(config.faults, SCALE, SKYRL_CONTRACT)
     assert any(c.faults.faults for c in sdk)  # SDK trials meet faults too
 
 
@@ -577,7 +576,9 @@ def test_sdk_reads_results_of_0_4_0_on():
 
 
 def test_sdk_backoff_must_outlast_the_faults_at_the_scale():
-    fits = S.trials.sdk_outlasts_faults
+    def fits(schedule, scale, contract=SKYRL_CONTRACT):
+        return S.trials.sdk_outlasts_faults(schedule, scale, contract)
+
     assert fits(FaultSchedule(), SCALE)
     # ci: windows start within 40 SDK s and last up to 60 (x 0.05): they end by 5 s, within 0.75 x 15 s.
     assert fits(FaultSchedule((Fault("edge", "down", start_s=2.0, duration_s=3.0),)), SCALE)
@@ -595,7 +596,9 @@ def test_sdk_backoff_must_outlast_the_faults_at_the_scale():
 def test_nightly_sdk_trials_fall_back_to_raw_for_long_faults():
     configs = _clients_drawn(TARGET, S.NIGHTLY, n=150)
     assert any(c.shape.client == "sdk" for c in configs)
-    assert all(S.trials.sdk_outlasts_faults(c.faults, SCALE) for c in configs if c.shape.client == "sdk")
+    assert all(
+        S.trials.sdk_outlasts_faults(c.faults, SCALE, SKYRL_CONTRACT) for c in configs if c.shape.client == "sdk"
+    )
 
 
 @pytest.mark.parametrize(
@@ -697,7 +700,6 @@ def test_late_polls_prefer_the_sdks_timers_then_the_familys_own_landmarks():
     """SkyRL's landmarks are its TTLs' (the pre-fix retrieved TTL and its sweep, the retrieved TTL past two
     backoffs); a family without TTLs gets the SDK's alone, and every landmark lies inside the family's longest
     TTL, where a late poll is still owed its result."""
-    from faultload.model.family import SKYRL_CONTRACT
     from faultload.model.sdk import RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
     from faultload.strategies.shapes import poll_landmarks
 
