@@ -16,9 +16,6 @@ Runs under the target's Python, imported by ``hatchery_launch.py``:
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as package_version
-
 import hatchery.core.local_dev as local_dev
 import hatchery.core.tinker_compat as tinker_compat
 import hatchery_fixes
@@ -28,7 +25,7 @@ import structlog
 import uvicorn
 import uvicorn.config
 from hatchery.core.stub_worker import StubWorker
-from launch_logs import fail, timestamp_logs
+from launch_logs import fail, installed_version, timestamp_logs
 
 LOOPBACK = "127.0.0.1"
 
@@ -101,10 +98,7 @@ def _scale_timers(scale: float) -> list[str]:
 
 
 def version() -> str:
-    try:
-        return package_version("hatchery-core")
-    except PackageNotFoundError:
-        return "unknown"
+    return installed_version("hatchery-core")
 
 
 def serve() -> None:

@@ -1,4 +1,5 @@
-"""What every family's launcher does alike inside the target's Python: fail a missing patch point in one line
+"""What every family's launcher does alike inside the target's Python: name the release it runs
+(:func:`installed_version`, the launch log's ``faultload-launch: version`` line), fail a missing patch point in one line
 (exit 3, the harness's code: the release is not what faultload patches, which is not the server's verdict), and
 give uvicorn's and Python logging's lines the timestamp ``faultload.record.serverlog`` reads
 (``asctime - level - logger: message``, as SkyRL writes): a line the checker cannot place in the trial cannot be
@@ -12,6 +13,8 @@ from __future__ import annotations
 import logging
 import sys
 import typing
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 
 import uvicorn.config
 
@@ -33,3 +36,11 @@ def timestamp_logs() -> None:
         fail("uvicorn.config.LOGGING_CONFIG has no default and access formatters to give timestamps")
     formatters["default"]["fmt"] = LOG_FORMAT
     formatters["access"]["fmt"] = ACCESS_FORMAT
+
+
+def installed_version(package: str) -> str:
+    """The installed release of ``package`` (a checkout installed editable has one too), or "unknown"."""
+    try:
+        return package_version(package)
+    except PackageNotFoundError:
+        return "unknown"

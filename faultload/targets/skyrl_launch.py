@@ -28,25 +28,19 @@ import json
 import os
 import sys
 import typing
-from importlib.metadata import PackageNotFoundError, version
 
 import typing_extensions
 
 if __package__:  # the harness's tests import this module as faultload.targets.skyrl_launch
     from . import launch_profile, skyrl_dbpool
+    from .launch_logs import fail, installed_version
 else:  # inside the target: beside this file, on sys.path (the script's own folder)
     import launch_profile
     import skyrl_dbpool
+    from launch_logs import fail, installed_version
 
 # sqlmodel and skyrl are imported in the functions below, after _alias_typed_dict
 # has run: at the top they would load pydantic before the alias (step 1).
-
-LAUNCH_ERROR_EXIT = 3
-
-
-def _fail(message: str) -> typing.NoReturn:
-    print(f"faultload-launch: {message}", file=sys.stderr, flush=True)
-    sys.exit(LAUNCH_ERROR_EXIT)
 
 
 def _alias_typed_dict() -> None:
@@ -82,7 +76,7 @@ def _engine_command(namespace: dict, spec: dict) -> typing.Callable:
     if engine == "sleeper":
         return lambda parent_cmd, engine_config: _sleeper_command()
     if engine != "null":
-        _fail(f"unknown engine {engine!r} (known: sleeper, null)")
+        fail(f"unknown engine {engine!r} (known: sleeper, null)")
     _require(namespace, "config_to_argv", "the engine's argv")
     to_argv = namespace["config_to_argv"]
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "skyrl_engine.py")
@@ -94,7 +88,7 @@ def _engine_command(namespace: dict, spec: dict) -> typing.Callable:
 
 def _require(namespace: dict, name: str, what: str) -> None:
     if name not in namespace:
-        _fail(f"patch point {name!r} ({what}) not found in skyrl.tinker.api of this version")
+        fail(f"patch point {name!r} ({what}) not found in skyrl.tinker.api of this version")
 
 
 def _main_block(module) -> typing.Any:
@@ -110,7 +104,7 @@ def _main_block(module) -> typing.Any:
         ):
             body = ast.Module(body=node.body, type_ignores=[])
             return compile(body, module.__file__, "exec")
-    _fail("skyrl.tinker.api has no `if __name__ == '__main__':` block to run")
+    fail("skyrl.tinker.api has no `if __name__ == '__main__':` block to run")
 
 
 def _engine_flags(api, options: dict) -> list[str]:
@@ -119,16 +113,13 @@ def _engine_flags(api, options: dict) -> list[str]:
     flags = []
     for name, value in options.items():
         if name not in fields:
-            _fail(f"this skyrl version has no EngineConfig.{name} (so that knob cannot be set)")
+            fail(f"this skyrl version has no EngineConfig.{name} (so that knob cannot be set)")
         flags += [f"--{name.replace('_', '-')}", str(value)]
     return flags
 
 
 def _version() -> str:
-    try:
-        return version("skyrl")
-    except PackageNotFoundError:
-        return "unknown"
+    return installed_version("skyrl")
 
 
 def main() -> None:
@@ -146,7 +137,7 @@ def main() -> None:
             namespace, spec.get("regress", []), float(spec.get("time_scale", 1.0)), spec.get("fixes", [])
         )
     except PatchError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if spec.get("pool_wait_s") is not None:
         _require(namespace, "create_async_engine", "the API's DB engine, whose pool checkouts are timed")
         applied.append(skyrl_dbpool.observe_pool_waits(namespace, float(spec["pool_wait_s"])))

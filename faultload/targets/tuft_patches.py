@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as package_version
 
 import tuft.cli
 import tuft.futures as futures
@@ -28,7 +26,7 @@ import tuft.sampling_controller
 import tuft.sequence_executor as sequence_executor
 import tuft_fixes
 import tuft_forwarding
-from launch_logs import fail, timestamp_logs
+from launch_logs import fail, installed_version, timestamp_logs
 from tuft.backends.base_backend import BaseSamplingBackend
 from tuft.cli import main as tuft_main
 
@@ -71,10 +69,7 @@ def _scale_timers(scale: float) -> list[str]:
 
 
 def version() -> str:
-    try:
-        return package_version("tuft")
-    except PackageNotFoundError:
-        return "unknown"
+    return installed_version("tuft")
 
 
 def serve(argv: list[str]) -> None:
