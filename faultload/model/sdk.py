@@ -1,12 +1,11 @@
-"""The tinker SDK's and SkyRL's own timers (SDK seconds, before a trial's time scale), stated once, and how an
-SDK release is named.
+"""The tinker SDK's own timers (SDK seconds, before a trial's time scale), stated once, and how an SDK release
+is named. A server's timers are its family's contract (``faultload.model.family``), never here.
 
 Retention and keep-alive bugs live on these landmarks; ``ClientPolicy``'s
 defaults, the strategies' limits and the suite's trial labels all read them
 from here. ``tests/unit/test_sdk_constants.py`` reads the installed SDK so a drift is caught.
 """
 
-from faultload.model.family import SKYRL_CONTRACT
 from faultload.model.target import RELEASE_VERSION
 
 SDK_PACKAGE = "tinker"
@@ -21,7 +20,7 @@ SDK_API_KEY = "tml-faultload"
 SDK_SUBMIT_CONCURRENCY = 400  # asample POSTs in flight per client holder
 SDK_POLL_TIMEOUT_S = 45.0  # retrieve_future client timeout
 SDK_REQUEST_TIMEOUT_S = 60.0  # the SDK's default HTTP timeout (asample and every call without its own)
-SDK_BACKOFF_CAP_S = 30.0  # connection-error backoff cap; also the store's sweep interval
+SDK_BACKOFF_CAP_S = 30.0  # connection-error backoff cap
 # execute_with_retries retries an asample for this long (elapsed), then raises what it last met.
 SDK_SUBMIT_RETRY_WINDOW_S = 300.0
 # An asample answered 429 pauses the holder this long, then starts a fresh execute_with_retries
@@ -32,17 +31,11 @@ SDK_LARGE_RATE_LIMIT_PAUSE_S = 5.0
 SDK_LARGE_PROMPT_BYTES = 128 * 1024
 SDK_BYTES_PER_TOKEN = 10
 SDK_KEEPALIVE_EXPIRY_S = 5.0  # the SDK's client closes a connection idle this long (httpx default)
-# SkyRL's retrieve_future holds a poll this long before answering 408 (RETRIEVE_FUTURE_TIMEOUT_SECONDS).
-SERVER_POLL_HOLD_S = SKYRL_CONTRACT.poll_hold_s
-RETRIEVED_TTL_S = SKYRL_CONTRACT.retrieved_ttl_s  # a retrieved result is kept this long (pre-fix: 120 s)
-COMPLETED_TTL_S = SKYRL_CONTRACT.completed_ttl_s  # a completed, never-retrieved result is kept this long
 # Every SDK session heartbeats: sleep this long, then one session_heartbeat with this timeout and no
 # retry (tinker/lib/internal_client_holder.py); it warns after SDK_HEARTBEAT_WARNING_S without a success.
 SDK_HEARTBEAT_PERIOD_S = 10.0
 SDK_HEARTBEAT_TIMEOUT_S = 10.0
 SDK_HEARTBEAT_WARNING_S = 120.0
-# SkyRL's engine expires a session not heartbeated for this long (EngineConfig.session_timeout_sec).
-SESSION_TIMEOUT_S = SKYRL_CONTRACT.session_timeout_s
 
 
 def sdk_version(text: str) -> str:

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 from faultload.model.family import CONTRACTS, ServerContract
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
-from faultload.model.sdk import COMPLETED_TTL_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
+from faultload.model.sdk import SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
 from faultload.model.shape import LoadShape, PollBehaviour
 from faultload.model.target import parse_target
 from faultload.model.training import TrainingMix
@@ -191,8 +191,10 @@ def half_open_faults(shape: LoadShape) -> FaultSchedule:
 RESTART_REAL_S = 15.0
 RESTART_AT_S = 2.0
 RESTART_WAVE_S = 300.0
-RESTART_POLL_DELAY_S = COMPLETED_TTL_S - 150.0
-assert RESTART_WAVE_S < RESTART_POLL_DELAY_S < COMPLETED_TTL_S
+# The shortest completed TTL any family promises (SkyRL's 600 s); the others keep a result longer.
+SHORTEST_COMPLETED_TTL_S = min(c.completed_ttl_s for c in CONTRACTS.values() if c.completed_ttl_s is not None)
+RESTART_POLL_DELAY_S = SHORTEST_COMPLETED_TTL_S - 150.0
+assert RESTART_WAVE_S < RESTART_POLL_DELAY_S < SHORTEST_COMPLETED_TTL_S
 
 
 def restart_reuse(time_scale: float) -> LoadShape:

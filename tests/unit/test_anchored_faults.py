@@ -21,7 +21,6 @@ from faultload.faults.schedule import EVENT_POLL_S, FaultRunner
 from faultload.model.anchors import ANCHOR_EVENTS, Anchor
 from faultload.model.family import SKYRL_CONTRACT, TUFT_CONTRACT
 from faultload.model.faults import Fault, FaultSchedule, parse_fault
-from faultload.model.sdk import COMPLETED_TTL_S, RETRIEVED_TTL_S
 from faultload.record.faults import AppliedFault, FaultLog
 from faultload.router.completions import CompletionLog, count_completions, repeated_completions
 from faultload.run.trial import _fault_events
@@ -316,7 +315,7 @@ def test_a_schedule_of_one_later_kind_shrinks_as_without_a_swarm() -> None:
 def test_the_delivery_race_is_drawn_on_nightly_only_and_is_what_its_predicate_names() -> None:
     holds = race_durations(S.NIGHTLY, SKYRL_CONTRACT)
     assert race_durations(S.CI, SKYRL_CONTRACT) == () and holds == (379.0, 428.0, 476.0)
-    assert all(RETRIEVED_TTL_S < d < COMPLETED_TTL_S for d in holds)
+    assert all(SKYRL_CONTRACT.retrieved_ttl_s < d < SKYRL_CONTRACT.completed_ttl_s for d in holds)
 
     def raced(schedule: FaultSchedule) -> bool:
         return any(

@@ -10,7 +10,7 @@ import inspect
 import pytest
 
 from faultload.model import sdk
-from faultload.model.family import CONTRACTS, FAMILY_NAMES, SKYRL_CONTRACT
+from faultload.model.family import CONTRACTS, FAMILY_NAMES
 from faultload.model.switches import TUFT_FIXES
 from faultload.model.target import parse_target
 from faultload.model.trial import ServerKnobs, TrialConfig
@@ -68,13 +68,12 @@ def test_skyrls_adapter_installs_and_launches_as_before():
     assert skyrl.launch.__func__.__code__.co_names.count(launch_skyrl.__name__) == 1
 
 
-def test_the_sdk_modules_server_timers_are_skyrls_contract_stated_once():
-    assert (sdk.SERVER_POLL_HOLD_S, sdk.RETRIEVED_TTL_S, sdk.COMPLETED_TTL_S, sdk.SESSION_TIMEOUT_S) == (
-        SKYRL_CONTRACT.poll_hold_s,
-        SKYRL_CONTRACT.retrieved_ttl_s,
-        SKYRL_CONTRACT.completed_ttl_s,
-        SKYRL_CONTRACT.session_timeout_s,
-    )
+def test_the_sdk_module_states_no_servers_timer():
+    """A server's hold, TTLs and session expiry are its family's contract alone: the SDK's module names none."""
+    server_names = [
+        name for name in dir(sdk) if name.isupper() and ("TTL" in name or name.startswith(("SERVER_", "SESSION_")))
+    ]
+    assert server_names == []
 
 
 def test_tufts_adapter_installs_the_release_without_its_training_stacks():

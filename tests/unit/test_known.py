@@ -8,8 +8,6 @@ from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.family import SKYRL_CONTRACT
 from faultload.model.faults import FaultSchedule
 from faultload.model.sdk import (
-    COMPLETED_TTL_S,
-    RETRIEVED_TTL_S,
     SDK_BACKOFF_CAP_S,
     SDK_KEEPALIVE_EXPIRY_S,
     SDK_POLL_TIMEOUT_S,
@@ -20,6 +18,9 @@ from faultload.strategies.known import KNOWN_FAULTS, KNOWN_SHAPES, known_trial_c
 from faultload.strategies.limits import NIGHTLY
 from faultload.suite.profiles import get_profile
 from faultload.suite.properties import LOST, PROPERTIES, TRAINING, Property, known_configs
+
+RETRIEVED_TTL_S = SKYRL_CONTRACT.retrieved_ttl_s
+COMPLETED_TTL_S = SKYRL_CONTRACT.completed_ttl_s
 
 PROP = Property("bounded_retries", ("retry_amplification",), ("attempts_per_request",), known=("completion_burst",))
 

@@ -294,7 +294,7 @@ def test_toxicity_is_drawn_and_down_takes_no_direction():
 
 
 def test_outages_reach_past_the_completed_ttl_under_nightly():
-    from faultload.model.sdk import COMPLETED_TTL_S
+    COMPLETED_TTL_S = SKYRL_CONTRACT.completed_ttl_s
 
     assert outage_durations(SKYRL_CONTRACT)[-5:] == (240.0, 360.0, 480.0, 600.0, 720.0)
     assert max(outage_durations(SKYRL_CONTRACT)) == 1.2 * COMPLETED_TTL_S == S.NIGHTLY.max_outage_s == 720.0
@@ -700,12 +700,17 @@ def test_late_polls_prefer_the_sdks_timers_then_the_familys_own_landmarks():
     """SkyRL's landmarks are its TTLs' (the pre-fix retrieved TTL and its sweep, the retrieved TTL past two
     backoffs); a family without TTLs gets the SDK's alone, and every landmark lies inside the family's longest
     TTL, where a late poll is still owed its result."""
-    from faultload.model.sdk import RETRIEVED_TTL_S, SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
+    from faultload.model.sdk import SDK_BACKOFF_CAP_S, SDK_KEEPALIVE_EXPIRY_S, SDK_POLL_TIMEOUT_S
     from faultload.strategies.shapes import poll_landmarks
 
     sdk_head = (SDK_POLL_TIMEOUT_S, SDK_POLL_TIMEOUT_S + SDK_BACKOFF_CAP_S)
     race = SDK_KEEPALIVE_EXPIRY_S - 0.1
-    assert poll_landmarks(SKYRL_CONTRACT) == (*sdk_head, 200.0, RETRIEVED_TTL_S + 2 * SDK_BACKOFF_CAP_S + 40.0, race)
+    assert poll_landmarks(SKYRL_CONTRACT) == (
+        *sdk_head,
+        200.0,
+        SKYRL_CONTRACT.retrieved_ttl_s + 2 * SDK_BACKOFF_CAP_S + 40.0,
+        race,
+    )
     assert poll_landmarks(TUFT_CONTRACT) == poll_landmarks(HATCHERY_CONTRACT) == (*sdk_head, race)
     for contract in (SKYRL_CONTRACT, TUFT_CONTRACT, HATCHERY_CONTRACT):
         assert contract.longest_ttl_s is None or max(poll_landmarks(contract)) < contract.longest_ttl_s

@@ -22,7 +22,7 @@ import pytest
 from conftest import wait_until
 
 from faultload.host.network import pick_free_port
-from faultload.model.sdk import COMPLETED_TTL_S
+from faultload.model.family import SKYRL_CONTRACT
 from faultload.model.target import parse_target
 from faultload.targets import install, skyrl_patches
 from faultload.targets.families.skyrl import launch_skyrl
@@ -295,7 +295,7 @@ def test_retain_until_expiry_keeps_a_delivered_result_its_completed_ttl(monkeypa
     assert applied[len(regress)].startswith("retain-until-expiry: ")
     store = ns["ExternalFutureStore"]()
     now = datetime.now(timezone.utc)
-    completed_ttl = timedelta(seconds=COMPLETED_TTL_S * scale)
+    completed_ttl = timedelta(seconds=SKYRL_CONTRACT.completed_ttl_s * scale)
     assert store._RETRIEVED_TTL_SECONDS < completed_ttl.total_seconds()  # else the fix has nothing to keep
     store.completed(1, now)
     store.mark_retrieved(1)
@@ -317,7 +317,7 @@ def test_without_the_fix_a_delivered_result_is_kept_its_retrieved_ttl_only():
     now = datetime.now(timezone.utc)
     store.completed(1, now)
     store.mark_retrieved(1)
-    assert store.kept_until(1) < now + timedelta(seconds=COMPLETED_TTL_S)
+    assert store.kept_until(1) < now + timedelta(seconds=SKYRL_CONTRACT.completed_ttl_s)
 
 
 def test_retain_until_expiry_refuses_a_version_without_its_patch_points():
