@@ -3,7 +3,8 @@
 A repro file holds everything a trial is made of — the shrunk ``TrialConfig``
 (shape + faults + router + target + regressions + time scale), its seed, the
 budgets it was judged against — plus what failed (the invariants' verdicts
-and figures) and how it was found (property, Hypothesis profile, how far the
+and figures, or ``refused``: the server failed before any load, a session no
+SDK can read) and how it was found (property, Hypothesis profile, how far the
 shrinker got). ``faultload replay`` runs the config on a fresh stack, judges it
 against the same budgets and exits 1 when the failure reproduces, 0 when it
 does not (reported as *not reproduced*, with both runs' figures). The file itself is
@@ -32,6 +33,7 @@ from typing import Any, Mapping
 
 from faultload.checker.budgets import Budgets
 from faultload.checker.judge import judge
+from faultload.client.session import SessionUnreadable
 from faultload.compare.replay import replay_comparison
 from faultload.model.codec import config_from_dict, config_to_dict
 from faultload.model.switches import switches_text
@@ -89,7 +91,9 @@ def build_repro(
     *,
     checked: tuple[str, ...] = (),
     found_by: Mapping[str, Any] | None = None,
+    refused: str | None = None,
 ) -> dict[str, Any]:
+    """The repro file's data; ``refused``: the server failed before any load (no verdicts, that line instead)."""
     failing = [v.to_dict() for v in verdicts if v.ok is False]
     return {
         "repro_version": REPRO_VERSION,
@@ -107,6 +111,7 @@ def build_repro(
         "budgets": budgets.to_dict(),
         "found_by": dict(found_by or {}),
         "config": config_to_dict(config),
+        **({"refused": refused} if refused else {}),
     }
 
 
@@ -251,7 +256,7 @@ def replay(
     if data.get("compare") is not None:
         return replay_comparison(path, data, config, budgets, workspace, json_out, out, html)
     checked = tuple(data.get("checked") or ())
-    original_failing = [v["name"] for v in data.get("failing", [])]
+    original_failing = [v["name"] for v in data.get("failing", [])] + (["refused"] if data.get("refused") else [])
     print(
         f"replaying {path}: {config.shape.requests} requests, target {config.target}"
         + switches_text(config.regress, config.fixes)
@@ -259,7 +264,11 @@ def replay(
         file=out,
         flush=True,
     )
-    result = run_trial(config, workspace)
+    try:
+        result = run_trial(config, workspace)
+    except SessionUnreadable as exc:  # the server's failure before any load: no trial to report, a verdict still
+        print(f"{ReplayStatus.REPRODUCED.value}: failing now: {exc.verdict_line()}", file=out)
+        return ReplayStatus.REPRODUCED
     if result.interrupted:
         return ReplayStatus.INTERRUPTED
     verdicts = judge(result, budgets)

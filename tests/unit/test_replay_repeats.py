@@ -59,3 +59,28 @@ def test_an_interrupted_run_stops_the_rest(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(repro, "replay", lambda *a, **kw: calls.append(1) or ReplayStatus.INTERRUPTED)
     assert repro.replay_repeated(file, Workspace(tmp_path), 5, None, io.StringIO()) is ReplayStatus.INTERRUPTED
     assert calls == [1]
+
+
+def test_a_server_that_refuses_before_any_load_reproduces_a_refused_repro(tmp_path, monkeypatch) -> None:
+    """The shipped repro of a session no SDK can read: run_trial (a test double here) raises SessionUnreadable,
+    which is the server's failure come back, not a harness error; its line says what the server answered."""
+    from faultload.client.session import SessionUnreadable
+    from faultload.store.repro import FINDING_REPROS, load_repro
+
+    name = "sampling_session-hatchery-0.3.0"
+    data, config, _ = load_repro(FINDING_REPROS / f"{name}.json")
+    assert data["refused"].startswith("the server is at fault before any load") and data["failing"] == []
+    assert config.target == "hatchery==0.3.0" and config.fixes == ()
+
+    def refusing(*args, **kwargs):
+        raise SessionUnreadable("create_sampling_session answered without sampling_session_id")
+
+    monkeypatch.setattr(repro, "run_trial", refusing)
+    out = io.StringIO()
+    assert repro.replay(name, Workspace(tmp_path), out=out) is R
+    lines = out.getvalue().splitlines()
+    assert lines[0].endswith("originally failed: refused")
+    assert lines[-1] == (
+        "reproduced: failing now: the server is at fault before any load: "
+        "create_sampling_session answered without sampling_session_id"
+    )
