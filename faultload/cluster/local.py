@@ -25,6 +25,11 @@ from faultload.host.network import pick_free_port
 from faultload.host.processes import child_environment
 
 START_TIMEOUT_S = 90.0
+# Ray's authentication, stated for every node this cluster starts, so that what the user's machine holds does
+# not decide it: Ray 2.59+ writes ~/.ray/auth_token on any local ray.init(), and with that file present a node
+# joining with `ray start --address` then failed for want of a token in its environment (5 of 5 Ray tests). The
+# cluster is a test rig on loopback addresses, as it ran before that file existed.
+AUTH_MODE = "disabled"
 
 
 class LocalCluster:
@@ -40,7 +45,7 @@ class LocalCluster:
 
     def _ray(self, *args: str) -> None:
         ray_cli = Path(sys.executable).with_name("ray")
-        env = child_environment({"RAY_USAGE_STATS_ENABLED": "0"})
+        env = child_environment({"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": AUTH_MODE})
         proc = subprocess.run(
             [str(ray_cli), "start", *args, f"--num-cpus={self.cpus}"],
             env=env,
