@@ -6,7 +6,10 @@ BIN := $(VENV)/bin
 DEPS_STAMP := $(VENV)/.faultload-deps
 SETUP_LOG := .faultload/setup.log
 TOXIPROXY := .faultload/tools/toxiproxy-server
-TARGETS ?= skyrl==0.4.0 skyrl==0.3.0 tuft==0.2.2 hatchery==0.3.0
+TARGETS ?= skyrl==0.4.0 skyrl==0.3.0 tuft==0.2.2 hatchery==0.3.0 twinkle==0.5.1
+# What `make test` installs: the targets its tests launch, every one but twinkle-kit (~1 GB of Ray and model
+# libraries; its test is slow-marked, for `make test-all`, which runs after `make setup`).
+TEST_TARGETS ?= $(filter-out twinkle==%,$(TARGETS))
 # SDK releases besides the one installed with faultload, each in a folder of its own (--sdk, --faultload-sdk).
 SDKS ?= tinker==0.38.0
 # The HTML report's browser test opens a report in Debian's headless chromium (installed once, when missing).
@@ -66,7 +69,7 @@ run: setup
 # runs alone, after both. Each tier names its 15 slowest tests (what CI's time goes to).
 test: $(DEPS_STAMP) $(BROWSER_STAMP) $(STUNNEL_STAMP) $(ACTIONLINT)
 	@mkdir -p .faultload; \
-	setsid $(BIN)/faultload setup $(addprefix --target ,$(TARGETS)) $(addprefix --sdk ,$(SDKS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
+	setsid $(BIN)/faultload setup $(addprefix --target ,$(TEST_TARGETS)) $(addprefix --sdk ,$(SDKS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
 	trap 'kill -TERM -$$setup 2>/dev/null; exit 130' INT TERM; \
 	echo "faultload setup runs beside the unit tier (its output: $(SETUP_LOG))"; \
 	while [ ! -x $(TOXIPROXY) ] && kill -0 $$setup 2>/dev/null; do sleep 1; done; \

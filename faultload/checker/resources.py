@@ -8,6 +8,7 @@ import numpy as np
 
 from faultload.checker.budgets import MIB, Budgets, cpu_ms_per_request, retention_s
 from faultload.checker.contract.faults import in_force_windows
+from faultload.checker.contract.processes import WORKER_POOL_DRAIN
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.checker.wording import fmt_bytes, fmt_s
 from faultload.model.shape import LoadShape
@@ -17,6 +18,8 @@ if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy 
     from faultload.record.samples import MonitorSamples
 # logprob (the proto's packed fields; JSON is larger — see bounded_rss).
 RESULT_BYTES_PER_TOKEN = 8
+
+_POOL_NOTE = f"drain not judged: the family's worker pool decides it ({WORKER_POOL_DRAIN.name})"
 
 
 def _peak_in_flight(
@@ -130,6 +133,8 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
             )
     if peak > peak_budget:
         return Verdict(ok=False, figure=per_in_flight, budget=per_budget, head=f"over budget: {head}")
+    if inputs.contract.worker_pool:
+        return Verdict(ok=True, figure=per_in_flight, budget=per_budget, head=f"{head}; {_POOL_NOTE}")
     if drained is None:
         return Verdict(ok=None, figure=per_in_flight, budget=per_budget, head=f"{head}; drained fds not measured")
     pool_text = f" + {pool} (the DB pool, training)" if pool else ""
@@ -203,6 +208,8 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     growth_mib, allowed_mib = (peak - baseline) / MIB, (peak_budget - baseline) / MIB
     if over[i] > 0:
         return Verdict(ok=False, figure=growth_mib, budget=allowed_mib, head=f"over budget: {head}")
+    if inputs.contract.worker_pool:
+        return Verdict(ok=True, figure=growth_mib, budget=allowed_mib, head=f"{head}; {_POOL_NOTE}")
     drained = monitor.drained.rss if monitor.drained is not None and monitor.drained.rss >= 0 else None
     if drained is None:
         return Verdict(ok=None, figure=growth_mib, budget=allowed_mib, head=f"{head}; drained RSS not measured")

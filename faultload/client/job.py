@@ -10,11 +10,9 @@ from dataclasses import dataclass, field
 
 from faultload.model.access import Access
 from faultload.model.shape import LoadShape
+from faultload.model.tokens import NONCE_INDEX_BITS
 from faultload.record.history import History
 from faultload.record.training import TrainingLog
-
-# Bits of a nonce below the trial salt: room for 16M requests per trial.
-NONCE_INDEX_BITS = 24
 
 
 @dataclass(frozen=True)

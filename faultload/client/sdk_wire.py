@@ -33,10 +33,11 @@ from tinker import _base_client, _constants
 from faultload.client.counters import ACCEPTED as _ACCEPTED
 from faultload.client.counters import ATTEMPTS as _ATTEMPTS
 from faultload.client.counters import POLL_TIMEOUTS as _POLL_TIMEOUTS
-from faultload.client.job import NONCE_INDEX_BITS, WorkerJob
+from faultload.client.job import WorkerJob
 from faultload.client.sdk_rules import is_try_again
 from faultload.client.sdk_timers import scaled_limits, scaled_pyqwest_transport
 from faultload.model import tokens
+from faultload.model.tokens import NONCE_INDEX_BITS
 from faultload.record.history import (
     TRY_AGAIN,
     AttemptKind,

@@ -37,6 +37,9 @@ class ServerContract:
     # Late-poll delays (SDK s) the draws prefer for this family beside the SDK's own timers: where its TTLs, and
     # a shorter one a regression could bring, run out (strategies.shapes.poll_landmarks)
     poll_landmarks_s: tuple[float, ...] = ()
+    # The server is a process tree whose scheduler starts and ends worker processes by itself (Ray's pool):
+    # its drained fds and RSS are the pool's, not the requests' (checker.contract.processes)
+    worker_pool: bool = False
 
     @property
     def longest_ttl_s(self) -> float | None:
@@ -99,6 +102,22 @@ HATCHERY_CONTRACT = ServerContract(
     sweep_registrations=1000,
 )
 
+# twinkle-kit's twinkle.server: its gateway's retrieve_future holds a poll TWINKLE_LONG_POLL_TIMEOUT (30 s), then
+# answers a 200 try-again; ServerState forgets a future, a session not heartbeated, and a sampling session
+# expiration_timeout (86,400 s) after its last write (a result's: its completion; delivery writes nothing), at
+# every cleanup_interval (3,600 s). Its sampler replica calls the sampler synchronously: one sample at a time.
+TWINKLE_CONTRACT = ServerContract(
+    poll_hold_s=30.0,
+    hold_expiry="try_again",
+    retrieved_ttl_s=86400.0,  # from completion, which comes before any delivery: never longer from delivery
+    completed_ttl_s=86400.0,
+    session_timeout_s=86400.0,
+    cpu_ms_per_request=30.0,
+    sweep_s=3600.0,
+    forwards_at_once=1,
+    worker_pool=True,
+)
+
 
 @dataclass(frozen=True)
 class FamilyTraits:
@@ -143,6 +162,14 @@ TRAITS = {
         engines=("sleeper",),
         knobs=("forwarding_timeout_s",),
         sdk_reads_results=False,
+    ),
+    # twinkle-kit's gateway and mock sampler on a Ray node of their own: sampling only, no switches.
+    "twinkle": FamilyTraits(
+        TWINKLE_CONTRACT,
+        (),
+        (),
+        engines=("sleeper",),
+        knobs=("forwarding_timeout_s",),
     ),
 }
 CONTRACTS = {name: traits.contract for name, traits in TRAITS.items()}

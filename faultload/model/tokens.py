@@ -23,6 +23,8 @@ VOCAB = 50_000
 # exactly four decimals, so the router can print them at fixed width.
 LOGPROB_SCALE = 10_000
 _NONCE_PART = 1 << 20
+# Bits of a nonce below the trial's salt (a request's index): room for 16M requests per trial.
+NONCE_INDEX_BITS = 24
 
 
 def prompt_tokens(nonce: int, extra: int = 0) -> list[int]:

@@ -95,6 +95,16 @@ MAX_CLASSES = 64
 EXAMPLE_CHARS = 400
 
 _HEADER_RE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - ([^\s:]+): ?(.*)$")
+# Ray's formats, and twinkle-kit's, as a server that is a Ray cluster writes them into its launcher's log (its
+# workers' lines unprefixed), each as (seconds, millis, level, logger, message):
+_OTHER_HEADERS = (
+    # Ray core: "2026-12-06 08:43:12,167<TAB>INFO worker.py:1691 -- message"
+    (re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3})\s+([A-Z]+) (\S+) -- ?(.*)$"), (1, 2, 3, 4, 5)),
+    # Ray Serve: "INFO 2026-12-06 08:43:14,825 proxy 127.0.0.2 -- message" (component, then its pid or address)
+    (re.compile(r"^([A-Z]+) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) (\S+) \S+ -- ?(.*)$"), (2, 3, 1, 4, 5)),
+    # twinkle-kit: "[2026-12-06 08:43:12][INFO:twinkle] message" (whole seconds)
+    (re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]\[()([A-Z]+):([^\]]+)\] ?(.*)$"), (1, 2, 3, 4, 5)),
+)
 _PLAIN_LEVEL_RE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)$")
 _EXC_LINE_RE = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Group|Failure))(?::\s*(.*))?$"
@@ -177,20 +187,18 @@ class _Classifier:
         self.lines += 1
         line = raw.rstrip()
         if line[:2].isdigit():
-            match = _HEADER_RE.match(line)
+            match = _HEADER_RE.match(line) or _OTHER_HEADERS[0][0].match(line)
             if match:
-                self._finish()
-                ts = self._epoch(match.group(1), match.group(2))
-                self.records += 1
-                if ts is not None:
-                    self.first_ts = ts if self.first_ts is None else self.first_ts
-                    self.last_ts = ts
-                self.current = _Record(
-                    f"{match.group(1)},{match.group(2)}", ts, match.group(3), match.group(4), match.group(5)
-                )
+                self._open(*match.groups())
                 return
         if not line:
             return
+        if line[0] in "[ACDEFIW":  # the other formats' first characters: a bracket or a level
+            for pattern, groups in _OTHER_HEADERS:
+                other = pattern.match(line)
+                if other:
+                    self._open(*(other.group(g) for g in groups))
+                    return
         plain = _PLAIN_LEVEL_RE.match(line)
         if plain:
             self._finish()
@@ -211,6 +219,19 @@ class _Classifier:
         record.text.append(line)
         if _EXC_LINE_RE.match(line):
             record.exc_lines.append(line)
+
+    def _open(self, seconds: str, millis: str, level: str, logger: str, message: str) -> None:
+        """A timestamped line: the record it opens."""
+        self._finish()
+        millis = millis or "000"
+        ts = self._epoch(seconds, millis)
+        self.records += 1
+        if ts is not None:
+            self.first_ts = ts if self.first_ts is None else self.first_ts
+            self.last_ts = ts
+        self.current = _Record(f"{seconds},{millis}", ts, level, logger, message)
+        if message.startswith("Traceback (most recent call last)"):
+            self.current.traceback = True  # a traceback logged as the message (twinkle's handlers)
 
     def _finish(self) -> None:
         record, self.current = self.current, None

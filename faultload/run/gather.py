@@ -173,7 +173,7 @@ def _drain_and_hold(result: TrialResult, config: TrialConfig, load: LoadRun, swi
         load.stack.router.close_idle()
         kept = DB_POOL_FDS if config.shape.training.enabled else 0
         baseline = load.monitor.baseline.fds if load.monitor.baseline else None
-        drained = drain_fds(load.stack.server.pid, baseline, config.drain_s, kept)
+        drained = drain_fds(load.stack.server.pid, baseline, config.drain_s, kept, load.stack.server.tree)
         _hold(config, load.collapsed, switch)
     load.monitor.stop(wait_s=INTERRUPTED_MONITOR_WAIT_S if result.interrupted else None)
     result.monitor = load.monitor.result(drained)

@@ -27,18 +27,38 @@ from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnaps
 from faultload.run import kernel
 
 
-def snapshot(pid: int | None) -> ProcessSnapshot | None:
-    """RSS, open fds and CPU seconds of ``pid``; None if it is gone or not ours to read."""
+def snapshot(pid: int | None, tree: bool = False) -> ProcessSnapshot | None:
+    """RSS, open fds and CPU seconds of ``pid`` (with ``tree``: summed over it and its descendants, a server
+    that is a Ray cluster); None if it is gone or not ours to read."""
     if pid is None:
         return None
     try:
-        proc = psutil.Process(pid)
+        root = psutil.Process(pid)
+        procs = [root] + (root.children(recursive=True) if tree else [])
+    except (psutil.Error, OSError):
+        return None
+    total: ProcessSnapshot | None = None
+    for proc in procs:
+        one = _one_snapshot(proc)
+        if one is None and proc is root:
+            return None
+        if one is not None:
+            total = (
+                one
+                if total is None
+                else ProcessSnapshot(total.rss + one.rss, total.fds + one.fds, total.cpu_s + one.cpu_s)
+            )
+    return total
+
+
+def _one_snapshot(proc: psutil.Process) -> ProcessSnapshot | None:
+    try:
         with proc.oneshot():
             cpu = proc.cpu_times()
             rss = proc.memory_info().rss
     except (psutil.Error, OSError):
         return None
-    fds = kernel.open_fds(pid)  # O(1) on Linux >= 6.2, where psutil.num_fds lists every fd
+    fds = kernel.open_fds(proc.pid)  # O(1) on Linux >= 6.2, where psutil.num_fds lists every fd
     return None if fds is None else ProcessSnapshot(rss, fds, cpu.user + cpu.system)
 
 
@@ -60,8 +80,10 @@ class Monitor:
         healthz_timeout_s: float = 10.0,
         server_port: int | None = None,
         tls: ssl.SSLContext | None = None,
+        tree: bool = False,
     ) -> None:
         self.server_pid = server_pid
+        self.tree = tree  # the server is its pid's process tree (snapshot)
         self.healthz_url = healthz_url
         self.tls = tls  # an https server's /healthz
         self.router_stats_url = router_stats_url
@@ -90,7 +112,7 @@ class Monitor:
 
     def start(self) -> None:
         pid = self.pid()
-        self.baseline = snapshot(pid)
+        self.baseline = snapshot(pid, self.tree)
         self.fd_limit = kernel.fd_limits(pid) if pid else None
         for thread in self._threads:
             thread.start()
@@ -99,7 +121,7 @@ class Monitor:
         return time.monotonic() - self.t0
 
     def sample_once(self) -> tuple:
-        snap = snapshot(self.pid())
+        snap = snapshot(self.pid(), self.tree)
         stats: dict = {}
         if self.router_stats_url:
             _, stats = http_get_json(self.router_stats_url, timeout_s=1.0)
@@ -107,7 +129,7 @@ class Monitor:
         live = self.live_counters() if self.live_counters else {}
         listen = kernel.listen_state(self.server_port) if self.server_port else None
         counters = kernel.listen_counters()
-        engine = self._engine_snapshot(self.pid())
+        engine = None if self.tree else self._engine_snapshot(self.pid())
         row = (
             self._now(),
             snap.rss if snap else -1,
@@ -185,14 +207,14 @@ class Monitor:
 DRAIN_POLL_S = 0.05
 
 
-def drain_fds(server_pid: int | None, baseline_fds: int | None, drain_s: float, kept_fds: int = 0):
+def drain_fds(server_pid: int | None, baseline_fds: int | None, drain_s: float, kept_fds: int = 0, tree: bool = False):
     """Wait (bounded) for the server's fds to come back near baseline (+ ``kept_fds`` it keeps by design:
     its DB pool after training); return the last snapshot."""
     deadline = time.monotonic() + drain_s
-    snap = snapshot(server_pid)
+    snap = snapshot(server_pid, tree)
     while snap is not None and baseline_fds is not None and time.monotonic() < deadline:
         if snap.fds <= baseline_fds + 2 + kept_fds:
             break
         time.sleep(DRAIN_POLL_S)
-        snap = snapshot(server_pid)
+        snap = snapshot(server_pid, tree)
     return snap

@@ -38,8 +38,8 @@ from faultload.targets.server import STOP_GRACE_S, ServerHandle, attach_url
 SETTLE_STILL_S = 10.0
 
 
-def _fds(pid: int) -> int | None:
-    snap = snapshot(pid)
+def _fds(pid: int, tree: bool) -> int | None:
+    snap = snapshot(pid, tree)
     return None if snap is None else snap.fds
 
 
@@ -122,7 +122,7 @@ class Stack:
                 f"http://127.0.0.1:{forward_port}",
                 lambda: self._start_router_and_proxies(server_port, forward_port, compiled),
             )
-            snap = snapshot(self.server.pid)
+            snap = snapshot(self.server.pid, self.server.tree)
             self.baseline_fds = snap.fds if snap else None
         except BaseException:
             self.close()
@@ -192,8 +192,8 @@ class Stack:
             return None
         if self.config.engine == "null":
             slack_fds += DB_POOL_FDS
-        pid = self.server.pid
-        return wait_fds_settle(lambda: _fds(pid), self.baseline_fds + slack_fds, timeout_s, still_s)
+        pid, tree = self.server.pid, self.server.tree
+        return wait_fds_settle(lambda: _fds(pid, tree), self.baseline_fds + slack_fds, timeout_s, still_s)
 
     def close(self, server_grace_s: float | None = None) -> list[str]:
         """Stop everything (bounded); never raises but KeyboardInterrupt; returns what failed to clean up.

@@ -132,6 +132,7 @@ def _monitor(stack: Stack, pool: WorkerPool, t0: float, access: Access) -> Monit
         t0,
         server_port=urlsplit(server.url).port,
         tls=tls_for(server.url, access),
+        tree=server.tree,
     )
 
 

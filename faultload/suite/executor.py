@@ -212,7 +212,7 @@ class StackExecutor:
     def _note_start(self, stack) -> None:
         """The server's RSS and fds as this trial finds it, beside the requests it has served (its process's)."""
         pid = stack.server.pid if stack.server is not None else None
-        snap = snapshot(pid)
+        snap = snapshot(pid, stack.server is not None and stack.server.tree)
         if pid is not None and snap is not None:
             self.trial_starts.append(TrialStart(pid, self._served.get(pid, 0), snap.rss, snap.fds))
 

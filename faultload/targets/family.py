@@ -6,7 +6,7 @@ engine stubbed, faultload's router as its inference backend, the regression and 
 timers scaled, answering on ``/api/v1/healthz``. Its futures contract (poll hold, what a hold's end answers,
 TTLs, session expiry, CPU per request) is ``faultload.model.family``'s alone, where the checker reads it.
 SkyRL (``targets/families/skyrl.py``) is the first, TuFT (``targets/families/tuft.py``) the second, hatchery-core
-(``targets/families/hatchery.py``) the third; a family is a new module added to :data:`FAMILIES`.
+(``targets/families/hatchery.py``) the third, twinkle-kit (``targets/families/twinkle.py``) the fourth; a family is a new module added to :data:`FAMILIES`.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from faultload.model.target import TargetSpec
 from faultload.targets.families.hatchery import HatcheryFamily
 from faultload.targets.families.skyrl import SkyrlFamily
 from faultload.targets.families.tuft import TuftFamily
+from faultload.targets.families.twinkle import TwinkleFamily
 from faultload.targets.server import ServerHandle
 
 
@@ -40,7 +41,12 @@ class ServerFamily(Protocol):
         (ServerStartError with its log's tail when it is not)."""
 
 
-FAMILIES: dict[str, ServerFamily] = {"skyrl": SkyrlFamily(), "tuft": TuftFamily(), "hatchery": HatcheryFamily()}
+FAMILIES: dict[str, ServerFamily] = {
+    "skyrl": SkyrlFamily(),
+    "tuft": TuftFamily(),
+    "hatchery": HatcheryFamily(),
+    "twinkle": TwinkleFamily(),
+}
 assert tuple(FAMILIES) == FAMILY_NAMES, "model.family.FAMILY_NAMES names the families targets/family.py has"
 
 

@@ -6,6 +6,9 @@ known, for process metrics), its version, where its log goes, and ``stop()``.
 A launched server can also be paused (SIGSTOP of the API process alone: its
 engine stand-in only sleeps) and respawned on its port (``server:restart``);
 the handle then carries the new process, so whoever reads ``pid`` follows it.
+A server that is a process tree (a Ray cluster its launcher starts: ``tree``) is measured and paused whole.
+Every launcher starts a session of its own, and a stop kills that session: a process that left the
+launcher's process group (a Ray worker) goes with it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import psutil
+
+from faultload.host import scratch
 from faultload.host.network import http_get_json, port_is_free
 from faultload.host.pausing import Pauser
 from faultload.host.processes import popen_tied
@@ -47,12 +53,22 @@ class ServerHandle:
     launch: tuple[list[str], Path, dict[str, str]] | None = None
     restarting: bool = False  # between a restart's stop and the new process: not an exit
     restarts: int = 0
+    # The server is the launcher's process tree, not the launcher alone (its metrics sum it, a pause stops it)
+    tree: bool = False
+    # Folders the launch made outside its run dir (a Ray temp dir), removed once it is stopped
+    scratch: list[Path] = field(default_factory=list)
     _pauser: Pauser | None = field(default=None, repr=False)
 
     def pauser(self) -> Pauser:
         if self._pauser is None:
-            self._pauser = Pauser(lambda: [self.pid] if self.pid and self.alive() else [], "server")
+            self._pauser = Pauser(lambda: self.pids() if self.alive() else [], "server")
         return self._pauser
+
+    def pids(self) -> list[int]:
+        """The server's processes: its pid, and with ``tree`` every descendant of it."""
+        if self.pid is None:
+            return []
+        return process_tree(self.pid) if self.tree else [self.pid]
 
     @property
     def healthz_url(self) -> str:
@@ -92,9 +108,31 @@ class ServerHandle:
             except subprocess.TimeoutExpired:
                 self.details["stop"] = f"did not exit {grace_s:.0f}s after SIGTERM; killed"
         _signal_group(proc, signal.SIGKILL)  # the engine sleeper and anything else left in the group
+        _kill_session(proc.pid)  # what left the group (Ray's workers each make their own)
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
+            pass
+        if not self.restarting:
+            for path in self.scratch:
+                scratch.remove(path)
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants now (none but ``pid`` when it is gone)."""
+    try:
+        return [pid] + [child.pid for child in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return [pid]
+
+
+def _kill_session(sid: int) -> None:
+    """SIGKILL every process of session ``sid`` (a launcher's: it started the session)."""
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) == sid:
+                os.kill(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError, OSError):
             pass
 
 
@@ -146,6 +184,7 @@ def start_launcher(
     env: dict[str, str],
     port: int,
     while_starting: Callable[[], None] | None,
+    tree: bool = False,
 ) -> ServerHandle:
     """Spawn a family's launcher (its log: ``run_dir/server.log``) and return its handle once /healthz answers.
 
@@ -155,7 +194,9 @@ def start_launcher(
     """
     log_path = run_dir / "server.log"
     proc = spawn_launcher(cmd, run_dir, env, log_path, append=False)
-    handle = ServerHandle(spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc, launch=(cmd, run_dir, env))
+    handle = ServerHandle(
+        spec, f"http://127.0.0.1:{port}", proc.pid, None, log_path, proc, launch=(cmd, run_dir, env), tree=tree
+    )
     try:
         if while_starting is not None:
             while_starting()

@@ -339,6 +339,9 @@ ENVIRONMENT_EDGES = {
     "faultload.host.processes": {"child_environment"},  # what a child inherits, minus what it must not
     "faultload.targets.skyrl_launch": {"*"},
     "faultload.targets.skyrl_engine": {"*"},
+    # twinkle's launcher hands its launch spec's path to the Ray workers it starts through their environment
+    "faultload.targets.twinkle_launch": {"*"},
+    "faultload.targets.twinkle_patches": {"*"},
 }
 
 

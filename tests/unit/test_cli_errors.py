@@ -30,7 +30,7 @@ from faultload.store.repro import finding_repro_names
         ("skyrl==latest", "skyrl==latest"),
         ("url=http://127.0.0.1", "url=http://127.0.0.1"),
         ("skyrl@/no/such/checkout", "not a directory"),
-        ("twinkle+url=http://127.0.0.1:9", "not a server family"),
+        ("nimbus+url=http://127.0.0.1:9", "not a server family"),
     ],
 )
 def test_malformed_target(cli, target, needle):

@@ -19,7 +19,12 @@ from faultload.conformance.rules import LIMITS, RULES, Skip
 from faultload.model.family import CONTRACTS, FAMILY_NAMES
 from faultload.model.trial import TrialConfig
 
-RELEASES = {"skyrl": "skyrl==0.4.0", "tuft": "tuft==0.2.2", "hatchery": "hatchery==0.3.0"}
+RELEASES = {
+    "skyrl": "skyrl==0.4.0",
+    "tuft": "tuft==0.2.2",
+    "hatchery": "hatchery==0.3.0",
+    "twinkle": "twinkle==0.5.1",
+}
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)

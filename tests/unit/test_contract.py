@@ -20,12 +20,13 @@ from faultload.checker.contract import RULES
 from faultload.checker.forwards import check_forwarded_once, check_forwards_concurrent
 from faultload.checker.futures import check_futures_resolve, check_polls_held
 from faultload.checker.releases import check_releases_results
-from faultload.checker.resources import check_bounded_cpu
+from faultload.checker.resources import check_bounded_cpu, check_bounded_fds, check_bounded_rss
 from faultload.checker.results import check_no_lost_results
 from faultload.checker.retries import check_retry_amplification, check_unprovoked_resets
-from faultload.model.family import HATCHERY_CONTRACT, SKYRL_CONTRACT, TUFT_CONTRACT, ServerContract
+from faultload.model.family import HATCHERY_CONTRACT, SKYRL_CONTRACT, TUFT_CONTRACT, TWINKLE_CONTRACT, ServerContract
 from faultload.model.faults import Fault
 from faultload.record.history import TRY_AGAIN, AttemptKind, ErrorClass, Outcome
+from faultload.record.samples import ProcessSnapshot
 from tests.invariant_doubles import (
     BUDGETS,
     CRASH,
@@ -276,6 +277,15 @@ def _beats(last: tuple) -> bool | None:
     return check_heartbeats_answered(make_inputs(training=recorder.log()), BUDGETS).ok
 
 
+def _pool_drained(contract: ServerContract) -> bool | None:
+    """fds and RSS left 50 and 500 MiB over the baseline after the load, every peak within its budget."""
+    monitor = make_monitor(drained=ProcessSnapshot(700 * MIB, 90, 5.0))
+    inputs = make_inputs(monitor=monitor, contract=contract)
+    fds, rss = check_bounded_fds(inputs, BUDGETS), check_bounded_rss(inputs, BUDGETS)
+    assert fds.figure <= fds.budget and rss.figure <= rss.budget  # only the drain tells them apart
+    return fds.ok if fds.ok == rss.ok else None
+
+
 CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
     # rule: (a history it does not allow -> violated, one it allows -> held)
     "dropped_poll_delivered": (lambda: _dropped(completed_at=1.5), lambda: _dropped(completed_at=1.0)),
@@ -287,6 +297,8 @@ CASES: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
         lambda: _swept(SKYRL_CONTRACT),
         lambda: _swept(dataclasses.replace(SKYRL_CONTRACT, sweep_registrations=1000)),
     ),
+    # twinkle-kit on Ray; its worker pool, not the requests, sets what is left
+    "worker_pool_drain": (lambda: _pool_drained(SKYRL_CONTRACT), lambda: _pool_drained(TWINKLE_CONTRACT)),
     "restart_forgets": (lambda: _restart(accepted_at=8.0), lambda: _restart(accepted_at=4.5)),
     "fatal_definite_error": (lambda: _fatal(Outcome.PENDING), lambda: _fatal(Outcome.FAILED)),
     "forwards_at_once": (lambda: _at_once(100), lambda: _at_once(2048)),

@@ -52,8 +52,8 @@ def test_a_url_target_is_judged_as_skyrl_unless_it_names_its_family():
         "tuft+url=http://127.0.0.1:9/",
     )
     assert parse_target("skyrl+url=http://127.0.0.1:9").family == "skyrl"
-    with pytest.raises(ValueError, match=r"'twinkle' is not a server family \(skyrl, tuft, hatchery\)"):
-        parse_target("twinkle+url=http://127.0.0.1:9")
+    with pytest.raises(ValueError, match=r"'nimbus' is not a server family \(skyrl, tuft, hatchery, twinkle\)"):
+        parse_target("nimbus+url=http://127.0.0.1:9")
     with pytest.raises(ValueError, match="expected url=http://HOST:PORT"):
         parse_target("tuft+url=http://127.0.0.1")
 

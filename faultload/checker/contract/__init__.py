@@ -16,7 +16,8 @@ accepted request (``futures_resolve``).
 - ``liveness``: an accepted future resolves within a bound of its release;
 - ``polls``: a poll is held until the result or the hold time;
 - ``forwards``: an accepted sample reaches the router once, and at once;
-- ``heartbeats``: a training session is kept alive (the gap, not each beat).
+- ``heartbeats``: a training session is kept alive (the gap, not each beat);
+- ``processes``: what a server made of a worker pool is not judged on (its drain).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from faultload.checker.contract.forwards import (
 from faultload.checker.contract.heartbeats import HEARTBEAT_TIMEOUT_TOLERATED, HEARTBEATS_ANSWERED
 from faultload.checker.contract.liveness import HARNESS_STOPPED, RESOLVES, ROUTER_UNKNOWN
 from faultload.checker.contract.polls import LONG_POLL_CYCLE, POLL_HELD, POLL_WOKEN
+from faultload.checker.contract.processes import WORKER_POOL_DRAIN
 from faultload.checker.contract.retention import (
     DROPPED_POLL,
     EXPIRED_BY_DESIGN,
@@ -52,6 +54,7 @@ RULES: tuple[Rule, ...] = (
     FORGOTTEN_AFTER_CREATION,
     FORGOTTEN_PAST_CAP,
     SWEEP_ON_REGISTRATION,
+    WORKER_POOL_DRAIN,
     RESTART_FORGETS,
     FATAL_DEFINITE_ERROR,
     FAULT_IN_FORCE,
