@@ -50,7 +50,7 @@ from faultload.model.switches import FIXES, REGRESSIONS  # noqa: E402
 from faultload.model.watchdog import WATCHDOG_KEYS, WatchdogLimits  # noqa: E402
 from faultload.suite import plugin  # noqa: E402
 from faultload.suite.properties import PROPERTIES, checked  # noqa: E402
-from faultload.targets import hatchery_fixes, tuft_fixes
+from faultload.targets import hatchery_fixes, tuft_fixes, twinkle_fixes
 from faultload.targets import skyrl_mutants as mutants  # noqa: E402 (the target side's)
 from faultload.targets import skyrl_patches as patches
 
@@ -275,12 +275,19 @@ def _budget_value(value, unit: str) -> str:
 
 def switches_page() -> str:
     rows = []
-    described = {**patches.FIXES, **patches.REGRESSIONS, **mutants.MUTANTS, **tuft_fixes.FIXES, **hatchery_fixes.FIXES}
+    described = {
+        **patches.FIXES,
+        **patches.REGRESSIONS,
+        **mutants.MUTANTS,
+        **tuft_fixes.FIXES,
+        **hatchery_fixes.FIXES,
+        **twinkle_fixes.FIXES,
+    }
     for name in (*REGRESSIONS, *FIXES):
         if name not in described:
             raise SystemExit(
                 f"reference: switch {name!r} (faultload/model/switches.py) has no patch in "
-                "faultload/targets/skyrl_patches.py, skyrl_mutants.py, tuft_fixes.py or hatchery_fixes.py to describe it"
+                "faultload/targets/skyrl_patches.py, skyrl_mutants.py, tuft_fixes.py, hatchery_fixes.py or twinkle_fixes.py to describe it"
             )
         if name in FIXES:
             kind = "fix: a candidate fix"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from faultload.model.switches import HATCHERY_FIXES, REGRESSIONS, SKYRL_FIXES, TUFT_FIXES
+from faultload.model.switches import HATCHERY_FIXES, REGRESSIONS, SKYRL_FIXES, TUFT_FIXES, TWINKLE_FIXES
 
 
 @dataclass(frozen=True)
@@ -163,11 +163,11 @@ TRAITS = {
         knobs=("forwarding_timeout_s",),
         sdk_reads_results=False,
     ),
-    # twinkle-kit's gateway and mock sampler on a Ray node of their own: sampling only, no switches.
+    # twinkle-kit's gateway and mock sampler on a Ray node of their own: sampling only, no regressions.
     "twinkle": FamilyTraits(
         TWINKLE_CONTRACT,
         (),
-        (),
+        TWINKLE_FIXES,
         engines=("sleeper",),
         knobs=("forwarding_timeout_s",),
     ),

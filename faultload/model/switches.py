@@ -55,7 +55,8 @@ REGRESSIONS = (
 SKYRL_FIXES = ("plain-tracebacks", "keepalive-past-sdk", "retain-until-expiry", "sample-sequence-ids")
 TUFT_FIXES = ("newest-sdk-samples", "file-persistence", "history-in-order", "sequence-tiebreak")
 HATCHERY_FIXES = ("sampling-session-answer", "proto-sample-results")
-FIXES = SKYRL_FIXES + TUFT_FIXES + HATCHERY_FIXES
+TWINKLE_FIXES = ("prompt-logprobs-asked",)
+FIXES = SKYRL_FIXES + TUFT_FIXES + HATCHERY_FIXES + TWINKLE_FIXES
 
 
 def switches_text(regress: Iterable[str], fixes: Iterable[str]) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import router_answers
 
 
 class RouterSampler:
@@ -64,11 +65,7 @@ def result_of(data: dict, with_prompt_logprobs: bool, topk: int = 0) -> dict:
         "sequence_logprobs": logprobs,
     }
     if with_prompt_logprobs:
-        raw = choices[0].get("prompt_logprobs") or []
-        result["prompt_logprobs"] = [None] + [next(iter(d.values()))["logprob"] if d else None for d in raw[1:]]
+        result["prompt_logprobs"] = router_answers.prompt_logprobs(choices[0])
         if topk > 0:  # each position's entries by rank, k of them, as the SDK's topk_prompt_logprobs
-            result["topk_prompt_logprobs"] = [None] + [
-                [[int(t), e["logprob"]] for t, e in sorted(d.items(), key=lambda x: x[1]["rank"])[:topk]] if d else None
-                for d in raw[1:]
-            ]
+            result["topk_prompt_logprobs"] = router_answers.topk_prompt_logprobs(choices[0], topk)
     return result

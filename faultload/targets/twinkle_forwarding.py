@@ -15,6 +15,8 @@ import json
 import urllib.request
 from typing import Any
 
+import router_answers
+
 
 class RouterSampler:
     """The router at ``url``, as the sampler's model."""
@@ -24,8 +26,10 @@ class RouterSampler:
         self.model = model
         self.timeout_s = timeout_s
 
-    def sample(self, prompt: list[int], params: Any, n: int) -> list[tuple[list[int], list[float], str]]:
-        """``n`` completions of ``prompt``: (tokens, their logprobs, stop reason) each, in index order."""
+    def sample(self, prompt: list[int], params: Any, n: int) -> tuple[list[tuple[list[int], list[float], str]], dict]:
+        """``n`` completions of ``prompt``: (tokens, their logprobs, stop reason) each, in index order; and, when
+        ``params.prompt_logprobs`` asks for k > 0, the prompt's logprobs and its top k at each position, as
+        twinkle's vLLM engine answers them (``prompt_logprobs``, ``topk_prompt_logprobs``), else nothing."""
         body: dict[str, Any] = {
             "model": self.model,
             "prompt": [int(t) for t in prompt],
@@ -34,6 +38,9 @@ class RouterSampler:
             "logprobs": 0,
             "return_token_ids": True,
         }
+        k = getattr(params, "prompt_logprobs", None)
+        if k is not None:
+            body["prompt_logprobs"] = int(k)
         for name in ("temperature", "top_p", "top_k"):
             if getattr(params, name, None) is not None:
                 body[name] = getattr(params, name)
@@ -48,4 +55,14 @@ class RouterSampler:
             logprobs = (choice.get("logprobs") or {}).get("token_logprobs") or [0.0] * len(tokens)
             stop = "length" if choice.get("finish_reason") == "length" else "stop"
             out.append((tokens, [float(x) for x in logprobs], stop))
-        return out
+        prompt_part: dict = {}
+        if k is not None and data["choices"]:
+            first = min(data["choices"], key=lambda c: c.get("index", 0))
+            prompt_part = {
+                "prompt_logprobs": router_answers.prompt_logprobs(first),
+                "topk_prompt_logprobs": [
+                    None if row is None else [tuple(pair) for pair in row]
+                    for row in router_answers.topk_prompt_logprobs(first, int(k))
+                ],
+            }
+        return out, prompt_part

@@ -22,6 +22,7 @@ if __name__ == "__main__":
     os.environ[twinkle_patches.SPEC_ENV] = os.path.abspath(sys.argv[1])
 
     applied = twinkle_patches.check_patch_points() + [f"poll hold, expiry, cleanup x{SPEC['time_scale']:g}"]
+    applied += [f"fix {name}" for name in SPEC.get("fixes", [])]
     print(f"faultload-launch: patches {json.dumps(applied)}", file=sys.stderr, flush=True)
     print(f"faultload-launch: version {twinkle_patches.version()}", file=sys.stderr, flush=True)
     twinkle_patches.serve(SPEC)

@@ -15,25 +15,29 @@ Runs under the target's Python, imported by ``twinkle_launch.py`` (the Ray drive
   cleanup interval (3,600 s);
 - warm-up: once deployed, one sample through the gateway, the sampler and the router (``warm_up``), so that
   the sampler's first-sample start-up is not in the trial's baseline;
+- the candidate fixes the spec names (``twinkle_fixes.FIXES``), in every worker;
 - shutdown: faultload's stop kills the launcher's whole session, so Serve's graceful shutdown (over 25 s)
   is skipped: SIGTERM ends the driver at once.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import sys
-import urllib.request
 
 import launch_logs
 import ray
+import twinkle_fixes
 import twinkle_forwarding
 from launch_logs import fail, installed_version
-from twinkle.data_format import SampledSequence, SampleResponse
+from tinker import types as tinker_types
+from twinkle.data_format import SampledSequence, SampleResponse, SamplingParams
 from twinkle.server.config import ServerConfig
 from twinkle.server.launcher.env_propagation import build_propagated_env_vars
 from twinkle.server.launcher.server_launcher import ServerLauncher
+from twinkle.server.sampler import tinker_handlers
 from twinkle.server.sampler.backends import mock_sampler
 from twinkle.server.state import server_state
 from twinkle.server.utils import ray_serve_patch
@@ -106,6 +110,8 @@ def check_patch_points() -> list[str]:
             ray_serve_patch, "_apply_patch_in_worker_process", None
         ),
         "ServerLauncher._shutdown": getattr(ServerLauncher, "_shutdown", None),
+        "tinker_handlers.SamplingParams": getattr(tinker_handlers, "SamplingParams", None),
+        "tinker.types.SampleResponse": getattr(tinker_types, "SampleResponse", None),
     }
     missing = [name for name, found in points.items() if found is None]
     if missing:
@@ -120,6 +126,8 @@ def worker_setup() -> None:
         spec = json.load(fh)
     _forward_samples(twinkle_forwarding.RouterSampler(spec["router_url"], spec["model"], spec["forward_timeout_s"]))
     _scale_state_timers(spec["time_scale"])
+    for name in spec.get("fixes", []):
+        twinkle_fixes.FIXES[name]({"SamplingParams": SamplingParams, "SampleResponse": tinker_types.SampleResponse})
 
 
 def _forward_samples(sampler: twinkle_forwarding.RouterSampler) -> None:
@@ -127,7 +135,9 @@ def _forward_samples(sampler: twinkle_forwarding.RouterSampler) -> None:
 
     def sample(self, inputs, sampling_params=None, adapter_name="", *, num_samples=1, **kwargs):
         prompts = [dict(p) if isinstance(p, dict) else {} for p in mock._normalize_inputs(inputs)]
-        choices = sampler.sample(prompts[0].get("input_ids") or [], sampling_params, len(prompts) * num_samples)
+        choices, prompt_part = sampler.sample(
+            prompts[0].get("input_ids") or [], sampling_params, len(prompts) * num_samples
+        )
         responses = []
         for i, prompt in enumerate(prompts):
             sequences = []
@@ -141,7 +151,7 @@ def _forward_samples(sampler: twinkle_forwarding.RouterSampler) -> None:
                         new_input_feature=mock._build_new_input_feature(prompt, tokens),
                     )
                 )
-            responses.append(SampleResponse(sequences=sequences))
+            responses.append(SampleResponse(sequences=sequences, **prompt_part))
         return responses
 
     mock.sample = sample
@@ -199,18 +209,22 @@ def serve(spec: dict) -> None:
 def warm_up(spec: dict) -> str:
     """One sample through the gateway, the sampler and faultload's router: twinkle's sampler replica starts its
     task queue's worker and imports what sampling needs at its first sample (4.7 s, ~800 MiB and ~500 fds
-    over the tree), which is start-up, not the trial's. The launch log line it returns says how it went."""
-    base = f"http://127.0.0.1:{spec['port']}/api/v1"
+    over the tree), which is start-up, not the trial's. One kept-alive connection, as the SDK's: Serve cancels
+    what a request started when its client goes, the sample's background task included. The launch log line it
+    returns says how it went."""
+    conn = http.client.HTTPConnection("127.0.0.1", spec["port"], timeout=WARM_UP_TIMEOUT_S)
     try:
         session = _post(
-            f"{base}/create_session", {"tags": ["faultload-warm-up"], "user_metadata": {}, "sdk_version": "0.16.1"}
+            conn, "create_session", {"tags": ["faultload-warm-up"], "user_metadata": {}, "sdk_version": "0.16.1"}
         )
         sampling = _post(
-            f"{base}/create_sampling_session",
+            conn,
+            "create_sampling_session",
             {"session_id": session["session_id"], "sampling_session_seq_id": 0, "base_model": spec["model"]},
         )
         future = _post(
-            f"{base}/asample",
+            conn,
+            "asample",
             {
                 "sampling_session_id": sampling["sampling_session_id"],
                 "seq_id": 0,
@@ -220,19 +234,22 @@ def warm_up(spec: dict) -> str:
             },
         )
         for _ in range(WARM_UP_POLLS):
-            answer = _post(f"{base}/retrieve_future", {"request_id": future["request_id"]})
+            answer = _post(conn, "retrieve_future", {"request_id": future["request_id"]})
             if answer.get("type") != "try_again":
                 break
         if "sequences" not in answer:
             return f"{WARM_UP_FAILED} {json.dumps(answer)[:300]}"
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"{WARM_UP_FAILED} {type(exc).__name__}: {exc}"
+    finally:
+        conn.close()
     return WARMED_UP
 
 
-def _post(url: str, body: dict) -> dict:
-    request = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
-    with urllib.request.urlopen(request, timeout=WARM_UP_TIMEOUT_S) as answer:
-        return json.loads(answer.read())
+def _post(conn: http.client.HTTPConnection, route: str, body: dict) -> dict:
+    conn.request("POST", f"/api/v1/{route}", json.dumps(body), {"Content-Type": "application/json"})
+    answer = conn.getresponse()
+    payload = answer.read()
+    if answer.status != 200:
+        raise ValueError(f"{route}: HTTP {answer.status}: {payload[:200]!r}")
+    return json.loads(payload)

@@ -39,7 +39,13 @@ LOST = Property("lost", ("no_lost_results",), ())  # steers by nothing: check() 
 def _fake_stack(config) -> SimpleNamespace:
     """TEST DOUBLE of a running Stack: what run_trial and _clean_up read of one, and nothing runs."""
     server = SimpleNamespace(
-        version="test double", pid=0, url=URL, log_path="/nonexistent", healthz_url=URL, log_tail=lambda lines: []
+        version="test double",
+        pid=0,
+        tree=False,
+        url=URL,
+        log_path="/nonexistent",
+        healthz_url=URL,
+        log_tail=lambda lines: [],
     )
     router = SimpleNamespace(url=URL, pids=lambda: [], config=config.router, completion_count=lambda: 0)
     return SimpleNamespace(

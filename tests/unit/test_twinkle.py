@@ -5,15 +5,18 @@ doubles); nothing here starts twinkle (tests/integration/test_twinkle_integratio
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import textwrap
 import time
+import types
 from pathlib import Path
 
 import psutil
 import pytest
 
+import faultload.targets.server as server_module
 from faultload.host import scratch
 from faultload.model.family import CONTRACTS, TRAITS
 from faultload.model.target import parse_target
@@ -42,7 +45,11 @@ def test_twinkles_contract_holds_30_s_keeps_results_a_day_and_runs_one_sample_at
     contract = CONTRACTS["twinkle"]
     assert (contract.poll_hold_s, contract.hold_expiry) == (30.0, "try_again")
     assert contract.completed_ttl_s == contract.retrieved_ttl_s == contract.session_timeout_s == 86400.0
-    assert contract.forwards_at_once == 1 and contract.worker_pool and TRAITS["twinkle"].fixes == ()
+    assert (
+        contract.forwards_at_once == 1
+        and contract.worker_pool
+        and TRAITS["twinkle"].fixes == ("prompt-logprobs-asked",)
+    )
 
 
 def test_the_warm_up_sample_carries_a_nonce_no_trial_draws() -> None:
@@ -127,3 +134,37 @@ def test_a_tree_snapshot_sums_the_launcher_and_its_descendants(tmp_path: Path) -
         assert tree.rss >= alone.rss + kid.rss * 0.9 and tree.fds >= alone.fds + kid.fds - 1
     finally:
         handle.stop(grace_s=2)
+
+
+def test_twinkles_candidate_fix_asks_the_sampler_for_what_the_request_asks(monkeypatch) -> None:
+    """Finding 16's fix (twinkle_fixes.py) on test doubles of twinkle's SamplingParams and tinker's SampleResponse
+    (the target venv's classes, which this Python lacks; the real ones run in
+    tests/integration/test_twinkle_integration.py): the params the handler builds carry the request's
+    prompt-logprob ask, and the answer keeps exactly what was asked."""
+
+    class Params:
+        def __init__(self, max_tokens: int, prompt_logprobs: int | None = None) -> None:
+            self.max_tokens, self.prompt_logprobs = max_tokens, prompt_logprobs
+
+    class Response:
+        def __init__(self, **fields) -> None:
+            self.fields = fields
+
+    monkeypatch.syspath_prepend(str(Path(server_module.__file__).parent))  # where the target's modules live
+    monkeypatch.delitem(sys.modules, "twinkle_fixes", raising=False)
+    fixes = importlib.import_module("twinkle_fixes")
+    assert fixes.FIXES["prompt-logprobs-asked"]({"SamplingParams": Params, "SampleResponse": Response})
+
+    def handler(body):  # as the route's closure: `body` is the request it builds the params and the answer for
+        params = Params(max_tokens=4)
+        answer = Response(sequences=[], prompt_logprobs=[None, -1.0], topk_prompt_logprobs=[None, [(7, -1.0)]])
+        return params.prompt_logprobs, answer.fields
+
+    plain = handler(types.SimpleNamespace(prompt_logprobs=None, topk_prompt_logprobs=0))
+    own = handler(types.SimpleNamespace(prompt_logprobs=True, topk_prompt_logprobs=0))
+    top3 = handler(types.SimpleNamespace(prompt_logprobs=True, topk_prompt_logprobs=3))
+    assert [plain[0], own[0], top3[0]] == [None, 0, 3]
+    assert (plain[1]["prompt_logprobs"], plain[1]["topk_prompt_logprobs"]) == (None, None)
+    assert (own[1]["prompt_logprobs"], own[1]["topk_prompt_logprobs"]) == ([None, -1.0], None)
+    assert top3[1]["topk_prompt_logprobs"] == [None, [(7, -1.0)]]
+    assert Params(max_tokens=1).prompt_logprobs is None  # built anywhere else, a params is as it was

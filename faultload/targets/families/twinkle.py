@@ -9,7 +9,7 @@ Python: a Ray node of its own on 127.0.0.2 and twinkle's own ``ServerLauncher`` 
 mock sampler as Ray Serve deployments, Serve's HTTP proxy on 127.0.0.1), the mock sampler's samples sent to
 faultload's router (``twinkle_forwarding.py``). The server is a process tree (the launcher, Ray's GCS and
 raylet, their workers): its handle sums the tree's metrics and pauses it whole. It has no regression
-switches, fixes or training. Its futures contract is ``model.family.TWINKLE_CONTRACT``.
+switches and no training; its candidate fix is ``twinkle_fixes.py``. Its futures contract is ``model.family.TWINKLE_CONTRACT``.
 """
 
 from __future__ import annotations
@@ -95,6 +95,7 @@ def launch_twinkle(
     port: int,
     router_url: str,
     time_scale: float = 1.0,
+    fixes: tuple[str, ...] = (),
     knobs: dict[str, Any] | None = None,
     profile_path: Path | None = None,
     env: dict[str, str] | None = None,
@@ -102,7 +103,7 @@ def launch_twinkle(
     **validated: Any,
 ) -> ServerHandle:
     """Start twinkle's gateway and mock sampler on a Ray node of their own and wait for /healthz.
-    ``validated``: the stack's other options (regress, fixes, engine, null_backend, api_key: its gateway
+    ``fixes``: the candidate fixes (``twinkle_fixes.py``). ``validated``: the stack's other options (regress, engine, null_backend, api_key: its gateway
     checks no key), whose values twinkle lacks ``TrialConfig.validate`` refused."""
     if profile_path is not None:
         raise ServerStartError(
@@ -116,6 +117,7 @@ def launch_twinkle(
         "model": BASE_MODEL,
         "port": port,
         "time_scale": time_scale,
+        "fixes": list(fixes),
         "forward_timeout_s": knobs.get("forwarding_timeout_s") or FORWARD_TIMEOUT_S,
         "ray_temp_dir": str(ray_temp),
         "warm_up_prompt": prompt_tokens(WARM_UP_NONCE),
