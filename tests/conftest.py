@@ -73,6 +73,7 @@ def pytest_report_header(config: pytest.Config) -> str:
         **{f"skyrl=={v}": target_installed(v) for v in ("0.4.0", "0.3.0")},
         "tuft==0.2.2": target_installed("0.2.2", "tuft"),
         "hatchery==0.3.0": target_installed("0.3.0", "hatchery"),
+        "twinkle==0.5.1 (make setup; slow tests only)": target_installed("0.5.1", "twinkle"),
     }
     missing = [name for name, there in parts.items() if not there]
     policy = (
@@ -166,7 +167,13 @@ def end_tagged_run(proc: subprocess.Popen, tag: str) -> None:
 
 def named_processes_since(
     started: float,
-    needles: tuple[str, ...] = ("faultload.router", "skyrl_launch.py", "tuft_launch.py", "hatchery_launch.py"),
+    needles: tuple[str, ...] = (
+        "faultload.router",
+        "skyrl_launch.py",
+        "tuft_launch.py",
+        "hatchery_launch.py",
+        "twinkle_launch.py",
+    ),
     tags: set[str] | None = None,
 ) -> list[str]:
     """Live processes started at/after ``started`` (epoch s) whose cmdline contains a needle,

@@ -174,7 +174,8 @@ RULES: tuple[ConformanceRule, ...] = (
     ConformanceRule(
         "sdk_reads_results",
         "the real SDK reads every sample's result",
-        ("no_lost_results", "result_integrity"),
+        # accepted_requests too: an SDK that cannot even submit (its client set-up refused) reads no result
+        ("no_lost_results", "result_integrity", "accepted_requests"),
         _sdk_reads,
     ),
     ConformanceRule(

@@ -21,6 +21,7 @@ from faultload.host import scratch
 from faultload.host.network import pick_free_port
 from faultload.host.workspace import Workspace
 from faultload.model.access import Access, tls_for
+from faultload.model.family import CONTRACTS
 from faultload.model.router import RouterConfig
 from faultload.model.target import TargetSpec
 from faultload.model.training import DB_POOL_FDS
@@ -186,9 +187,11 @@ class Stack:
         else why not (the caller restarts the stack).
 
         A server with the null engine may have trained: its DB pool then keeps
-        its connections (``DB_POOL_FDS``), which no wait gives back.
+        its connections (``DB_POOL_FDS``), which no wait gives back. A family with a worker pool is not waited
+        for: its pool, not the last trial, sets its fds (the contract's ``worker_pool_drain``), and each trial
+        judges its peak from its own start.
         """
-        if self.server is None or self.baseline_fds is None:
+        if self.server is None or self.baseline_fds is None or CONTRACTS[self.config.spec.family].worker_pool:
             return None
         if self.config.engine == "null":
             slack_fds += DB_POOL_FDS

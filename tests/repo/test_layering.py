@@ -149,6 +149,11 @@ INSIDE_THE_TARGET = (
     "faultload.targets.hatchery_patches",
     "faultload.targets.hatchery_forwarding",
     "faultload.targets.hatchery_fixes",
+    "faultload.targets.twinkle_launch",
+    "faultload.targets.twinkle_patches",
+    "faultload.targets.twinkle_forwarding",
+    "faultload.targets.twinkle_fixes",
+    "faultload.targets.router_answers",
     "faultload.targets.launch_profile",
     "faultload.targets.launch_logs",
 )

@@ -391,9 +391,10 @@ def test_the_harness_names_the_switches_the_target_side_carries() -> None:
     """faultload.model.switches (harness side) and skyrl_patches / tuft_fixes (inside the target) list the same
     switches."""
     from faultload.model import switches
-    from faultload.targets import hatchery_fixes, tuft_fixes
+    from faultload.targets import hatchery_fixes, tuft_fixes, twinkle_fixes
 
     assert set(switches.HATCHERY_FIXES) == set(hatchery_fixes.FIXES)
+    assert set(switches.TWINKLE_FIXES) == set(twinkle_fixes.FIXES)
     assert set(switches.REGRESSIONS) == set(skyrl_patches.REGRESSIONS)
     assert set(switches.SKYRL_FIXES) == set(skyrl_patches.FIXES)
     assert set(switches.TUFT_FIXES) == set(tuft_fixes.FIXES) >= set(tuft_fixes.BEFORE_IMPORT)

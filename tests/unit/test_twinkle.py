@@ -24,6 +24,7 @@ from faultload.model.tokens import nonce_of, prompt_tokens
 from faultload.model.trial import ServerKnobs, TrialConfig
 from faultload.record.serverlog import classify_lines
 from faultload.run.monitor import snapshot
+from faultload.run.stack import Stack
 from faultload.targets.families.twinkle import WARM_UP_NONCE, launch_twinkle
 from faultload.targets.family import FAMILIES, family_of
 from faultload.targets.server import ServerHandle, ServerStartError, spawn_launcher
@@ -168,3 +169,16 @@ def test_twinkles_candidate_fix_asks_the_sampler_for_what_the_request_asks(monke
     assert (own[1]["prompt_logprobs"], own[1]["topk_prompt_logprobs"]) == ([None, -1.0], None)
     assert top3[1]["topk_prompt_logprobs"] == [None, [(7, -1.0)]]
     assert Params(max_tokens=1).prompt_logprobs is None  # built anywhere else, a params is as it was
+
+
+def test_a_shared_stack_waits_for_the_baseline_unless_the_family_has_a_worker_pool() -> None:
+    """Between a session's trials the stack waits for the server's fds to come back; a worker pool's never do
+    (worker_pool_drain), and waiting would restart twinkle's stack (~40 s) before every trial. Stack double:
+    this process as the server, a baseline of 0 fds it is always over."""
+    stack = Stack.__new__(Stack)
+    stack.server = types.SimpleNamespace(pid=os.getpid(), tree=False)
+    stack.baseline_fds = 0
+    for target, waits in (("skyrl==0.4.0", True), ("twinkle==0.5.1", False)):
+        stack.config = types.SimpleNamespace(spec=parse_target(target), engine="sleeper")
+        reason = stack.wait_baseline(timeout_s=0.3, still_s=0.2)
+        assert (reason is not None) is waits, (target, reason)
