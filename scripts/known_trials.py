@@ -64,14 +64,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="nightly", choices=sorted(PROFILES))
     parser.add_argument("--workdir", default=".faultload", help="the installed targets and tools")
     parser.add_argument("--list", action="store_true", help="say which would run, run none")
+    parser.add_argument("--only", default="", help="comma-separated known trials to run; the others are skipped")
     args = parser.parse_args(argv)
+    only = {name for name in args.only.split(",") if name}
     try:
         plan = planned(args.target, args.profile, tuple(args.fix))
     except ValueError as exc:
         print(f"known_trials: {exc}", file=sys.stderr)
         return 2
+    unknown_names = only - {name for name, _, _ in plan}
+    if unknown_names:
+        print(
+            f"known_trials: --only names no known trial of {args.profile}: {', '.join(sorted(unknown_names))}",
+            file=sys.stderr,
+        )
+        return 2
     violated = False
     for name, config, why in plan:
+        if only and name not in only:
+            print(f"{name}: skipped (not in --only)", flush=True)
+            continue
         if config is None:
             print(f"{name}: skipped ({why})", flush=True)
             continue

@@ -132,8 +132,8 @@ def _outside_faults(
     for c in classes:
         trial_t = np.asarray(c.times, dtype=np.float64) - start_epoch
         inside = np.zeros(trial_t.size, dtype=bool)
-        for w_start, w_end, _ in windows:
-            inside |= (trial_t >= w_start) & (trial_t <= w_end)
+        for w_start, w_end, _ in windows:  # a time written to the second may be up to a second later
+            inside |= (trial_t + c.resolution_s > w_start) & (trial_t <= w_end)
         if faulted_ids.size and c.request_ids.size == trial_t.size:
             named = ~inside & np.isin(c.request_ids, faulted_ids)
             by_request += int(np.count_nonzero(named))

@@ -37,6 +37,9 @@ class LogClass:
     # ``times``; NO_REQUEST_ID where it names none), so an error can be tied
     # to the request it failed, not only to the time it was written.
     request_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    # How coarse the log's times are: each is the start of an interval this long (1.0 for a format that prints
+    # whole seconds, as twinkle-kit's), so an error written "at 12:00:01" may have happened until 12:00:01.999
+    resolution_s: float = 0.001
 
     def to_dict(self, exact: bool = False) -> dict[str, Any]:
         """The report's form; ``exact`` adds every occurrence's time and request id (a trial bundle's form)."""
@@ -49,6 +52,7 @@ class LogClass:
             "first_time": self.first_time,
             "last_time": self.last_time,
             "untimed": self.untimed,
+            "resolution_s": self.resolution_s,
         }
         if exact:
             out.update(times=self.times.tolist(), request_ids=self.request_ids.tolist())
@@ -68,6 +72,7 @@ class LogClass:
             times=np.asarray(data["times"], dtype=np.float64),
             untimed=data["untimed"],
             request_ids=np.asarray(data["request_ids"], dtype=np.int64),
+            resolution_s=data.get("resolution_s", 0.001),  # bundles written before it: milliseconds
         )
 
 

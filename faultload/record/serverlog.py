@@ -92,6 +92,7 @@ _NOTE_LOGGER_PREFIX = "faultload."
 HTTP_5XX = "http_5xx"
 GENERIC_OVERFLOW = "other"
 MAX_CLASSES = 64
+MILLISECOND = 0.001  # the resolution of a timestamp with milliseconds
 EXAMPLE_CHARS = 400
 
 _HEADER_RE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)[,.](\d{3}) - ([A-Z]+) - ([^\s:]+): ?(.*)$")
@@ -131,11 +132,20 @@ def normalize_message(text: str, limit: int = 100) -> str:
 
 
 class _Record:
-    __slots__ = ("time_text", "ts", "level", "logger", "message", "text", "exc_lines", "traceback")
+    __slots__ = ("time_text", "ts", "level", "logger", "message", "text", "exc_lines", "traceback", "resolution")
 
-    def __init__(self, time_text: str | None, ts: float | None, level: str | None, logger: str, message: str):
+    def __init__(
+        self,
+        time_text: str | None,
+        ts: float | None,
+        level: str | None,
+        logger: str,
+        message: str,
+        resolution: float = MILLISECOND,
+    ):
         self.time_text = time_text
         self.ts = ts
+        self.resolution = resolution  # the written time is the start of an interval this long
         self.level = level
         self.logger = logger
         self.message = message
@@ -145,9 +155,10 @@ class _Record:
 
 
 class _Acc:
-    __slots__ = ("count", "example", "times", "request_ids", "first_time", "last_time", "untimed")
+    __slots__ = ("count", "example", "times", "request_ids", "first_time", "last_time", "untimed", "resolution")
 
     def __init__(self, example: str) -> None:
+        self.resolution = MILLISECOND
         self.count = 0
         self.example = example
         self.times: list[float] = []
@@ -223,13 +234,14 @@ class _Classifier:
     def _open(self, seconds: str, millis: str, level: str, logger: str, message: str) -> None:
         """A timestamped line: the record it opens."""
         self._finish()
+        resolution = MILLISECOND if millis else 1.0  # twinkle's format prints whole seconds
         millis = millis or "000"
         ts = self._epoch(seconds, millis)
         self.records += 1
         if ts is not None:
             self.first_ts = ts if self.first_ts is None else self.first_ts
             self.last_ts = ts
-        self.current = _Record(f"{seconds},{millis}", ts, level, logger, message)
+        self.current = _Record(f"{seconds},{millis}", ts, level, logger, message, resolution)
         if message.startswith("Traceback (most recent call last)"):
             self.current.traceback = True  # a traceback logged as the message (twinkle's handlers)
 
@@ -297,6 +309,7 @@ def _add(acc: _Acc, record: _Record) -> None:
         acc.untimed += 1
     else:
         acc.times.append(record.ts)
+        acc.resolution = max(acc.resolution, record.resolution)
         acc.request_ids.append(_request_id(record))
         acc.first_time = acc.first_time or record.time_text
         acc.last_time = record.time_text
@@ -315,6 +328,7 @@ def _log_class(name: str, acc: _Acc) -> LogClass:
         times=times,
         untimed=acc.untimed,
         request_ids=np.asarray(acc.request_ids, dtype=np.int64),
+        resolution_s=acc.resolution,
     )
 
 

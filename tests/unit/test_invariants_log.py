@@ -533,3 +533,17 @@ def test_a_trial_that_trained_gets_the_trainers_connections_and_the_db_pool_in_i
     verdict = check_bounded_fds(make_inputs(monitor=monitor, shape=trained, training=TrainingLog.empty()), BUDGETS)
     assert verdict.ok is True, verdict.detail
     assert "2×32 the trainers'" in verdict.detail and "+ 16 (the DB pool, training)" in verdict.detail
+
+
+def test_an_error_written_to_the_second_is_placed_anywhere_in_that_second() -> None:
+    """twinkle-kit writes whole seconds: an error it printed "at second 2" was written between 2.0 and 3.0, so a
+    fault applied at 2.85 may have caused it; the same time written to the millisecond is before the fault."""
+    second = log_time(2.0)[:19]  # "YYYY-MM-DD HH:MM:SS", the second the trial's 2.0 s falls in
+    starts = 2.0 - (TRIAL_START_EPOCH + 2.0) % 1  # the trial time that second starts at
+    lines = f"[{second}][ERROR:twinkle] Traceback (most recent call last):\nValueError: boom\n"
+    faults = fault_log(applied(RESET, starts + 0.85, 4.0))
+    coarse = classify_log(lines)
+    assert coarse.classes["ValueError: boom"].resolution_s == 1.0
+    assert check_clean_server_log(make_inputs(server_log=coarse, faults=faults), BUDGETS).ok is True
+    fine = classify_log(f"{second},000 - ERROR - twinkle: boom\nValueError: boom\n")
+    assert check_clean_server_log(make_inputs(server_log=fine, faults=faults), BUDGETS).ok is False

@@ -31,3 +31,13 @@ def test_a_fix_the_family_lacks_is_one_line_and_exit_2():
     done = _run("--target", "tuft==0.2.2", "--list", "--fix", "sampling-session-answer")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == "known_trials: tuft==0.2.2 has no fix switch 'sampling-session-answer'"
+
+
+def test_only_runs_the_trials_it_names_and_refuses_a_name_no_trial_has():
+    done = _run("--target", "twinkle==0.5.1", "--list", "--only", "size_flood")
+    lines = dict(line.split(": ", 1) for line in done.stdout.splitlines())
+    assert done.returncode == 0 and lines["size_flood"].startswith("runs"), done.stderr
+    assert lines["restart_reuse"] == "skipped (not in --only)"
+    refused = _run("--target", "twinkle==0.5.1", "--list", "--only", "size_flood,nope")
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip() == "known_trials: --only names no known trial of nightly: nope"
