@@ -259,8 +259,9 @@ def known_trial_config(
 ) -> TrialConfig | None:
     """The known trial ``name`` as a ``TrialConfig`` that fits the suite's shared stack for ``limits``; None for a
     contract-edge trial (``strategies.edges``) whose rule ``target``'s family does not have, a hold past TTLs it
-    does not have, or a router the family cannot serve within ``limits`` (a burst of generations, each long,
-    through a server that forwards one at a time)."""
+    does not have, a router the family cannot serve within ``limits`` (a burst of generations, each long,
+    through a server that forwards one at a time), or a late poll or hold past ``limits``' wall (twinkle-kit's
+    86,400 s TTL: its release hold is 75 minutes at time scale 0.05)."""
     contract = CONTRACTS[parse_target(target).family]
     if name in EDGE_TRIALS:
         edge = EDGE_TRIALS[name](contract, time_scale)
@@ -276,6 +277,8 @@ def known_trial_config(
     hold = KNOWN_HOLDS[name](shape, contract) if name in KNOWN_HOLDS else 0.0
     if hold is None or not router_fits(shape, router, limits, contract):
         return None
+    if hold + shape.scaled(_latest_poll_s(shape)) > limits.max_wall_real_s:
+        return None
     return TrialConfig(
         target=target,
         shape=shape,
@@ -290,3 +293,8 @@ def known_trial_config(
         engine="null" if shape.training.enabled else engine_for(limits),
         hold_s=hold,
     )
+
+
+def _latest_poll_s(shape: LoadShape) -> float:
+    """How long after its submit (SDK s) the trial's latest first poll comes: a delayed or abandoned one's."""
+    return max((p.after_s for p in (shape.delay_polls, shape.abandon_polls) if p.fraction > 0), default=0.0)

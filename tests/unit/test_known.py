@@ -222,3 +222,18 @@ def test_size_flood_owes_16384_results_at_once_at_full_time_on_nightly_only() ->
     assert shape.delay_polls.after_s < SKYRL_CONTRACT.completed_ttl_s  # polled inside the completed TTL
     assert config.router.mode == "immediate" and config.direct_edge
     assert known_configs(get_profile("ci"), COMBINED, "skyrl==0.4.0", ()) == []
+
+
+def test_a_known_trial_whose_late_poll_or_hold_outlasts_the_trial_wall_is_not_drawn() -> None:
+    """twinkle-kit keeps results 86,400 s: its release hold (75 minutes at 0.05) and its retrieved-TTL edge's
+    late polls (58 minutes) cannot fit a trial's wall, so they are not drawn, where SkyRL's (300/600 s TTLs) are;
+    a trial cut at its wall would never make the polls it is for."""
+    ci, nightly = get_profile("ci"), get_profile("nightly")
+    for name, profile in (("release_hold", ci), ("retrieved_ttl_edge", nightly)):
+        args = (profile.time_scale, (), profile.limits)
+        skyrl = known_trial_config(name, "skyrl==0.4.0", *args)
+        assert (
+            skyrl is not None
+            and skyrl.hold_s + skyrl.shape.scaled(known._latest_poll_s(skyrl.shape)) <= skyrl.max_wall_s
+        )
+        assert known_trial_config(name, "twinkle==0.5.1", *args) is None

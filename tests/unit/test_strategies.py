@@ -670,7 +670,10 @@ def test_a_known_trial_is_skipped_only_where_the_family_forwards_too_few_at_once
     assert runs("completed_ttl_edge", TARGET) and runs("retrieved_ttl_edge", TARGET)
     assert not runs("created_ttl_edge", TARGET)
     assert not runs("completion_burst", "hatchery==0.3.0") and not runs("size_burst", "hatchery==0.3.0")
-    assert runs("cpu_sample", "hatchery==0.3.0") and runs("created_ttl_edge", "hatchery==0.3.0")
+    assert runs("cpu_sample", "hatchery==0.3.0")
+    # its created-TTL edge polls 0.8 of 3,600 s late, 144 s at 0.05: past the ci wall (120 s), within nightly's
+    assert not runs("created_ttl_edge", "hatchery==0.3.0")
+    assert known_trial_config("created_ttl_edge", "hatchery==0.3.0", SCALE, (), S.NIGHTLY) is not None
 
 
 def test_a_family_that_forwards_one_at_a_time_draws_routers_it_can_serve_in_time():
