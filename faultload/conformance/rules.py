@@ -71,8 +71,8 @@ def _unservable(name: str, target: str) -> Skip:
     at_once = _contract(target).forwards_at_once
     return Skip(
         NOT_JUDGED,
-        f"the {name} trial's router needs more generations at once than the {at_once} this family forwards at a "
-        "time to fit the table's time bounds",
+        f"the {name} trial does not fit the table's time bounds: its router needs more generations at once than "
+        f"the {at_once} this family forwards at a time, or its late polls and hold outlast the trial's wall",
     )
 
 
