@@ -16,7 +16,7 @@ from faultload.checker.contract.retention import (
     restart_forgets,
     stall_not_scaled,
 )
-from faultload.checker.contract.rules import cases_of
+from faultload.checker.contract.rules import Allowance, cases_of
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.checker.wording import DETAIL_ITEMS, few, what_happened
 from faultload.record.history import Outcome
@@ -38,7 +38,9 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     unfinished. A corrupt result arrived, so it is left to
     ``result_integrity``; a request never accepted, to ``accepted_requests``
     (with nothing accepted there is no loss to judge: unknown here, and
-    ``accepted_requests`` carries the verdict).
+    ``accepted_requests`` carries the verdict). With no loss and no accepted
+    request ended (every one cut off or still within its bound) the verdict
+    is unknown too: nothing was seen kept.
 
     Figure: lost requests; budget 0.
     """
@@ -61,19 +63,7 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     pending = accepted & (outcome == Outcome.PENDING)
     lost_404 = accepted & (outcome == Outcome.LOST)
     ended_badly = accepted & ~is_ok & ~corrupt & ~lost_404 & ~pending
-    notes = []
-    applied = []
-    for allow in (
-        dropped_poll_delivered,
-        stall_not_scaled,
-        expired_by_design,
-        forgotten_after_creation,
-        forgotten_past_cap,
-    ):
-        allowance = allow(inputs, budgets, lost_404)
-        lost_404 &= ~allowance.rows
-        notes.append(allowance.note)
-        applied.append(allowance)
+    lost_404, notes, applied = _retention_allowed(inputs, budgets, lost_404)
     fatal, fatal_labels = fatal_definite_error(inputs, ended_badly)
     forgotten, restart_labels = restart_forgets(inputs, ended_badly | lost_404)
     explained = fatal.rows | forgotten.rows
@@ -86,20 +76,45 @@ def check_no_lost_results(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if explained.any():
         notes.insert(0, f"{int(explained.sum())} ended during fatal {'/'.join(labels)} (explained)")
     stopped = pending & res.stopped.rows
-    notes += _left_to_others(stopped, pending & ~hung & ~stopped, corrupt, rejected)
+    still_open = pending & ~hung & ~stopped
+    notes += _left_to_others(stopped, still_open, corrupt, rejected)
+    ok: bool | None = True
     if n_lost:
+        ok = False
         items = [what_happened(history, int(i)) for i in ordered(history, lost)[:DETAIL_ITEMS]]
         head = f"{n_lost} lost of {n_accepted} accepted: {few(items, n_lost)}"
-    else:
+    elif (accepted & ~stopped & ~still_open).any():
         head = f"{int((accepted & is_ok).sum())} of {n_accepted} accepted requests OK"
+    else:  # every accepted request cut off or still open: nothing was seen kept
+        ok, head = None, f"none of {n_accepted} accepted requests ended within the trial"
     return Verdict(
-        ok=not n_lost,
-        figure=n_lost,
+        ok=ok,
+        figure=None if ok is None else n_lost,
         budget=0,
         head=head,
         notes=tuple(note for note in notes if note),
         cases=cases_of(*applied, fatal, forgotten),
     )
+
+
+def _retention_allowed(
+    inputs: CheckInputs, budgets: Budgets, lost_404: np.ndarray
+) -> tuple[np.ndarray, list[str], list[Allowance]]:
+    """The 404s a retention rule of the contract allows taken out of ``lost_404``; each rule's note and case."""
+    notes: list[str] = []
+    applied: list[Allowance] = []
+    for allow in (
+        dropped_poll_delivered,
+        stall_not_scaled,
+        expired_by_design,
+        forgotten_after_creation,
+        forgotten_past_cap,
+    ):
+        allowance = allow(inputs, budgets, lost_404)
+        lost_404 = lost_404 & ~allowance.rows
+        notes.append(allowance.note)
+        applied.append(allowance)
+    return lost_404, notes, applied
 
 
 def _left_to_others(stopped: np.ndarray, still_open: np.ndarray, corrupt: np.ndarray, rejected: int) -> list[str]:

@@ -256,6 +256,18 @@ def test_pending_is_a_loss_unless_the_trial_was_interrupted() -> None:
     assert v.ok is True and "3 unfinished (trial interrupted)" in v.detail
 
 
+def test_nothing_ended_is_unknown_not_kept() -> None:
+    # every accepted request cut off by the trial's wall: no loss seen, but nothing seen kept either
+    h = make_history(outcome=Outcome.PENDING, done=np.nan)
+    v = check_no_lost_results(make_inputs(history=h, interrupted=True), BUDGETS)
+    assert v.ok is None and v.figure is None
+    assert v.detail.startswith("none of 100 accepted requests ended within the trial")
+    assert "100 unfinished (trial interrupted)" in v.detail
+    # one that ended OK is enough to judge the rest as not lost
+    set_row(h, 0, outcome=Outcome.OK, done=0.5)
+    assert check_no_lost_results(make_inputs(history=h, interrupted=True), BUDGETS).ok is True
+
+
 def test_retried_asample_is_judged_on_its_final_outcome() -> None:
     # one row: asample accepted after 3 retries (10 attempts in all), then the result arrived
     h = set_row(make_history(), 10, submit_retries=3, attempts=10, transport_errors=3)
