@@ -27,9 +27,31 @@ from faultload.record.samples import SAMPLE_FIELDS, MonitorSamples, ProcessSnaps
 from faultload.run import kernel
 
 
-def snapshot(pid: int | None, tree: bool = False) -> ProcessSnapshot | None:
+class CpuLedger:
+    """The last CPU seconds seen of each process of a server's tree, so the tree's total never falls.
+
+    A tree's processes come and go (Ray starts and ends workers as it schedules tasks); summing only the
+    living ones drops every ended worker's CPU, and a trial's server CPU read negative (-53 s over a
+    132 s trial of a Ray server). An ended process counts at its last sample: low by at most one sampling
+    period of its CPU."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[int, float], float] = {}  # (pid, start time) -> CPU seconds
+
+    def record(self, proc: psutil.Process, cpu_s: float) -> None:
+        try:
+            self._last[(proc.pid, proc.create_time())] = cpu_s
+        except (psutil.Error, OSError):  # gone between its CPU read and now: its last read stands
+            pass
+
+    def total(self) -> float:
+        return sum(self._last.values())
+
+
+def snapshot(pid: int | None, tree: bool = False, ledger: CpuLedger | None = None) -> ProcessSnapshot | None:
     """RSS, open fds and CPU seconds of ``pid`` (with ``tree``: summed over it and its descendants, a server
-    that is a Ray cluster); None if it is gone or not ours to read."""
+    that is a Ray cluster; with ``ledger``, its CPU counts the descendants that ended too); None if it is
+    gone or not ours to read."""
     if pid is None:
         return None
     try:
@@ -42,12 +64,15 @@ def snapshot(pid: int | None, tree: bool = False) -> ProcessSnapshot | None:
         one = _one_snapshot(proc)
         if one is None and proc is root:
             return None
-        if one is not None:
-            total = (
-                one
-                if total is None
-                else ProcessSnapshot(total.rss + one.rss, total.fds + one.fds, total.cpu_s + one.cpu_s)
-            )
+        if one is None:
+            continue
+        if ledger is not None:
+            ledger.record(proc, one.cpu_s)
+        total = (
+            one if total is None else ProcessSnapshot(total.rss + one.rss, total.fds + one.fds, total.cpu_s + one.cpu_s)
+        )
+    if total is not None and ledger is not None:
+        total = ProcessSnapshot(total.rss, total.fds, ledger.total())
     return total
 
 
@@ -84,6 +109,7 @@ class Monitor:
     ) -> None:
         self.server_pid = server_pid
         self.tree = tree  # the server is its pid's process tree (snapshot)
+        self._cpu = CpuLedger() if tree else None  # its ended processes' CPU still counts
         self.healthz_url = healthz_url
         self.tls = tls  # an https server's /healthz
         self.router_stats_url = router_stats_url
@@ -112,7 +138,7 @@ class Monitor:
 
     def start(self) -> None:
         pid = self.pid()
-        self.baseline = snapshot(pid, self.tree)
+        self.baseline = snapshot(pid, self.tree, self._cpu)
         self.fd_limit = kernel.fd_limits(pid) if pid else None
         for thread in self._threads:
             thread.start()
@@ -121,7 +147,7 @@ class Monitor:
         return time.monotonic() - self.t0
 
     def sample_once(self) -> tuple:
-        snap = snapshot(self.pid(), self.tree)
+        snap = snapshot(self.pid(), self.tree, self._cpu)
         stats: dict = {}
         if self.router_stats_url:
             _, stats = http_get_json(self.router_stats_url, timeout_s=1.0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +21,7 @@ from conftest import wait_until
 
 from faultload.host.network import http_get_json, pick_free_port
 from faultload.record.samples import SAMPLE_FIELDS
-from faultload.run.monitor import Monitor, snapshot
+from faultload.run.monitor import CpuLedger, Monitor, snapshot
 
 ROUTER_STATS = {"received": 11, "completed": 7, "in_flight": 4, "peak_in_flight": 9}
 
@@ -139,6 +140,41 @@ def test_child_process_is_measured():
     finally:
         child.kill()
         child.wait(timeout=10)
+
+
+# A parent whose child spends CPU, says so, and ends when the test closes its stdin.
+_BURNER = """
+import subprocess, sys
+kid = subprocess.Popen([sys.executable, "-c", "import sys, time\\nend = time.process_time() + 0.3\\n"
+    "while time.process_time() < end: pass\\nprint('burnt', flush=True)\\nsys.stdin.read()"],
+    stdin=subprocess.PIPE, stdout=sys.stdout)
+sys.stdin.read()
+kid.stdin.close()
+kid.wait()
+print('reaped', flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_tree_ledger_keeps_the_cpu_of_processes_that_ended():
+    """Without the ledger a tree's CPU falls when a descendant ends (Ray's workers do); with it, it never falls."""
+    parent = subprocess.Popen([sys.executable, "-c", _BURNER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "burnt"
+        ledger = CpuLedger()
+        before = snapshot(parent.pid, tree=True, ledger=ledger)
+        before_plain = snapshot(parent.pid, tree=True)
+        parent.stdin.write("x")
+        parent.stdin.close()  # the parent closes its child's stdin: the child ends and is reaped
+        assert parent.stdout.readline().strip() == "reaped"
+        after = snapshot(parent.pid, tree=True, ledger=ledger)
+        after_plain = snapshot(parent.pid, tree=True)
+        assert before is not None and after is not None and before_plain is not None and after_plain is not None
+        assert before.cpu_s >= 0.3 and after.cpu_s >= before.cpu_s
+        assert after_plain.cpu_s < before_plain.cpu_s - 0.2  # what the ledger is for
+    finally:
+        parent.kill()
+        parent.wait(timeout=10)
 
 
 def test_dead_pid_gives_minus_one_without_crashing(http_stub):
