@@ -40,6 +40,9 @@ class ServerContract:
     # The server is a process tree whose scheduler starts and ends worker processes by itself (Ray's pool):
     # its drained fds and RSS are the pool's, not the requests' (checker.contract.processes)
     worker_pool: bool = False
+    # Not a promise but the family's start-up: a restarted server serves again within this many real seconds on
+    # a slow machine (measured, with margin); a trial's requests meant for the new process come after it
+    restart_s: float = 15.0
 
     @property
     def longest_ttl_s(self) -> float | None:
@@ -116,6 +119,7 @@ TWINKLE_CONTRACT = ServerContract(
     sweep_s=3600.0,
     forwards_at_once=1,
     worker_pool=True,
+    restart_s=45.0,  # a server:restart took 28.9 s to serve again (Ray, Serve, the sampler's warm-up sample)
 )
 
 

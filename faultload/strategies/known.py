@@ -12,8 +12,10 @@ clean 0.4.0 and under the regression. Those of what the server's store holds
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Iterable
 
+from faultload.model.anchors import Anchor
 from faultload.model.family import CONTRACTS, ServerContract
 from faultload.model.faults import Fault, FaultSchedule
 from faultload.model.router import RouterConfig
@@ -183,18 +185,19 @@ def half_open_faults(shape: LoadShape) -> FaultSchedule:
     )
 
 
-# restart_reuse, in SDK seconds: the server restarts just after the first wave is accepted; the second wave
-# arrives when a server start-up (at most RESTART_REAL_S real seconds) has passed at time scale 0.05, or
-# retries its submits until the server is back; every first poll waits RESTART_POLL_DELAY_S, so the first
-# wave asks for its pre-restart ids after the second wave holds the new process's first ids, and the second
-# wave still polls before its results' completed TTL.
-RESTART_REAL_S = 15.0
+# restart_reuse, in SDK seconds: the server restarts just after the first wave's generations (its 8th
+# completion, so every one of them was accepted, however slow the family's submits); the second wave arrives
+# when a server start-up (the family's ``restart_s``, real seconds) has passed, or retries its submits until the
+# server is back; every first poll waits RESTART_POLL_AFTER_WAVE_S past the second wave, so the first wave asks
+# for its pre-restart ids after the second wave holds the new process's first ids, and the second wave still
+# polls before its results' completed TTL.
 RESTART_AT_S = 2.0
 RESTART_WAVE_S = 300.0
+RESTART_WAVE_REQUESTS = 8
 # The shortest completed TTL any family promises (SkyRL's 600 s); the others keep a result longer.
 SHORTEST_COMPLETED_TTL_S = min(c.completed_ttl_s for c in CONTRACTS.values() if c.completed_ttl_s is not None)
-RESTART_POLL_DELAY_S = SHORTEST_COMPLETED_TTL_S - 150.0
-assert RESTART_WAVE_S < RESTART_POLL_DELAY_S < SHORTEST_COMPLETED_TTL_S
+RESTART_POLL_AFTER_WAVE_S = SHORTEST_COMPLETED_TTL_S - 150.0 - RESTART_WAVE_S
+assert 0 < RESTART_POLL_AFTER_WAVE_S < SHORTEST_COMPLETED_TTL_S - RESTART_WAVE_S
 
 
 def restart_reuse(time_scale: float) -> LoadShape:
@@ -207,23 +210,37 @@ def restart_reuse(time_scale: float) -> LoadShape:
     unknown id answered 500 keeps the first wave retrying (``--regress
     500-for-unknown``). A restart is a process fault, drawn on nightly only
     and rarely next to the second wave's arrival, so these two regressions
-    need this trial to be met at all.
+    need this trial to be met at all. The waves as for a server that starts in
+    15 s; ``restart_waves`` fits them to the target's family.
     """
     return LoadShape(
-        requests=16,
-        max_outstanding=16,
+        requests=2 * RESTART_WAVE_REQUESTS,
+        max_outstanding=2 * RESTART_WAVE_REQUESTS,
         workers=1,
         time_scale=time_scale,
         arrival="waves",
         arrival_waves=2,
         arrival_span_s=2 * RESTART_WAVE_S,
-        delay_polls=PollBehaviour(fraction=1.0, after_s=RESTART_POLL_DELAY_S),
+        delay_polls=PollBehaviour(fraction=1.0, after_s=RESTART_WAVE_S + RESTART_POLL_AFTER_WAVE_S),
+    )
+
+
+def restart_waves(shape: LoadShape, contract: ServerContract) -> LoadShape | None:
+    """``restart_reuse``'s second wave after the family's start-up (``restart_s`` real seconds), its first polls
+    as long after that; None when those polls would come past the family's completed TTL."""
+    wave_s = max(RESTART_WAVE_S, contract.restart_s / shape.time_scale)
+    polls_s = wave_s + RESTART_POLL_AFTER_WAVE_S
+    if contract.completed_ttl_s is not None and polls_s >= contract.completed_ttl_s:
+        return None
+    return dataclasses.replace(
+        shape, arrival_span_s=2 * wave_s, delay_polls=PollBehaviour(fraction=1.0, after_s=polls_s)
     )
 
 
 def restart_faults(shape: LoadShape) -> FaultSchedule:
-    """``server:restart`` ``RESTART_AT_S`` SDK s into the load (after the first wave's submits)."""
-    return FaultSchedule((Fault("server", "restart", start_s=shape.scaled(RESTART_AT_S)),))
+    """``server:restart`` ``RESTART_AT_S`` SDK s after the first wave's last generation."""
+    anchor = Anchor("completion", RESTART_WAVE_REQUESTS)
+    return FaultSchedule((Fault("server", "restart", start_s=shape.scaled(RESTART_AT_S), anchor=anchor),))
 
 
 KNOWN_SHAPES: dict[str, Callable[[float], LoadShape]] = {
@@ -252,6 +269,8 @@ KNOWN_FAULTS: dict[str, Callable[[LoadShape], FaultSchedule]] = {
 }
 # The post-load hold a known trial needs (real seconds; default none), None when the family cannot run it.
 KNOWN_HOLDS: dict[str, Callable[[LoadShape, ServerContract], float | None]] = {"release_hold": release_hold_s}
+# A known trial's shape fitted to the target's family (None: the family cannot keep the trial's rule in it).
+KNOWN_FITS: dict[str, Callable[[LoadShape, ServerContract], LoadShape | None]] = {"restart_reuse": restart_waves}
 
 
 def known_trial_config(
@@ -269,7 +288,10 @@ def known_trial_config(
             return None
         shape, router, faults = edge.shape, edge.router, edge.faults
     elif name in KNOWN_SHAPES:
-        shape = KNOWN_SHAPES[name](time_scale)
+        fitted = KNOWN_FITS.get(name, lambda shape, _: shape)(KNOWN_SHAPES[name](time_scale), contract)
+        if fitted is None:
+            return None
+        shape = fitted
         router = KNOWN_ROUTERS.get(name, immediate_router)(shape)
         faults = KNOWN_FAULTS[name](shape) if name in KNOWN_FAULTS else FaultSchedule()
     else:

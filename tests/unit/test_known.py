@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from faultload.model.anchors import Anchor
 from faultload.model.codec import config_from_dict, config_to_dict
-from faultload.model.family import SKYRL_CONTRACT
+from faultload.model.family import CONTRACTS, SKYRL_CONTRACT
 from faultload.model.faults import FaultSchedule
 from faultload.model.sdk import (
     SDK_BACKOFF_CAP_S,
@@ -156,14 +159,31 @@ def test_restart_reuse_polls_the_first_wave_after_the_second_is_accepted(time_sc
     config = known_trial_config("restart_reuse", "skyrl==0.4.0", time_scale, (), NIGHTLY)
     shape, (fault,) = config.shape, config.faults.faults
     assert (fault.link, fault.kind) == ("server", "restart") and config.fatal_faults == ("server:restart",)
+    # after the first wave's last generation: every one of its 8 was accepted, however slow the submits
+    assert fault.anchor == Anchor("completion", shape.requests // 2)
     restart = fault.start_s / time_scale
     second_wave = shape.arrival_span_s / shape.arrival_waves
     first_polls = shape.delay_polls.after_s
     assert shape.arrival == "waves" and shape.arrival_waves == 2 and shape.delay_polls.fraction == 1.0
     assert 0 < restart < second_wave < first_polls
-    assert max(second_wave, restart + known.RESTART_REAL_S / time_scale) < first_polls
+    assert max(second_wave, restart + SKYRL_CONTRACT.restart_s / time_scale) < first_polls
     assert first_polls < COMPLETED_TTL_S  # the second wave's results, complete on arrival, are still kept
     assert config.direct_edge is False  # a trial with a fault goes through the proxies like the drawn ones
+
+
+def test_restart_reuse_waits_for_a_slow_familys_start_up() -> None:
+    """twinkle-kit's restart takes ~29 s (Ray, Serve, a warm-up sample): its second wave comes after its
+    ``restart_s``, not SkyRL's 15 s, and its first polls as long after; SkyRL's trial is as it was."""
+    skyrl = known_trial_config("restart_reuse", "skyrl==0.4.0", 0.05, (), NIGHTLY)
+    twinkle = known_trial_config("restart_reuse", "twinkle==0.5.1", 0.05, (), NIGHTLY)
+    assert skyrl is not None and twinkle is not None
+    assert skyrl.shape == KNOWN_SHAPES["restart_reuse"](0.05)
+    wave = twinkle.shape.scaled(twinkle.shape.arrival_span_s / 2)
+    assert wave >= CONTRACTS["twinkle"].restart_s > SKYRL_CONTRACT.restart_s
+    assert twinkle.shape.delay_polls.after_s - twinkle.shape.arrival_span_s / 2 == known.RESTART_POLL_AFTER_WAVE_S
+    # a family whose completed TTL ends before its first polls cannot keep the rule in this trial
+    slow = dataclasses.replace(SKYRL_CONTRACT, restart_s=40.0)
+    assert known.restart_waves(KNOWN_SHAPES["restart_reuse"](0.05), slow) is None
 
 
 def test_every_property_is_listed_and_has_its_test() -> None:
