@@ -13,7 +13,11 @@ SkyRL logs through Rich (``COLUMNS=250`` under faultload) with the format
 A line starting with a timestamp opens a *record*; every following line up to
 the next timestamp belongs to it (Rich wraps long messages at the console
 width, tracebacks follow ``ERROR`` lines, stray output such as asyncio's
-last-resort handler lands in between). Plain Python tracebacks
+last-resort handler lands in between), except a bare line that begins with
+one of asyncio's own error messages (``Unclosed client session``, ``Task
+exception was never retrieved``, ...): that is an ERROR of the asyncio
+logger printed by Python's last-resort handler, a record of its own, at the
+time of the record before it. Plain Python tracebacks
 (``Traceback (most recent call last):`` and indented frames) and uvicorn's
 default ``ERROR:    …`` format are understood too.
 
@@ -107,6 +111,14 @@ _OTHER_HEADERS = (
     (re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]\[()([A-Z]+):([^\]]+)\] ?(.*)$"), (1, 2, 3, 4, 5)),
 )
 _PLAIN_LEVEL_RE = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(.*)$")
+# The first line of what asyncio's default exception handler logs at ERROR (its own messages, and aiohttp's
+# for what the garbage collector found unclosed): with no handler on the asyncio logger (SkyRL configures
+# none), Python's last-resort handler prints it bare, without time or level, after whatever line came before.
+_ASYNCIO_ERROR_RE = re.compile(
+    r"^(Unclosed (client session|connector|connection|response)|Task exception was never retrieved|"
+    r"Future exception was never retrieved|Task was destroyed but it is pending!|Exception in callback |"
+    r"Fatal (read |write )?error on (socket |SSL |pipe )?transport|Exception in default exception handler)"
+)
 _EXC_LINE_RE = re.compile(
     r"^((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Timeout|Group|Failure))(?::\s*(.*))?$"
 )
@@ -215,6 +227,9 @@ class _Classifier:
             self._finish()
             self.current = _Record(None, None, plain.group(1), "", plain.group(2))
             return
+        if line[0] in "UTFE" and _ASYNCIO_ERROR_RE.match(line):  # asyncio's, printed bare: its own ERROR record
+            self._stray_asyncio_error(line)
+            return
         record = self.current
         if record is None:
             record = self.current = _Record(None, None, None, "", "")
@@ -244,6 +259,15 @@ class _Classifier:
         self.current = _Record(f"{seconds},{millis}", ts, level, logger, message, resolution)
         if message.startswith("Traceback (most recent call last)"):
             self.current.traceback = True  # a traceback logged as the message (twinkle's handlers)
+
+    def _stray_asyncio_error(self, line: str) -> None:
+        """An ERROR of the asyncio logger printed without time or level: written after the record before it, so
+        it takes that record's time (a lower bound; untimed when there was none)."""
+        before = self.current
+        self._finish()
+        time_text, ts = (before.time_text, before.ts) if before is not None else (None, None)
+        resolution = before.resolution if before is not None else MILLISECOND
+        self.current = _Record(time_text, ts, "ERROR", "asyncio", line, resolution)
 
     def _finish(self) -> None:
         record, self.current = self.current, None

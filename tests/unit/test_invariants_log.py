@@ -215,6 +215,29 @@ def test_classify_untimed_last_resort_output() -> None:
     assert summary.classes["too_many_open_files"].count == 1
 
 
+def test_asyncios_bare_error_lines_are_errors_at_the_time_of_the_line_before() -> None:
+    """aiohttp's "Unclosed client session" (a session dropped unclosed, once per forward with
+    ``--regress session-per-request``) reaches SkyRL's log through the last-resort handler: no time, no level,
+    after an access line. Each is an error of its own, timed as the line before it; the lines it carries
+    (``client_session: <...>``) stay in it, and a wrapped message that only mentions one is not one."""
+    access = f'{log_time(2.0)} - INFO - uvicorn.access: 127.0.1.1:56148 - "POST /api/v1/retrieve_future HTTP/1.1" 200\n'
+    unclosed = (
+        "Unclosed client session\n"
+        "client_session: <aiohttp.client.ClientSession object at 0x7f1ade6e4c90>\n"
+        "Unclosed connector\n"
+        "connections: ['deque([(<aiohttp.client_proto.ResponseHandler object at 0x7f1a>, 3772.03)])']\n"
+        "connector: <aiohttp.connector.TCPConnector object at 0x7f1ade6e5a90>\n"
+    )
+    summary = classify_log(CLEAN_LOG + access + unclosed + unclosed)
+    session = summary.classes["error: asyncio: Unclosed client session"]
+    assert session.count == 2 and summary.classes["error: asyncio: Unclosed connector"].count == 2
+    assert session.untimed == 0 and list(session.times) == [session.times[0]] * 2
+    assert session.times[0] == classify_log(access).last_ts  # the access line's time
+    wrapped = f"{log_time(1.0)} - INFO - skyrl: a message Rich wrapped at the console's width, so that its\nUnclosed-looking tail\n"
+    assert classify_log(wrapped).errors == 0
+    assert classify_log("Unclosed client session\n").classes["error: asyncio: Unclosed client session"].untimed == 1
+
+
 def test_classify_warnings_levels_and_generic_errors() -> None:
     text = "".join(
         [
