@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from faultload.compare.html import write_compare_html
 from faultload.compare.judge import comparison_json, load_compare_settings
 from faultload.compare.runner import abba, judge_trials, run_comparison
 from faultload.matrix import run as matrix_mod
+from faultload.matrix.jobs import run_rows_at_once
 from faultload.matrix.spread import spread_rows
 from faultload.model.build import parse_build
 from faultload.model.target import parse_target
@@ -40,8 +42,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     def log(message: str) -> None:
         print(f"faultload matrix: {message}", file=sys.stderr, flush=True)
 
+    if args.jobs > 1 and args.ray:
+        raise UsageError("--jobs: rows at once on this machine, or --ray: over a cluster's nodes, not both")
     cluster = join_rows_cluster(args)
     spread = (lambda rows_, run_one: spread_rows(cluster, rows_, run_one, log)) if cluster is not None else None
+    if args.jobs > 1:
+        spread = functools.partial(run_rows_at_once, jobs=args.jobs, log=log)
     try:
         result = matrix_mod.run_matrix(
             rows,

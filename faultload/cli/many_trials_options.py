@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from faultload.cli.load_options import add_load_args
-from faultload.cli.parser_base import WORKDIR_HELP, integer, seconds
+from faultload.cli.parser_base import WORKDIR_HELP, integer, positive_int, seconds
 from faultload.cli.stack_options import add_router_args, add_server_args
 from faultload.matrix.rows import DEFAULT_ROWS
 
@@ -117,6 +117,14 @@ def add_matrix_args(matrix: argparse.ArgumentParser) -> None:
         "row after another here)",
     )
     matrix.add_argument("--allow-remote", action="store_true", help="allow a --ray cluster off loopback")
+    matrix.add_argument(
+        "--jobs",
+        default=1,
+        type=positive_int,
+        metavar="N",
+        help="up to N rows at once on this machine (a ci row mostly waits on its timers); a comparison row "
+        "always runs with nothing beside it",
+    )
     matrix.add_argument(
         "--logs",
         default=None,

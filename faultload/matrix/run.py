@@ -45,6 +45,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -61,6 +62,7 @@ from faultload.suite.profiles import get_profile
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 SCHEMA = "faultload.matrix/1"
+CANCEL_POLL_S = 1.0  # how soon a running row sees that the matrix was cancelled
 # The rows are data in faultload.matrix.rows, and a row's result is judged in faultload.matrix.judge; both
 # re-exported here, where their users have always found them.
 __all__ = [
@@ -146,8 +148,10 @@ def run_row(
     timeout_s: float,
     log: Callable[[str], None],
     session_s: float | None = None,
+    cancel: threading.Event | None = None,
 ) -> RowResult:
-    """Run one row's pytest session; its output goes to ``workdir/<row>.log``."""
+    """Run one row's pytest session; its output goes to ``workdir/<row>.log`` (``cancel`` set: stop it, raising
+    ``RowCancelled``)."""
     summary_path = workdir / f"{row.name}.summary.json"
     log_path = workdir / f"{row.name}.log"
     if row.baseline is not None:
@@ -161,7 +165,7 @@ def run_row(
             cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=cwd, start_new_session=True
         )
         try:
-            returncode: int | None = proc.wait(timeout=timeout_s)
+            returncode: int | None = _wait(proc, timeout_s, cancel)
         except subprocess.TimeoutExpired:
             note = f"row timed out after {timeout_s:.0f}s"
             returncode = _stop(proc)
@@ -188,6 +192,23 @@ def run_row(
         + f"; log {log_path}"
     )
     return result
+
+
+class RowCancelled(Exception):
+    """The row was stopped because the matrix was (Ctrl-C, or another row's harness error)."""
+
+
+def _wait(proc: subprocess.Popen, timeout_s: float, cancel: threading.Event | None) -> int:
+    """The session's exit code; TimeoutExpired past ``timeout_s``, RowCancelled once ``cancel`` is set."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return proc.wait(timeout=max(0.0, min(CANCEL_POLL_S, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            if cancel is not None and cancel.is_set():
+                raise RowCancelled from None
+            if time.monotonic() >= deadline:
+                raise
 
 
 def _stop(proc: subprocess.Popen) -> int | None:
