@@ -65,8 +65,10 @@ run: setup
 # target; a Ctrl-C stops its whole process group (a background job of a
 # non-interactive shell ignores SIGINT, hence setsid and the trap; dash takes
 # `kill -TERM -PGID`, not `kill -- -PGID`). The integration tier runs real
-# servers and trials whose timing the other core's load would change, so it
-# runs alone, after both. Each tier names its 15 slowest tests (what CI's time goes to).
+# servers after both, two test files at once (`--dist loadfile`: a file's tests
+# share one worker, so the Ray tests never start two clusters at once): its
+# trials mostly wait on timers (the machine 65% busy), 637 s -> 332 s here.
+# Each tier names its 15 slowest tests (what CI's time goes to).
 test: $(DEPS_STAMP) $(BROWSER_STAMP) $(STUNNEL_STAMP) $(ACTIONLINT)
 	@mkdir -p .faultload; \
 	setsid $(BIN)/faultload setup $(addprefix --target ,$(TEST_TARGETS)) $(addprefix --sdk ,$(SDKS)) > $(SETUP_LOG) 2>&1 & setup=$$!; \
@@ -77,7 +79,7 @@ test: $(DEPS_STAMP) $(BROWSER_STAMP) $(STUNNEL_STAMP) $(ACTIONLINT)
 	wait $$setup; installed=$$?; cat $(SETUP_LOG); \
 	if [ $$installed -ne 0 ]; then echo "make test: faultload setup failed (exit $$installed), see above"; exit $$installed; fi; \
 	exit $$unit
-	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests -m "integration and not slow" --durations=15
+	FAULTLOAD_TESTS_REQUIRE_BUILT=1 $(BIN)/python -m pytest -q tests -m "integration and not slow" -n 2 --dist loadfile --durations=15
 
 # All tests, the slow ones too (nightly).
 test-all: setup $(BROWSER_STAMP) $(STUNNEL_STAMP) $(ACTIONLINT)
