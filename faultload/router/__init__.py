@@ -71,9 +71,11 @@ the same fault replaces its window, ``seconds: 0`` ends it)
 
 ``SIGUSR1`` to a serving process (:meth:`RouterHandle.close_idle`, sent by a
 trial once its load is over): if no completion is in flight in any process, it
-closes every keep-alive connection it holds at once, the idle timeout of a real
-router running out, so the server's drain does not wait out its own keep-alive.
-With one in flight it closes nothing. The supervisor ignores it.
+closes every keep-alive connection it holds between requests at once, the idle
+timeout of a real router running out, so the server's drain does not wait out
+its own keep-alive. A connection just accepted stays (its first request may not
+be read yet: the harness's own ``/stats`` call right after it was cut so). With
+one in flight it closes nothing. The supervisor ignores it.
 
 ``GET /stats`` returns counters summed over all processes (whichever answers):
 ``received``; ``completed`` (a 200 body fully written, truncated ones included);

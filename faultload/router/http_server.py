@@ -24,7 +24,7 @@ What it does:
   flight on it (aiohttp's ``handler_cancellation=True``).
 - a body over ``max_body`` bytes is answered 413 and the connection closed;
   bytes llhttp cannot parse, 400 and closed.
-- :meth:`Server.close_idle` closes every connection with no request in it;
+- :meth:`Server.close_idle` closes every keep-alive connection between requests (not one just accepted);
   :meth:`Server.shutdown` stops listening, lets running handlers finish for
   up to ``timeout_s``, then cancels them and closes every connection.
 
@@ -92,6 +92,8 @@ class _Connection(asyncio.Protocol):
         self.drained: asyncio.Future | None = None
         self.idle_timer: asyncio.TimerHandle | None = None
         self.refused = False  # a 413/400 is on its way: ignore the rest
+        self.begun = 0  # requests whose first byte was parsed
+        self.received = 0  # requests parsed whole
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -129,6 +131,7 @@ class _Connection(asyncio.Protocol):
 
     # ------------------------------------------------------------------ httptools callbacks
     def on_message_begin(self) -> None:
+        self.begun += 1
         self.url = b""
         self.body = []
         self.body_size = 0
@@ -144,6 +147,7 @@ class _Connection(asyncio.Protocol):
         self.body.append(body)
 
     def on_message_complete(self) -> None:
+        self.received += 1
         path = self.url.split(b"?", 1)[0].decode("latin-1")
         body = self.body[0] if len(self.body) == 1 else b"".join(self.body)
         request = Request(self.parser.get_method().decode("latin-1"), path, body)
@@ -224,7 +228,9 @@ class _Connection(asyncio.Protocol):
 
     @property
     def idle(self) -> bool:
-        return self.task is None and not self.pending
+        """A keep-alive connection between requests: it served one and holds no part of the next. A connection
+        just accepted is not idle: its first request may be on its way, and closing it would cut that request."""
+        return self.received > 0 and self.begun == self.received and self.task is None and not self.pending
 
     def close(self) -> None:
         self.closed = True

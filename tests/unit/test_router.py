@@ -297,6 +297,31 @@ def test_close_idle_closes_keepalive_connections(router: Callable[..., RouterHan
             s.close()
 
 
+@pytest.mark.parametrize("router, procs", [("compiled", 1), ("python", 1), ("python", 2)], indirect=["router"])
+def test_close_idle_leaves_a_connection_just_accepted_to_send_its_request(
+    router: Callable[..., RouterHandle], procs: int
+) -> None:
+    """A trial's ``/stats`` call right after ``close_idle`` was cut before its request was read ("Remote end
+    closed connection without response", a harness error): a connection with no request yet is not idle."""
+    h = router(procs=procs)
+    kept = _keepalive_sockets(h, 2)
+    fresh = socket.create_connection((h.host, h.port), timeout=WAIT_S)
+    try:
+        wait_until(lambda: h.stats()["completed"] == 2, "2 completed")
+        h.close_idle()
+        assert all(_closed_by_peer(s, WAIT_S) for s in kept)  # the signal was handled
+        fresh.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = fresh.recv(65536)
+            assert chunk, "the router closed a connection that had not sent its request yet"
+            data += chunk
+        assert data.startswith(b"HTTP/1.1 200")
+    finally:
+        for s in [*kept, fresh]:
+            s.close()
+
+
 def test_close_idle_closes_nothing_while_a_completion_is_in_flight(router: Callable[..., RouterHandle]) -> None:
     h = router(mode="barrier", barrier=2, barrier_timeout_s=60.0)
     socks = _keepalive_sockets(h, 2, held=1)  # a wave of 2 answered, the third held for the next wave

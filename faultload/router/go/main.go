@@ -100,12 +100,13 @@ func (c *conns) track(conn net.Conn, st http.ConnState) {
 	}
 }
 
-// closeIdle closes every connection with no request in it: the router's idle timeout running out at once.
+// closeIdle closes every keep-alive connection between requests: the router's idle timeout running out at
+// once. A connection just accepted (StateNew) stays: its first request may be in the socket, not yet read.
 func (c *conns) closeIdle() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for conn, st := range c.state {
-		if st == http.StateIdle || st == http.StateNew {
+		if st == http.StateIdle {
 			conn.Close()
 		}
 	}
