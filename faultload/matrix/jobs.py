@@ -2,7 +2,9 @@
 
 A ci row mostly waits: its trials hold requests for the contract's timers (scaled, yet seconds each) and for
 its faults' windows. The machine was 13% busy on average (5 s samples, 2 cores) while the ``fixed`` row ran
-beside ``retention`` and ``early-408``; every row came out as it does alone (docs/results/ci-2026-12-06.md).
+beside ``retention`` and ``early-408``. Not always: beside ``early-408``'s retry storm, ``fixed``'s
+2,048-request trial once read a /healthz p99 just over its budget. Rows start in the order given, so the
+caller pairs a row judged on timing budgets with one that only waits (docs/guides/matrix.md).
 
 A comparison row (``MatrixRow.baseline``) runs alone: its metrics are the two builds' timings, and a row beside
 it would load some of its trials and not others. Results come back in the rows' order, as the sequential
