@@ -4,8 +4,8 @@
             whole run in ≤ 12 minutes on 2 cores at time scale 0.05; one
             known trial big enough for ``bounded_cpu`` (``cpu_sample``), which
             the small random draws cannot judge; one that holds 2,048
-            requests at once (``size_burst``), past the limits that bite only
-            above a thousand; and the contract-edge trials
+            requests at once (``size_burst``, at full time), past the limits
+            that bite only above a thousand; and the contract-edge trials
             (``faultload.strategies.edges``), which draws meet only by chance.
 ``nightly`` more and larger examples, random, Hypothesis's example database in
             ``.faultload/hypothesis`` (a failure is retried first next night),

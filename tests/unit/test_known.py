@@ -244,6 +244,23 @@ def test_size_flood_owes_16384_results_at_once_at_full_time_on_nightly_only() ->
     assert known_configs(get_profile("ci"), COMBINED, "skyrl==0.4.0", ()) == []
 
 
+def test_size_burst_holds_2048_at_the_router_at_full_time_on_ci() -> None:
+    """ci's 0.05 would cut the client's connect timeout to 0.25 s and its poll cycle to 2.25 s, under what a
+    server spends accepting thousands at once: the burst runs at full time, every request still generating at
+    the router when the last arrives."""
+    from faultload.client.arrivals import arrival_offsets
+    from faultload.suite.properties import PROPERTIES
+
+    bounded = next(p for p in PROPERTIES if "size_burst" in p.known)
+    configs = [c for c in known_configs(get_profile("ci"), bounded, "skyrl==0.4.0", ()) if c.shape.requests == 2048]
+    (config,) = configs
+    shape = config.shape
+    assert get_profile("ci").time_scale < 1.0 and shape.time_scale == 1.0
+    last_submit = float(arrival_offsets(shape, 0, shape.requests).max())
+    assert config.router.mode == "latency" and config.router.max_num_seqs >= shape.requests
+    assert config.router.gen_seconds > last_submit
+
+
 def test_a_known_trial_whose_late_poll_or_hold_outlasts_the_trial_wall_is_not_drawn() -> None:
     """twinkle-kit keeps results 86,400 s: its release hold (75 minutes at 0.05) and its retrieved-TTL edge's
     late polls (58 minutes) cannot fit a trial's wall, so they are not drawn, where SkyRL's (300/600 s TTLs) are;
