@@ -9,7 +9,7 @@ rows and the second family's, with those among them in ``DEFAULT_ROWS``.
 from __future__ import annotations
 
 from faultload.compare.rows import LONG_RESULT_TRIAL, STORE_TRIAL
-from faultload.matrix.mutant_rows import MUTANT_ROWS, NO_RESTART_ON_CI
+from faultload.matrix.mutant_rows import MUTANT_ROWS, NO_RESTART_ON_CI, REGRESSION_BASE_FIXES
 from faultload.matrix.row import Expectation, MatrixRow
 
 # Finding 1 (README): a failed forward makes SkyRL 0.4.0 write a Rich traceback on its
@@ -87,6 +87,7 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
         "caught",
         "retrieved-TTL clock started by dropped polls, TTL 120 s: lost results after a dropped poll (the "
         "contract-edge trial retrieved_ttl_edge loses every request, first of the property's trials)",
+        fixes=REGRESSION_BASE_FIXES,
         caught_by=("no_lost_results",),
         only="test_no_lost_results",
     ),
@@ -97,6 +98,7 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
         "caught",
         "uvicorn's 5 s keep-alive and 2048 backlog: reconnect storms under completion bursts (nightly's "
         "known trial completion_burst)",
+        fixes=REGRESSION_BASE_FIXES,
         caught_by=("unprovoked_resets",),
         on=(
             (
@@ -120,6 +122,7 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
         "a known blind spot of the absolute budgets: the access log through RichHandler costs the event "
         "loop ~0.6 ms per request, which stays under bounded_cpu's budget and which no other invariant "
         "sees; the rich-access-log-cost row (a comparison with the release) is the one that catches it",
+        fixes=REGRESSION_BASE_FIXES,
     ),
     MatrixRow(
         "skyrl-0.3.0",

@@ -292,6 +292,19 @@ def test_the_clean_rows_expectation_is_finding_1_on_ci_and_findings_1_and_5_on_n
     )
 
 
+def test_every_regression_row_on_the_release_is_built_on_finding_1s_fix() -> None:
+    """A regression row whose suite session runs on 0.4.0 without finding 1's fix can be caught by the release's
+    own stall (the invariants blocking-call's row names) in place of its regression; comparison rows measure a
+    fault-free burst against the bare release, so they stay on it."""
+    from faultload.matrix.mutant_rows import REGRESSION_BASE_FIXES
+
+    sessions = [r for r in DEFAULT_ROWS if r.target == "skyrl==0.4.0" and r.regress and r.baseline is None]
+    assert len(sessions) >= 25
+    assert [r.name for r in sessions if not set(REGRESSION_BASE_FIXES) <= set(r.fixes)] == []
+    assert "plain-tracebacks" in REGRESSION_BASE_FIXES
+    assert all(not r.fixes for r in DEFAULT_ROWS if r.baseline is not None and r.target == r.baseline)
+
+
 def test_infrastructure_failures_are_errors_not_catches() -> None:
     broken = summary(prop("a", "failed", error="could not start the stack for skyrl==0.4.0: boom"))
     r = judge_row(ROW, broken, 1, 5.0)
