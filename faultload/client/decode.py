@@ -82,10 +82,18 @@ def _proto_topk(message: Any) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     top = message.topk_prompt_logprobs
     shape = (top.prompt_length, top.k)
-    ids, lps = np.frombuffer(top.token_ids, dtype=np.int32), np.frombuffer(top.logprobs, dtype=np.float32)
+    ids, lps = _packed(top.token_ids, np.int32, "top-k token ids"), _packed(top.logprobs, np.float32, "top-k logprobs")
     if ids.size != shape[0] * shape[1] or lps.size != ids.size:
         raise DecodeError(f"top-k prompt logprobs of {ids.size} ids and {lps.size} logprobs, not {shape[0]}x{shape[1]}")
     return ids.reshape(shape), lps.reshape(shape)
+
+
+def _packed(data: bytes, dtype: type, field: str) -> np.ndarray:
+    """A packed bytes field as an array; DecodeError when its length is not whole elements (numpy's ValueError
+    would end the worker, where the server's answer is at fault)."""
+    if len(data) % np.dtype(dtype).itemsize:
+        raise DecodeError(f"{field} of {len(data)} bytes, not whole {np.dtype(dtype).name} values")
+    return np.frombuffer(data, dtype=dtype)
 
 
 def decode_proto(body: bytes) -> Result:
@@ -96,13 +104,14 @@ def decode_proto(body: bytes) -> Result:
         raise DecodeError(f"not a SampleResponse proto: {exc}") from None
     sequences = [
         Sequence(
-            np.frombuffer(seq.tokens, dtype=np.int32),
-            np.frombuffer(seq.logprobs, dtype=np.float32),
+            _packed(seq.tokens, np.int32, "tokens"),
+            _packed(seq.logprobs, np.float32, "logprobs"),
             _PROTO_STOP_REASONS.get(seq.stop_reason, f"stop reason {seq.stop_reason}"),
         )
         for seq in message.sequences
     ]
-    plp = np.frombuffer(message.prompt_logprobs, dtype=np.float32) if message.HasField("prompt_logprobs") else None
+    has_plp = message.HasField("prompt_logprobs")
+    plp = _packed(message.prompt_logprobs, np.float32, "prompt_logprobs") if has_plp else None
     return Result(sequences, plp, _proto_topk(message))
 
 
@@ -138,7 +147,7 @@ def decode_json(body: bytes, parser: simdjson.Parser | None = None) -> Result:
             lps = np.frombuffer(seq["logprobs"].as_buffer(of_type="d"), dtype=np.float64).astype(np.float32)
             out.append(Sequence(toks, lps, str(seq.get("stop_reason"))))
         return Result(out, *_json_prompt_level(doc))
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: a scalar where a list is
         raise DecodeError(f"not a SampleOutput JSON: {exc}") from None
     finally:
         doc = None  # simdjson proxies must not outlive the next parse

@@ -66,6 +66,9 @@ COLUMNS: dict[str, np.dtype] = {
 }
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def server_id_key(request_id: str) -> int:
     """The ``server_id`` column's value for the request id a server gave: the id itself when it is an integer
     (SkyRL's, signed 64-bit, which its log lines name), else a non-zero 62-bit digest of it (TuFT's UUIDs);
@@ -73,6 +76,8 @@ def server_id_key(request_id: str) -> int:
     try:
         value = int(request_id)
     except ValueError:
+        value = None
+    if value is None or not _INT64_MIN <= value <= _INT64_MAX:  # an integer past int64 is keyed as text is
         value = int.from_bytes(hashlib.blake2b(request_id.encode(), digest_size=8).digest(), "big") >> 2
     return value or 1
 

@@ -220,6 +220,8 @@ def test_a_request_id_keys_the_history_as_an_integer_or_a_digest():
     uuid = "306134b7-6249-4a9e-a13f-63f13d484a6d"  # TuFT's
     assert server_id_key(uuid) == server_id_key(uuid) and 0 < server_id_key(uuid) < 2**62
     assert server_id_key(uuid) != server_id_key(uuid.replace("d", "e")) and server_id_key("0") != 0
+    past = str(2**63)  # an integer id past the int64 column: keyed by its digest, not an OverflowError
+    assert server_id_key(str(2**63 - 1)) == 2**63 - 1 and 0 < server_id_key(past) < 2**62
 
 
 def test_tufts_candidate_fix_takes_the_newest_sdks_asample_and_answers_a_sequence_id_per_sample(monkeypatch):

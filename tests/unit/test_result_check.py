@@ -180,6 +180,11 @@ def test_the_sdk_decoding_of_the_proto_passes_the_check() -> None:
         (b"not json", "application/json"),
         (b'{"error": "boom"}', "application/json"),
         (b'{"sequences": [{"tokens": [1, 2], "logprobs": [null, -0.5]}]}', "application/json"),
+        # a scalar where the prompt-level lists go, and packed fields of part of a value: the server's answer is
+        # corrupt, not a crash of the worker judging it
+        (b'{"sequences": [], "prompt_logprobs": 5}', "application/json"),
+        (b'{"sequences": [], "topk_prompt_logprobs": 5}', "application/json"),
+        (b"\n\x07\x12\x05\x01\x02\x03\x04\x05", "application/x-protobuf"),  # tokens of 5 bytes
     ],
 )
 def test_undecodable_bodies_raise_decode_error(body: bytes, ctype: str) -> None:
