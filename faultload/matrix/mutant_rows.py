@@ -17,8 +17,9 @@ KEEP_INVARIANTS = ("releases_results", "session_growth")
 # a traceback is rendered and nothing a regression touches, and without it a backend fault that fails a few
 # dozen forwards stalls the release itself, so that a row could be caught by finding 1 in place of its
 # regression (keepalive and rich-access-log were, on ci: their 94-request trial failed 3 of 3 with the
-# keepalive switch, and on the bare release with no switch, and 0 of 3 with the fix). The other findings' fixes are left out: keepalive-past-sdk sets what the
-# keepalive regression sets, and retain-until-expiry moves the delivery clock the TTL mutants move.
+# keepalive switch, 1 of 1 on the bare release, 0 of 3 with the fix). The other findings' fixes are left out:
+# keepalive-past-sdk sets what the keepalive regression sets, and retain-until-expiry moves the delivery clock
+# the TTL mutants move.
 REGRESSION_BASE_FIXES = ("plain-tracebacks",)
 
 # ci draws no process fault (a restart costs a real server start-up): a bug only a restart shows is nightly's.
