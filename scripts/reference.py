@@ -44,6 +44,7 @@ from faultload.cli.options_file import COMMANDS as FILE_COMMANDS  # noqa: E402
 from faultload.cli.parser import build_parser  # noqa: E402
 from faultload.compare.judge import CompareSettings  # noqa: E402
 from faultload.compare.metrics import METRICS  # noqa: E402
+from faultload.matrix.row import NOT_RUN  # noqa: E402
 from faultload.matrix.rows import DEFAULT_ROWS, MatrixRow  # noqa: E402
 from faultload.model.family import TRAITS  # noqa: E402
 from faultload.model.switches import FIXES, REGRESSIONS  # noqa: E402
@@ -318,7 +319,9 @@ def switches_page() -> str:
 
 def _expectation(row: MatrixRow, profile: str) -> str:
     want = row.expectation(profile)
-    text = want.expected + (f" by {' or '.join(code(n) for n in want.caught_by)}" if want.caught_by else "")
+    text = ("not run" if want.expected == NOT_RUN else want.expected) + (
+        f" by {' or '.join(code(n) for n in want.caught_by)}" if want.caught_by else ""
+    )
     return text + (f": {want.why}" if want.why != row.why else "")
 
 

@@ -11,7 +11,7 @@ EXIT_INTERRUPTED = 130
 # What each code means, per command where they differ (docs/reference/cli.md is generated from it).
 EXIT_CODES: dict[int, str] = {
     EXIT_OK: "every request completed and no invariant was violated (run, confirm, check); nothing worse and "
-    "nothing unknown (compare); every row as expected (matrix); the failure did not reproduce (replay); "
+    "nothing unknown (compare); every row run as expected, a row the profile cannot judge skipped (matrix); the failure did not reproduce (replay); "
     "the source violated nothing, so there was nothing to shrink (shrink); "
     "everything installed (setup); every check passed (doctor)",
     EXIT_FAILED: "the server is at fault: an invariant was violated, or requests failed or were lost (run, "

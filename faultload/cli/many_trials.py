@@ -37,6 +37,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         rows = matrix_mod.select_rows([n.strip() for n in args.rows.split(",") if n.strip()] if args.rows else None)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    left_out = [row for row in rows if not row.runs_on(args.profile)] if args.rows else []
+    if left_out:
+        why = left_out[0].expectation(args.profile).why
+        raise UsageError(f"--rows: {left_out[0].name} is not run on the {args.profile} profile: {why}")
     logs = Path(args.logs).resolve() if args.logs else None
 
     def log(message: str) -> None:

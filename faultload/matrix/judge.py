@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from faultload.compare.rows import COMPARE_REPEATS, compare_outcome
-from faultload.matrix.row import Expectation, MatrixRow
+from faultload.matrix.row import NOT_RUN, Expectation, MatrixRow
 from faultload.store.matrix_table import shown_result
 from faultload.suite.profiles import get_profile
 
@@ -24,7 +24,7 @@ class RowResult:
     target: str
     regress: list[str]
     expected: str
-    result: str  # "clean" | "caught" | "error"
+    result: str  # "clean" | "caught" | "error" | "skipped" (NOT_RUN: the row's expectation on the profile)
     fixes: list[str] = field(default_factory=list)
     expected_caught_by: list[str] = field(default_factory=list)
     caught_by: list[str] = field(default_factory=list)
@@ -74,6 +74,15 @@ def _error_result(row: MatrixRow, expectation: Expectation, min_judged_trials: i
         wall_s=round(wall_s, 1),
         why=expectation.why or row.why,
     )
+
+
+def not_run_result(row: MatrixRow, profile: str) -> RowResult:
+    """A row whose expectation on ``profile`` is that it is not run there: ``skipped``, with the reason; never
+    clean (nothing was judged), never an error (the row's own definition leaves it out)."""
+    expectation = row.expectation(profile)
+    result = _error_result(row, expectation, get_profile(profile).min_judged_trials, 0.0)
+    result.result = NOT_RUN
+    return result.settle()
 
 
 def _take_smallest_repro(result: RowResult, caught: list[dict[str, Any]]) -> None:

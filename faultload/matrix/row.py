@@ -11,12 +11,16 @@ from dataclasses import dataclass
 from faultload.compare.rows import COMPARE_TRIAL
 from faultload.model.build import Build
 
+# A row's expectation on a profile that cannot judge it (its bug needs traffic the profile never draws, or its
+# property runs fewer trials there than the profile's minimum): the row is not run there, and says so.
+NOT_RUN = "skipped"
+
 
 @dataclass(frozen=True)
 class Expectation:
     """What a row must come out as on a profile, and which invariants must be the ones that catch it."""
 
-    expected: str  # "clean" | "caught"
+    expected: str  # "clean" | "caught" | NOT_RUN (``why`` then says why, and where the row is run)
     caught_by: tuple[str, ...] = ()  # when caught: at least one of these must be among the violated
     why: str = ""  # why this expectation (on a profile override: what differs there)
 
@@ -28,7 +32,7 @@ class MatrixRow:
     name: str
     target: str
     regress: tuple[str, ...]
-    expected: str  # "clean" | "caught" (every profile, unless ``on`` says otherwise)
+    expected: str  # "clean" | "caught" (every profile, unless ``on`` says otherwise; there also NOT_RUN)
     why: str  # what the row proves (the upstream fix a regression switch undoes, the bug a fix mends)
     fixes: tuple[str, ...] = ()
     caught_by: tuple[str, ...] = ()  # the invariants that name the bug; () for an expected-clean row
@@ -53,3 +57,7 @@ class MatrixRow:
             if name == profile:
                 return expectation
         return Expectation(self.expected, self.caught_by, self.why)
+
+    def runs_on(self, profile: str) -> bool:
+        """False when the row's expectation on ``profile`` is that it is not run there."""
+        return self.expectation(profile).expected != NOT_RUN

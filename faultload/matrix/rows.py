@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from faultload.compare.rows import LONG_RESULT_TRIAL, STORE_TRIAL
 from faultload.matrix.mutant_rows import MUTANT_ROWS, NO_RESTART_ON_CI, REGRESSION_BASE_FIXES
-from faultload.matrix.row import Expectation, MatrixRow
+from faultload.matrix.row import NOT_RUN, Expectation, MatrixRow
 
 # Finding 1 (README): a failed forward makes SkyRL 0.4.0 write a Rich traceback on its
 # event loop; ~200 at once stall it for tens of seconds. /healthz then fails
@@ -150,6 +150,7 @@ DEFAULT_ROWS: tuple[MatrixRow, ...] = (
         "draws no training",
         caught_by=("heartbeats_answered", "training_futures", "clean_server_log"),
         only="test_training",
+        on=(("ci", Expectation(NOT_RUN, (), "the ci profile draws no training; nightly runs it")),),
     ),
     MatrixRow(
         "newest-sdk",

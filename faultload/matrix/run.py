@@ -12,7 +12,11 @@ read from the session's ``--faultload-summary-json``:
   its verdict is ok or violated, not unknown);
 * ``error``  — the session could not judge the target (the stack did not
   start, the harness crashed, the row timed out, or it judged too few
-  trials: ``not judged``): neither clean nor caught.
+  trials: ``not judged``): neither clean nor caught;
+* ``skipped`` — not run: the row's expectation on this profile is that the
+  profile cannot judge it (it draws no training, or too few trials of the
+  row's property); its ``why`` says so. Neither clean nor an error; naming
+  such a row in ``--rows`` is a usage error.
 
 A row names the invariants that must catch it (``expected_caught_by``): a
 row caught only by others is ``caught (unexpected: ...)`` and not as
@@ -29,8 +33,8 @@ runs every property either way.
 
 The JSON written by ``--json-out`` is a contract (``faultload.matrix/1``)::
 
-    {"rows": [{"row", "target", "regress": [...], "fixes": [...], "expected": "clean"|"caught",
-               "expected_caught_by": [...], "result": "clean"|"caught"|"error", "caught_by": [...],
+    {"rows": [{"row", "target", "regress": [...], "fixes": [...], "expected": "clean"|"caught"|"skipped",
+               "expected_caught_by": [...], "result": "clean"|"caught"|"error"|"skipped", "caught_by": [...],
                "unexpected": bool, "as_expected": bool, "judged_trials", "min_judged_trials",
                "invariants": {name: {"judged", "unknown", "skipped"}},
                "repro_requests", "repro_training_calls", "repro_path", "wall_s", ...}],
@@ -53,7 +57,7 @@ from typing import Any, Callable
 
 from faultload.compare.rows import compare_command
 from faultload.host.workspace import Workspace
-from faultload.matrix.judge import RowResult, judge_compare_row, judge_row
+from faultload.matrix.judge import RowResult, judge_compare_row, judge_row, not_run_result
 from faultload.matrix.rows import DEFAULT_ROWS, FINDING_1_INVARIANTS, Expectation, MatrixRow
 from faultload.model.switches import switches_text
 from faultload.suite.profiles import get_profile
@@ -262,10 +266,17 @@ def run_matrix(
         log(
             f"row {row.name}: {row.target}"
             + switches_text(row.regress, row.fixes)
-            + f", profile {profile}, expected {expectation.expected}"
-            + (f" by {', '.join(expectation.caught_by)}" if expectation.caught_by else "")
+            + f", profile {profile}, "
+            + (
+                f"not run on this profile: {expectation.why}"
+                if not row.runs_on(profile)
+                else f"expected {expectation.expected}"
+                + (f" by {', '.join(expectation.caught_by)}" if expectation.caught_by else "")
+            )
         )
-    results = spread(rows, run_one) if spread is not None else [run_one(row) for row in rows]
+    run = [row for row in rows if row.runs_on(profile)]
+    ran = iter(spread(run, run_one) if spread is not None else [run_one(row) for row in run])
+    results = [next(ran) if row.runs_on(profile) else not_run_result(row, profile) for row in rows]
     return {
         "schema": SCHEMA,
         "profile": profile,

@@ -19,7 +19,7 @@ from faultload.model.switches import switches_text
 from faultload.store.html import counted, esc, facts, local_link, page, table, tally_grid, write_page
 from faultload.store.matrix_table import shown_expectation, shown_result
 
-WORDS = {"expected": "as expected", "unexpected": "NOT as expected", "error": "error"}
+WORDS = {"expected": "as expected", "unexpected": "NOT as expected", "error": "error", "skipped": "not run here"}
 
 
 def write_matrix_html(matrix: Mapping[str, Any], path: str | Path) -> Path:
@@ -33,7 +33,7 @@ def matrix_page(matrix: Mapping[str, Any]) -> str:
     states = [_state(r) for r in rows]
     counts = {state: states.count(state) for state in WORDS}
     title = f"faultload matrix: profile {matrix['profile']}: " + (
-        "every row as expected" if matrix["ok"] else "NOT every row as expected"
+        "every row run as expected" if matrix["ok"] else "NOT every row as expected"
     )
     names = list(
         dict.fromkeys(
@@ -74,6 +74,8 @@ def matrix_page(matrix: Mapping[str, Any]) -> str:
 
 
 def _state(row: Mapping[str, Any]) -> str:
+    if row["result"] == "skipped":
+        return "skipped"
     return "expected" if row.get("as_expected") else "error" if row["result"] == "error" else "unexpected"
 
 

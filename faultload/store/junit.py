@@ -150,8 +150,9 @@ def matrix_suite(result: Mapping[str, Any]) -> Suite:
 
     A row that came out ``error`` — including ``error: not judged``, a session that judged too few
     trials — is an ``<error>``, not ``<skipped>``: nobody chose to leave the row out, the matrix could
-    not tell whether the build is caught or clean, and ``faultload matrix`` exits 1 for it; a skip
-    would show a CI report green beside a failed command.
+    not tell whether the build is caught or clean, and ``faultload matrix`` exits 3 for it; a skip
+    would show a CI report green beside a failed command. ``<skipped>`` is kept for a row whose own
+    expectation on the profile is that it is not run there (its reason the message).
     """
     cases: list[Case] = []
     for row in result["rows"]:
@@ -171,6 +172,8 @@ def matrix_suite(result: Mapping[str, Any]) -> Suite:
 
 def _row_case(row: Mapping[str, Any]) -> Case:
     wall_s = row.get("wall_s")
+    if row["result"] == "skipped":
+        return Case("faultload.matrix", row["row"], "skipped", row.get("why") or "not run on this profile")
     if row.get("as_expected"):
         return Case("faultload.matrix", row["row"], time_s=wall_s)
     if row["result"] == "error":

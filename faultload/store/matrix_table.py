@@ -7,9 +7,12 @@ from typing import Any
 
 def markdown_table(matrix: dict[str, Any]) -> str:
     """The matrix as the README shows it: the rows, then how many trials judged each invariant."""
+    not_run = [r["row"] for r in matrix["rows"] if r["result"] == "skipped"]
     lines = [
         f"Profile `{matrix['profile']}`, {matrix['wall_s'] / 60:.1f} min in all "
-        f"({'every row as expected' if matrix['ok'] else 'NOT every row as expected'}).",
+        f"({'every row run as expected' if matrix['ok'] else 'NOT every row as expected'}"
+        + (f"; not run on this profile: {', '.join(not_run)}" if not_run else "")
+        + ").",
         "",
         "| row | target | regress | fix | expected | result | caught by | judged trials | repro (requests) | wall |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -57,9 +60,13 @@ def shown_result(row: dict[str, Any]) -> str:
         return f"caught (unexpected: {', '.join(row['caught_by'])})"
     if row["result"] == "error" and (row.get("error") or "").startswith("not judged"):
         return "error: not judged"
+    if row["result"] == "skipped":
+        return "skipped (not run on this profile)"
     return row["result"]
 
 
 def shown_expectation(row: dict[str, Any]) -> str:
-    """``caught by a / b`` or ``clean``: what the row must come out as."""
+    """``caught by a / b``, ``clean`` or ``not run``: what the row must come out as."""
+    if row["expected"] == "skipped":
+        return "not run"
     return row["expected"] + (f" by {' / '.join(row['expected_caught_by'])}" if row.get("expected_caught_by") else "")
