@@ -147,7 +147,9 @@ def decode_json(body: bytes, parser: simdjson.Parser | None = None) -> Result:
             lps = np.frombuffer(seq["logprobs"].as_buffer(of_type="d"), dtype=np.float64).astype(np.float32)
             out.append(Sequence(toks, lps, str(seq.get("stop_reason"))))
         return Result(out, *_json_prompt_level(doc))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # AttributeError: a scalar where a list is
+    # AttributeError: a scalar where a list is; RuntimeError: simdjson's own (an integer past 64 bits, nesting past
+    # its depth); OverflowError: a top-k id past int32
+    except (ValueError, KeyError, TypeError, AttributeError, RuntimeError, OverflowError) as exc:
         raise DecodeError(f"not a SampleOutput JSON: {exc}") from None
     finally:
         doc = None  # simdjson proxies must not outlive the next parse

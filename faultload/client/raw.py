@@ -252,7 +252,7 @@ class RawClient:
     def _request_id(self, row: int, payload: bytes) -> str | Outcome:
         try:
             return request_id_of(self._parser, payload)
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RuntimeError) as exc:  # RuntimeError: simdjson's bigint or depth
             self._note(row, ErrorClass.DECODE, f"asample: bad body: {exc}")
             return Outcome.REJECTED
 

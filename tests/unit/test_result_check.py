@@ -185,6 +185,13 @@ def test_the_sdk_decoding_of_the_proto_passes_the_check() -> None:
         (b'{"sequences": [], "prompt_logprobs": 5}', "application/json"),
         (b'{"sequences": [], "topk_prompt_logprobs": 5}', "application/json"),
         (b"\n\x07\x12\x05\x01\x02\x03\x04\x05", "application/x-protobuf"),  # tokens of 5 bytes
+        # simdjson's own errors (RuntimeError) and numpy's OverflowError: once a crash of the worker
+        (
+            b'{"sequences": [{"tokens": [99999999999999999999999], "logprobs": [], "stop_reason": "stop"}]}',
+            "application/json",
+        ),
+        (b"[" * 2000 + b"]" * 2000, "application/json"),  # deeper than simdjson's depth limit
+        (b'{"sequences": [], "topk_prompt_logprobs": [[[99999999999, -0.1]]]}', "application/json"),  # id past int32
     ],
 )
 def test_undecodable_bodies_raise_decode_error(body: bytes, ctype: str) -> None:
