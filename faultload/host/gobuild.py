@@ -1,7 +1,7 @@
 """Running the Go toolchain for setup: a build bounded in time, and its binary moved into place whole.
 
-Toxiproxy (``faults/toxiproxy_build.py``) and the compiled router
-(``router/compiled.py``) are built this way: into a temporary folder inside the
+Toxiproxy (``faults/toxiproxy_build.py``), the compiled router
+(``router/compiled.py``) and the compiled client (``client/compiled.py``) are built this way: into a temporary folder inside the
 tools folder, the binary moved into place only once it is whole and checked, so
 a failed, timed-out or interrupted build leaves no binary, no half-written file
 and no temporary folder behind.
@@ -9,9 +9,11 @@ and no temporary folder behind.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -103,3 +105,65 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
     except ProcessLookupError:
         pass
     proc.wait(timeout=30)
+
+
+@dataclass(frozen=True)
+class GoProgram:
+    """One of faultload's own Go programs (the compiled router, the compiled client): its binary is named after
+    a digest of its source, so a changed source is never run from a stale binary, and two checkouts sharing one
+    workspace (``bench/`` A/B runs) each find their own."""
+
+    stem: str  # the binary's name before the digest
+    source_dir: Path
+    what: str  # how messages name it
+    error: type[GoBuildError]
+
+    def binary_name(self, source_dir: Path | None = None) -> str:
+        """``<stem>-<digest of go.mod, go.sum and every .go file under the source>``."""
+        source = source_dir or self.source_dir
+        digest = hashlib.sha256()
+        for path in sorted([source / "go.mod", source / "go.sum", *source.rglob("*.go")]):
+            digest.update(str(path.relative_to(source)).encode() + b"\0" + path.read_bytes() + b"\0")
+        return f"{self.stem}-{digest.hexdigest()[:12]}"
+
+    def find(self, tool_dir: Path, source_dir: Path | None = None) -> Path | None:
+        """The binary of ``source_dir`` (this checkout's by default) in ``tool_dir``; None when not built."""
+        candidate = Path(tool_dir) / self.binary_name(source_dir)
+        return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+    def missing_advice(self, tool_dir: Path) -> str:
+        """The one line said when it is needed and not built."""
+        return (
+            f"{self.what} {self.binary_name()} is not in {tool_dir}: run `faultload setup` "
+            f"(it builds it from {self.source_dir} with Go)"
+        )
+
+    def ensure(self, tool_dir: Path, go: str | None, log: Callable[[str], None], timeout_s: float) -> Path:
+        """``tool_dir``'s binary for this source, built with ``go`` when it is not there."""
+        found = self.find(tool_dir)
+        if found is not None:
+            log(f"{self.what} already at {found}")
+            return found
+        if go is None:
+            raise self.error(
+                f"{self.what} {self.binary_name()} is not in {tool_dir} and there is no `go` to "
+                f"build it: install Go (https://go.dev/dl/) and run `faultload setup` again"
+            )
+        log(f"building {self.what} from {self.source_dir} into {tool_dir} ...")
+
+        def build(scratch: Path) -> Path:
+            out = scratch / self.stem
+            run_go(
+                go,
+                ["build", "-trimpath", "-o", str(out), "."],
+                scratch,
+                self.what,
+                timeout_s,
+                self.error,
+                cwd=self.source_dir,
+            )
+            return out
+
+        target = build_into(Path(tool_dir), self.binary_name(), build, self.error)
+        log(f"installed {target}")
+        return target
