@@ -59,6 +59,7 @@ from faultload.client.sdk_rules import (
     BAD_REQUEST_RETRIES,
     RATE_LIMITED,
     RETRYABLE_SUBMIT_STATUSES,
+    SDK_SAMPLING_RULES,
     backoff_s,
     failure_reported,
     is_try_again,
@@ -76,10 +77,11 @@ from faultload.record.history import (
     server_id_key,
 )
 
+RULES = SDK_SAMPLING_RULES  # which answers are retried, and how
 # How long an abandoned poll stays open at the server before the client drops it.
 ABANDON_AFTER_S = 0.25
 # How often a running worker checks for a stop request.
-_STOP_CHECK_S = 0.2
+STOP_CHECK_S = 0.2
 _UINT32_MAX = int(np.iinfo(np.uint32).max)  # result_bytes saturates here
 
 
@@ -137,7 +139,7 @@ class RawClient:
         self._fed = False
         feeder = asyncio.ensure_future(self._feed())
         while not stop() and not self._settled.is_set() and self.now() < self.job.deadline_s:
-            slice_s = min(_STOP_CHECK_S, max(0.0, self.job.deadline_s - self.now()))
+            slice_s = min(STOP_CHECK_S, max(0.0, self.job.deadline_s - self.now()))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._settled.wait(), slice_s)
             self.counters.set(CONNECTIONS_PEAK, self.session.peak_live)
@@ -233,7 +235,7 @@ class RawClient:
                     return self._request_id(row, payload)
                 error = ErrorClass.HTTP_5XX if status >= 500 else ErrorClass.HTTP_4XX
                 self._note(row, error, f"asample: HTTP {status}: {payload[:200]!r}")
-                if status not in RETRYABLE_SUBMIT_STATUSES and status < 500:
+                if status not in RETRYABLE_SUBMIT_STATUSES and not (status >= 500 and RULES.retry_server_errors):
                     return Outcome.REJECTED
                 if status == RATE_LIMITED:
                     bump_count(h["submit_retries"], row)
@@ -292,10 +294,10 @@ class RawClient:
             status, ctype, payload = answer
             try_again = status == 200 and is_try_again(ctype, payload)
             self._record(row, AttemptKind.POLL, started, TRY_AGAIN if try_again else status)
-            if status == 429:
+            if status in RULES.poll_backoff_statuses:
                 # As the SDK: rate limited -> re-poll after the connection-error backoff,
                 # whose exponent a 429 does not reset.
-                self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP 429: {payload[:200]!r}")
+                self._note(row, ErrorClass.HTTP_4XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
                 await self._backoff(transport_failures)
                 transport_failures += 1
                 continue
@@ -330,16 +332,16 @@ class RawClient:
         self, row: int, request_id: str, status: int, payload: bytes, bad_requests: int
     ) -> tuple[Outcome | None, int]:
         """What a poll answered with neither 200 nor 429 ends as: (outcome, or None to poll again; bare 400s so far)."""
-        if status == 404:
-            self._note(row, ErrorClass.HTTP_404, f"retrieve_future {request_id}: HTTP 404: {payload[:200]!r}")
+        if status in RULES.lost_statuses:
+            self._note(row, ErrorClass.HTTP_404, f"retrieve_future {request_id}: HTTP {status}: {payload[:200]!r}")
             return Outcome.LOST, bad_requests
-        if status == 408:
-            return None, 0  # as the SDK: a 408 is a round trip, re-opening the bare-400 budget
-        if status >= 500:
-            self._note(row, ErrorClass.HTTP_5XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
-            return None, bad_requests
-        if status == 400:
-            self._note(row, ErrorClass.SERVER_FAILED, f"retrieve_future: HTTP 400: {payload[:300]!r}")
+        if status in RULES.poll_at_once_statuses or (status >= 500 and RULES.retry_server_errors):
+            if status >= 500:
+                self._note(row, ErrorClass.HTTP_5XX, f"retrieve_future: HTTP {status}: {payload[:200]!r}")
+            # as the SDK: a 408 is a round trip, re-opening the bare-400 budget
+            return None, 0 if status in RULES.bad_request_reset_by else bad_requests
+        if status == RULES.bad_request:
+            self._note(row, ErrorClass.SERVER_FAILED, f"retrieve_future: HTTP {status}: {payload[:300]!r}")
             if bad_requests < BAD_REQUEST_RETRIES:
                 return None, bad_requests + 1
             return Outcome.FAILED, bad_requests

@@ -32,6 +32,7 @@ a retryable error (a new asample) until its stuck detection (no progress for
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from faultload.model import tokens
 from faultload.model.sdk import (
@@ -41,12 +42,29 @@ from faultload.model.sdk import (
     SDK_RATE_LIMIT_PAUSE_S,
 )
 
-# asample statuses retried besides 5xx (the SDK's _is_retryable_status_code): 408 and 409 with
-# backoff inside the retry window, 429 by a pause that starts the window afresh.
-RETRYABLE_SUBMIT_STATUSES = (408, 409, 429)
-RATE_LIMITED = 429
-# Bare 400s re-polled before a request fails (the SDK's _MAX_BAD_REQUEST_RETRIES).
-BAD_REQUEST_RETRIES = 3
+
+@dataclass(frozen=True)
+class SamplingRules:
+    """Which answers the SDK retries and how, as data: the raw client reads it, and the compiled client
+    (faultload/client/go) receives it in its spec, so the rules are stated once for both."""
+
+    # asample statuses retried with backoff inside the retry window besides 5xx (_is_retryable_status_code)
+    submit_retry_statuses: tuple[int, ...] = (408, 409)
+    rate_limited: int = 429  # an asample 429: a pause that starts the window afresh
+    poll_backoff_statuses: tuple[int, ...] = (429,)  # re-polled after the connection-error backoff
+    poll_at_once_statuses: tuple[int, ...] = (408,)  # re-polled at once, as every 5xx
+    lost_statuses: tuple[int, ...] = (404,)  # the server no longer knows the request: raised
+    bad_request: int = 400  # a bare 400 re-polled up to bad_request_retries times (_MAX_BAD_REQUEST_RETRIES)
+    bad_request_retries: int = 3
+    bad_request_reset_by: tuple[int, ...] = (408,)  # a round trip that re-opens the bare-400 budget
+    retry_server_errors: bool = True  # every 5xx: an asample retried in the window, a poll repeated at once
+
+
+SDK_SAMPLING_RULES = SamplingRules()
+# The same, as the raw client's hot paths test them.
+RETRYABLE_SUBMIT_STATUSES = (*SDK_SAMPLING_RULES.submit_retry_statuses, SDK_SAMPLING_RULES.rate_limited)
+RATE_LIMITED = SDK_SAMPLING_RULES.rate_limited
+BAD_REQUEST_RETRIES = SDK_SAMPLING_RULES.bad_request_retries
 
 
 def backoff_s(failures: int, cap_s: float) -> float:
