@@ -64,11 +64,13 @@ def require_built(what: str, present: bool, how: str) -> None:
 def pytest_report_header(config: pytest.Config) -> str:
     """What is built, said before any test runs: a plain `pytest` on a checkout not set up skips what needs
     a missing part (the summary's skip lines, -rs, name the command), `make test` fails on it."""
+    from faultload.client.compiled import find_client
     from faultload.faults.toxiproxy import find_toxiproxy
     from faultload.router.compiled import find_router
 
     parts = {
         "compiled router": find_router(WORKDIR / "tools") is not None,
+        "compiled client": find_client(WORKDIR / "tools") is not None,
         "toxiproxy": find_toxiproxy(WORKDIR / "tools") is not None,
         **{f"skyrl=={v}": target_installed(v) for v in ("0.4.0", "0.3.0")},
         "tuft==0.2.2": target_installed("0.2.2", "tuft"),
@@ -104,6 +106,21 @@ def require_compiled_router() -> Path:
     found = find_router(WORKDIR / "tools")
     require_built("the compiled router (faultload/router/go)", found is not None, "make setup")
     return found
+
+
+def require_compiled_client() -> Path:
+    """The compiled client setup built for this source."""
+    from faultload.client.compiled import find_client
+
+    found = find_client(WORKDIR / "tools")
+    require_built("the compiled client (faultload/client/go)", found is not None, "make setup")
+    return found
+
+
+@pytest.fixture
+def client_binary() -> Path:
+    """The compiled client's binary (tests that hold it against the Python client)."""
+    return require_compiled_client()
 
 
 @pytest.fixture(params=["asyncio", "uvloop"])

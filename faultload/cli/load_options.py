@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from faultload.cli.parser_base import integer, number, whole_number
+from faultload.model.shape import CLIENTS
 from faultload.model.target import DEFAULT_TARGET, TARGET_FORMS
 
 
@@ -41,9 +42,10 @@ def _add_size_args(p: argparse.ArgumentParser, build: bool) -> None:
 def _add_client_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--client",
-        choices=("raw", "sdk"),
+        choices=CLIENTS,
         default="raw",
-        help="raw: faultload's SDK-shaped client; sdk: the tinker SDK's own sample_async",
+        help="raw: faultload's SDK-shaped client, compiled when built (faultload setup builds it), else the "
+        "Python one; raw-python: the Python one always; sdk: the tinker SDK's own sample_async",
     )
     p.add_argument(
         "--sdk",

@@ -33,6 +33,8 @@ class WorkerJob:
     role: str = "sample"
     training_encoding: str = "proto"
     access: Access = Access()  # the server's key, extra headers and TLS trust (its repr hides the secrets)
+    # the compiled client's binary, when a raw sampling job runs it (faultload.client.compiled); None: Python
+    client_binary: str | None = None
 
     def nonce(self, index: int) -> int:
         return (self.nonce_salt << NONCE_INDEX_BITS) | index
@@ -45,7 +47,9 @@ class WorkerResult:
     submit_hist: dict  # Histogram.to_state()
     e2e_hist: dict
     error_examples: dict[str, str] = field(default_factory=dict)  # error class -> first message
-    cpu_s: float = 0.0  # this worker process's user+system CPU
+    cpu_s: float = 0.0  # this worker process's user+system CPU (its compiled client's included)
+    client_cpu_s: float = 0.0  # of which the compiled client's process
+    client_impl: str | None = None  # a raw sampling worker's: "compiled" or "python"
     startup_cpu_s: float = 0.0  # of which before it was ready (interpreter, imports, client set-up)
     crashed: str | None = None  # set when the worker itself failed
     training: TrainingLog | None = None  # a training worker's calls (None for a sampling worker)

@@ -25,6 +25,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from faultload.client.compiled_run import prepare_compiled
 from faultload.client.job import COUNTER_SLOTS, WorkerJob, WorkerResult, unfinished_result
 from faultload.client.raw import run_raw
 from faultload.client.training import run_training
@@ -50,7 +51,7 @@ def raise_nofile_limit() -> int:
     return hard
 
 
-def _histograms(history: History) -> tuple[dict, dict]:
+def histograms(history: History) -> tuple[dict, dict]:
     submit, e2e = Histogram(), Histogram()
     submit.record_many(history["submit_end"] - history["submit_start"])
     e2e.record_many(history["done"] - history["submit_start"])
@@ -66,6 +67,8 @@ def _prepare(job: WorkerJob, counters: Any) -> Any:
     if job.role == "train":
         TrainingCodec(job.training_encoding)  # imports what its bodies need (tinker for proto) before t0
         return None
+    if job.client_binary is not None:
+        return prepare_compiled(job, counters, len(COUNTER_SLOTS))
     if job.shape.client != "sdk":
         return None
     from faultload.client.sdk import prepare_sdk  # local import: tinker is loaded by SDK workers only
@@ -91,7 +94,7 @@ def _crash_result(job: WorkerJob, clients: list, exc: BaseException) -> WorkerRe
     client = clients[-1]
     with contextlib.suppress(Exception):
         client.close()  # the SDK client's: freezes its attempt rows
-    submit, e2e = _histograms(client.history)
+    submit, e2e = histograms(client.history)
     return WorkerResult(
         job.worker,
         client.history,
@@ -130,12 +133,15 @@ def run_job(
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(os.path.join(profile_dir, f"worker-{job.worker}.prof"))
-        submit, e2e = _histograms(client.history)
+        submit, e2e = histograms(client.history)
         result = WorkerResult(
             job.worker, client.history, submit, e2e, client.examples, training=getattr(client, "training", None)
         )
     except BaseException as exc:  # the worker must always report, never hang the trial
         result = _crash_result(job, clients, exc)
+    result.client_cpu_s = getattr(clients[-1], "cpu_s", 0.0) if clients else 0.0
+    if job.role == "sample" and job.shape.client != "sdk":
+        result.client_impl = "python" if job.client_binary is None else "compiled"
     result.address = job.source_ip
     return result
 
@@ -196,7 +202,7 @@ def _worker_main(
     result = run_job(
         dataclasses.replace(job, t0=t0.value), counters, stop.is_set, prepared, profile_dir=os.environ.get(PROFILE_ENV)
     )
-    result.cpu_s, result.startup_cpu_s = process_cpu_s(), startup_cpu_s
+    result.cpu_s, result.startup_cpu_s = process_cpu_s() + result.client_cpu_s, startup_cpu_s
     out.put(result)
 
 

@@ -49,7 +49,7 @@ class LoadWorker:
         if self._setup_error is not None:
             return WorkerResult(self.job.worker, History.empty(0), {}, {}, crashed=self._setup_error)
         result = run_job(dataclasses.replace(self.job, t0=t0), self.counters, self._stop.is_set, self._prepared)
-        result.cpu_s, result.startup_cpu_s = process_cpu_s(), self._startup_cpu_s
+        result.cpu_s, result.startup_cpu_s = process_cpu_s() + result.client_cpu_s, self._startup_cpu_s
         return result
 
     def live(self) -> list[int]:

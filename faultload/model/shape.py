@@ -24,7 +24,11 @@ from faultload.model.sdk import (
 from faultload.model.timescale import trial_s
 from faultload.model.training import TrainingMix
 
-CLIENTS = ("raw", "sdk")
+# "raw": faultload's SDK-shaped client, compiled when its binary is built (faultload/client/go), else the
+# Python one; "raw-python": the Python one always (the reference the compiled one is held against); "sdk":
+# the tinker SDK's own sample_async.
+RAW_CLIENTS = ("raw", "raw-python")
+CLIENTS = (*RAW_CLIENTS, "sdk")
 ACCEPTS = ("proto", "json")
 # How requests arrive over the trial; the raw client implements them (faultload.client.arrivals).
 ARRIVALS = ("burst", "waves", "ramp", "poisson")
@@ -138,14 +142,23 @@ class LoadShape:
             (self.arrival in ARRIVALS, f"arrival must be one of {', '.join(ARRIVALS)}"),
             (0 <= self.arrival_span_s < math.inf, "arrival_span_s must be >= 0 and finite"),
             (1 <= self.arrival_waves <= 1_000_000, "arrival_waves must be in [1, 1000000]"),
-            (self.arrival == "burst" or self.client == "raw", "arrival patterns other than burst need client raw"),
-            # What the real SDK cannot be told to do (faultload.client.sdk).
-            (self.accept == "proto" or self.client == "raw", "accept json needs client raw (the SDK asks for proto)"),
             (
-                not (self.delay_polls.fraction or self.abandon_polls.fraction) or self.client == "raw",
+                self.arrival == "burst" or self.client in RAW_CLIENTS,
+                "arrival patterns other than burst need client raw",
+            ),
+            # What the real SDK cannot be told to do (faultload.client.sdk).
+            (
+                self.accept == "proto" or self.client in RAW_CLIENTS,
+                "accept json needs client raw (the SDK asks for proto)",
+            ),
+            (
+                not (self.delay_polls.fraction or self.abandon_polls.fraction) or self.client in RAW_CLIENTS,
                 "delayed or abandoned polls need client raw (the SDK polls as it decides)",
             ),
-            (policy == ClientPolicy() or self.client == "raw", "a client policy other than the SDK's needs client raw"),
+            (
+                policy == ClientPolicy() or self.client in RAW_CLIENTS,
+                "a client policy other than the SDK's needs client raw",
+            ),
             (policy.submit_concurrency >= 1, "policy.submit_concurrency must be >= 1"),
             (0 < policy.poll_timeout_s < math.inf, "policy.poll_timeout_s must be > 0 and finite"),
             (0 <= policy.backoff_cap_s < math.inf, "policy.backoff_cap_s must be >= 0 and finite"),

@@ -37,6 +37,7 @@ class WorkerSummary:
     node: str | None = None
     clock_offset_s: float | None = None
     clock_error_s: float | None = None
+    client_impl: str | None = None  # a raw sampling worker's: "compiled" or "python"
 
     @classmethod
     def of(cls, worker: Any) -> "WorkerSummary":
@@ -52,6 +53,7 @@ class WorkerSummary:
             worker.node,
             worker.clock_offset_s,
             worker.clock_error_s,
+            getattr(worker, "client_impl", None),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -3,8 +3,10 @@ and start the workers that run them."""
 
 from __future__ import annotations
 
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable
 
+from faultload.client.compiled_pool import CompiledPool, runs_compiled
 from faultload.client.job import WorkerJob
 from faultload.client.training_bodies import encoding_for
 from faultload.client.workers import WorkerPool, source_ip
@@ -34,10 +36,12 @@ def build_jobs(
     salt: int,
     server_version: str | None = None,
     access: Access = Access(),
+    client_binary: str | None = None,
 ) -> list[WorkerJob]:
     """The sampling workers' jobs, and one training worker's (the next source address) when the shape trains.
 
-    The training worker's bodies are in the encoding the server's version takes (``encoding_for``).
+    The training worker's bodies are in the encoding the server's version takes (``encoding_for``); a raw
+    client's sampling jobs run ``client_binary`` (the compiled client) when given.
     """
     shape = config.shape
     jobs = [
@@ -54,6 +58,7 @@ def build_jobs(
             t0=0.0,
             deadline_s=config.max_wall_s,
             access=access,
+            client_binary=client_binary if shape.client == "raw" else None,
         )
         for i, (first, count) in enumerate(_split(shape.requests, shape.workers))
         if count > 0
@@ -113,6 +118,29 @@ def start_workers(
         pool.terminate()
         raise
     return pool
+
+
+class _CompiledPools:
+    """A local ``WorkerPool`` factory that runs a trial whose every job is the compiled client's in a
+    ``CompiledPool`` (no Python worker to start); any other trial in ``pools``. No early spawn: a binary starts
+    in milliseconds once its job exists."""
+
+    def __init__(self, pools: Callable[[list[WorkerJob]], WorkerPool]) -> None:
+        self._pools = pools
+
+    def __call__(self, jobs: list[WorkerJob]) -> Any:
+        return CompiledPool(jobs) if runs_compiled(jobs) else self._pools(jobs)
+
+
+def pools_for_client(
+    pools: Callable[[list[WorkerJob]], WorkerPool], shape: LoadShape, binary: Path | None
+) -> Callable[[list[WorkerJob]], Any]:
+    """``pools``, or for a local raw-client trial without trainers whose compiled client is built (``binary``)
+    the factory that runs it with no Python worker."""
+    local = isinstance(pools, type) and issubclass(pools, WorkerPool)
+    if binary is None or shape.client != "raw" or shape.training.enabled or not local:
+        return pools
+    return _CompiledPools(pools)
 
 
 class _SdkPools:

@@ -16,6 +16,7 @@ import time
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from faultload.client.compiled import find_client
 from faultload.client.job import WorkerJob
 from faultload.client.session import open_sampling_session, retrieve_futures_advertised
 from faultload.client.workers import WorkerPool
@@ -26,7 +27,7 @@ from faultload.model.watchdog import FaultWindow
 from faultload.record.history import History
 from faultload.record.trial import TrialResult
 from faultload.run.gather import INTERRUPTED_MONITOR_WAIT_S, LoadRun, gather_what_can_be, router_cpu_s
-from faultload.run.jobs import build_jobs, pools_for_sdk, spawn_early_workers, start_workers
+from faultload.run.jobs import build_jobs, pools_for_client, pools_for_sdk, spawn_early_workers, start_workers
 from faultload.run.monitor import Monitor
 from faultload.run.server_faults import ServerFaults
 from faultload.run.stack import Stack
@@ -161,7 +162,8 @@ def run_trial(
     spec = config.validate()
     if stack is not None and stack.config != config.stack_config():
         raise ValueError("this trial's target/regressions/knobs/time scale/proxies differ from the running stack's")
-    pools = pools_for_sdk(pools, config.shape, workspace)
+    binary = find_client(workspace.tools) if config.shape.client == "raw" else None  # None: the Python client
+    pools = pools_for_client(pools_for_sdk(pools, config.shape, workspace), config.shape, binary)
     started, cpu_start = time.monotonic(), _self_cpu()
     own_stack = stack is None
     pool = monitor = None
@@ -177,7 +179,8 @@ def run_trial(
         sampling_id = open_sampling_session(server.url, BASE_MODEL, access=access)
         switch("workers_start")
         salt = random.Random(config.shape.seed).getrandbits(16)
-        jobs = build_jobs(config, stack.load_url_for(config.direct_edge), sampling_id, salt, server.version, access)
+        url = stack.load_url_for(config.direct_edge)
+        jobs = build_jobs(config, url, sampling_id, salt, server.version, access, str(binary) if binary else None)
         pool = start_workers(pool, pools, jobs)
         switch("other")
         log = LogFollower(server.log_path)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from faultload.client.compiled import CLIENT
 from faultload.faults.toxiproxy import check_toxiproxy, find_go
 from faultload.host.limits import machine_limits
 from faultload.host.workspace import Workspace
 from faultload.model.target import TargetSpec
-from faultload.router.compiled import binary_name, find_router
+from faultload.router.compiled import ROUTER
 from faultload.targets import install
 
+SETUP_BUILDS = "faultload setup (builds it with Go)"
 # Below these a full-size run has to shrink (see the 131k design notes in the README).
 WANT_NOFILE = 20_000
 WANT_SOMAXCONN = 4096
@@ -28,8 +30,12 @@ class Check:
 
 def run_checks(workspace: Workspace, targets: list[TargetSpec], go_named: str | None = None) -> list[Check]:
     """``go_named``: the ``GO`` environment variable as the CLI read it (a Go binary to use), if set."""
+    return [*_machine_checks(), *_tool_checks(workspace, go_named), *_target_checks(workspace, targets)]
+
+
+def _machine_checks() -> list[Check]:
     limits = machine_limits()
-    checks = [
+    return [
         Check(
             "open files (per process)",
             limits["nofile_hard"] >= WANT_NOFILE,
@@ -49,27 +55,32 @@ def run_checks(workspace: Workspace, targets: list[TargetSpec], go_named: str | 
             "widen net.ipv4.ip_local_port_range, or use more --workers (each binds its own 127.0.1.x)",
         ),
     ]
+
+
+def _tool_checks(workspace: Workspace, go_named: str | None) -> list[Check]:
+    """Toxiproxy and faultload's compiled programs (the router is needed; without the client the raw client
+    runs in Python), then Go, needed only while one of them is not built."""
     go = find_go(go_named)
     toxiproxy_ok, message = check_toxiproxy(workspace.tools, go=go or "")
-    checks.append(Check("toxiproxy", toxiproxy_ok, message))
-    router = find_router(workspace.tools)
-    checks.append(
-        Check(
-            "compiled router",
-            router is not None,
-            str(router) if router else f"{binary_name()} not built",
-            "faultload setup (builds it with Go)",
-        )
-    )
-    built = toxiproxy_ok and router is not None
-    # Go only builds Toxiproxy and the compiled router: without it, a machine with both built lacks nothing.
+    checks = [Check("toxiproxy", toxiproxy_ok, message)]
+    for program, required, without in ((ROUTER, True, ""), (CLIENT, False, ": the raw client runs in Python")):
+        found = program.find(workspace.tools)
+        value = str(found) if found else f"{program.binary_name()} not built{without}"
+        checks.append(Check(program.what.removeprefix("the "), found is not None, value, SETUP_BUILDS, required))
+    built = all(check.ok for check in checks)
+    # Go only builds Toxiproxy and the compiled router and client: a machine with all three built lacks nothing.
     advice = (
-        "needed only to build toxiproxy and the compiled router, which are built: nothing to do"
+        "needed only to build toxiproxy and the compiled router and client, which are built: nothing to do"
         if built
-        else "needed to build toxiproxy and the compiled router; see their lines"
+        else "needed to build toxiproxy and the compiled router and client; see their lines"
     )
     named = f" (GO={go_named})" if go_named else ""
     checks.append(Check("go toolchain", go is not None, go or f"not found{named}", advice, required=not built))
+    return checks
+
+
+def _target_checks(workspace: Workspace, targets: list[TargetSpec]) -> list[Check]:
+    checks = []
     for spec in targets:
         if spec.kind == "url":
             checks.append(Check(f"target {spec.text}", True, "started by you; checked at run time"))

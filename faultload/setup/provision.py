@@ -1,9 +1,9 @@
-"""``faultload setup``: the compiled router and Toxiproxy into the workspace's tools folder and the target venvs,
+"""``faultload setup``: the compiled router and client and Toxiproxy into the workspace's tools folder and the target venvs,
 each only when missing.
 
 A missing Go (with no Toxiproxy or compiled router built) is said in one line before minutes of
-target installs. Otherwise the Go builds (the compiled router, then Toxiproxy: ``make test`` starts
-its unit tier once Toxiproxy is there, so the router is there too; the Go compiler's CPU) run
+target installs. Otherwise the Go builds (the compiled router and client, then Toxiproxy: ``make test`` starts
+its unit tier once Toxiproxy is there, so the other two are there too; the Go compiler's CPU) run
 beside the installs (pip's downloads), and the target venvs install side by
 side once the torch they share is there (one after another, torch, 0.4.0
 and 0.3.0 took 116 + 99 + 88 s on the 2-core machine). The commands are the
@@ -17,6 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
+from faultload.client.compiled import ensure_client
 from faultload.faults.toxiproxy import find_go
 from faultload.faults.toxiproxy_build import ensure_toxiproxy
 from faultload.host.gobuild import GoBuildError
@@ -51,8 +52,9 @@ def provision(workspace: Workspace, specs: list[TargetSpec], go_named: str | Non
 
 
 def _ensure_tools(tool_dir: Path, go: str | None, log: Log) -> None:
-    """The compiled router, then Toxiproxy (whose binary ``make test`` waits for)."""
+    """The compiled router and client, then Toxiproxy (whose binary ``make test`` waits for)."""
     ensure_router(tool_dir, go, log)
+    ensure_client(tool_dir, go, log)
     ensure_toxiproxy(tool_dir, go, log)
 
 

@@ -173,7 +173,12 @@ def build_report(result: TrialResult, verdicts: list[Verdict] | None = None) -> 
         # family: whose contract judged it (a bare url= target: SkyRL's)
         "target": {"spec": config.target, "version": result.server.get("version"), "family": config.spec.family},
         # the sdk client's release: "" is the one installed beside faultload (the release the target pins)
-        "client": {"kind": config.shape.client, "sdk": config.shape.sdk if config.shape.client == "sdk" else None},
+        "client": {
+            "kind": config.shape.client,
+            "sdk": config.shape.sdk if config.shape.client == "sdk" else None,
+            # which raw client ran: "compiled" (faultload/client/go) or "python"; None for the sdk client
+            "impl": "+".join(sorted({w.client_impl for w in result.workers if w.client_impl})) or None,
+        },
         "config": _config_dict(result),
         "faults": _faults_block(result),
         "training": _training_block(result),

@@ -32,7 +32,7 @@ def complexity(config) -> tuple:
         int(r.mode != "immediate"),
         s.result_tokens * s.num_samples,
         s.workers,
-        int(s.client != "raw"),
+        int(s.client == "sdk"),
         int(s.accept != "proto"),
         s.max_outstanding,
         s.abandon_polls.after_s + s.delay_polls.after_s,
@@ -119,7 +119,7 @@ def reductions(config):
         yield shape("1-token results", result_tokens=1, num_samples=1)
     if s.workers > 1:
         yield shape("1 worker", workers=1)
-    if s.client != "raw":  # the raw client's repro is easier to read (every attempt in the attempts table)
+    if s.client == "sdk":  # the raw client's repro is easier to read (every attempt in the attempts table)
         yield shape("raw client", client="raw", sdk="")
     if s.accept != "proto":
         yield shape("proto results", accept="proto")

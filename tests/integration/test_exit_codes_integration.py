@@ -22,7 +22,12 @@ from tests.conftest import ROOT, cli_env, python_exe, require_target, tagged_pro
 
 
 def _load_workers(tag: str) -> list[psutil.Process]:
-    return [p for p in tagged_processes(tag) if "spawn_main" in " ".join(p.cmdline())]
+    """The trial's Python load workers, and its compiled clients (which a local trial starts in their place)."""
+    return [
+        p
+        for p in tagged_processes(tag)
+        if "spawn_main" in " ".join(p.cmdline()) or "faultload-client-" in " ".join(p.cmdline())
+    ]
 
 
 def _loading(tag: str) -> list[psutil.Process]:
@@ -36,10 +41,15 @@ def _loading(tag: str) -> list[psutil.Process]:
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("when", ["before its job", "mid-load"])
-def test_a_load_worker_killed_exits_with_the_harness_code(when, isolated_workdir: Path, tmp_path: Path) -> None:
-    """SIGKILL, as the kernel's OOM killer would: before the worker got its job (workers start while the
-    server does) the command says so in one line; mid-load the trial is reported with its harness error."""
+@pytest.mark.parametrize(
+    ("client", "when"), [("raw-python", "before its job"), ("raw-python", "mid-load"), ("raw", "mid-load")]
+)
+def test_a_load_worker_killed_exits_with_the_harness_code(
+    client: str, when: str, isolated_workdir: Path, tmp_path: Path
+) -> None:
+    """SIGKILL, as the kernel's OOM killer would: before the worker got its job (Python workers start while the
+    server does) the command says so in one line; mid-load (a Python worker, or the compiled client a local
+    trial runs in its place) the trial is reported with its harness error."""
     require_target("0.4.0")
     out, tag = tmp_path / "report.json", uuid.uuid4().hex
     # generations of 20 s keep every request outstanding while the worker is killed
@@ -56,6 +66,8 @@ def test_a_load_worker_killed_exits_with_the_harness_code(when, isolated_workdir
         "20",
         "--time-scale",
         "0.05",
+        "--client",
+        client,
         "--quiet",
         "--max-wall",
         "120",

@@ -86,7 +86,7 @@ def test_finding_6_the_newest_sdk_fails_every_sample_of_the_release_and_its_fix_
     (tmp_path / "release").mkdir()
     (tmp_path / "fixed").mkdir()
     report, _ = _sdk_run(tmp_path / "release", isolated_workdir, "--sdk", "tinker==0.38.0")
-    assert report["client"] == {"kind": "sdk", "sdk": "tinker==0.38.0"}
+    assert report["client"] == {"kind": "sdk", "sdk": "tinker==0.38.0", "impl": None}
     assert _verdicts(report)["result_integrity"]["ok"] is False and report["completed"] == 0
     assert "asample promises always carry sample_sequence_ids" in report["errors"]["decode"]["example"]
     report, _ = _sdk_run(

@@ -77,7 +77,10 @@ def test_confirm_shows_its_own_defaults():
         (["run", "--seed", "1.5"], "faultload: error: --seed: expected a whole number, got '1.5'"),
         (["confirm", "--max-wall", ""], "faultload: error: --max-wall: expected a number, got ''"),
         (["matrix", "--session-s", "-1"], "faultload: error: --session-s: expected a number of seconds >= 0, got '-1'"),
-        (["run", "--client", "grpc"], "faultload: error: --client: invalid choice: 'grpc' (choose from 'raw', 'sdk')"),
+        (
+            ["run", "--client", "grpc"],
+            "faultload: error: --client: invalid choice: 'grpc' (choose from 'raw', 'raw-python', 'sdk')",
+        ),
     ],
 )
 def test_a_bad_value_names_the_option_and_the_expectation(capsys, argv: list[str], line: str):

@@ -18,6 +18,7 @@ from faultload.model.target import parse_target
 from faultload.targets.install import InstallError
 
 REAL_ENSURE_ROUTER = provision_mod.ensure_router
+REAL_ENSURE_CLIENT = provision_mod.ensure_client
 SPECS = [parse_target("skyrl==0.4.0"), parse_target("skyrl==0.3.0")]
 
 
@@ -28,26 +29,37 @@ def steps(monkeypatch):
     monkeypatch.setattr(provision_mod, "check_release_exists", lambda targets, spec: None)
     monkeypatch.setattr(provision_mod, "ensure_shared_torch", lambda targets, log: taken.append("torch"))
     monkeypatch.setattr(provision_mod, "ensure_router", lambda tools, go, log: None)
+    monkeypatch.setattr(provision_mod, "ensure_client", lambda tools, go, log: None)
     return taken
 
 
-def test_the_compiled_router_is_built_before_toxiproxy(monkeypatch, steps, tmp_path: Path):
-    # make test starts its unit tier once toxiproxy-server is there: the compiled router must be there by then
+def test_the_compiled_router_and_client_are_built_before_toxiproxy(monkeypatch, steps, tmp_path: Path):
+    # make test starts its unit tier once toxiproxy-server is there: the compiled router and client must be there
     built: list[str] = []
     monkeypatch.setattr(provision_mod, "find_go", lambda named: "/usr/bin/go")
     monkeypatch.setattr(provision_mod, "ensure_router", lambda tools, go, log: built.append("router"))
+    monkeypatch.setattr(provision_mod, "ensure_client", lambda tools, go, log: built.append("client"))
     monkeypatch.setattr(provision_mod, "ensure_toxiproxy", lambda tools, go, log: built.append("toxiproxy"))
     monkeypatch.setattr(provision_mod, "ensure_target", lambda *a: None)
     assert provision_mod.provision(Workspace(tmp_path), SPECS, None, lambda line: None) is None
-    assert built == ["router", "toxiproxy"]
+    assert built == ["router", "client", "toxiproxy"]
 
 
-def test_no_go_and_no_compiled_router_is_said_before_any_install(monkeypatch, steps, tmp_path: Path):
+@pytest.mark.parametrize(
+    ("step", "real", "named"),
+    [
+        ("ensure_router", REAL_ENSURE_ROUTER, "compiled router"),
+        ("ensure_client", REAL_ENSURE_CLIENT, "compiled client"),
+    ],
+)
+def test_no_go_and_a_compiled_program_missing_is_said_before_any_install(
+    monkeypatch, steps, tmp_path: Path, step: str, real, named: str
+):
     monkeypatch.setattr(provision_mod, "find_go", lambda named: None)
-    monkeypatch.setattr(provision_mod, "ensure_router", REAL_ENSURE_ROUTER)  # the real one: nothing built here
+    monkeypatch.setattr(provision_mod, step, real)  # the real one: nothing built here
     monkeypatch.setattr(provision_mod, "ensure_target", lambda *a: steps.append("target"))
     reason = provision_mod.provision(Workspace(tmp_path), SPECS, None, lambda line: None)
-    assert reason is not None and "compiled router" in reason and "no `go`" in reason and steps == []
+    assert reason is not None and named in reason and "no `go`" in reason and steps == []
     assert not (tmp_path / "tools").exists()
 
 

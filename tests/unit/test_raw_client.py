@@ -1,4 +1,5 @@
-"""The raw client's retry policy (faultload.client.raw.RawClient), driven against a STUB server.
+"""The raw client's retry policy (faultload.client.raw.RawClient), driven against a STUB server; every test
+runs twice, on the Python client and on the compiled one (faultload/client/go), which must behave alike.
 
 The server here is a TEST DOUBLE, not SkyRL: a small aiohttp app implementing
 only ``/api/v1/asample`` and ``/api/v1/retrieve_future`` with behaviour
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -22,8 +24,10 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 from aiohttp import web
+from conftest import require_compiled_client
 
 from faultload.client import decode
+from faultload.client.compiled_run import CompiledClient
 from faultload.client.counters import ACCEPTED, ATTEMPTS, COMPLETED, FAILED, IN_FLIGHT, SUBMITTED, LiveCounters
 from faultload.client.endpoint import make_session
 from faultload.client.job import COUNTER_SLOTS, WorkerJob
@@ -187,9 +191,21 @@ class StubServer:
         return [e for e in self.events if e[0] == "poll"]
 
 
+IMPLS = ("python", "compiled")
+_binary: list[str | None] = [None]  # the compiled client's, while a test runs on it
+
+
+@pytest.fixture(params=IMPLS, autouse=True)
+def impl(request: pytest.FixtureRequest):
+    """Which client the test's runs use: the Python one, or the compiled one (its binary as setup built it)."""
+    _binary[0] = str(require_compiled_client()) if request.param == "compiled" else None
+    yield request.param
+    _binary[0] = None
+
+
 @dataclass
 class Run:
-    client: RawClient
+    client: RawClient | CompiledClient
     counters: list[int]
     stub: StubServer
 
@@ -262,9 +278,14 @@ def run_against_stub(
         async with serving(stub, base_url) as url:
             counters = [0] * len(COUNTER_SLOTS)
             job = make_job(url, shape, count, source_ip, deadline_s)
+            should_stop = (lambda: stop(stub)) if stop else (lambda: False)
+            if _binary[0] is not None:
+                job = dataclasses.replace(job, client_binary=_binary[0])
+                compiled = CompiledClient(job, counters, len(COUNTER_SLOTS), _binary[0])
+                await asyncio.wait_for(compiled.start(job.t0, should_stop), BOUND_S)
+                return Run(compiled, counters, stub)
             async with make_session(job) as session:
                 client = RawClient(job, session, LiveCounters(counters, 0, len(COUNTER_SLOTS)))
-                should_stop = (lambda: stop(stub)) if stop else (lambda: False)
                 await asyncio.wait_for(client.run(should_stop), BOUND_S)
         return Run(client, counters, stub)
 
@@ -274,8 +295,9 @@ def run_against_stub(
 # --------------------------------------------------------------------------- the happy path
 
 
-def test_one_request_ok_proto():
+def test_one_request_ok_proto(impl: str):
     run = run_against_stub(StubServer())
+    assert isinstance(run.client, CompiledClient if impl == "compiled" else RawClient)
     assert run.row("outcome") == Outcome.OK
     assert run.row("error") == ErrorClass.NONE
     assert (run.row("attempts"), run.row("submit_retries"), run.row("repolls"), run.row("transport_errors")) == (

@@ -134,8 +134,11 @@ def test_wheel_ships_what_runs_inside_the_target_and_the_suite(tmp_path: Path) -
     (wheel,) = (tmp_path / "dist").glob("faultload-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {str(p.relative_to(source)) for p in (source / "faultload").rglob("*.py")}
-    # the compiled router's source: an installed faultload's setup builds it
-    shipped |= {str(p.relative_to(source)) for p in (source / "faultload" / "router" / "go").iterdir()}
+    # the compiled router's and client's source: an installed faultload's setup builds them
+    for program in ("router", "client"):
+        shipped |= {
+            str(p.relative_to(source)) for p in (source / "faultload" / program / "go").rglob("*") if p.is_file()
+        }
     assert shipped <= names, sorted(shipped - names)
     for needed in (
         "faultload/targets/skyrl_patches.py",
