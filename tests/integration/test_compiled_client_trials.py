@@ -45,8 +45,7 @@ def _config(client: str, faults: tuple[str, ...], router: RouterConfig, **shape:
         router=router,
         faults=FaultSchedule.parse(list(faults)),
         proxies="on",
-        knobs=KNOBS,
-        drain_s=1.0,
+        knobs=KNOBS,  # drain_s the default: a trial that ends sooner after its last connection is drained alike
         max_wall_s=90.0,
     )
 
