@@ -175,7 +175,8 @@ def test_second_ctrl_c_ends_it_at_once_and_leaves_nothing(tmp_path: Path, isolat
 
 
 def _trial_running(run: Started) -> bool:
-    """The suite's stack is up and a trial's load workers (spawned processes) are running, or pytest ended."""
+    """The suite's stack is up and a trial's load workers (spawned processes, or the compiled clients a local
+    raw trial starts in their place) are running, or pytest ended."""
     if run.proc.poll() is not None:
         return True
     server = workers = False
@@ -185,7 +186,7 @@ def _trial_running(run: Started) -> bool:
         except psutil.Error:
             continue
         server = server or "skyrl_launch.py" in cmdline
-        workers = workers or "multiprocessing.spawn" in cmdline
+        workers = workers or "multiprocessing.spawn" in cmdline or "faultload-client-" in cmdline
     return server and workers
 
 
