@@ -78,11 +78,14 @@ def _collapse_lines(v: dict[str, Any]) -> list[str]:
     )
 
 
-def _sdk_text(client: dict | None) -> str:
-    """ ", through the tinker SDK (tinker==X.Y.Z)" for an sdk-client trial ("" for the raw client or an old report)."""
-    if not client or client.get("kind") != "sdk":
+def _client_text(client: dict | None) -> str:
+    """Which client drove the load: ", through the tinker SDK (tinker==X.Y.Z)" or ", raw client (compiled)", so a
+    reader of the terminal summary knows whose timings these are ("" for a report written before it was said)."""
+    if not client:
         return ""
-    return f", through the tinker SDK ({client['sdk'] or 'the release installed beside faultload'})"
+    if client.get("kind") == "sdk":
+        return f", through the tinker SDK ({client['sdk'] or 'the release installed beside faultload'})"
+    return f", raw client ({client['impl']})" if client.get("impl") else ""
 
 
 def _sampling_path_text(report: dict[str, Any]) -> str:
@@ -118,7 +121,7 @@ def render_text(report: dict[str, Any]) -> str:
         f"target {report['target']['spec']} (version {report['target']['version']}{_family_text(report['target'])})"
         + switches_text(report["config"].get("regress", []), report["config"].get("fixes", [])),
         f"requests {report['requested']}: completed {report['completed']}, failed {report['failed']}, "
-        f"not finished {report['not_finished']}" + _sdk_text(report.get("client")),
+        f"not finished {report['not_finished']}" + _client_text(report.get("client")),
         f"throughput {report['throughput_per_s']:.0f}/s over {report['load_s']:.1f}s of load ({report['wall_s']:.1f}s wall)",
         "latency    p50      p90      p99      max",
     ]

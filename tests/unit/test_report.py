@@ -312,3 +312,22 @@ def test_report_names_what_each_process_fault_did(result):
     restart = next(i for i, line in enumerate(lines) if line.startswith("fault server:restart@0.5"))
     assert "started again on its port" in lines[restart + 1]
     assert any("SIGSTOPped" in line and "router" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("impls", "client", "said"),
+    [
+        (["compiled", "compiled"], "raw", ", raw client (compiled)"),
+        (["python", None], "raw", ", raw client (python)"),
+        (["compiled", "python"], "raw", ", raw client (compiled+python)"),
+        ([None, None], "sdk", ", through the tinker SDK (tinker==0.38.0)"),
+    ],
+)
+def test_render_text_says_which_client_drove_the_load(result, impls, client, said):
+    """The requests line names the client whose timings the summary shows: the compiled raw client, the Python
+    one, or the tinker SDK with its release."""
+    result.workers = [dataclasses.replace(w, client_impl=impl) for w, impl in zip(result.workers, impls)]
+    shape = dataclasses.replace(result.config.shape, client=client, sdk="tinker==0.38.0" if client == "sdk" else "")
+    result.config = dataclasses.replace(result.config, shape=shape)
+    line = next(x for x in report.render_text(report.build_report(result)).splitlines() if x.startswith("requests "))
+    assert line.endswith(said)
