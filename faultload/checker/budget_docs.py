@@ -234,6 +234,16 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "milliseconds unless its loop is busy; a busy loop (`/healthz` slower than this) or a fault in force is "
         "not judged.",
     ),
+    "drop_notice_slack_s": BudgetDoc(
+        "real seconds",
+        ("no_lost_results",),
+        "How long after the client dropped a poll the server may still answer it with a result the router "
+        "completed just then, and count that result delivered (its retrieved TTL runs from then): the client's "
+        "close crosses the edge proxy and waits its turn on the server's loop before the server can see it. "
+        "Measured on an idle SkyRL 0.4.0: a result completed 0.42 ms after the client dropped its poll was "
+        "counted delivered (swept at its retrieved TTL), others 0.16–4.95 ms after were not; 0.1 s leaves a "
+        "loaded loop room while a poll dropped longer before its result is still never a delivery.",
+    ),
     "forwarding_concurrency_share": BudgetDoc(
         "the router's peak in flight over the forwards owed at once (capped by the configured connections)",
         ("forwards_concurrent",),

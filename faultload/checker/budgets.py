@@ -72,6 +72,7 @@ class Budgets:
     log_fault_grace_s: float = 5.0
     resolve_slack_s: float = 10.0
     poll_wake_slack_s: float = 1.0
+    drop_notice_slack_s: float = 0.1
     forwarding_concurrency_share: float = 0.5
     forwarding_min_owed: int = 256
     forwarding_min_hold_s: float = 1.0
@@ -125,6 +126,7 @@ class Budgets:
             ("log_fault_grace_s", self.log_fault_grace_s >= 0, "must be >= 0"),
             ("resolve_slack_s", 0 <= self.resolve_slack_s < math.inf, "must be >= 0 and finite"),
             ("poll_wake_slack_s", 0 < self.poll_wake_slack_s < math.inf, "must be > 0 and finite"),
+            ("drop_notice_slack_s", 0 <= self.drop_notice_slack_s < math.inf, "must be >= 0 and finite"),
             ("heartbeat_gap_s", 0 < self.heartbeat_gap_s < math.inf, "must be > 0 and finite"),
             ("release_held_per_delivered", self.release_held_per_delivered >= 0, "must be >= 0"),
             ("release_min_result_bytes", self.release_min_result_bytes > 0, "must be > 0"),

@@ -69,7 +69,7 @@ def test_a_404_after_a_poll_dropped_when_the_result_was_there_is_retained_by_des
     scaled = dataclasses.replace(SHAPE, time_scale=0.05)
     v = check_no_lost_results(make_inputs(history=h, shape=scaled, router_completed_s=completed), BUDGETS)
     assert v.ok is False and v.figure == 1 and "nonce 1031" in v.detail and "nonce 1030" not in v.detail
-    assert "1 404 after a poll dropped when the result was already there" in v.detail
+    assert "1 404 after a poll dropped when the result was there (or came as it was dropped)" in v.detail
     # without the router's completion times nothing is excused
     assert check_no_lost_results(make_inputs(history=h, shape=scaled), BUDGETS).figure == 2
 

@@ -28,12 +28,13 @@ if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy 
 
 DROPPED_POLL = Rule(
     "dropped_poll_delivered",
-    "a 404 may answer a request whose poll the client itself dropped at or after the router had completed it, "
-    "once the retention window has passed since that poll began",
+    "a 404 may answer a request whose poll the client itself dropped at or after the router had completed it "
+    "(or at most drop_notice_slack_s before), once the retention window has passed since that poll began",
     "the server may have answered the dropped poll just as it was dropped; it cannot tell, treats the result "
     "as delivered and keeps it for its retrieved TTL only (finding 2) — measured from that delivery, which came "
     "no earlier than the poll that carried it: a 404 sooner is a retrieved TTL shorter than promised, or one "
-    "measured from an earlier event",
+    "measured from an earlier event. The server sees a drop only once the close has crossed the edge proxy "
+    "and reached its loop, so a result completed just after the drop may still go out on the dead connection",
 )
 STALL_NOT_SCALED = Rule(
     "stall_not_scaled",
@@ -83,9 +84,10 @@ RESTART_FORGETS = Rule(
 LOGGED_STORE_SLACK_S = 1.0
 
 
-def dropped_poll_starts(inputs: CheckInputs) -> np.ndarray:
-    """Per request, trial seconds the latest poll the client dropped at or after the router completed it began
-    (NaN: none): the earliest moment the server can have believed the result delivered by it."""
+def dropped_poll_starts(inputs: CheckInputs, notice_s: float) -> np.ndarray:
+    """Per request, trial seconds the latest poll the client dropped at or after the router completed it (or
+    ``notice_s`` before: the server had not seen the drop yet) began (NaN: none): the earliest moment the server
+    can have believed the result delivered by it."""
     history, completed_s = inputs.history, inputs.router_completed_s
     out = np.full(len(history), np.nan)
     attempts = history.attempts
@@ -98,7 +100,7 @@ def dropped_poll_starts(inputs: CheckInputs) -> np.ndarray:
             attempts["end"][abandoned].tolist(),
         ):
             done_at = completed_s.get(int(nonces[row]))
-            if done_at is not None and done_at <= dropped_at and not began <= out[row]:
+            if done_at is not None and done_at <= dropped_at + notice_s and not began <= out[row]:
                 out[row] = began
     return out
 
@@ -113,13 +115,13 @@ def _within_retention(inputs: CheckInputs, budgets: Budgets, began: np.ndarray) 
 
 
 def dropped_poll_delivered(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) -> Allowance:
-    """Rows of ``among`` whose abandoned poll was dropped at or after the router completed the request, answered
-    404 the retention window or more after that poll began."""
-    began = dropped_poll_starts(inputs)
+    """Rows of ``among`` whose abandoned poll was dropped at or after the router completed the request (or just
+    before: ``drop_notice_slack_s``), answered 404 the retention window or more after that poll began."""
+    began = dropped_poll_starts(inputs, budgets.drop_notice_slack_s)
     out = among & np.isfinite(began) & ~_within_retention(inputs, budgets, began)
     note = (
         (
-            f"{int(out.sum())} 404 after a poll dropped when the result was already there, "
+            f"{int(out.sum())} 404 after a poll dropped when the result was there (or came as it was dropped), "
             f"{retention_s(budgets, inputs.contract):g} SDK s or more before (delivered as far as the server can "
             "tell; retained by design)"
         )
@@ -217,7 +219,7 @@ def expired_by_design(inputs: CheckInputs, budgets: Budgets, among: np.ndarray) 
     held = fault_windows(inputs.faults, lambda f: f.link in ("backend", "router"))
     youngest = math.inf
     # believed delivered: its retrieved TTL runs instead
-    among = among & ~_within_retention(inputs, budgets, dropped_poll_starts(inputs))
+    among = among & ~_within_retention(inputs, budgets, dropped_poll_starts(inputs, budgets.drop_notice_slack_s))
     for i in np.flatnonzero(among).tolist() if (completed_s or failed_s) else ():
         stored = completed_s.get(int(history["nonce"][i]))
         answered = float(history["done"][i])
