@@ -35,6 +35,10 @@ from conftest import (
     wait_until,
 )
 
+from faultload.client.compiled import CLIENT
+
+COMPILED_CLIENT = CLIENT.binary_name()  # this checkout's compiled client, as the trial runs it
+
 pytestmark = pytest.mark.integration
 
 # Latency router at 64 results/s: ~47 s uninterrupted.
@@ -186,7 +190,7 @@ def _trial_running(run: Started) -> bool:
         except psutil.Error:
             continue
         server = server or "skyrl_launch.py" in cmdline
-        workers = workers or "multiprocessing.spawn" in cmdline or "faultload-client-" in cmdline
+        workers = workers or "multiprocessing.spawn" in cmdline or COMPILED_CLIENT in cmdline
     return server and workers
 
 
