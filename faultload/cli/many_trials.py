@@ -17,6 +17,7 @@ from faultload.compare import report as compare_report
 from faultload.compare.html import write_compare_html
 from faultload.compare.judge import comparison_json, load_compare_settings
 from faultload.compare.runner import abba, judge_trials, run_comparison
+from faultload.host.lanes import COMPARISON_WAIT_S, admission_for
 from faultload.matrix import run as matrix_mod
 from faultload.matrix.jobs import run_rows_at_once
 from faultload.matrix.spread import spread_rows
@@ -111,7 +112,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         else (lambda m: print(f"faultload compare: {m}", file=sys.stderr, flush=True))
     )
     trials, stopped = guarded(
-        lambda: run_comparison(config, builds, args.repeats, workspace, budgets, log),
+        lambda: run_comparison(
+            config,
+            builds,
+            args.repeats,
+            workspace,
+            budgets,
+            log,
+            admission=admission_for(workspace.root, COMPARISON_WAIT_S, 1),
+        ),
         "interrupted; every trial's stack stopped",
     )
     if stopped is not None:

@@ -21,6 +21,7 @@ from faultload.compare.html import write_compare_html
 from faultload.compare.judge import CompareSettings, comparison_json
 from faultload.compare.report import markdown_table
 from faultload.compare.runner import abba, judge_trials, run_comparison
+from faultload.host.lanes import COMPARISON_WAIT_S, admission_for
 from faultload.model.build import Build, parse_build
 from faultload.store.outcomes import ReplayStatus
 
@@ -76,7 +77,8 @@ def replay_comparison(
         f"originally worse: {', '.join(was) or 'nothing'}"
         + (f", violated in a trial: {', '.join(was_violated)}" if was_violated else "")
     )
-    trials = run_comparison(config, builds, repeats, workspace, budgets, log=lambda m: say(f"  {m}"))
+    turns = admission_for(workspace.root, COMPARISON_WAIT_S, 1)  # each trial alone on the machine
+    trials = run_comparison(config, builds, repeats, workspace, budgets, lambda m: say(f"  {m}"), admission=turns)
     result = judge_trials(builds, trials, settings)  # an interrupted trial raised KeyboardInterrupt (exit 130)
     say(markdown_table(result))
     violated = trials_violated(result)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from faultload.checker.budgets import Budgets
 from faultload.checker.compose import overall
 from faultload.checker.judge import judge
 from faultload.compare.judge import CompareSettings, judge_comparison
+from faultload.host.admission import Admission
 from faultload.host.workspace import Workspace
 from faultload.model.build import Build
 from faultload.model.trial import TrialConfig
@@ -96,8 +98,12 @@ def run_comparison(
     budgets: Budgets,
     log: Callable[[str], None] = lambda message: None,
     run: Callable[..., Any] = run_trial,
+    admission: Admission | None = None,
 ) -> list[SideTrial]:
     """Every trial of the comparison, in the order run. Each side's config is checked before the first trial.
+
+    With ``admission`` (the workspace's turns of the machine) each trial runs with nothing beside it: the two
+    builds' timings are compared, and a neighbour would load some of their trials and not others.
 
     An interrupted trial (Ctrl-C, SIGTERM) ends the comparison with KeyboardInterrupt: no further trial starts.
     """
@@ -106,7 +112,8 @@ def run_comparison(
     order = abba(repeats)
     for i, side in enumerate(order):
         log(f"trial {i + 1}/{len(order)}: {side} {builds[side].text}")
-        result = run(configs[side], workspace)
+        with admission.alone(f"comparison trial {i + 1}/{len(order)}") if admission else nullcontext():
+            result = run(configs[side], workspace)
         if result.interrupted:  # Ctrl-C once the load ran: the trial stopped its stack; so does the comparison
             raise KeyboardInterrupt
         verdicts = judge(result, budgets)

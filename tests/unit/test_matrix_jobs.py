@@ -15,8 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from faultload.compare.runner import run_comparison
+from faultload.host.admission import Admission
+from faultload.host.workspace import Workspace
 from faultload.matrix.jobs import run_rows_at_once
 from faultload.matrix.run import RowCancelled, _wait
+from faultload.model.build import parse_build
+from faultload.model.trial import TrialConfig
 
 EVENT_S = 30.0  # the longest a test waits for an event of the scheduler
 
@@ -85,14 +90,32 @@ def test_two_rows_are_running_at_once() -> None:
     assert lines == ["row b: starts beside a"]
 
 
-def test_a_comparison_row_runs_with_nothing_beside_it() -> None:
+def test_a_comparison_row_starts_as_any_row_its_trials_take_the_machine_alone(tmp_path: Path) -> None:
+    """Rows start by count only: which trials run beside which is the machine's turns' to decide, so a comparison
+    row starts beside others and each of its trials holds every slot (faultload.compare.runner)."""
     recorder = Recorder()
     recorder.release.set()
-    rows = [FakeRow("a"), FakeRow("b"), FakeRow("compare", baseline="skyrl==0.4.0"), FakeRow("c"), FakeRow("d")]
-    assert run_rows_at_once(rows, recorder.run_one, 3, lambda m: None) == ["a", "b", "compare", "c", "d"]
-    beside = dict(recorder.overlaps)
-    assert beside["compare"] == frozenset()
-    assert all("compare" not in others for _, others in recorder.overlaps)
+    rows = [FakeRow("a"), FakeRow("compare", baseline="skyrl==0.4.0"), FakeRow("c")]
+    assert run_rows_at_once(rows, recorder.run_one, 3, lambda m: None) == ["a", "compare", "c"]
+
+    seen = []
+
+    def fake_trial(config, workspace):  # TEST DOUBLE of run_trial: records the machine's turns, runs nothing
+        seen.append(Admission(tmp_path, 2).running())
+        raise KeyboardInterrupt
+
+    build = parse_build("skyrl==0.4.0", "--baseline")
+    with pytest.raises(KeyboardInterrupt):
+        run_comparison(
+            TrialConfig(target="skyrl==0.4.0"),
+            {"baseline": build, "candidate": build},
+            1,
+            Workspace(tmp_path / "fl"),
+            None,
+            run=fake_trial,
+            admission=Admission(tmp_path, 2),
+        )
+    assert seen == [["comparison trial 1/2 (alone)"] * 2]
 
 
 def test_a_row_that_raises_cancels_the_others_and_the_error_reaches_the_caller() -> None:
