@@ -51,12 +51,32 @@ class TrialOutcome:
     # phase -> wall seconds: stack_ready (the executor readying its shared stack), the trial's
     # TrialResult.phases_s and judge; summed over both sides' trials for a comparative example
     phases_s: dict[str, float] = field(default_factory=dict)
+    # what the trial took of the machine (cpu_s, wall_s, rss_bytes, fds): the lanes' measured needs
+    usage: dict[str, float] = field(default_factory=dict)
 
 
 def add_phases(total: dict[str, float], phases: Mapping[str, float]) -> None:
     """Add ``phases``' seconds into ``total`` (a phase first seen is appended: the order they run in)."""
     for name, seconds in phases.items():
         total[name] = total.get(name, 0.0) + seconds
+
+
+def trial_usage(result) -> dict[str, float]:
+    """What a trial took of the machine: its processes' CPU seconds (server, router, load workers, trainers), its
+    wall, the server's largest RSS, and the server's and the load's open files at their most."""
+    samples = result.monitor.samples if result.monitor is not None else {}
+
+    def most(name: str) -> float:
+        column = samples.get(name)
+        return float(column.max()) if column is not None and column.size else 0.0
+
+    cpu = {k: v for k, v in result.cpu.items() if k != "workers_startup_s"}  # startup is part of workers_s
+    return {
+        "cpu_s": float(sum(cpu.values())),
+        "wall_s": float(result.wall_s),
+        "rss_bytes": most("rss"),
+        "fds": most("fds") + most("client_connections_peak"),
+    }
 
 
 class Executor(Protocol):
@@ -133,10 +153,7 @@ class StackExecutor:
         KeyboardInterrupt, so the session ends as pytest ends on Ctrl-C.
         """
         ready_from = time.monotonic()
-        try:
-            stack = self._ready_stack(config)
-        except Exception as exc:  # noqa: BLE001 - reported as the property's error, once
-            raise SuiteError(f"could not start the stack for {config.target}: {type(exc).__name__}: {exc}") from exc
+        stack = self.prepare(config)
         self._note_start(stack)
         started = time.monotonic()
         try:
@@ -185,6 +202,7 @@ class StackExecutor:
             result if failed else None,
             report=build_report(result, verdicts) if self.keep_reports else None,
             phases_s=phases_s,
+            usage=trial_usage(result),
         )
         if result.fault_log is not None and result.fault_log.unhealed():  # contract: fault_not_healed
             outcome = TrialOutcome(
@@ -215,6 +233,18 @@ class StackExecutor:
         snap = snapshot(pid, stack.server is not None and stack.server.tree)
         if pid is not None and snap is not None:
             self.trial_starts.append(TrialStart(pid, self._served.get(pid, 0), snap.rss, snap.fds))
+
+    def prepare(self, config) -> Stack:
+        """The stack ready for ``config``: started, restarted or waited on (``run`` does it too; the suite's lanes
+        do it first when a start is due, at a turn of its own); SuiteError when it cannot start."""
+        try:
+            return self._ready_stack(config)
+        except Exception as exc:  # noqa: BLE001 - reported as the property's error, once
+            raise SuiteError(f"could not start the stack for {config.target}: {type(exc).__name__}: {exc}") from exc
+
+    def needs_start(self, config) -> bool:
+        """Whether this trial starts a stack first (none yet, or one for another target, switches or scale)."""
+        return self.stack is None or self.stack.config != config.stack_config()
 
     def describe(self) -> str:
         return f"stack started {self.stack_starts}x" + (

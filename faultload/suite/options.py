@@ -51,7 +51,7 @@ def add_session_options(group: pytest.OptionGroup) -> None:
         "--faultload-profile",
         default=None,
         choices=("ci", "nightly", "confirm"),
-        help="ci: few small derandomized examples (<= 10 min); nightly: more/larger (<= 60 min), "
+        help="ci: small derandomized examples, every one run (<= 12 min); nightly: more/larger (<= 60 min), "
         "example database kept; confirm: the 131,072-request shape once "
         f"(default {DEFAULT_PROFILE}, or $FAULTLOAD_PROFILE)",
     )
@@ -82,6 +82,14 @@ def add_session_options(group: pytest.OptionGroup) -> None:
         metavar="S",
         help="start no trial after S seconds of the session (default: the profile's); "
         "properties left without a judged trial then fail as not judged",
+    )
+    group.addoption(
+        "--faultload-lanes",
+        default="auto",
+        metavar="N|auto",
+        help="properties side by side, each on a lane of its own (a pytest-xdist worker with its own stack); "
+        "auto: as many as this machine's cores, memory and open files hold for the trials' measured needs; 1: "
+        "one after another (default auto; an explicit -n wins)",
     )
     group.addoption(
         "--faultload-summary-json",

@@ -14,6 +14,8 @@ collected. Options::
     --faultload-shrink-s S       override the profile's shrink budget (seconds)
     --faultload-examples N       override the profile's examples per property
     --faultload-session-s S      override the profile's session time (no trial starts after S seconds)
+    --faultload-lanes N|auto     properties side by side, each on a lane with its own stack (default auto:
+                                 as many as the machine holds; faultload.suite.lanes)
     --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
     --faultload-html F           write the session's results as one self-contained HTML page
     --faultload-ray HOST:PORT    each trial's load workers as actors on that Ray cluster (auto: $RAY_ADDRESS)
@@ -26,8 +28,8 @@ Each session's state (options, runner, outcomes) is a
 ``--faultload-baseline``, ``--faultload-sdk`` or ``--faultload-ray`` is given, so a bad build, SDK release or
 cluster is a usage error); the
 environment (``FAULTLOAD_PROFILE``, ``FAULTLOAD_HOME``, and for ``--faultload-ray`` ``RAY_ADDRESS`` and
-``PYTHONPATH``) is read here, in ``pytest_configure``, and handed to it as
-values. Properties carry the ``faultload`` marker (``-m faultload`` selects
+``PYTHONPATH``) is read here, in ``pytest_configure`` (and ``FAULTLOAD_HOME`` in ``pytest_cmdline_main``,
+for the workspace whose lanes it counts), and handed to it as values. Properties carry the ``faultload`` marker (``-m faultload`` selects
 them, ``-m "not faultload"`` leaves them out), registered with pytest so
 ``--strict-markers`` passes; their Hypothesis settings are the registered
 profile ``faultload-<profile>`` (see :mod:`faultload.suite.session`).
@@ -46,10 +48,13 @@ beside it), adds it to the failure report and lists every repro with its
 from __future__ import annotations
 
 import os
+import signal
+import threading
+import time
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -57,6 +62,7 @@ from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS
 from faultload.host.workspace import output_folder_problem
 from faultload.suite.defaults import PROFILE_VARIABLE
 from faultload.suite.errors import SuiteError
+from faultload.suite.lanes import choose_lanes, lane_of, mark_stop, stop_mark, workspace_of
 from faultload.suite.options import add_build_options, add_outside_options, add_session_options
 
 if TYPE_CHECKING:
@@ -76,6 +82,15 @@ MARKER = "faultload: a faultload property (runs trials on the session's shared s
 _ENVIRON = pytest.StashKey[Mapping[str, str]]()
 _HTML = pytest.StashKey[Path]()  # --faultload-html, once its folder was found writable
 _SESSION = pytest.StashKey["SuiteSession"]()
+_LANES = pytest.StashKey["LaneRun"]()  # the controller of a session of lanes: its lanes and what they reported
+_CHOSEN = pytest.StashKey["Lanes"]()  # the lanes the plugin chose for a session of the suite's properties
+_STOP = pytest.StashKey[Path]()  # where the controller marks that its lanes should stop (-x)
+_FAILURES = pytest.StashKey[int]()
+_PREVIOUS_SIGINT = pytest.StashKey[Any]()  # the controller's SIGINT handler before its lanes' (restored)
+_STARTED = pytest.StashKey[float]()  # time.monotonic() at the session's start (a controller's wall)
+# The config of the controller of lanes this process is (pytest_runtest_logreport is given no config)
+_CONTROLLER: ContextVar[pytest.Config | None] = ContextVar("faultload_controller", default=None)
+_LAST_ON_LANE = pytest.StashKey[bool]()  # a lane's property after which the lane runs no other
 # The pytest config collecting a module now: a property's decorators run at its import and read
 # their session's settings through it (collecting()); set only while one module is collected.
 _COLLECTING: ContextVar[pytest.Config | None] = ContextVar("faultload_collecting", default=None)
@@ -89,16 +104,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_outside_options(group)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_cmdline_main(config: pytest.Config):
+    """Before pytest-xdist reads ``-n``: a session of the suite's properties runs them on as many lanes as this
+    machine holds (``--faultload-lanes``, auto by default; an explicit ``-n`` wins)."""
+    if not hasattr(config, "workerinput") and config.pluginmanager.hasplugin("xdist"):
+        environ = environment(os.environ)
+        lanes = choose_lanes(config, environ, Path(__file__).resolve().parent.parent)
+        if lanes is not None:
+            config.stash[_CHOSEN] = lanes
+            config.stash[_STOP] = stop_mark(workspace_of(config, environ))
+            _CONTROLLER.set(config)
+    return (yield)
+
+
 def session(config: pytest.Config) -> SuiteSession:
     """The session's faultload state, made on its first use (``config.stash``: one per session)."""
     found = config.stash.get(_SESSION, None)
     if found is None:
-        # The one import of the suite's machinery (Hypothesis, the runner, the stack): this module is
-        # loaded by every pytest run in the environment, so only a session that uses faultload pays it.
-        from faultload.suite.session import SuiteSession  # local import: every pytest run in the env loads this plugin
-
-        found = config.stash[_SESSION] = SuiteSession(config, config.stash.get(_ENVIRON, {}))
+        found = config.stash[_SESSION] = _machinery().SuiteSession(config, config.stash.get(_ENVIRON, {}))
     return found
+
+
+def _machinery():
+    """The suite's machinery (Hypothesis, the runner, the stack): this module is loaded by every pytest run in the
+    environment, so only a session that uses faultload pays for importing it."""
+    import faultload.suite.session as machinery  # local import: every pytest run in the env loads this plugin
+
+    return machinery
 
 
 def collecting() -> SuiteSession:
@@ -123,6 +156,7 @@ def _made(config: pytest.Config) -> SuiteSession | None:
 
 @pytest.hookimpl(trylast=True)  # after Hypothesis's plugin loads --hypothesis-profile: a session made here sees it
 def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_STARTED] = time.monotonic()
     config.addinivalue_line("markers", MARKER)
     config.stash[_ENVIRON] = environment(os.environ)
     html = config.getoption("faultload_html", None)
@@ -158,8 +192,18 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     summary_json, html = config.getoption("faultload_summary_json", None), config.stash.get(_HTML, None)
-    if summary_json or html:
+    lanes = config.stash.get(_LANES, None)
+    if lanes is not None:  # the controller: its lanes' summaries, merged
+        lanes.finish(Path(summary_json) if summary_json else None, html)
+    elif (summary_json or html) and not hasattr(config, "workerinput"):  # a lane reports to its controller
         session(config).write_reports(Path(summary_json) if summary_json else None, html)
+    stop = config.stash.get(_STOP, None)
+    if stop is not None:
+        stop.unlink(missing_ok=True)
+        if _PREVIOUS_SIGINT in config.stash:
+            signal.signal(signal.SIGINT, config.stash[_PREVIOUS_SIGINT])
+        if _CONTROLLER.get() is config:
+            _CONTROLLER.set(None)
     found = _made(config)
     if found is not None:
         found.close()
@@ -211,6 +255,14 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """On a lane, the item after which nothing comes is its last (pytest-xdist holds a lane's last item back
+    until it knows no other follows)."""
+    item.stash[_LAST_ON_LANE] = nextitem is None
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     if not _is_property(item):
         return (yield)
@@ -218,6 +270,8 @@ def pytest_runtest_call(item: pytest.Item):
     suite = found.runner()
     ids = found.property_ids
     remaining = len(ids) - ids.index(item.nodeid) - 1 if item.nodeid in ids else 0
+    if hasattr(item.config, "workerinput"):  # a lane runs some of them, told one at a time: is this its last?
+        remaining = 0 if item.stash.get(_LAST_ON_LANE, False) else 1
     suite.begin(item.nodeid, remaining)
     try:
         result = yield
@@ -255,14 +309,83 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A session whose only bad outcomes are harness errors exits with the harness code, so a CI job can
     retry the rig's failures and not the server's (pytest's own 1 for both otherwise)."""
     found = _made(session.config)
-    harness = found is not None and "error" in found.outcomes.values()
+    lanes = session.config.stash.get(_LANES, None)
+    if hasattr(session.config, "workerinput") and found is not None:  # a lane: its summary to the controller
+        session.config.workeroutput["faultload"] = found.lane_report()
+    outcomes = lanes.outcomes() if lanes is not None else found.outcomes if found is not None else {}
+    harness = "error" in outcomes.values()
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     failed = reporter is None or bool(reporter.stats.get("failed"))  # any test's failure, a property's or not
     if exitstatus == EXIT_FAILED and harness and not failed:
         session.exitstatus = EXIT_HARNESS
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """On the controller of lanes: an interrupt sent to it alone (``kill -INT``) reaches its lanes as the stop
+    mark, so each ends its trial and starts no other (a terminal's Ctrl-C reaches the lanes themselves too)."""
+    stop = session.config.stash.get(_STOP, None)
+    if stop is None or threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def on_interrupt(signum, frame) -> None:
+        mark_stop(stop)
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    session.config.stash[_PREVIOUS_SIGINT] = previous
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """A lane of lanes the plugin chose is told where its session's stop mark would be (``-x``)."""
+    stop = node.config.stash.get(_STOP, None)
+    if stop is not None:
+        node.workerinput["faultload_stop"] = str(stop)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """On the controller of lanes under ``-x`` (``--maxfail``): once a property failed, the other lanes start no
+    more trials (pytest-xdist lets each finish the property it runs; its examples left are not run)."""
+    config = _CONTROLLER.get()
+    stop = config.stash.get(_STOP, None) if config is not None else None
+    if stop is None or not report.failed:
+        return
+    failures = config.stash[_FAILURES] = config.stash.get(_FAILURES, 0) + 1
+    maxfail = int(config.getoption("maxfail", 0) or 0)
+    if maxfail and failures >= maxfail:
+        mark_stop(stop)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """A lane ended: keep what it reported (its summary, its lines, its trials' usage of the machine). The
+    controller's record is made by the first lane that ran faultload (or by any lane of lanes the plugin chose),
+    so a pytest-xdist run of other tests loads none of the suite's machinery."""
+    config = node.config
+    report = getattr(node, "workeroutput", {}).get("faultload")
+    lanes = config.stash.get(_LANES, None)
+    if lanes is None and (report is not None or _CHOSEN in config.stash):
+        workers = int(getattr(config.option, "numprocesses", 0) or 0)
+        environ = config.stash.get(_ENVIRON, {})
+        lanes = config.stash[_LANES] = _machinery().LaneRun(
+            config.stash.get(_CHOSEN, None), workers, workspace_of(config, environ), config.stash[_STARTED]
+        )
+    if lanes is not None:
+        lanes.add(lane_of(node), report, error)
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    lanes = config.stash.get(_LANES, None)
+    if lanes is not None:
+        lines = lanes.summary_lines()
+        if lines:
+            terminalreporter.section("faultload")
+            for line in lines:
+                terminalreporter.write_line(line)
+        return
     found = _made(config)
     suite = found.suite if found is not None else None
     if suite is None or not suite.states:

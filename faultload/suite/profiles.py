@@ -1,7 +1,9 @@
 """The suite's profiles: how many trials, how big, how long to shrink.
 
-``ci``      few small examples, derandomized (the same trials every run), a
-            whole run in ≤ 12 minutes on 2 cores at time scale 0.05; one
+``ci``      small examples, derandomized (the same trials every run), a whole
+            run in ≤ 12 minutes on 2 cores at time scale 0.05, its properties
+            side by side on the lanes the machine holds (every example of
+            every property runs: the time bounds are a backstop); one
             known trial big enough for ``bounded_cpu`` (``cpu_sample``), which
             the small random draws cannot judge; one that holds 2,048
             requests at once (``size_burst``, at full time), past the limits
@@ -65,6 +67,10 @@ class Profile:
     # "the whole interval past 1" needs every candidate trial worse than every baseline one by chance
     # only 1 time in 20 per metric (2 each: 1 in 6).
     compare_repeats: int = 3
+    # Examples of the comparative property (--faultload-baseline): each is 2 x compare_repeats trials, and each
+    # of those runs with nothing beside it (faultload.suite.lanes), so they are counted apart from the others'.
+    # Each example is a test at its thresholds' false-alarm rate: ci runs the 2 it ran before lanes.
+    compare_examples: int = 4
 
 
 PROFILES: dict[str, Profile] = {
@@ -72,15 +78,16 @@ PROFILES: dict[str, Profile] = {
         name="ci",
         time_scale=0.05,
         limits=CI,
-        max_examples=6,
+        max_examples=32,
         derandomize=True,
         use_database=False,
-        property_s=50.0,
+        property_s=600.0,
         shrink_s=180.0,
-        session_s=520.0,
+        session_s=600.0,
         baseline_wait_s=20.0,
         known_examples=("cpu_sample", "size_burst", "release_hold") + EDGE_NAMES,
         min_judged_trials=7,
+        compare_examples=2,
     ),
     "nightly": Profile(
         name="nightly",
@@ -97,6 +104,7 @@ PROFILES: dict[str, Profile] = {
         + EDGE_NAMES,
         min_judged_trials=40,
         compare_repeats=5,
+        compare_examples=10,
     ),
     "confirm": Profile(
         name="confirm",

@@ -43,11 +43,13 @@ import hypothesis
 
 from faultload.checker.growth import check_session_growth
 from faultload.checker.inputs import Verdict
+from faultload.host.admission import Admission, AdmissionTimeout
 from faultload.model.access import Access
 from faultload.store.repro import config_key
 from faultload.suite import summary
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, StackExecutor, SuiteError, TrialOutcome, add_phases
+from faultload.suite.lanes import Usage, trial_turn
 from faultload.suite.profiles import Profile
 from faultload.suite.properties import Property, known_configs, target_figure
 from faultload.suite.reducer import complexity, greedy_reduce
@@ -81,6 +83,8 @@ class SuiteRunner:
         compare_settings=None,
         pools=None,
         access: Access = Access(),
+        admission: Admission | None = None,
+        lane: str = "",
     ) -> None:
         self.profile = profile
         self.target = target
@@ -108,6 +112,12 @@ class SuiteRunner:
         # a violation fails that property with a line of its own, so pytest exits 1 and the matrix sees it
         self.session_growth: Verdict | None = None
         self.session_failed_in: str | None = None
+        # the machine's turns (trials side by side, or alone), shared with every session in the workspace; the
+        # lane this runner is (a pytest-xdist worker's id, "" for a session of one lane)
+        self.admission = admission
+        self.lane = lane
+        self.usage = Usage()  # what this lane's trials took of the machine (the next session's lane count)
+        self.stop_file: Path | None = None  # a lane's: present once its session should stop (pytest -x, another lane)
 
     def note(self, line: str) -> None:
         """A line for the terminal now and for the summary's first lines (what the session decided)."""
@@ -220,6 +230,7 @@ class SuiteRunner:
                 out = now - self.session_started > self.profile.session_s
             else:
                 out = self._out_of_time(state, now, prop) or (deadline is not None and now > deadline)
+            out = out or self.stopped()
             if out:
                 state.not_run += 1
                 tally(state, prop, key, None)
@@ -237,6 +248,11 @@ class SuiteRunner:
             raise AssertionError(outcome.refused)
         tally(state, prop, key, outcome)
         return outcome
+
+    def stopped(self) -> bool:
+        """Whether the session of lanes this runner is one of should stop (``-x``: another lane's property failed):
+        its examples from now on are not run, as past a time bound."""
+        return self.stop_file is not None and self.stop_file.exists()
 
     def _out_of_time(self, state: PropertyState, now: float, prop: Property) -> bool:
         if now - self.session_started > self.profile.session_s:
@@ -323,12 +339,19 @@ class SuiteRunner:
         return config_key(config)
 
     def _run(self, config, state: PropertyState, executor: Executor) -> TrialOutcome:
-        """Run one trial through the executor; a harness failure breaks the property (reported once)."""
+        """Run one trial through the executor, at its turn of the machine; a harness failure breaks the property
+        (reported once)."""
         try:
-            outcome = executor.run(config)
+            with self._turn(config, state, executor):
+                outcome = executor.run(config)
+        except AdmissionTimeout as exc:
+            state.broken = f"the machine stayed busy: {exc}"
+            raise SuiteError(state.broken) from exc
         except SuiteError as exc:
             state.broken = str(exc)
             raise
+        if outcome.usage:
+            self.usage.add(**outcome.usage)
         if outcome.error:
             # Every later example of this property fails with it at once (no trial, no restart loop).
             state.broken = outcome.error
@@ -337,6 +360,11 @@ class SuiteRunner:
         state.trials += 1
         add_phases(self.phases_s, outcome.phases_s)
         return outcome
+
+    def _turn(self, config, state: PropertyState, executor: Executor):
+        """The trial's turn of the machine (:func:`faultload.suite.lanes.trial_turn`)."""
+        log = lambda line: self._log(f"{state.nodeid.split('::')[-1]}: trial {state.trials + 1} {line}")  # noqa: E731
+        return trial_turn(self.admission, self.lane, state, config, executor, log)
 
     @property
     def stack_starts(self) -> int:

@@ -30,9 +30,7 @@ session's end. An ``@settings`` decorator always wins over a profile.
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import sys
+import resource
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -42,144 +40,27 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
 from faultload.checker.budgets import load_budgets
-from faultload.cluster.connect import ClusterError, check_reachable, resolve_address
+from faultload.cluster.connect import ClusterError
 from faultload.cluster.session import RayCluster, join
-from faultload.compare.judge import CompareSettings, load_compare_settings
+from faultload.host.admission import Admission
+from faultload.host.lanes import write_needs
 from faultload.host.processes import Interrupts
-from faultload.host.settings import find_config
 from faultload.host.workspace import Workspace
-from faultload.model.access import Access, access_for
-from faultload.model.build import Build, parse_build
-from faultload.model.target import DEFAULT_TARGET, parse_target
-from faultload.model.trial import TrialConfig
 from faultload.run.watchdog import load_watchdog_limits
-from faultload.store.html_suite import write_suite_html
-from faultload.suite.baseline import NO_BASELINE, default_baseline
-from faultload.suite.comparative import WEIGHT as COMPARATIVE_WEIGHT
-from faultload.suite.defaults import profile_name
-from faultload.suite.profiles import PROFILES, Profile, get_profile
+from faultload.suite.lane_run import LaneRun  # noqa: F401 - the plugin reaches the controller's machinery here
+from faultload.suite.lanes import admission_for, lane_log, lane_of, needs_of
+from faultload.suite.profiles import PROFILES, Profile
 from faultload.suite.properties import Property, property_examples
 from faultload.suite.runner import SuiteRunner
+from faultload.suite.session_options import SuiteOptions, suite_cluster_error
 from faultload.suite.state import tally_text
-from faultload.targets.install import InstallError, ensure_sdk_release
+from faultload.suite.summary import write_summary
 
 FULL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 NO_SHRINK_PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
 # The profiles Hypothesis loads by itself: ``default``, and ``ci`` when it sees a CI environment variable
 # (``CI``, ``GITHUB_ACTIONS``, ...). Either loaded means you loaded none: the suite's own is loaded.
 HYPOTHESIS_OWN_PROFILES = frozenset({"default", "ci"})
-
-
-class SuiteOptions:
-    """The plugin's options and the environment the plugin read, resolved once per session."""
-
-    def __init__(self, config: pytest.Config | None = None, environ: Mapping[str, str] | None = None) -> None:
-        get = (lambda name: config.getoption(name)) if config is not None else (lambda name: None)
-        environ = environ or {}
-        session_s = get("faultload_session_s")
-        profile = _overridden_profile(
-            profile_name(get("faultload_profile"), environ), get("faultload_examples"), session_s
-        )
-        self.rootdir = Path(str(config.rootpath)) if config is not None else Path.cwd()
-        self.target: str = get("faultload_target") or DEFAULT_TARGET
-        self.regress: tuple[str, ...] = tuple(get("faultload_regress") or ())
-        self.fixes: tuple[str, ...] = tuple(get("faultload_fix") or ())
-        try:  # a target, or a switch its family lacks, is a usage error before any trial
-            TrialConfig(target=self.target, regress=self.regress, fixes=self.fixes).validate()
-        except ValueError as exc:
-            raise pytest.UsageError(f"--faultload-target/--faultload-regress/--faultload-fix: {exc}") from None
-        self.sdk: str = get("faultload_sdk") or ""  # the SDK release of the session's sdk-client trials
-        self.access = _suite_access(self.target, get, environ)
-        self.workdir: str | None = get("faultload_workdir")
-        self.home: str | None = environ.get("FAULTLOAD_HOME")
-        self.baseline: Build | None = None
-        self.baseline_note = ""  # why the session compares with a build, or why not, when that is not obvious
-        self.compare_settings: CompareSettings | None = None
-        self._install_sdk()
-        try:
-            self.baseline, self.baseline_note = self._baseline(get("faultload_baseline"), profile.name)
-            if self.baseline is not None:
-                self.compare_settings = load_compare_settings(self.pyproject())
-        except ValueError as exc:
-            raise pytest.UsageError(str(exc)) from None
-        if self.baseline is not None and session_s is None:
-            # the comparison's trials come on top of the profile's session, not out of it
-            profile = dataclasses.replace(
-                profile, session_s=profile.session_s + COMPARATIVE_WEIGHT * profile.property_s
-            )
-        self.profile: Profile = profile
-        self.shrink_s: float | None = get("faultload_shrink_s")
-        # --faultload-ray: the cluster's HOST:PORT, checked to answer now (its join waits for the first trial)
-        self.ray_environ = {name: environ[name] for name in ("RAY_ADDRESS", "PYTHONPATH") if name in environ}
-        self.ray: str | None = _reachable_cluster(get("faultload_ray"), environ)
-
-    def _install_sdk(self) -> None:
-        """``--faultload-sdk``'s release, installed now: a release the index lacks is a usage error before any
-        trial."""
-        try:
-            if self.sdk:
-                ensure_sdk_release(
-                    self.workspace().sdks,
-                    self.sdk,
-                    log=lambda message: print(f"faultload: {message}", file=sys.stderr, flush=True),
-                )
-        except (ValueError, InstallError) as exc:
-            raise pytest.UsageError(f"--faultload-sdk: {exc}") from None
-
-    def workspace(self) -> Workspace:
-        return Workspace.default(self.workdir or self.home)
-
-    def _baseline(self, given: str | None, profile: str) -> tuple[Build | None, str]:
-        """``--faultload-baseline`` (``none``: no comparison), else a checkout's own release on ci."""
-        if given == NO_BASELINE:
-            return None, "not compared with a baseline (--faultload-baseline none)"
-        if given:
-            return parse_build(given, "--faultload-baseline"), ""
-        return default_baseline(self.target, profile, self.workspace().targets, fixes=self.fixes)
-
-    def pyproject(self) -> Path | None:
-        return find_config(self.rootdir)
-
-
-def _overridden_profile(name: str, examples: int | None, session_s: float | None) -> Profile:
-    """The suite profile named, with ``--faultload-examples`` and ``--faultload-session-s`` in place of its own."""
-    profile = get_profile(name)
-    if examples:
-        profile = dataclasses.replace(profile, max_examples=max(1, examples))
-    if session_s is not None:
-        profile = dataclasses.replace(profile, session_s=max(0.0, session_s))
-    return profile
-
-
-def _suite_access(target: str, get: Callable[[str], Any], environ: Mapping[str, str]) -> Access:
-    """A url= target's key, headers and TLS (its sdk-client trials check certificates: no --insecure); a bad one
-    is a usage error."""
-    spec = parse_target(target)
-    try:
-        return access_for(
-            spec.url if spec.kind == "url" else None,
-            api_key=get("faultload_api_key"),
-            env_api_key=environ.get("TINKER_API_KEY"),
-            headers=get("faultload_header") or [],
-            ca_cert=get("faultload_ca_cert"),
-            insecure=False,
-            sdk_client=True,
-            prefix="--faultload-",
-        )
-    except ValueError as exc:
-        raise pytest.UsageError(str(exc)) from None
-
-
-def _reachable_cluster(given: str | None, environ: Mapping[str, str]) -> str | None:
-    """``--faultload-ray``'s cluster as HOST:PORT, checked to answer now; None without the option."""
-    if not given:
-        return None
-    try:
-        address = resolve_address(given, environ)
-        check_reachable(address)
-    except ClusterError as exc:
-        raise pytest.UsageError(suite_cluster_error(exc)) from None
-    return address
 
 
 def hypothesis_profile_name(profile: Profile) -> str:
@@ -213,11 +94,6 @@ def register_hypothesis_profiles(chosen: Profile, workspace: Workspace) -> None:
         settings.register_profile(
             hypothesis_profile_name(profile), parent=parent, **hypothesis_settings(profile, workspace)
         )
-
-
-def suite_cluster_error(exc: ClusterError) -> str:
-    """A cluster's one-line refusal, naming the suite's option (the CLI's says ``--ray``)."""
-    return str(exc).replace("--ray", "--faultload-ray", 1)
 
 
 def join_suite_cluster(address: str, environ: Mapping[str, str]) -> RayCluster:
@@ -285,7 +161,11 @@ class SuiteSession:
                 compare_settings=opts.compare_settings,
                 pools=self.cluster.pool if self.cluster is not None else None,
                 access=opts.access,
+                admission=self._admission(),
+                lane=self.lane,
             )
+            if self.lane and self.config.workerinput.get("faultload_stop"):
+                self.suite.stop_file = Path(self.config.workerinput["faultload_stop"])
             if opts.baseline_note:
                 self.suite.note(f"target {opts.target}: {opts.baseline_note}")
             # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
@@ -295,9 +175,33 @@ class SuiteSession:
             raise RuntimeError("faultload: the session's runner was made before faultload_executor gave its executor")
         return self.suite
 
+    @property
+    def lane(self) -> str:
+        """This session's lane (a pytest-xdist worker's id), or "" when it is the only one."""
+        return lane_of(self.config) if self.config is not None and hasattr(self.config, "workerinput") else ""
+
+    def _admission(self) -> Admission:
+        """The machine's turns, shared by every session in the workspace (:func:`lanes.admission_for`)."""
+        workercount = int(self.config.workerinput.get("workercount", 1)) if self.lane else None
+        return admission_for(self.options.workspace(), self.profile.session_s + self.profile.shrink_s, workercount)
+
+    def lane_report(self) -> dict[str, Any]:
+        """What a lane tells its controller when it ends: its summary, its terminal lines, its trials' usage."""
+        usage = self.suite.usage.to_dict() if self.suite is not None else {}
+        if usage:
+            usage["own_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return {
+            "summary": self.summary(),
+            "lines": self.suite.summary_lines() if self.suite is not None and self.suite.states else [],
+            "usage": usage,
+        }
+
     def _terminal_log(self) -> Callable[[str], None] | None:
-        """Progress lines straight to the terminal (pytest captures the tests' own stdout/stderr)."""
+        """Progress lines straight to the terminal (pytest captures the tests' own stdout/stderr); a lane's to its
+        stderr, which pytest-xdist passes to the controller's terminal, each line named by its lane."""
         config = self.config
+        if self.lane:
+            return lane_log(self.lane, config.pluginmanager.get_plugin("capturemanager"))
         reporter = config.pluginmanager.get_plugin("terminalreporter") if config is not None else None
         if reporter is None:
             return None
@@ -345,12 +249,7 @@ class SuiteSession:
     def write_reports(self, summary_json: Path | None, html: Path | None) -> None:
         """The session's results as JSON (``--faultload-summary-json``) and as a page (``--faultload-html``),
         from the same summary."""
-        data = self.summary()
-        if summary_json is not None:
-            summary_json.parent.mkdir(parents=True, exist_ok=True)
-            summary_json.write_text(json.dumps(data, indent=2) + "\n")
-        if html is not None:
-            write_suite_html(data, html)
+        write_summary(self.summary(), summary_json, html)
 
     def summary(self) -> dict[str, Any]:
         """The session's results as data, even when no property ran (an empty list says so)."""
@@ -377,9 +276,13 @@ class SuiteSession:
         return data
 
     def close(self) -> None:
-        """Close the runner (and its stack), uninstall the signal handlers, load the previous Hypothesis profile."""
+        """Close the runner (and its stack), uninstall the signal handlers, load the previous Hypothesis profile;
+        a session of one lane records what its trials took of the machine (a lane's controller does for its)."""
         if self.suite is not None:
             self.suite.close()
+            needs = needs_of([self.suite.usage.to_dict()]) if not self.lane else None
+            if needs is not None:
+                write_needs(self.options.workspace().root, needs)
         self.suite = None
         if self.cluster is not None:  # after the runner: its last trial's actors are gone with it
             self.cluster.close()

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from faultload.model.switches import switches_text
+from faultload.store.html_suite import write_suite_html
 from faultload.store.report_text import phases_text, phases_wall
 from faultload.suite.properties import checked
 from faultload.suite.state import Tally, tallies_dict, tally_text
@@ -43,6 +46,7 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
         "invariants": tallies_dict(session_tally(runner.states.values())),
         "properties": properties,
         "session_growth": session_growth_dict(runner),
+        "notes": list(getattr(runner, "notes", [])),  # what the session decided on its own, said once
     }
 
 
@@ -178,3 +182,12 @@ def summary_lines(runner) -> list[str]:
     if runner.phases_s:
         lines.append(f"  trial wall {phases_wall(runner.phases_s):.0f} s: {phases_text(runner.phases_s)}")
     return lines
+
+
+def write_summary(data: dict[str, Any], summary_json: Path | None, html: Path | None) -> None:
+    """A session's summary as JSON (``--faultload-summary-json``) and as a page (``--faultload-html``)."""
+    if summary_json is not None:
+        summary_json.parent.mkdir(parents=True, exist_ok=True)
+        summary_json.write_text(json.dumps(data, indent=2) + "\n")
+    if html is not None:
+        write_suite_html(data, html)

@@ -339,7 +339,7 @@ def test_the_graph_counts_the_packages_an_import_runs(tmp_path: Path) -> None:
 # handed their settings by the launching parent through its child's environment).
 ENVIRONMENT_EDGES = {
     "faultload.cli.main": {"main"},
-    "faultload.suite.plugin": {"pytest_configure"},
+    "faultload.suite.plugin": {"pytest_configure", "pytest_cmdline_main"},  # the latter: the lanes' workspace
     "faultload.client.workers": {"_worker_main"},
     "faultload.host.processes": {"child_environment"},  # what a child inherits, minus what it must not
     "faultload.targets.skyrl_launch": {"*"},

@@ -82,8 +82,8 @@ def test_examples_alone(pytester, monkeypatch, how: str) -> None:
     probe = collect(pytester, monkeypatch, how, "--faultload-examples", "3")
     assert (probe["profile"], probe["max_examples"]) == ("ci", 3)
     if how == "pyargs":  # the suite's properties draw that many (times their weight)
-        assert probe["property_examples"]["test_all_invariants"] == 3
-        assert probe["property_examples"]["test_no_lost_results"] == 6
+        assert probe["property_examples"]["test_health"] == 3
+        assert probe["property_examples"]["test_all_invariants"] == 6  # weight 2: its trials are short
     else:  # a user's own @settings are theirs
         assert probe["property_examples"] == {"test_big_results_keep_fds_bounded": 5}
 
@@ -106,7 +106,7 @@ def test_shrink_s_alone(pytester, monkeypatch, how: str) -> None:
 def test_without_options_the_ci_profile_and_the_default_workdir(pytester, monkeypatch) -> None:
     probe = collect(pytester, monkeypatch, "pyargs")
     assert (probe["profile"], probe["max_examples"], probe["shrink_s"]) == ("ci", CI.max_examples, CI.shrink_s)
-    assert probe["property_examples"]["test_all_invariants"] == CI.max_examples
+    assert probe["property_examples"]["test_health"] == CI.max_examples
     assert probe["workspace"] == str((pytester.path / ".faultload").resolve())
 
 
@@ -167,7 +167,7 @@ def test_a_hypothesis_profile_of_yours_composes_with_the_suites(
     result, probe = run(pytester, how, "--hypothesis-profile", "mine")
     assert result.ret == 0, result.stdout.str()
     assert probe["hypothesis_profile"] == "mine"
-    name = "test_all_invariants" if how == "pyargs" else "test_big_results_keep_fds_bounded"
+    name = "test_health" if how == "pyargs" else "test_big_results_keep_fds_bounded"
     assert probe["property_verbosity"][name] == "verbose"
     assert probe["property_derandomize"][name] is True
     assert probe["property_examples"][name] == (CI.max_examples if how == "pyargs" else 5)
@@ -243,12 +243,14 @@ def test_the_plugin_imports_no_machinery() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     # defaults, the switch names, default target and server families its help lists (plain values), the check of an
     # output option's folder (host.workspace), the exit codes (cli.exits, with the replay outcomes it maps) and the
-    # harness's own error type it tells from a violation (suite.errors): stdlib only
+    # harness's own error type it tells from a violation (suite.errors), how many lanes the machine holds and the
+    # machine's turns (host.lanes, host.admission, suite.lanes): stdlib only
     assert out.strip() == (
-        "['faultload.cli', 'faultload.cli.exits', 'faultload.host', 'faultload.host.workspace', "
+        "['faultload.cli', 'faultload.cli.exits', 'faultload.host', 'faultload.host.admission', "
+        "'faultload.host.lanes', 'faultload.host.workspace', "
         "'faultload.model', 'faultload.model.family', 'faultload.model.switches', "
         "'faultload.model.target', 'faultload.store', 'faultload.store.outcomes', 'faultload.suite', "
-        "'faultload.suite.defaults', 'faultload.suite.errors', 'faultload.suite.options', "
+        "'faultload.suite.defaults', 'faultload.suite.errors', 'faultload.suite.lanes', 'faultload.suite.options', "
         "'faultload.suite.plugin']"
     )
 
@@ -269,3 +271,10 @@ def test_a_target_or_a_switch_its_family_lacks_is_a_usage_error_before_collectio
     result, probe = run(pytester, "pyargs", *options)
     assert result.ret == pytest.ExitCode.USAGE_ERROR and probe is None
     assert any(says in line for line in result.errlines), result.errlines
+
+
+@pytest.mark.parametrize("given", ["0", "two", "-3"])
+def test_a_lane_count_that_is_not_one_is_a_usage_error(pytester, given: str) -> None:
+    result, probe = run(pytester, "pyargs", "--faultload-lanes", given)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR and probe is None
+    assert any(f"--faultload-lanes: '{given}' is neither a count" in line for line in result.errlines), result.errlines

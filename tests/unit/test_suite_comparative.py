@@ -144,7 +144,7 @@ def test_replay_reproduces_a_trials_violation_though_no_metric_is_worse(tmp_path
     path = runner.write_repro(runner.states[NODE])
     calls: list = []
 
-    def violating(config, builds, repeats, workspace, budgets, log):
+    def violating(config, builds, repeats, workspace, budgets, log, admission=None):
         """TEST DOUBLE of run_comparison: costs alike, the candidate's trials violate polls_held."""
         trials = _fake_comparison(1.0, calls)(config, builds, repeats, workspace, budgets, log)
         for t in trials:
@@ -261,7 +261,7 @@ def test_the_repro_names_both_builds_the_repeats_and_the_thresholds(tmp_path) ->
 def _fake_comparison(factor: float, calls: list):
     """TEST DOUBLE of run_comparison: each side's reports as CostlierSwitch would give them, ABBA."""
 
-    def run(config, builds, repeats, workspace, budgets, log):
+    def run(config, builds, repeats, workspace, budgets, log, admission=None):
         calls.append((config, {side: b.text for side, b in builds.items()}, repeats))
         trials = []
         for i, side in enumerate(abba(repeats)):
@@ -333,7 +333,7 @@ def test_the_baseline_option_parses_and_adds_the_comparisons_time_to_the_session
     opts = SuiteOptions(FakeConfig(tmp_path, faultload_baseline="skyrl==0.4.0+regress=rich-access-log"))
     assert opts.baseline == parse_build("skyrl==0.4.0+regress=rich-access-log")
     assert opts.compare_settings == CompareSettings()  # no [tool.faultload.compare] under tmp_path
-    assert opts.profile.session_s == ci.session_s + comparative.WEIGHT * ci.property_s
+    assert opts.profile.session_s == ci.session_s + ci.compare_examples * comparative.EXAMPLE_S
     given = SuiteOptions(FakeConfig(tmp_path, faultload_baseline="skyrl==0.4.0", faultload_session_s=60.0))
     assert given.profile.session_s == 60.0  # an explicit --faultload-session-s wins
     plain = SuiteOptions(FakeConfig(tmp_path))

@@ -371,3 +371,53 @@ def test_with_requests_keeps_the_cap_and_workers_within_the_requests() -> None:
 def test_complexity_ranks_fewer_requests_before_fewer_faults() -> None:
     assert complexity(trial(40, FAULT, OTHER)) < complexity(trial(41, FAULT))
     assert complexity(trial(40, FAULT)) < complexity(trial(40, FAULT, OTHER))
+
+
+# --------------------------------------------------------------------------- the machine's turns (lanes)
+
+
+class TurnRecorder(KnownFailure):
+    """TEST DOUBLE executor: a KnownFailure that records, as each trial runs, what holds the machine's slots."""
+
+    def __init__(self, admission_folder, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.folder = admission_folder
+        self.seen: list[list[str]] = []
+
+    def run(self, config):
+        from faultload.host.admission import Admission
+
+        self.seen.append(Admission(self.folder, 2).running())
+        return super().run(config)
+
+
+def test_each_trial_takes_its_turn_of_the_machine_alone_when_it_needs_it(tmp_path, clock) -> None:
+    from faultload.host.admission import Admission
+
+    folder = tmp_path / "admission"
+    fake = TurnRecorder(folder, min_requests=40, clock=clock, trial_s=1.0)
+    runner, _, state = setup(tmp_path, clock, fake=fake)
+    runner.admission, runner.lane = Admission(folder, 2), "gw1"
+    lines: list[str] = []
+    runner._log = lines.append
+    runner.check(LOST, trial(8))  # small: one slot, beside whatever runs
+    runner.check(LOST, trial(2048))  # past ALONE_FROM_REQUESTS: every slot
+    with pytest.raises(AssertionError):
+        runner.check(LOST, trial(40, FAULT))  # fails: beside others; its shrinking runs alone
+    assert fake.seen[0] == ["gw1 test_p trial 1 (8 req)"]
+    assert fake.seen[1] == ["gw1 test_p trial 2 (2048 req) (alone)"] * 2
+    assert fake.seen[2] == ["gw1 test_p trial 3 (40 req)"]
+    assert all(len(seen) == 2 for seen in fake.seen[3:]) and len(fake.seen) > 3  # the reducer's trials: alone
+    assert "test_p: trial 2 runs alone: 2,048 requests: past 1,024, its own load keeps the machine busy" in lines
+    assert any("runs alone: shrinking a failure" in line for line in lines)
+    assert Admission(folder, 2).running() == []  # nothing held once the trials ended
+    assert state.trials == len(fake.seen)
+
+
+def test_a_lane_starts_no_trial_once_its_session_should_stop(tmp_path, clock) -> None:
+    runner, fake, state = setup(tmp_path, clock)
+    runner.stop_file = tmp_path / "stop-1"
+    runner.check(LOST, trial(3))
+    runner.stop_file.touch()  # another lane's property failed under -x
+    runner.check(LOST, trial(4))
+    assert (state.trials, state.not_run, len(fake.ran)) == (1, 1, 1)
