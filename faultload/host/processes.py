@@ -13,11 +13,10 @@ from typing import Any, Iterator
 import psutil  # loaded with this module, so a signal handler never imports it
 
 from faultload.host import scratch
+from faultload.host.signals import INTERRUPT_SIGNALS
 
 _PR_SET_PDEATHSIG = 1
-# What ends a run from outside: Ctrl-C (the terminal sends it to the whole
-# foreground group), `kill`/`timeout`/CI cancelling, and a closed terminal.
-INTERRUPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
 _RESOURCE_TRACKER = "multiprocessing.resource_tracker"
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -167,6 +168,32 @@ def mark_stop(mark: Path) -> None:
     """Tell a controller's lanes to stop (made here, not before: a bad command line leaves nothing behind)."""
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.touch()
+
+
+def interrupt_lanes(mark: Path, signum: int) -> None:
+    """The controller was interrupted: its lanes start no other trial (the stop mark), and for a signal sent to it
+    alone (SIGTERM, SIGHUP: kill, timeout, CI) each lane is sent SIGTERM, which takes the suite's own interrupt path
+    (its trial stopped, its stack closed). A SIGINT is left to reach them from the terminal, which sends it to the
+    whole group: a second signal would make a lane kill its processes at once."""
+    mark_stop(mark)
+    if signum == signal.SIGINT:
+        return
+    for pid in child_pids():
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            continue
+
+
+def child_pids(proc: Path = Path("/proc/self/task")) -> list[int]:
+    """This process's children (its lanes, on a controller), from /proc."""
+    pids: list[int] = []
+    for task in proc.iterdir():
+        try:
+            pids += [int(pid) for pid in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return pids
 
 
 def lane_of(node: Any) -> str:

@@ -59,10 +59,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS
+from faultload.host.signals import INTERRUPT_SIGNALS
 from faultload.host.workspace import output_folder_problem
 from faultload.suite.defaults import PROFILE_VARIABLE
 from faultload.suite.errors import SuiteError
-from faultload.suite.lanes import choose_lanes, lane_of, mark_stop, stop_mark, workspace_of
+from faultload.suite.lanes import choose_lanes, interrupt_lanes, lane_of, mark_stop, stop_mark, workspace_of
 from faultload.suite.options import add_build_options, add_outside_options, add_session_options
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ _LANES = pytest.StashKey["LaneRun"]()  # the controller of a session of lanes: i
 _CHOSEN = pytest.StashKey["Lanes"]()  # the lanes the plugin chose for a session of the suite's properties
 _STOP = pytest.StashKey[Path]()  # where the controller marks that its lanes should stop (-x)
 _FAILURES = pytest.StashKey[int]()
-_PREVIOUS_SIGINT = pytest.StashKey[Any]()  # the controller's SIGINT handler before its lanes' (restored)
+_PREVIOUS_HANDLERS = pytest.StashKey[dict[int, Any]]()  # the controller's signal handlers before its lanes'
 _STARTED = pytest.StashKey[float]()  # time.monotonic() at the session's start (a controller's wall)
 # The config of the controller of lanes this process is (pytest_runtest_logreport is given no config)
 _CONTROLLER: ContextVar[pytest.Config | None] = ContextVar("faultload_controller", default=None)
@@ -200,8 +201,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     stop = config.stash.get(_STOP, None)
     if stop is not None:
         stop.unlink(missing_ok=True)
-        if _PREVIOUS_SIGINT in config.stash:
-            signal.signal(signal.SIGINT, config.stash[_PREVIOUS_SIGINT])
+        for sig, handler in config.stash.get(_PREVIOUS_HANDLERS, {}).items():
+            signal.signal(sig, handler)
         if _CONTROLLER.get() is config:
             _CONTROLLER.set(None)
     found = _made(config)
@@ -321,21 +322,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """On the controller of lanes: an interrupt sent to it alone (``kill -INT``) reaches its lanes as the stop
-    mark, so each ends its trial and starts no other (a terminal's Ctrl-C reaches the lanes themselves too)."""
+    """On the controller of lanes, an interrupt reaches the lanes (:func:`faultload.suite.lanes.interrupt_lanes`);
+    the handlers it replaces come back at the session's end."""
     stop = session.config.stash.get(_STOP, None)
     if stop is None or threading.current_thread() is not threading.main_thread():
         return
-    previous = signal.getsignal(signal.SIGINT)
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPT_SIGNALS}
 
     def on_interrupt(signum, frame) -> None:
-        mark_stop(stop)
-        if callable(previous):
-            previous(signum, frame)
+        interrupt_lanes(stop, signum)
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, on_interrupt)
-    session.config.stash[_PREVIOUS_SIGINT] = previous
+    for sig in INTERRUPT_SIGNALS:
+        signal.signal(sig, on_interrupt)
+    session.config.stash[_PREVIOUS_HANDLERS] = previous
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -168,3 +168,34 @@ def test_under_maxfail_the_controller_marks_its_lanes_to_stop(tmp_path: Path) ->
         assert (tmp_path / "stop-1").exists()
     finally:
         plugin._CONTROLLER.reset(token)
+
+
+LANE_CONTROLLER = """
+import pathlib, subprocess, sys
+from faultload.suite.lanes import interrupt_lanes
+lane = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+interrupt_lanes(pathlib.Path(sys.argv[1]), int(sys.argv[2]))
+try:
+    print(lane.wait(timeout=float(sys.argv[3])))
+except subprocess.TimeoutExpired:
+    lane.kill()
+    print("alive")
+"""
+
+
+@pytest.mark.parametrize(("sig", "wait_s", "lane_sees"), [(15, 10.0, "-15"), (1, 10.0, "-15"), (2, 0.5, "alive")])
+def test_an_interrupted_controller_stops_its_lanes(tmp_path: Path, sig: int, wait_s: float, lane_sees: str) -> None:
+    """SIGTERM or SIGHUP sent to the controller alone reach each lane as SIGTERM; a SIGINT reaches them from the
+    terminal (the whole group), so the controller only marks the stop; the mark is made in every case."""
+    import subprocess
+    import sys
+
+    mark = tmp_path / "admission" / "stop-1"
+    out = subprocess.run(
+        [sys.executable, "-c", LANE_CONTROLLER, str(mark), str(sig), str(wait_s)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.stdout.strip() == lane_sees, out.stderr
+    assert mark.exists()

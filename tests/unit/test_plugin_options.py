@@ -247,7 +247,7 @@ def test_the_plugin_imports_no_machinery() -> None:
     # machine's turns (host.lanes, host.admission, suite.lanes): stdlib only
     assert out.strip() == (
         "['faultload.cli', 'faultload.cli.exits', 'faultload.host', 'faultload.host.admission', "
-        "'faultload.host.lanes', 'faultload.host.workspace', "
+        "'faultload.host.lanes', 'faultload.host.signals', 'faultload.host.workspace', "
         "'faultload.model', 'faultload.model.family', 'faultload.model.switches', "
         "'faultload.model.target', 'faultload.store', 'faultload.store.outcomes', 'faultload.suite', "
         "'faultload.suite.defaults', 'faultload.suite.errors', 'faultload.suite.lanes', 'faultload.suite.options', "
