@@ -29,6 +29,7 @@ from faultload.host.lanes import LaneNeeds, Lanes
 from faultload.host.lanes import admission_for as host_admission_for
 from faultload.host.lanes import machine_lanes as host_lanes
 from faultload.host.workspace import Workspace
+from faultload.model.target import parse_target
 
 # A trial of at least this many requests needs the machine: its load alone keeps a core busy for seconds (the
 # size trials hold 2,048 and 16,384 at once; bounded_cpu's sample is 1,200; completion_burst 6,000), and its
@@ -143,6 +144,9 @@ def choose_lanes(config: pytest.Config, environ: Mapping[str, str], package_dir:
         return None
     if config.getoption("faultload_ray", None):  # its load runs on the cluster, which one driver joins
         return None
+    target = config.getoption("faultload_target", None)
+    if target and _is_url(target):  # one server someone else started: lanes would load each other's trials
+        return None
     if not names_suite([str(a) for a in config.args], bool(config.getoption("pyargs", False)), package_dir):
         return None
     lanes = machine_lanes(workspace_of(config, environ))
@@ -194,6 +198,13 @@ def child_pids(proc: Path = Path("/proc/self/task")) -> list[int]:
         except OSError:
             continue
     return pids
+
+
+def _is_url(target: str) -> bool:
+    try:
+        return parse_target(target).kind == "url"
+    except ValueError:  # said as a usage error when the session reads its options
+        return False
 
 
 def lane_of(node: Any) -> str:

@@ -87,6 +87,7 @@ _LANES = pytest.StashKey["LaneRun"]()  # the controller of a session of lanes: i
 _CHOSEN = pytest.StashKey["Lanes"]()  # the lanes the plugin chose for a session of the suite's properties
 _STOP = pytest.StashKey[Path]()  # where the controller marks that its lanes should stop (-x)
 _FAILURES = pytest.StashKey[int]()
+_MAXFAIL_STOPPED = pytest.StashKey[bool]()  # the controller stopped its lanes for -x, not for an interrupt
 _PREVIOUS_HANDLERS = pytest.StashKey[dict[int, Any]]()  # the controller's signal handlers before its lanes'
 _STARTED = pytest.StashKey[float]()  # time.monotonic() at the session's start (a controller's wall)
 # The config of the controller of lanes this process is (pytest_runtest_logreport is given no config)
@@ -311,6 +312,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     retry the rig's failures and not the server's (pytest's own 1 for both otherwise)."""
     found = _made(session.config)
     lanes = session.config.stash.get(_LANES, None)
+    if exitstatus == pytest.ExitCode.INTERRUPTED and session.config.stash.get(_MAXFAIL_STOPPED, False):
+        exitstatus = session.exitstatus = EXIT_FAILED  # pytest-xdist ends -x as an interrupt: it is a failure
     if hasattr(session.config, "workerinput") and found is not None:  # a lane: its summary to the controller
         session.config.workeroutput["faultload"] = found.lane_report()
     outcomes = lanes.outcomes() if lanes is not None else found.outcomes if found is not None else {}
@@ -330,6 +333,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     previous = {sig: signal.getsignal(sig) for sig in INTERRUPT_SIGNALS}
 
     def on_interrupt(signum, frame) -> None:
+        session.config.stash[_MAXFAIL_STOPPED] = False  # an interrupt: the session ends as interrupted
         interrupt_lanes(stop, signum)
         raise KeyboardInterrupt
 
@@ -357,6 +361,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     maxfail = int(config.getoption("maxfail", 0) or 0)
     if maxfail and failures >= maxfail:
         mark_stop(stop)
+        config.stash[_MAXFAIL_STOPPED] = True
 
 
 @pytest.hookimpl(optionalhook=True)

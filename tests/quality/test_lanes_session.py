@@ -75,3 +75,52 @@ def test_a_session_of_lanes_whose_only_errors_are_the_harness_exits_3(pytester, 
     result.assert_outcomes(errors=3)
     assert result.ret == EXIT_HARNESS
     assert all(p["outcome"] == "error" for p in summary["properties"])
+
+
+ALWAYS_FAILS = """
+import pytest
+
+from faultload.checker.inputs import Verdict
+from faultload.suite.executor import TrialOutcome
+
+
+class AlwaysFails:
+    \"\"\"TEST DOUBLE executor: every trial violates no_lost_results; nothing starts.\"\"\"
+
+    def run(self, config):
+        verdict = Verdict(name="no_lost_results", ok=False, figure=1, budget=0, head="test double: lost one")
+        figures = {"no_lost_results": {"ok": False, "figure": 1, "budget": 0}}
+        return TrialOutcome([verdict], figures, config.shape.requests, 0.0)
+
+    def close(self):
+        pass
+
+    def describe(self):
+        return "test double: always fails"
+
+
+@pytest.fixture(scope="session")
+def faultload_executor():
+    return AlwaysFails()
+"""
+
+
+def test_under_x_the_first_failure_stops_the_lanes_and_the_session_exits_1(pytester, repo_on_path) -> None:
+    """pytest-xdist ends a -x session as an interrupt (its exit 2); the suite's is the server's failure, 1."""
+    pytester.makeconftest(ALWAYS_FAILS)
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--pyargs",
+        "faultload.suite",
+        "-k",
+        "integrity or health",
+        "-x",
+        "--faultload-lanes",
+        "2",
+        "--faultload-workdir",
+        str(pytester.path / "fl"),
+    )
+    assert result.ret == 1, result.stdout.str()[-3000:]
+    assert "no_lost_results violated" in result.stdout.str()
+    assert not list((pytester.path / "fl" / "admission").glob("stop-*"))  # the mark goes with the session

@@ -118,12 +118,20 @@ def test_one_summary_from_the_lanes() -> None:
 class FakeConfig:
     """TEST DOUBLE of ``pytest.Config``: what ``choose_lanes`` reads (its options, its args)."""
 
-    def __init__(self, args: list[str], lanes: str = "auto", numprocesses=None, workdir: str = "") -> None:
+    def __init__(
+        self, args: list[str], lanes: str = "auto", numprocesses=None, workdir: str = "", target: str = ""
+    ) -> None:
         import argparse
 
         self.args = args
         self.option = argparse.Namespace(numprocesses=numprocesses, dist="no")
-        self._options = {"faultload_lanes": lanes, "collectonly": False, "pyargs": False, "faultload_workdir": workdir}
+        self._options = {
+            "faultload_lanes": lanes,
+            "collectonly": False,
+            "pyargs": False,
+            "faultload_workdir": workdir,
+            "faultload_target": target,
+        }
 
     def getoption(self, name: str, default=None):
         return self._options.get(name, default)
@@ -140,6 +148,7 @@ def test_a_session_of_the_suite_gets_its_lanes_as_pytest_xdist_workers(tmp_path:
         FakeConfig(["tests"], workdir=str(tmp_path)),  # not the suite's properties
         FakeConfig(["faultload"], numprocesses=2, workdir=str(tmp_path)),  # -n given: it wins
         FakeConfig(["faultload"], lanes="1", workdir=str(tmp_path)),  # one lane: no workers
+        FakeConfig(["faultload"], workdir=str(tmp_path), target="url=http://127.0.0.1:9"),  # a server not ours
     ):
         assert choose_lanes(not_ours, {}, package) is None
         assert not_ours.option.numprocesses in (None, 2)
