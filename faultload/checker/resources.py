@@ -11,7 +11,6 @@ from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.contract.processes import WORKER_POOL_DRAIN
 from faultload.checker.inputs import CheckInputs, Verdict
 from faultload.checker.wording import fmt_bytes, fmt_s
-from faultload.model.shape import LoadShape
 from faultload.record.history import History, Outcome
 
 if TYPE_CHECKING:  # type-only: keeps this module cheap to import (no toxiproxy client, no psutil)
@@ -22,16 +21,17 @@ RESULT_BYTES_PER_TOKEN = 8
 _POOL_NOTE = f"drain not judged: the family's worker pool decides it ({WORKER_POOL_DRAIN.name})"
 
 
-def _peak_in_flight(
-    monitor: MonitorSamples | None, shape: LoadShape, router_peak: int | None = None
-) -> tuple[float, str]:
+def _peak_in_flight(inputs: CheckInputs) -> tuple[float, str]:
     """Peak requests in flight at the server, and where the number came from.
 
-    The larger of the sampled client and router peaks and the router's own exact
-    peak: samples every 0.5 s miss short peaks (a barrier wave), and the client
-    does not count a resubmitted asample whose first copy the server still holds,
-    while the router sees every forward.
+    The largest of the sampled client and router peaks, the router's own exact
+    peak and the client's exact peak from its history: samples every 0.5 s
+    miss short peaks (a burst answered at once by an immediate router: 99 in
+    flight for 0.1 s, 2 at the sample), and the client does not count a
+    resubmitted asample whose first copy the server still holds, while the
+    router sees every forward.
     """
+    monitor, shape, router_peak = inputs.monitor, inputs.shape, inputs.router_peak_in_flight
     best, note = -1.0, ""
     if monitor is not None:
         t = monitor.samples.get("t")
@@ -47,6 +47,9 @@ def _peak_in_flight(
                     best, note = float(values[i]), f"peak {label} {int(values[i])}{when}"
     if router_peak is not None and router_peak > best:
         best, note = float(router_peak), f"router's exact peak in-flight {router_peak}"
+    client_peak = inputs.history.peak_in_flight() if len(inputs.history) else -1
+    if client_peak > best:
+        best, note = float(client_peak), f"client's exact peak in-flight {client_peak}"
     if best >= 0:
         return best, note
     cap = shape.max_outstanding or shape.requests
@@ -98,7 +101,7 @@ def check_bounded_fds(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if fds.size == 0:
         return Verdict(ok=None, figure=None, budget=None, head="no process metrics (server fds not readable)")
     baseline, base_note = _baseline(monitor, "fds", fds)
-    in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
+    in_flight, in_flight_note = _peak_in_flight(inputs)
     in_flight = max(1.0, in_flight)
     connections, _ = _series(monitor, "client_connections_peak")
     idle = max(0, int(connections.max()) - int(in_flight)) if connections.size else 0
@@ -184,7 +187,7 @@ def check_bounded_rss(inputs: CheckInputs, budgets: Budgets) -> Verdict:
     if rss.size == 0:
         return Verdict(ok=None, figure=None, budget=None, head="no process metrics (server RSS not readable)")
     baseline, base_note = _baseline(monitor, "rss", rss)
-    in_flight, in_flight_note = _peak_in_flight(monitor, inputs.shape, inputs.router_peak_in_flight)
+    in_flight, in_flight_note = _peak_in_flight(inputs)
     per_request, per_note = _result_bytes_per_request(inputs)
     in_flight_bytes = in_flight * per_request
     mult = budgets.rss_bytes_per_in_flight_result_byte

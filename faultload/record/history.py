@@ -85,6 +85,16 @@ def server_id_key(request_id: str) -> int:
 MAX_COUNT = 65535  # the per-request counters are uint16: they saturate, never wrap
 
 
+def peak_overlap(starts: np.ndarray, ends: np.ndarray) -> int:
+    """The most of the intervals ``[start, end)`` open at one time (an end at a start's time closes first)."""
+    if starts.size == 0:
+        return 0
+    times = np.concatenate([starts, ends])
+    steps = np.concatenate([np.ones(starts.size), -np.ones(ends.size)])
+    order = np.lexsort((steps, times))
+    return int(np.cumsum(steps[order]).max())
+
+
 def bump_count(column: np.ndarray, row: int) -> None:
     """One more of a per-request count; a retry loop with no count limit may pass 65535 in a long trial."""
     if column[row] < MAX_COUNT:
@@ -170,6 +180,13 @@ class History:
         attempts = {name: np.concatenate([p.attempts[name] for p in parts]) for name in ATTEMPT_COLUMNS}
         attempts["row"] = np.concatenate([p.attempts["row"] + off for p, off in zip(parts, offsets)]).astype(np.int32)
         return cls(columns, attempts)
+
+    def peak_in_flight(self) -> int:
+        """The client's exact peak of sample requests in flight: from its submit's start to its end (an unfinished
+        one to the trial's end). Exact where the monitor's 0.5 s samples miss a short peak."""
+        started = np.isfinite(self.columns["submit_start"])
+        done = self.columns["done"][started]
+        return peak_overlap(self.columns["submit_start"][started], np.where(np.isfinite(done), done, np.inf))
 
     def count(self, outcome: Outcome) -> int:
         return int(np.count_nonzero(self.columns["outcome"] == outcome))

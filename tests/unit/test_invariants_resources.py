@@ -87,15 +87,45 @@ def test_fds_unknown_without_process_metrics() -> None:
     assert v.ok is None and "not measured" in v.detail
 
 
-def test_fds_in_flight_falls_back_to_router_then_shape_cap() -> None:
+def test_fds_in_flight_from_router_then_client_history_then_shape_cap() -> None:
     router = np.full(20, 30.0)
     m = make_monitor(client_in_flight=np.full(20, -1.0), router_in_flight=router)
     v = check_bounded_fds(make_inputs(monitor=m), BUDGETS)
     assert v.figure == pytest.approx(100 / 30) and v.budget == pytest.approx(3 + 64 / 30)
     assert "= 194" in v.detail and "router in-flight 30" in v.detail
+    # no samples: the client's history (a request every 10 ms, each 100 ms in flight: 10 at once, or 11 where a
+    # start and an end 100 ms apart differ in their last bit)
     m = make_monitor(client_in_flight=np.full(20, -1.0))
     v = check_bounded_fds(make_inputs(monitor=m), BUDGETS)
+    peak = make_history().peak_in_flight()
+    assert peak in (10, 11) and f"client's exact peak in-flight {peak}" in v.detail
+    assert v.figure == pytest.approx(100 / peak)
+    # nothing recorded at all: the shape's cap
+    v = check_bounded_fds(make_inputs(monitor=m, history=History.empty(0)), BUDGETS)
     assert v.figure == pytest.approx(100 / 50) and "= 254" in v.detail and "shape cap 50" in v.detail
+
+
+def test_fds_in_flight_peak_between_samples_from_the_client_history() -> None:
+    """A burst answered at once: 99 in flight for 0.1 s, 2 when the 0.5 s sample comes; its 99 client sockets and
+    the server's forwarding connections are fds of requests in flight, not idle ones past a peak of 2."""
+    n = 191
+    burst = make_history(n, submit_start=np.zeros(n), done=0.05 + np.arange(n) * 0.0025)
+    burst["done"][-2:] = np.nan  # two still in flight at the sample
+    fds = np.array([20.0, 193.0])
+    m = dataclasses.replace(
+        make_monitor(seconds=1.0, fds=fds, client_in_flight=np.array([0.0, 2.0])),
+        baseline=ProcessSnapshot(200 * MIB, 19, 1.0),
+        drained=ProcessSnapshot(200 * MIB, 19, 1.0),
+    )
+    m.samples["t"] = np.array([0.01, 0.5])
+    m.samples["client_connections_peak"] = np.array([0.0, 99.0])
+    v = check_bounded_fds(make_inputs(monitor=m, history=burst), BUDGETS)
+    assert "client's exact peak in-flight 191" in v.detail and v.ok is True
+    # the same fds over a burst of 30 on 30 connections: over budget (19 + 64 + 3 x 30 = 173 < 193)
+    small = make_history(30, submit_start=np.zeros(30), done=np.full(30, 0.05))
+    m.samples["client_connections_peak"] = np.array([0.0, 30.0])
+    v = check_bounded_fds(make_inputs(monitor=m, history=small), BUDGETS)
+    assert v.ok is False and "peak 193 fds" in v.detail
 
 
 def test_fds_baseline_from_first_sample_when_missing() -> None:

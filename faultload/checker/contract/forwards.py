@@ -16,6 +16,7 @@ from faultload.checker.common import overlaps
 from faultload.checker.contract.faults import in_force_windows
 from faultload.checker.contract.rules import Allowance, Rule
 from faultload.checker.inputs import CheckInputs
+from faultload.record.history import peak_overlap
 
 FORWARDED_ONCE = Rule(
     "forwarded_once",
@@ -113,7 +114,4 @@ def owed_forwards_peak(inputs: CheckInputs) -> int:
     starts = history["submit_end"][accepted].astype(np.float64)
     ends = np.array([completed_s.get(int(n), np.inf) for n in history["nonce"][accepted].tolist()], dtype=np.float64)
     owed = ends > starts
-    times = np.concatenate([starts[owed], ends[owed]])
-    steps = np.concatenate([np.ones(int(owed.sum())), -np.ones(int(owed.sum()))])
-    order = np.lexsort((steps, times))  # at a tie, a completion before an acceptance
-    return int(np.cumsum(steps[order]).max()) if times.size else 0
+    return peak_overlap(starts[owed], ends[owed])
