@@ -154,7 +154,7 @@ class StackExecutor:
         """
         ready_from = time.monotonic()
         stack = self.prepare(config)
-        self._note_start(stack)
+        self._note_start(stack, config.shape)
         started = time.monotonic()
         try:
             result = run_trial(config, self.workspace, stack=stack, access=self.access, **self.pools)
@@ -227,12 +227,16 @@ class StackExecutor:
         if result.verdict is not None:
             self._log(f"    collapse: {result.verdict.line()[:240]}")
 
-    def _note_start(self, stack) -> None:
-        """The server's RSS and fds as this trial finds it, beside the requests it has served (its process's)."""
+    def _note_start(self, stack, shape) -> None:
+        """The server's RSS and fds as this trial finds it, beside the requests it has served (its process's) and
+        the load this trial asks of it."""
         pid = stack.server.pid if stack.server is not None else None
         snap = snapshot(pid, stack.server is not None and stack.server.tree)
         if pid is not None and snap is not None:
-            self.trial_starts.append(TrialStart(pid, self._served.get(pid, 0), snap.rss, snap.fds))
+            tokens = shape.requests * shape.result_tokens * shape.num_samples
+            self.trial_starts.append(
+                TrialStart(pid, self._served.get(pid, 0), snap.rss, snap.fds, shape.requests, tokens)
+            )
 
     def prepare(self, config) -> Stack:
         """The stack ready for ``config``: started, restarted or waited on (``run`` does it too; the suite's lanes

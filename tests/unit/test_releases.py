@@ -187,3 +187,28 @@ def test_a_restart_starts_a_series_of_its_own() -> None:
 def test_too_little_to_judge_is_unknown(points: list[TrialStart]) -> None:
     verdict = check_session_growth(points, BUDGETS)
     assert verdict.ok is None and "not enough to judge" in verdict.detail
+
+
+def test_growth_is_judged_after_the_largest_trials() -> None:
+    """A lane meets its largest loads late (the ci fixed row's gw3, its starts as measured: trials of 216 requests
+    x 868 x 3 tokens at 2,664-3,708 of 4,386 requests raised the heap 586 -> 604 MiB, then flat): the steps its
+    largest trials left are not growth; what comes after them is judged."""
+    served = [0, 1, 196, 391, 441, 491, 731, 971, 1160, 1283, 1519, 1629, 1739, 1849, 1959, 2140, 2321, 2502, 2556]
+    served += [2610, 2664, 2796, 2928, 3060, 3276, 3492, 3708, 3924, 4140, 4263, 4386]
+    mib = [573.4, 574.3, 575.9, 577.7, 577.7, 577.9, 580.6, 582.8, 583.8, 584.4, 585.2, 585.5, 585.5, 585.5, 585.6]
+    mib += [586.1, 586.3, 587.3, 587.3, 587.3, 585.6, 589.3, 592.9, 598.2, 600.4, 604.4, 604.5, 596.6, 598.7, 598.6]
+    mib += [598.7]
+    asked = [(b - a, (b - a) * 100) for a, b in zip(served, served[1:])] + [(100, 10_000)]
+    asked[23:26] = [(216, 216 * 868 * 3)] * 3  # the three largest, from the start at 3,060 requests
+    points = [TrialStart(7, n, int(m * MIB), 19, r, t) for n, m, (r, t) in zip(served, mib, asked)]
+    old_rule = [p for p in points if p.requests >= 0.5 * points[-1].requests]
+    assert (
+        slope_per_k([p.requests for p in old_rule], [p.rss / MIB for p in old_rule])
+        > BUDGETS.session_rss_mib_per_k_requests
+    )
+    verdict = check_session_growth(points, BUDGETS)
+    assert verdict.ok is None and "after its high-water marks" in verdict.detail
+    # a store that keeps what it serves grows after its largest trial too
+    leak = [dataclasses.replace(p, requests=p.requests * 4, rss=p.rss + p.requests * 4 * 20 * 1024) for p in points]
+    verdict = check_session_growth(leak, BUDGETS)
+    assert verdict.ok is False and "(RSS)" in verdict.detail
