@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,26 @@ def turn(admission: Admission | None, label: str, alone: str | None, log: Callab
         yield
 
 
+def hold_machine(admission: Admission | None, lane: str, state: Any, log: Callable[[str], None]) -> None:
+    """Take the machine alone from a property's first failure to its end: its shrink's candidates and its final
+    replay run one after another with nothing beside them and no wait for a turn between them, so its repro is
+    the one it would shrink to alone, within the same shrink budget."""
+    if admission is None or state.machine is not None:
+        return
+    name = state.nodeid.split("::")[-1]
+    held = ExitStack()
+    held.enter_context(admission.alone(f"{lane + ' ' if lane else ''}{name} shrinking"))
+    state.machine = held
+    log(f"{name}: holds the machine alone until its shrink ends: {needs_machine(0, False, True)}")
+
+
+def release_machine(state: Any) -> None:
+    """Give back the machine a property held for its shrink (:func:`hold_machine`), if it held it."""
+    if state.machine is not None:
+        held, state.machine = state.machine, None
+        held.close()
+
+
 @contextmanager
 def trial_turn(
     admission: Admission | None, lane: str, state: Any, config: Any, executor: Any, log: Callable[[str], None]
@@ -78,6 +98,9 @@ def trial_turn(
     """One trial's turns of the machine: its lane's stack started alone first when it must start (a start keeps a
     core busy for seconds; alone for the start only, not for the trial after it), then the trial itself, alone when
     it needs the machine (:func:`needs_machine`), else beside the others."""
+    if getattr(state, "machine", None) is not None:  # held alone for its shrink (hold_machine): no turn to take
+        yield
+        return
     name = state.nodeid.split("::")[-1]
     label = f"{lane + ' ' if lane else ''}{name} trial {state.trials + 1} ({config.shape.requests} req)"
     if admission is not None and getattr(executor, "needs_start", lambda config: False)(config):

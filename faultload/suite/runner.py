@@ -49,7 +49,7 @@ from faultload.store.repro import config_key
 from faultload.suite import summary
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, StackExecutor, SuiteError, TrialOutcome, add_phases
-from faultload.suite.lanes import Usage, trial_turn
+from faultload.suite.lanes import Usage, hold_machine, release_machine, trial_turn
 from faultload.suite.profiles import Profile
 from faultload.suite.properties import Property, known_configs, target_figure
 from faultload.suite.reducer import complexity, greedy_reduce
@@ -143,6 +143,7 @@ class SuiteRunner:
     def end(self) -> None:
         if self.current is not None:
             self.current.ended_at = time.monotonic()
+            release_machine(self.current)
             if self.current.remaining_after == 0:
                 self._judge_session(self.current.nodeid)
         self.current = None
@@ -276,6 +277,7 @@ class SuiteRunner:
             state.first_failure_at = now
             state.first_failure_requests = config.shape.requests
             state.shrink_until = self._shrink_until(state, now)
+            hold_machine(self.admission, self.lane, state, self._log)
         state.last_failure_at = now
         state.last_failure = (config, outcome)
         if state.best is None or complexity(config) < complexity(state.best[0]):
@@ -372,6 +374,8 @@ class SuiteRunner:
         return own + (self.comparing.stack_starts if self.comparing and self._compare[0] is None else 0)
 
     def close(self) -> None:
+        for state in self.states.values():
+            release_machine(state)
         self.executor.close()
         if self.comparing is not None and self._compare[0] is None:  # an injected executor is closed above
             self.comparing.close()

@@ -3,21 +3,27 @@ the lanes' (faultload.suite.lanes): pure functions on hand-made machines, needs 
 
 from __future__ import annotations
 
+import types
 from pathlib import Path
 
 import pytest
 
+from faultload.host.admission import Admission, AdmissionTimeout
 from faultload.host.lanes import DEFAULT_NEEDS, LaneNeeds, Machine, lanes_for, read_needs, write_needs
 from faultload.suite.lanes import (
     ALONE_FROM_REQUESTS,
     MOST_LANES,
     choose_lanes,
+    hold_machine,
     merge_summaries,
     names_suite,
     needs_machine,
     needs_of,
+    release_machine,
+    trial_turn,
 )
 from faultload.suite.properties import PROPERTIES
+from faultload.suite.state import PropertyState
 
 GIB = 2**30
 NEEDS = LaneNeeds(cores=0.25, rss_bytes=GIB, fds=2_000, trials=40)
@@ -208,3 +214,24 @@ def test_an_interrupted_controller_stops_its_lanes(tmp_path: Path, sig: int, wai
     )
     assert out.stdout.strip() == lane_sees, out.stderr
     assert mark.exists()
+
+
+def test_a_shrinking_property_holds_the_machine_until_it_ends(tmp_path: Path) -> None:
+    """From its first failure the property holds every slot: its candidates take no turn of their own (a turn
+    inside the hold would be refused as nested), and nothing else runs until it gives the machine back."""
+    lines: list[str] = []
+    state = PropertyState("faultload/suite/test_properties.py::test_health")
+    admission = Admission(tmp_path, 3)
+    hold_machine(admission, "gw1", state, lines.append)
+    assert state.machine is not None and "holds the machine alone until its shrink ends" in lines[0]
+    assert Admission(tmp_path, 3).running() == ["gw1 test_health shrinking (alone)"] * 3
+    with pytest.raises(AdmissionTimeout, match="gw1 test_health shrinking"):
+        with Admission(tmp_path, 3, timeout_s=0.2).beside("another lane's trial"):
+            pass
+    config = types.SimpleNamespace(shape=types.SimpleNamespace(requests=8))
+    with trial_turn(admission, "gw1", state, config, None, lines.append):  # no turn of its own: no wait, no refusal
+        pass
+    release_machine(state)
+    assert state.machine is None and Admission(tmp_path, 3).running() == []
+    with Admission(tmp_path, 3, timeout_s=0.2).beside("another lane's trial") as others:
+        assert others == []

@@ -403,14 +403,17 @@ def test_each_trial_takes_its_turn_of_the_machine_alone_when_it_needs_it(tmp_pat
     runner.check(LOST, trial(8))  # small: one slot, beside whatever runs
     runner.check(LOST, trial(2048))  # past ALONE_FROM_REQUESTS: every slot
     with pytest.raises(AssertionError):
-        runner.check(LOST, trial(40, FAULT))  # fails: beside others; its shrinking runs alone
+        runner.check(LOST, trial(40, FAULT))  # fails: beside others; from then on it holds the machine alone
     assert fake.seen[0] == ["gw1 test_p trial 1 (8 req)"]
     assert fake.seen[1] == ["gw1 test_p trial 2 (2048 req) (alone)"] * 2
     assert fake.seen[2] == ["gw1 test_p trial 3 (40 req)"]
-    assert all(len(seen) == 2 for seen in fake.seen[3:]) and len(fake.seen) > 3  # the reducer's trials: alone
+    # the reducer's trials: in the hold its first failure took, no turn of their own between them
+    assert all(seen == ["gw1 test_p shrinking (alone)"] * 2 for seen in fake.seen[3:]) and len(fake.seen) > 3
     assert "test_p: trial 2 runs alone: 2,048 requests: past 1,024, its own load keeps the machine busy" in lines
-    assert any("runs alone: shrinking a failure" in line for line in lines)
-    assert Admission(folder, 2).running() == []  # nothing held once the trials ended
+    assert sum("holds the machine alone until its shrink ends" in line for line in lines) == 1
+    assert Admission(folder, 2).running() == ["gw1 test_p shrinking (alone)"] * 2  # held until the property ends
+    runner.end()
+    assert Admission(folder, 2).running() == []
     assert state.trials == len(fake.seen)
 
 
