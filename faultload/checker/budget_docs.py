@@ -297,7 +297,9 @@ BUDGET_DOCS: dict[str, BudgetDoc] = {
         "MiB of RSS per 1,000 sample requests served",
         ("session_growth",),
         "The slope of the shared server's RSS at each trial's start against the requests it has served, over the "
-        "later half of a session's requests (the first half holds its high-water marks). A correct server's RSS "
+        "starts after its high-water marks: in the later half of its requests and after its largest trial in "
+        "requests and in result tokens (a lane of the ci fixed row, 2026-12-07, met its 216 x 868 x 3-token trials "
+        "late: +18 MiB that stayed, +7.49 per 1,000 over the later half; unknown after them). A correct server's RSS "
         "at a trial's start holds only what its TTLs still keep (at time scale 0.05 the last 30 s of results) and "
         "what its largest load left: on the ci fixed row (2026-12-05) a trial holding 2,048 requests at once left "
         "+204 MiB that stayed flat (a line over the whole session read +32.8 MiB per 1,000; over the later half, "
