@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from faultload.host.admission import Admission
@@ -126,9 +126,12 @@ def write_needs(workspace_root: Path, needs: LaneNeeds) -> None:
     part.replace(workspace_root / NEEDS_FILE)
 
 
-def machine_lanes(workspace_root: Path, most: int) -> Lanes:
-    """How many lanes this machine holds now, for the needs the last session in the workspace measured."""
-    return lanes_for(Machine.here(), read_needs(workspace_root), most)
+def machine_lanes(workspace_root: Path, most: int, stacks: int = 1) -> Lanes:
+    """How many lanes this machine holds now, for the needs the last session in the workspace measured; a lane
+    that keeps ``stacks`` stacks (a pull request's head and its base) needs that many times the memory (its own
+    process counted each time: an upper bound), and no more cores (its trials run one after another)."""
+    needs = read_needs(workspace_root)
+    return lanes_for(Machine.here(), replace(needs, rss_bytes=needs.rss_bytes * stacks), most)
 
 
 def admission_for(workspace_root: Path, wait_s: float, slots: int) -> Admission:

@@ -91,7 +91,7 @@ def default_baseline(
     if not is_installed(targets_dir, parse_target(release)):
         return None, (
             f"not compared with its release {release}: not installed (faultload setup --target {release},"
-            " or --faultload-baseline BUILD)"
+            " --faultload-baseline BUILD, or --faultload-baseline none: do not compare)"
         )
     build = parse_build(release + (f"+fix={','.join(fixes)}" if fixes else ""))
     return build, (

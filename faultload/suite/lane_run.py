@@ -10,13 +10,12 @@ exit code reads, and records the lanes' measured needs for the next session's co
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from faultload.host.lanes import Lanes, write_needs
 from faultload.host.workspace import Workspace
 from faultload.suite.lanes import merge_summaries, needs_of
-from faultload.suite.summary import write_summary
+from faultload.suite.summary import ReportFiles, write_summary
 
 
 class LaneRun:
@@ -76,10 +75,10 @@ class LaneRun:
         lines += [f"[{lane}] ERROR: the lane ended without its report: {why}" for lane, why in self.lost.items()]
         return lines
 
-    def finish(self, summary_json: Path | None, html: Path | None) -> None:
-        """Write the merged summary (JSON, page) when asked, and the lanes' measured needs always."""
-        if summary_json is not None or html is not None:
-            write_summary(self.summary(), summary_json, html)
+    def finish(self, files: ReportFiles) -> None:
+        """Write the merged summary (JSON, page, Markdown) when asked, and the lanes' measured needs always."""
+        if files.wanted:
+            write_summary(self.summary(), files)
         needs = needs_of([r["usage"] for r in self.reports.values() if r.get("usage")])
         if needs is not None:
             write_needs(self.workspace.root, needs)

@@ -130,9 +130,9 @@ def workspace_of(config: pytest.Config, environ: Mapping[str, str]) -> Workspace
     return Workspace.default(config.getoption("faultload_workdir", None) or environ.get("FAULTLOAD_HOME"))
 
 
-def machine_lanes(workspace: Workspace) -> Lanes:
-    """How many lanes this machine holds now for the suite's properties."""
-    return host_lanes(workspace.root, MOST_LANES)
+def machine_lanes(workspace: Workspace, stacks: int = 1) -> Lanes:
+    """How many lanes this machine holds now for the suite's properties (``stacks`` a lane: 2 with a base)."""
+    return host_lanes(workspace.root, MOST_LANES, stacks)
 
 
 def admission_for(workspace: Workspace, session_s: float, workercount: int | None) -> Admission:
@@ -172,7 +172,7 @@ def choose_lanes(config: pytest.Config, environ: Mapping[str, str], package_dir:
         return None
     if not names_suite([str(a) for a in config.args], bool(config.getoption("pyargs", False)), package_dir):
         return None
-    lanes = machine_lanes(workspace_of(config, environ))
+    lanes = machine_lanes(workspace_of(config, environ), 2 if config.getoption("faultload_base", None) else 1)
     if given != "auto":
         lanes = dataclasses.replace(lanes, count=int(given))
     if lanes.count <= 1:

@@ -91,11 +91,23 @@ def add_session_options(group: pytest.OptionGroup) -> None:
         "auto: as many as this machine's cores, memory and open files hold for the trials' measured needs; 1: "
         "one after another (default auto; an explicit -n wins)",
     )
+
+
+def add_report_options(group: pytest.OptionGroup) -> None:
+    """Where the session writes its summary: JSON, Markdown, a page."""
     group.addoption(
         "--faultload-summary-json",
         default=None,
         metavar="FILE",
         help="write each property's outcome, violated invariants and repro as JSON (default: not written)",
+    )
+    group.addoption(
+        "--faultload-markdown",
+        default=None,
+        metavar="FILE",
+        help="write the session as Markdown, what a pull request's job summary shows: each property, the "
+        "violations new, known and fixed beside a base, the comparisons, each repro's replay command "
+        "(default: not written)",
     )
     group.addoption(
         "--faultload-html",
@@ -124,6 +136,16 @@ def add_outside_options(group: pytest.OptionGroup) -> None:
         "by [tool.faultload.compare]'s thresholds (default: a skyrl@PATH target on the ci profile "
         "is compared with its own release when that is installed, any other session skips the "
         "property; none: never compare)",
+    )
+    group.addoption(
+        "--faultload-base",
+        default=None,
+        metavar="TARGET",
+        help="judge what a pull request changed: run every example on TARGET too (the base commit's "
+        "checkout, e.g. skyrl@../base, installed by faultload setup --target), fail only on violations "
+        "the base does not show on the same example (new), list those it shows too (known) or alone "
+        "(fixed), and compare with it when no --faultload-baseline is given (default: none: every "
+        "violation fails)",
     )
     group.addoption(
         "--faultload-api-key",

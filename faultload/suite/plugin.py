@@ -21,11 +21,13 @@ collected. Options::
     --faultload-ray HOST:PORT    each trial's load workers as actors on that Ray cluster (auto: $RAY_ADDRESS)
     --faultload-baseline BUILD   add the comparative property: each example on BUILD too, the session's
                                  target (with its switches) must be no worse (faultload.suite.comparative)
+    --faultload-base TARGET      a pull request's base: every example on it too, only new violations fail
+                                 (faultload.suite.gate); compared with it unless --faultload-baseline says
 
 Each session's state (options, runner, outcomes) is a
 :class:`~faultload.suite.session.SuiteSession` on its own ``config.stash``
 (:func:`session`), made on first use (at ``pytest_configure`` when
-``--faultload-baseline``, ``--faultload-sdk`` or ``--faultload-ray`` is given, so a bad build, SDK release or
+``--faultload-baseline``, ``--faultload-base``, ``--faultload-sdk`` or ``--faultload-ray`` is given, so a bad build, base, SDK release or
 cluster is a usage error); the
 environment (``FAULTLOAD_PROFILE``, ``FAULTLOAD_HOME``, and for ``--faultload-ray`` ``RAY_ADDRESS`` and
 ``PYTHONPATH``) is read here, in ``pytest_configure`` (and ``FAULTLOAD_HOME`` in ``pytest_cmdline_main``,
@@ -64,7 +66,7 @@ from faultload.host.workspace import output_folder_problem
 from faultload.suite.defaults import PROFILE_VARIABLE
 from faultload.suite.errors import SuiteError
 from faultload.suite.lanes import choose_lanes, interrupt_lanes, lane_of, mark_stop, stop_mark, workspace_of
-from faultload.suite.options import add_build_options, add_outside_options, add_session_options
+from faultload.suite.options import add_build_options, add_outside_options, add_report_options, add_session_options
 
 if TYPE_CHECKING:
     from faultload.suite.session import SuiteSession
@@ -103,6 +105,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("faultload", "faultload: property-based fault-injection and load suite")
     add_build_options(group)
     add_session_options(group)
+    add_report_options(group)
     add_outside_options(group)
 
 
@@ -177,6 +180,7 @@ def pytest_configure(config: pytest.Config) -> None:
             "faultload_regress",
             "faultload_fix",
             "faultload_baseline",
+            "faultload_base",
             "faultload_ray",
             "faultload_sdk",
             "faultload_api_key",
@@ -192,13 +196,26 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: environ[name] for name in ENVIRONMENT if environ.get(name)}
 
 
+def _report_files(config: pytest.Config):
+    """Where the session writes its summary (``--faultload-summary-json``, ``--faultload-html``,
+    ``--faultload-markdown``)."""
+    from faultload.suite.summary import ReportFiles  # local import: every pytest run in the env loads this plugin
+
+    summary_json, markdown = (config.getoption(name, None) for name in ("faultload_summary_json", "faultload_markdown"))
+    return ReportFiles(
+        Path(summary_json) if summary_json else None,
+        config.stash.get(_HTML, None),
+        Path(markdown) if markdown else None,
+    )
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
-    summary_json, html = config.getoption("faultload_summary_json", None), config.stash.get(_HTML, None)
+    files = _report_files(config)
     lanes = config.stash.get(_LANES, None)
     if lanes is not None:  # the controller: its lanes' summaries, merged
-        lanes.finish(Path(summary_json) if summary_json else None, html)
-    elif (summary_json or html) and not hasattr(config, "workerinput"):  # a lane reports to its controller
-        session(config).write_reports(Path(summary_json) if summary_json else None, html)
+        lanes.finish(files)
+    elif files.wanted and not hasattr(config, "workerinput"):  # a lane reports to its controller
+        session(config).write_reports(files)
     stop = config.stash.get(_STOP, None)
     if stop is not None:
         stop.unlink(missing_ok=True)

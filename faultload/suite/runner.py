@@ -49,6 +49,7 @@ from faultload.store.repro import config_key
 from faultload.suite import summary
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, StackExecutor, SuiteError, TrialOutcome, add_phases
+from faultload.suite.gate import classify, count, on_base
 from faultload.suite.lanes import Usage, hold_machine, release_machine, trial_turn
 from faultload.suite.profiles import Profile
 from faultload.suite.properties import Property, known_configs, target_figure
@@ -85,6 +86,9 @@ class SuiteRunner:
         access: Access = Access(),
         admission: Admission | None = None,
         lane: str = "",
+        base: str | None = None,
+        base_executor: Executor | None = None,
+        baseline_missing: str | None = None,
     ) -> None:
         self.profile = profile
         self.target = target
@@ -105,7 +109,13 @@ class SuiteRunner:
         self.executor: Executor = executor or StackExecutor(
             workspace, budgets, profile.baseline_wait_s, self._log, pools=pools, access=access
         )
+        # the pull-request gate (suite.gate): the base every example runs on too, and its own stack (made when its
+        # first example runs)
+        self.base = base
+        self.base_executor: Executor | None = base_executor
+        self._stack_settings = (pools, access)
         self.baseline = baseline  # the comparative property's other build (a model.build.Build), or None
+        self.baseline_missing = baseline_missing  # why a comparison that is due cannot run (its property's error)
         self._compare = (executor, compare_settings)
         self.comparing: ComparingExecutor | None = None  # made when a comparative example first runs
         # session_growth, judged when the last property ends (the stack is shared across the session's trials);
@@ -179,13 +189,49 @@ class SuiteRunner:
             value = target_figure(outcome.figures, invariant)
             if value is not None:
                 hypothesis.target(value, label=invariant)
-        violations = failing(prop, outcome)
+        violations = self._failing(prop, config, state, outcome)
         if violations:
             first = not state.shrinking
             self._record_failure(state, config, outcome)
             if first and self.profile.reduce_share > 0:
                 self._reduce(state, prop, config)
             raise AssertionError(violation_message(prop, config, violations))
+
+    def _failing(self, prop: Property, config, state: PropertyState, outcome: TrialOutcome) -> list:
+        """The violations that fail the example: all of them, or with a base only the new ones (:mod:`.gate`:
+        the same example run on the base, its known and fixed ones counted)."""
+        violations = failing(prop, outcome)
+        if self.base is None or prop.comparative:
+            return violations
+        base_config = on_base(config, self.base)
+        base_outcome = self._base_outcome(base_config, state, needed=bool(violations))
+        new, known, fixed = classify(violations, base_outcome)
+        count(state.gate, config_key(config), config.shape.requests, new, known, fixed, base_outcome is not None)
+        if new:
+            state.known_in_failure[config_key(config)] = tuple(v.name for v in known)
+        return new
+
+    def _base_outcome(self, config, state: PropertyState, needed: bool) -> TrialOutcome | None:
+        """The example on the base (cached like any trial). Run whenever the head violated something (it decides
+        new from known); else only within the property's time bound and never while shrinking (it would only say
+        fixed). None: not run, or no test of the base (every head violation is then new)."""
+        key = config_key(config)
+        outcome = self.cache.get(key)
+        if outcome is None:
+            if not needed and (
+                state.shrinking or self.stopped() or self._out_of_time(state, time.monotonic(), state.prop)
+            ):
+                return None
+            if self.base_executor is None:
+                pools, access = self._stack_settings
+                self.base_executor = StackExecutor(
+                    self.workspace, self.budgets, self.profile.baseline_wait_s, self._log, pools=pools, access=access
+                )
+            outcome = self._run(config, state, self.base_executor)
+            self.cache[key] = outcome
+        if outcome.error:
+            raise SuiteError(f"the base {self.base}: {outcome.error}")
+        return None if outcome.unjudged else outcome
 
     def as_run(self, config):
         """``config`` with the session's overrides (the watchdog limits): the config the trial runs,
@@ -301,7 +347,7 @@ class SuiteRunner:
             outcome = self._outcome(candidate, state, prop, deadline)
             if outcome is None:
                 return None
-            fails = bool(failing(prop, outcome))
+            fails = bool(self._failing(prop, candidate, state, outcome))
             if fails:
                 self._record_failure(state, candidate, outcome)
             return fails
@@ -327,7 +373,11 @@ class SuiteRunner:
         if not prop.comparative:
             return self.executor
         if self.baseline is None:
-            raise SuiteError("the comparative property needs a baseline build (--faultload-baseline)")
+            raise SuiteError(
+                f"a comparison is due and cannot run: {self.baseline_missing}"
+                if self.baseline_missing
+                else "the comparative property needs a baseline build (--faultload-baseline)"
+            )
         if self.comparing is None:
             injected, settings = self._compare
             self.comparing = comparing_executor(
@@ -370,13 +420,15 @@ class SuiteRunner:
 
     @property
     def stack_starts(self) -> int:
-        own = getattr(self.executor, "stack_starts", 0)
+        own = getattr(self.executor, "stack_starts", 0) + getattr(self.base_executor, "stack_starts", 0)
         return own + (self.comparing.stack_starts if self.comparing and self._compare[0] is None else 0)
 
     def close(self) -> None:
         for state in self.states.values():
             release_machine(state)
         self.executor.close()
+        if self.base_executor is not None:
+            self.base_executor.close()
         if self.comparing is not None and self._compare[0] is None:  # an injected executor is closed above
             self.comparing.close()
 

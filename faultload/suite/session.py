@@ -54,7 +54,7 @@ from faultload.suite.properties import Property, property_examples
 from faultload.suite.runner import SuiteRunner
 from faultload.suite.session_options import SuiteOptions, suite_cluster_error
 from faultload.suite.state import tally_text
-from faultload.suite.summary import write_summary
+from faultload.suite.summary import ReportFiles, write_summary
 
 FULL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 NO_SHRINK_PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
@@ -163,10 +163,12 @@ class SuiteSession:
                 access=opts.access,
                 admission=self._admission(),
                 lane=self.lane,
+                base=opts.base,
+                baseline_missing=opts.baseline_missing,
             )
             if self.lane and self.config.workerinput.get("faultload_stop"):
                 self.suite.stop_file = Path(self.config.workerinput["faultload_stop"])
-            if opts.baseline_note:
+            if opts.baseline_note and not opts.baseline_missing:  # a missing one is its property's error
                 self.suite.note(f"target {opts.target}: {opts.baseline_note}")
             # SIGTERM and SIGHUP take pytest's Ctrl-C path too, so the session's stack is
             # closed; a second signal kills every child process at once.
@@ -246,10 +248,9 @@ class SuiteSession:
             lines.append(tally_text(state.tally))
         return "\n".join(lines)
 
-    def write_reports(self, summary_json: Path | None, html: Path | None) -> None:
-        """The session's results as JSON (``--faultload-summary-json``) and as a page (``--faultload-html``),
-        from the same summary."""
-        write_summary(self.summary(), summary_json, html)
+    def write_reports(self, files: ReportFiles) -> None:
+        """The session's results as JSON, as a page and as Markdown (:class:`ReportFiles`), from one summary."""
+        write_summary(self.summary(), files)
 
     def summary(self) -> dict[str, Any]:
         """The session's results as data, even when no property ran (an empty list says so)."""
@@ -263,6 +264,7 @@ class SuiteSession:
                 "regress": list(opts.regress),
                 "fixes": list(opts.fixes),
                 "baseline": opts.baseline.text if opts.baseline is not None else None,
+                "base": opts.base,
                 "trials": 0,
                 "wall_s": 0.0,
                 "stack_starts": 0,

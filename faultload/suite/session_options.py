@@ -26,8 +26,9 @@ from faultload.model.trial import TrialConfig
 from faultload.suite.baseline import NO_BASELINE, default_baseline
 from faultload.suite.comparative import EXAMPLE_S as COMPARISON_EXAMPLE_S
 from faultload.suite.defaults import profile_name
+from faultload.suite.gate import check_base
 from faultload.suite.profiles import Profile, get_profile
-from faultload.targets.install import InstallError, ensure_sdk_release
+from faultload.targets.install import InstallError, ensure_sdk_release, is_installed
 
 
 class SuiteOptions:
@@ -56,8 +57,14 @@ class SuiteOptions:
         self.baseline_note = ""  # why the session compares with a build, or why not, when that is not obvious
         self.compare_settings: CompareSettings | None = None
         self._install_sdk()
+        self.base: str | None = self._base(get("faultload_base"))  # the pull-request gate's base (suite.gate)
+        # a comparison that is due and cannot run (a checkout on ci whose release is not installed): why, one line;
+        # its property is then a harness error, never a pass (--faultload-baseline none: not due)
+        self.baseline_missing: str | None = None
         try:
             self.baseline, self.baseline_note = self._baseline(get("faultload_baseline"), profile.name)
+            if self.baseline is None and self.baseline_note and get("faultload_baseline") != NO_BASELINE:
+                self.baseline_missing = self.baseline_note
             if self.baseline is not None:
                 self.compare_settings = load_compare_settings(self.pyproject())
         except ValueError as exc:
@@ -89,12 +96,28 @@ class SuiteOptions:
     def workspace(self) -> Workspace:
         return Workspace.default(self.workdir or self.home)
 
+    def _base(self, given: str | None) -> str | None:
+        """``--faultload-base``: a launchable build of the target's family, installed; a usage error else."""
+        if not given:
+            return None
+        try:
+            base = check_base(self.target, given)
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if not is_installed(self.workspace().targets, parse_target(base)):
+            raise pytest.UsageError(f"--faultload-base {base}: not installed (faultload setup --target {base})")
+        return base
+
     def _baseline(self, given: str | None, profile: str) -> tuple[Build | None, str]:
-        """``--faultload-baseline`` (``none``: no comparison), else a checkout's own release on ci."""
+        """``--faultload-baseline`` (``none``: no comparison), else the base (``--faultload-base``), else a
+        checkout's own release on ci."""
         if given == NO_BASELINE:
             return None, "not compared with a baseline (--faultload-baseline none)"
         if given:
             return parse_build(given, "--faultload-baseline"), ""
+        if self.base is not None:
+            build = parse_build(self.base + (f"+fix={','.join(self.fixes)}" if self.fixes else ""))
+            return build, f"compared with its base {build.text} (--faultload-base; --faultload-baseline: another)"
         return default_baseline(self.target, profile, self.workspace().targets, fixes=self.fixes)
 
     def pyproject(self) -> Path | None:

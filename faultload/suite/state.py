@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from faultload.suite.executor import TrialOutcome
+from faultload.suite.gate import GateTally
 from faultload.suite.properties import Property
 
 
@@ -63,6 +64,10 @@ class PropertyState:
     # The machine held alone from its first failure to its end (its shrink's candidates and its replay one after
     # another, nothing beside them and no turn waited for between them); None: not held
     machine: contextlib.ExitStack | None = None
+    # with a base (suite.gate): its examples per class, and the known violations of each failing example (by its
+    # config's key), which its failure does not count
+    gate: GateTally = field(default_factory=GateTally)
+    known_in_failure: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def shrink_seconds(self) -> float:

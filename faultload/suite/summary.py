@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from faultload.model.switches import switches_text
 from faultload.store.html_suite import write_suite_html
 from faultload.store.report_text import phases_text, phases_wall
+from faultload.store.repro import config_key
+from faultload.store.summary_markdown import summary_markdown
+from faultload.suite.gate import gate_lines
 from faultload.suite.properties import checked
 from faultload.suite.state import Tally, tallies_dict, tally_text
 
@@ -38,6 +42,7 @@ def summary_dict(runner, outcomes: dict[str, str] | None = None) -> dict[str, An
         "regress": list(runner.regress),
         "fixes": list(runner.fixes),
         "baseline": runner.baseline.text if runner.baseline is not None else None,
+        "base": getattr(runner, "base", None),  # the pull-request gate's base (suite.gate), None: absolute
         "trials": runner.trials,
         "wall_s": round(time.monotonic() - runner.session_started, 1),
         "stack_starts": runner.stack_starts,
@@ -57,6 +62,7 @@ def property_dict(runner, state, outcome: str) -> dict[str, Any]:
     return {
         "nodeid": state.nodeid,
         "name": state.nodeid.split("::")[-1],
+        "comparative": bool(state.prop is not None and state.prop.comparative),  # each example on two builds
         "outcome": outcome,
         "violated": violated,
         # each violated invariant's detail in the smallest failing trial: the figure that failed, so a
@@ -83,6 +89,8 @@ def property_dict(runner, state, outcome: str) -> dict[str, Any]:
         "error": state.broken or _property_not_judged(runner, state.nodeid),
         "refused": state.refused,
         "unjudged": list(state.unjudged),
+        # with a base: examples on both builds and, per class (new, known, fixed), each invariant's examples
+        "gate": state.gate.to_dict() if getattr(runner, "base", None) else None,
     }
 
 
@@ -93,7 +101,11 @@ def _violations(runner, state) -> tuple[list[str], dict[str, str]]:
     evidence: dict[str, str] = {}
     if state.best is not None:
         names = checked(state.prop)
-        violations = sorted((v for v in state.best[1].verdicts if v.ok is False), key=lambda v: v.name not in names)
+        known = state.known_in_failure.get(config_key(state.best[0]), ())  # the base showed them too: not failed
+        violations = sorted(
+            (v for v in state.best[1].verdicts if v.ok is False and v.name not in known),
+            key=lambda v: v.name not in names,
+        )
         evidence = {v.name: v.detail for v in violations}  # every violation fails, the property's own first
         violated = list(evidence)
     session = getattr(runner, "session_failure", lambda nodeid: None)(state.nodeid)
@@ -165,6 +177,7 @@ def summary_lines(runner) -> list[str]:
             text += f"\n    bundle: {state.bundle_path}\n    check: faultload check {state.bundle_path}"
         if state.unjudged:
             text += f"; {len(state.unjudged)} trial(s) not judged: {state.unjudged[0]}"
+        text += "".join(f"\n{line}" for line in gate_lines(state.gate))
         if state.broken:
             text += f"; ERROR {state.broken}"
         elif state.refused:
@@ -184,10 +197,27 @@ def summary_lines(runner) -> list[str]:
     return lines
 
 
-def write_summary(data: dict[str, Any], summary_json: Path | None, html: Path | None) -> None:
-    """A session's summary as JSON (``--faultload-summary-json``) and as a page (``--faultload-html``)."""
-    if summary_json is not None:
-        summary_json.parent.mkdir(parents=True, exist_ok=True)
-        summary_json.write_text(json.dumps(data, indent=2) + "\n")
-    if html is not None:
-        write_suite_html(data, html)
+@dataclass(frozen=True)
+class ReportFiles:
+    """Where a session writes its summary: as JSON, as a page, as Markdown (a job summary); None: not written."""
+
+    summary_json: Path | None = None
+    html: Path | None = None
+    markdown: Path | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return any(path is not None for path in (self.summary_json, self.html, self.markdown))
+
+
+def write_summary(data: dict[str, Any], files: ReportFiles) -> None:
+    """A session's summary as JSON (``--faultload-summary-json``), as a page (``--faultload-html``) and as
+    Markdown (``--faultload-markdown``)."""
+    if files.summary_json is not None:
+        files.summary_json.parent.mkdir(parents=True, exist_ok=True)
+        files.summary_json.write_text(json.dumps(data, indent=2) + "\n")
+    if files.html is not None:
+        write_suite_html(data, files.html)
+    if files.markdown is not None:
+        files.markdown.parent.mkdir(parents=True, exist_ok=True)
+        files.markdown.write_text(summary_markdown(data))

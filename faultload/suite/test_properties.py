@@ -79,7 +79,7 @@ trains = pytest.mark.skipif(
     reason=f"{plugin.collecting().options.target} serves sampling only: no training to draw",
 )
 with_baseline = pytest.mark.skipif(
-    plugin.collecting().options.baseline is None,
+    plugin.collecting().options.baseline is None and plugin.collecting().options.baseline_missing is None,
     reason="no --faultload-baseline BUILD: nothing to compare the target with",
 )
 

@@ -193,6 +193,16 @@ def quality_profile(**changes) -> Profile:
     return dataclasses.replace(get_profile("ci"), **{**bounds, **changes})
 
 
+def runner_clock(monkeypatch) -> FakeClock:
+    """A :class:`FakeClock` the suite's runner reads as its ``time`` (the body of a test module's ``clock``
+    fixture)."""
+    from faultload.suite import runner as runner_mod
+
+    clock = FakeClock()
+    monkeypatch.setattr(runner_mod, "time", clock.as_time_module())
+    return clock
+
+
 def make_runner(root: Path, executor, profile: Profile | None = None, **kwargs) -> SuiteRunner:
     """A SuiteRunner on ``executor`` with its workspace at ``root`` and the default budgets."""
     return SuiteRunner(

@@ -10,6 +10,7 @@ import pytest
 
 from faultload.host.admission import Admission, AdmissionTimeout
 from faultload.host.lanes import DEFAULT_NEEDS, LaneNeeds, Machine, lanes_for, read_needs, write_needs
+from faultload.host.lanes import machine_lanes as host_machine_lanes
 from faultload.suite.lanes import (
     ALONE_FROM_REQUESTS,
     MOST_LANES,
@@ -48,6 +49,13 @@ def test_needs_come_from_the_last_session_else_the_defaults(tmp_path: Path) -> N
     assert not list(tmp_path.glob("*.part"))
     (tmp_path / "lanes.json").write_text("{not json")
     assert read_needs(tmp_path) == DEFAULT_NEEDS
+
+
+def test_a_lane_with_a_base_keeps_two_stacks_and_needs_twice_the_memory(tmp_path: Path) -> None:
+    write_needs(tmp_path, LaneNeeds(cores=0.01, rss_bytes=GIB, fds=1))
+    one, two = host_machine_lanes(tmp_path, 100, 1), host_machine_lanes(tmp_path, 100, 2)
+    assert two.needs.rss_bytes == 2 * GIB and two.needs.cores == one.needs.cores
+    assert two.by_memory <= one.by_memory // 2 + 1 and two.by_cpu == one.by_cpu
 
 
 def test_needs_of_the_lanes_usage_weigh_cores_by_wall_and_take_the_largest_memory() -> None:

@@ -20,14 +20,16 @@ from faultload.compare.runner import SideTrial, abba
 from faultload.host.workspace import Workspace
 from faultload.model.build import parse_build
 from faultload.model.router import RouterConfig
+from faultload.model.target import parse_target
 from faultload.store import repro as repro_mod
 from faultload.store.outcomes import ReplayStatus
 from faultload.suite import comparative
-from faultload.suite.executor import TrialOutcome
+from faultload.suite.executor import SuiteError, TrialOutcome
 from faultload.suite.profiles import get_profile
 from faultload.suite.properties import Property
 from faultload.suite.reducer import with_requests
 from faultload.suite.session import SuiteOptions
+from faultload.targets.install import STAMP
 from tests.quality.compare_fakes import CostlierSwitch, fake_report
 from tests.quality.fakes import make_runner, trial
 
@@ -210,6 +212,14 @@ def test_without_a_baseline_the_comparative_property_is_a_suite_error(tmp_path) 
         runner.check(COMPARATIVE, candidate())
 
 
+def test_a_comparison_due_that_cannot_run_is_a_harness_error_saying_why(tmp_path) -> None:
+    why = "not compared with its release skyrl==0.4.0: not installed (faultload setup --target skyrl==0.4.0)"
+    runner = make_runner(tmp_path, CostlierSwitch(), baseline_missing=why)
+    runner.begin(NODE)
+    with pytest.raises(SuiteError, match="a comparison is due and cannot run: not compared with its release"):
+        runner.check(COMPARATIVE, candidate())
+
+
 def test_at_least_raises_a_small_draw_to_the_floor_and_keeps_a_large_one() -> None:
     assert comparative.at_least(trial(3)).shape.requests == comparative.MIN_REQUESTS
     assert comparative.at_least(trial(300)).shape.requests == 300
@@ -362,8 +372,6 @@ def _checkout(tmp_path, version: str) -> str:
 
 def _installed(home, version: str) -> None:
     """What ``is_installed`` reads of a target venv (its stamp and python); no real install."""
-    from faultload.targets.install import STAMP
-
     venv = home / "targets" / f"skyrl-{version}"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text("")
@@ -374,7 +382,7 @@ def test_a_checkout_on_ci_is_compared_with_its_installed_release_by_default(tmp_
     target = _checkout(tmp_path, "0.4.0.dev3")
     home = tmp_path / "home"
     missing = SuiteOptions(FakeConfig(tmp_path, faultload_target=target), environ={"FAULTLOAD_HOME": str(home)})
-    assert missing.baseline is None
+    assert missing.baseline is None and missing.baseline_missing == missing.baseline_note  # due: its property errs
     assert missing.baseline_note.startswith("not compared with its release skyrl==0.4.0: not installed")
     _installed(home, "0.4.0")
     opts = SuiteOptions(FakeConfig(tmp_path, faultload_target=target), environ={"FAULTLOAD_HOME": str(home)})
@@ -383,7 +391,7 @@ def test_a_checkout_on_ci_is_compared_with_its_installed_release_by_default(tmp_
     off = SuiteOptions(
         FakeConfig(tmp_path, faultload_target=target, faultload_baseline="none"), environ={"FAULTLOAD_HOME": str(home)}
     )
-    assert off.baseline is None and "--faultload-baseline none" in off.baseline_note
+    assert off.baseline is None and "--faultload-baseline none" in off.baseline_note and off.baseline_missing is None
     nightly = SuiteOptions(
         FakeConfig(tmp_path, faultload_target=target, faultload_profile="nightly"),
         environ={"FAULTLOAD_HOME": str(home)},
@@ -391,3 +399,31 @@ def test_a_checkout_on_ci_is_compared_with_its_installed_release_by_default(tmp_
     assert nightly.baseline is None and nightly.baseline_note == ""
     release = SuiteOptions(FakeConfig(tmp_path), environ={"FAULTLOAD_HOME": str(home)})
     assert release.baseline is None and release.baseline_note == ""
+
+
+def test_a_base_is_compared_with_by_default_and_must_be_installed(tmp_path) -> None:
+    target = _checkout(tmp_path, "0.4.0.dev3")
+    base_dir = tmp_path / "base"
+    base_dir.mkdir()
+    (base_dir / "pyproject.toml").write_text('[project]\nname = "skyrl"\nversion = "0.4.0"\n')
+    base, home = f"skyrl@{base_dir}", tmp_path / "home"
+    environ = {"FAULTLOAD_HOME": str(home)}
+    with pytest.raises(pytest.UsageError, match=f"--faultload-base {base}: not installed"):
+        SuiteOptions(FakeConfig(tmp_path, faultload_target=target, faultload_base=base), environ=environ)
+    venv = home / "targets" / parse_target(base).venv_name
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    (venv / STAMP).write_text("{}")
+    opts = SuiteOptions(
+        FakeConfig(tmp_path, faultload_target=target, faultload_base=base, faultload_fix=["plain-tracebacks"]),
+        environ=environ,
+    )
+    assert opts.base == base and opts.baseline == parse_build(f"{base}+fix=plain-tracebacks")
+    assert "compared with its base" in opts.baseline_note and opts.baseline_missing is None
+    given = SuiteOptions(
+        FakeConfig(tmp_path, faultload_target=target, faultload_base=base, faultload_baseline="skyrl==0.4.0"),
+        environ=environ,
+    )
+    assert given.baseline == parse_build("skyrl==0.4.0")  # the baseline input still overrides it
+    with pytest.raises(pytest.UsageError, match="a tuft build"):
+        SuiteOptions(FakeConfig(tmp_path, faultload_target=target, faultload_base="tuft==0.2.2"), environ=environ)

@@ -35,6 +35,7 @@ from tests.quality.fakes import (
     big_failure,
     make_runner,
     quality_profile,
+    runner_clock,
     trial,
 )
 
@@ -46,9 +47,7 @@ NODE = "tests/unit/test_suite_runner.py::test_p"
 
 @pytest.fixture
 def clock(monkeypatch) -> FakeClock:
-    clock = FakeClock()
-    monkeypatch.setattr(runner_mod, "time", clock.as_time_module())
-    return clock
+    return runner_clock(monkeypatch)
 
 
 def setup(tmp_path, clock, trial_s: float = 30.0, remaining: int = 0, fake=None, **profile):
