@@ -5,7 +5,8 @@ machine's and the reports stay in their folder. Each ``run:`` step runs with the
 its ``${{ inputs.X }}`` filled from ``--with X=VALUE`` (else the input's default) and ``${{ steps... }}``
 from the outputs the earlier steps wrote, in the current folder as the job's workspace (the server's checkout).
 
-Usage: python scripts/action_steps.py [--with NAME=VALUE ...]
+Usage: python scripts/action_steps.py [--with NAME=VALUE ...] [--github event.pull_request.base.sha=SHA]
+       [--step-summary FILE]
 Exit: the last step's (the suite's code: 0 clean, 1 the server is at fault, 3 the harness failed).
 """
 
@@ -23,18 +24,32 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")
+# The runner's temp folder (RUNNER_TEMP): one path, kept, as a runner's is: the base's checkout goes there and its
+# venv, named by that path, is installed once
+RUNNER_TEMP = Path(tempfile.gettempdir()) / "faultload-action-steps"
 
 
 def load_action(path: Path = ROOT / "action.yml") -> dict:
     return yaml.safe_load(path.read_text())
 
 
-def inputs_of(action: dict, given: dict[str, str]) -> dict[str, str]:
-    """Every input's value: given, else its default; an input the action does not have is refused."""
+def inputs_of(action: dict, given: dict[str, str], github: dict[str, str] | None = None) -> dict[str, str]:
+    """Every input's value: given, else its default (a default's ``${{ github.X }}`` from ``github``, else
+    empty, as GitHub gives it outside a pull request); an input the action does not have is refused."""
     unknown = sorted(set(given) - set(action["inputs"]))
     if unknown:
         raise SystemExit(f"action_steps: unknown input {unknown[0]!r}; known: {', '.join(action['inputs'])}")
-    return {name: given.get(name, str(spec.get("default", ""))) for name, spec in action["inputs"].items()}
+    context = github or {}
+
+    def default(spec: dict) -> str:
+        return EXPRESSION.sub(
+            lambda m: (
+                context.get(m.group(1).removeprefix("github."), "") if m.group(1).startswith("github.") else m.group(0)
+            ),
+            str(spec.get("default", "")),
+        )
+
+    return {name: given.get(name, default(spec)) for name, spec in action["inputs"].items()}
 
 
 def fill(text: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) -> str:
@@ -53,10 +68,14 @@ def fill(text: str, inputs: dict[str, str], outputs: dict[str, dict[str, str]]) 
     return EXPRESSION.sub(value, text)
 
 
-def run_steps(action: dict, inputs: dict[str, str], log=print) -> int:
-    """Each ``run:`` step in order, as GitHub would run it with ``shell: bash``; the last step's exit code."""
+def run_steps(action: dict, inputs: dict[str, str], log=print, step_summary: Path | None = None) -> int:
+    """Each ``run:`` step in order, as GitHub would run it with ``shell: bash``; the last step's exit code.
+    ``step_summary``: the job summary's file (``GITHUB_STEP_SUMMARY``); the runner's temp folder is
+    :data:`RUNNER_TEMP`."""
     outputs: dict[str, dict[str, str]] = {}
     code = 0
+    runner_temp = str(RUNNER_TEMP)
+    RUNNER_TEMP.mkdir(exist_ok=True)
     for step in action["runs"]["steps"]:
         if "run" not in step:
             log(f"action_steps: skipped (GitHub's own): {step.get('name') or step['uses']}")
@@ -67,6 +86,8 @@ def run_steps(action: dict, inputs: dict[str, str], log=print) -> int:
                 **os.environ,
                 "GITHUB_ACTION_PATH": str(ROOT),
                 "GITHUB_OUTPUT": out.name,
+                "RUNNER_TEMP": runner_temp,
+                **({"GITHUB_STEP_SUMMARY": str(step_summary)} if step_summary is not None else {}),
                 **{k: fill(str(v), inputs, outputs) for k, v in (step.get("env") or {}).items()},
             }
             code = subprocess.run(["bash", "-e", "-c", fill(step["run"], inputs, outputs)], env=env).returncode
@@ -90,10 +111,25 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="an input of the action (repeatable; default: the input's default)",
     )
+    parser.add_argument(
+        "--github",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a value of GitHub's context for the inputs' defaults, e.g. event.pull_request.base.sha=SHA "
+        "(repeatable; default: empty, as outside a pull request)",
+    )
+    parser.add_argument("--step-summary", type=Path, default=None, help="the job summary's file (default: none)")
     args = parser.parse_args(argv)
     given = dict(item.split("=", 1) for item in args.given)
+    github = dict(item.split("=", 1) for item in args.github)
     action = load_action()
-    return run_steps(action, inputs_of(action, given), log=lambda m: print(m, file=sys.stderr, flush=True))
+    return run_steps(
+        action,
+        inputs_of(action, given, github),
+        log=lambda m: print(m, file=sys.stderr, flush=True),
+        step_summary=args.step_summary,
+    )
 
 
 if __name__ == "__main__":

@@ -85,6 +85,16 @@ def test_the_step_runner_fills_inputs_and_outputs_and_refuses_githubs_context() 
         action_steps.inputs_of(action_steps.load_action(), {"nope": "1"})
 
 
+def test_a_pull_requests_base_is_the_base_inputs_default() -> None:
+    action = action_steps.load_action()
+    pr = action_steps.inputs_of(action, {}, {"event.pull_request.base.sha": "4f2a9c1"})
+    assert pr["base"] == "4f2a9c1" and pr["baseline"] == ""
+    assert action_steps.inputs_of(action, {})["base"] == ""  # a push or a schedule: the head alone
+    assert (
+        action_steps.inputs_of(action, {"base": "none"}, {"event.pull_request.base.sha": "4f2a9c1"})["base"] == "none"
+    )
+
+
 SDIST = Path("/tmp/skyrl-src/skyrl-0.4.0")
 
 
