@@ -17,8 +17,9 @@ import dataclasses
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -54,41 +55,31 @@ def needs_machine(requests: int, comparative: bool, shrinking: bool, starting: b
 
 
 @contextmanager
-def turn(admission: Admission | None, label: str, alone: str | None, log: Callable[[str], None]) -> Iterator[None]:
+def turn(
+    admission: Admission | None,
+    label: str,
+    alone: str | None,
+    log: Callable[[str], None],
+    waited: Callable[[float], None] = lambda seconds: None,
+) -> Iterator[None]:
     """A trial's turn of the machine: every slot when ``alone`` says why, else one beside the others; ``log``
-    says which, and beside what (the session's record of what ran beside what)."""
+    says which, and beside what (the session's record of what ran beside what); ``waited`` is told how long the
+    turn took to come."""
     if admission is None:
         yield
         return
+    asked = time.monotonic()
     if alone:
         with admission.alone(label):
+            waited(time.monotonic() - asked)
             log(f"runs alone: {alone}")
             yield
         return
     with admission.beside(label) as others:
+        waited(time.monotonic() - asked)
         if others:
             log(f"beside {'; '.join(others)}")
         yield
-
-
-def hold_machine(admission: Admission | None, lane: str, state: Any, log: Callable[[str], None]) -> None:
-    """Take the machine alone from a property's first failure to its end: its shrink's candidates and its final
-    replay run one after another with nothing beside them and no wait for a turn between them, so its repro is
-    the one it would shrink to alone, within the same shrink budget."""
-    if admission is None or state.machine is not None:
-        return
-    name = state.nodeid.split("::")[-1]
-    held = ExitStack()
-    held.enter_context(admission.alone(f"{lane + ' ' if lane else ''}{name} shrinking"))
-    state.machine = held
-    log(f"{name}: holds the machine alone until its shrink ends: {needs_machine(0, False, True)}")
-
-
-def release_machine(state: Any) -> None:
-    """Give back the machine a property held for its shrink (:func:`hold_machine`), if it held it."""
-    if state.machine is not None:
-        held, state.machine = state.machine, None
-        held.close()
 
 
 @contextmanager
@@ -97,17 +88,23 @@ def trial_turn(
 ) -> Iterator[None]:
     """One trial's turns of the machine: its lane's stack started alone first when it must start (a start keeps a
     core busy for seconds; alone for the start only, not for the trial after it), then the trial itself, alone when
-    it needs the machine (:func:`needs_machine`), else beside the others."""
-    if getattr(state, "machine", None) is not None:  # held alone for its shrink (hold_machine): no turn to take
-        yield
-        return
+    it needs the machine (:func:`needs_machine`), else beside the others. While the property shrinks, the time its
+    turns took to come is added to ``state.shrink_waited_s``: the shrink's budget is spent on its own trials, not
+    on the other lanes' (each candidate alone, the others' trials between them)."""
     name = state.nodeid.split("::")[-1]
     label = f"{lane + ' ' if lane else ''}{name} trial {state.trials + 1} ({config.shape.requests} req)"
+    shrinking = state.shrinking
+
+    def waited(seconds: float) -> None:
+        if shrinking:
+            state.shrink_waited_s += seconds
+
     if admission is not None and getattr(executor, "needs_start", lambda config: False)(config):
-        with turn(admission, f"{label}: its stack's start", needs_machine(0, False, False, starting=True), log):
+        start_label = f"{label}: its stack's start"
+        with turn(admission, start_label, needs_machine(0, False, False, starting=True), log, waited):
             executor.prepare(config)
     comparative = bool(state.prop and state.prop.comparative)
-    with turn(admission, label, needs_machine(config.shape.requests, comparative, state.shrinking), log):
+    with turn(admission, label, needs_machine(config.shape.requests, comparative, shrinking), log, waited):
         yield
 
 
@@ -140,6 +137,21 @@ def admission_for(workspace: Workspace, session_s: float, workercount: int | Non
     else as this machine holds (a session of one lane, which a matrix's other rows may join)."""
     slots = workercount if workercount is not None else machine_lanes(workspace).count
     return host_admission_for(workspace.root, session_s, slots)
+
+
+# A lane's collection imports the suite's machinery (Hypothesis, numpy, the runner): 2.6 s of CPU measured
+# (`pytest --collect-only faultload`), nine lanes at once ~23 s over two cores. It waits this long at most for a
+# turn beside the others (a trial alone elsewhere in the workspace would read that CPU as its server's latency).
+COLLECT_WAIT_S = 1800.0
+
+
+@contextmanager
+def collection_turn(config: pytest.Config, environ: Mapping[str, str]) -> Iterator[None]:
+    """A lane's collection of the properties at a turn beside the others (never beside a trial that runs alone)."""
+    workercount = int(config.workerinput.get("workercount", 1))
+    admission = admission_for(workspace_of(config, environ), COLLECT_WAIT_S, workercount)
+    with admission.beside(f"{lane_of(config)} collecting the properties"):
+        yield
 
 
 def lane_log(lane: str, capture: Any) -> Callable[[str], None]:

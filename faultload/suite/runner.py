@@ -50,7 +50,7 @@ from faultload.suite import summary
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, StackExecutor, SuiteError, TrialOutcome, add_phases
 from faultload.suite.gate import classify, count, on_base
-from faultload.suite.lanes import Usage, hold_machine, release_machine, trial_turn
+from faultload.suite.lanes import Usage, trial_turn
 from faultload.suite.profiles import Profile
 from faultload.suite.properties import Property, known_configs, target_figure
 from faultload.suite.reducer import complexity, greedy_reduce
@@ -153,7 +153,6 @@ class SuiteRunner:
     def end(self) -> None:
         if self.current is not None:
             self.current.ended_at = time.monotonic()
-            release_machine(self.current)
             if self.current.remaining_after == 0:
                 self._judge_session(self.current.nodeid)
         self.current = None
@@ -276,7 +275,8 @@ class SuiteRunner:
             if known:  # the profile's promise: every session runs it, within the session's bound only
                 out = now - self.session_started > self.profile.session_s
             else:
-                out = self._out_of_time(state, now, prop) or (deadline is not None and now > deadline)
+                late = deadline is not None and now - state.shrink_waited_s > deadline
+                out = self._out_of_time(state, now, prop) or late
             out = out or self.stopped()
             if out:
                 state.not_run += 1
@@ -305,7 +305,7 @@ class SuiteRunner:
         if now - self.session_started > self.profile.session_s:
             return True
         if state.shrinking:
-            return now > (state.shrink_until or now)
+            return now - state.shrink_waited_s > (state.shrink_until or now)  # its turns' waits: not its time
         budget = self.profile.property_s * prop.weight
         if state.share_s is not None:
             budget = min(budget, state.share_s * prop.weight)
@@ -323,7 +323,6 @@ class SuiteRunner:
             state.first_failure_at = now
             state.first_failure_requests = config.shape.requests
             state.shrink_until = self._shrink_until(state, now)
-            hold_machine(self.admission, self.lane, state, self._log)
         state.last_failure_at = now
         state.last_failure = (config, outcome)
         if state.best is None or complexity(config) < complexity(state.best[0]):
@@ -355,7 +354,7 @@ class SuiteRunner:
         current = greedy_reduce(
             config,
             still_fails,
-            lambda: time.monotonic() >= deadline,
+            lambda: time.monotonic() - state.shrink_waited_s >= deadline,
             state.reduce_log,
             allowed=lambda label, candidate: not (prop.comparative and candidate.shape.requests < MIN_REQUESTS),
             log=self._log,
@@ -424,8 +423,6 @@ class SuiteRunner:
         return own + (self.comparing.stack_starts if self.comparing and self._compare[0] is None else 0)
 
     def close(self) -> None:
-        for state in self.states.values():
-            release_machine(state)
         self.executor.close()
         if self.base_executor is not None:
             self.base_executor.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
 from dataclasses import dataclass, field
@@ -61,9 +60,9 @@ class PropertyState:
     shrink_until: float | None = None  # shrinking (the reducer's and Hypothesis's) stops here
     known_left: int | None = None  # its known trials not yet run (None: not counted yet); they run first
     known_s: float = 0.0  # seconds its known trials took, not charged to its draws' time bound
-    # The machine held alone from its first failure to its end (its shrink's candidates and its replay one after
-    # another, nothing beside them and no turn waited for between them); None: not held
-    machine: contextlib.ExitStack | None = None
+    # seconds its shrink's trials waited for their turns of the machine (the other lanes' trials between its
+    # candidates): added to its shrink budget, which is spent on its own trials
+    shrink_waited_s: float = 0.0
     # with a base (suite.gate): its examples per class, and the known violations of each failing example (by its
     # config's key), which its failure does not count
     gate: GateTally = field(default_factory=GateTally)

@@ -3,24 +3,22 @@ the lanes' (faultload.suite.lanes): pure functions on hand-made machines, needs 
 
 from __future__ import annotations
 
+import contextlib
 import types
 from pathlib import Path
 
 import pytest
 
-from faultload.host.admission import Admission, AdmissionTimeout
 from faultload.host.lanes import DEFAULT_NEEDS, LaneNeeds, Machine, lanes_for, read_needs, write_needs
 from faultload.host.lanes import machine_lanes as host_machine_lanes
 from faultload.suite.lanes import (
     ALONE_FROM_REQUESTS,
     MOST_LANES,
     choose_lanes,
-    hold_machine,
     merge_summaries,
     names_suite,
     needs_machine,
     needs_of,
-    release_machine,
     trial_turn,
 )
 from faultload.suite.properties import PROPERTIES
@@ -224,22 +222,68 @@ def test_an_interrupted_controller_stops_its_lanes(tmp_path: Path, sig: int, wai
     assert mark.exists()
 
 
-def test_a_shrinking_property_holds_the_machine_until_it_ends(tmp_path: Path) -> None:
-    """From its first failure the property holds every slot: its candidates take no turn of their own (a turn
-    inside the hold would be refused as nested), and nothing else runs until it gives the machine back."""
+def test_a_shrinking_propertys_turns_count_their_waits(tmp_path: Path, monkeypatch) -> None:
+    """Each candidate of a shrink takes its own alone turn; how long each took to come is added to the property's
+    ``shrink_waited_s`` (its budget is spent on its own trials), and nothing is counted before it shrinks."""
+    from faultload.suite import lanes as lanes_mod
+    from tests.quality.fakes import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(lanes_mod, "time", clock.as_time_module())
+
+    class SlowTurns:  # TEST DOUBLE of Admission: every turn comes 7 s after it was asked for
+        @contextlib.contextmanager
+        def alone(self, label):
+            clock.advance(7.0)
+            yield
+
+        @contextlib.contextmanager
+        def beside(self, label):
+            clock.advance(7.0)
+            yield []
+
     lines: list[str] = []
     state = PropertyState("faultload/suite/test_properties.py::test_health")
-    admission = Admission(tmp_path, 3)
-    hold_machine(admission, "gw1", state, lines.append)
-    assert state.machine is not None and "holds the machine alone until its shrink ends" in lines[0]
-    assert Admission(tmp_path, 3).running() == ["gw1 test_health shrinking (alone)"] * 3
-    with pytest.raises(AdmissionTimeout, match="gw1 test_health shrinking"):
-        with Admission(tmp_path, 3, timeout_s=0.2).beside("another lane's trial"):
-            pass
     config = types.SimpleNamespace(shape=types.SimpleNamespace(requests=8))
-    with trial_turn(admission, "gw1", state, config, None, lines.append):  # no turn of its own: no wait, no refusal
+    with trial_turn(SlowTurns(), "gw1", state, config, None, lines.append):
         pass
-    release_machine(state)
-    assert state.machine is None and Admission(tmp_path, 3).running() == []
-    with Admission(tmp_path, 3, timeout_s=0.2).beside("another lane's trial") as others:
-        assert others == []
+    assert state.shrink_waited_s == 0.0  # not shrinking: its property's own time bound counts it
+    state.first_failure_at = clock.now
+    for _ in range(2):
+        with trial_turn(SlowTurns(), "gw1", state, config, None, lines.append):
+            pass
+    assert (
+        state.shrink_waited_s == 14.0
+        and lines.count("runs alone: shrinking a failure: its repro is what it would be alone") == 2
+    )
+
+
+def test_a_lanes_collection_waits_while_a_trial_runs_alone(tmp_path: Path) -> None:
+    """A lane's collection (seconds of CPU: the suite's imports) takes a turn beside the others, so it never runs
+    beside a trial that holds the machine alone; it goes on once that trial ends."""
+    import threading
+
+    from faultload.host.admission import Admission
+    from faultload.suite.lanes import collection_turn
+
+    config = types.SimpleNamespace(
+        workerinput={"workercount": 2, "workerid": "gw3", "faultload_stop": str(tmp_path / "stop")},
+        getoption=lambda name, default=None: str(tmp_path) if name == "faultload_workdir" else default,
+    )
+    held, release, collected = threading.Event(), threading.Event(), threading.Event()
+
+    def alone() -> None:
+        with Admission(tmp_path / "admission", 2).alone("size_burst"):
+            held.set()
+            assert release.wait(10)
+
+    def collect() -> None:
+        with collection_turn(config, {}):
+            collected.set()
+
+    threading.Thread(target=alone, daemon=True).start()
+    assert held.wait(10)
+    threading.Thread(target=collect, daemon=True).start()
+    assert not collected.wait(0.5)  # bounded: it must still be waiting while the trial runs alone
+    release.set()
+    assert collected.wait(10)

@@ -402,17 +402,14 @@ def test_each_trial_takes_its_turn_of_the_machine_alone_when_it_needs_it(tmp_pat
     runner.check(LOST, trial(8))  # small: one slot, beside whatever runs
     runner.check(LOST, trial(2048))  # past ALONE_FROM_REQUESTS: every slot
     with pytest.raises(AssertionError):
-        runner.check(LOST, trial(40, FAULT))  # fails: beside others; from then on it holds the machine alone
+        runner.check(LOST, trial(40, FAULT))  # fails: beside others; its shrinking runs alone
     assert fake.seen[0] == ["gw1 test_p trial 1 (8 req)"]
     assert fake.seen[1] == ["gw1 test_p trial 2 (2048 req) (alone)"] * 2
     assert fake.seen[2] == ["gw1 test_p trial 3 (40 req)"]
-    # the reducer's trials: in the hold its first failure took, no turn of their own between them
-    assert all(seen == ["gw1 test_p shrinking (alone)"] * 2 for seen in fake.seen[3:]) and len(fake.seen) > 3
+    assert all(len(seen) == 2 for seen in fake.seen[3:]) and len(fake.seen) > 3  # the reducer's trials: alone
     assert "test_p: trial 2 runs alone: 2,048 requests: past 1,024, its own load keeps the machine busy" in lines
-    assert sum("holds the machine alone until its shrink ends" in line for line in lines) == 1
-    assert Admission(folder, 2).running() == ["gw1 test_p shrinking (alone)"] * 2  # held until the property ends
-    runner.end()
-    assert Admission(folder, 2).running() == []
+    assert any("runs alone: shrinking a failure" in line for line in lines)
+    assert Admission(folder, 2).running() == []  # nothing held once the trials ended
     assert state.trials == len(fake.seen)
 
 
@@ -423,3 +420,12 @@ def test_a_lane_starts_no_trial_once_its_session_should_stop(tmp_path, clock) ->
     runner.stop_file.touch()  # another lane's property failed under -x
     runner.check(LOST, trial(4))
     assert (state.trials, state.not_run, len(fake.ran)) == (1, 1, 1)
+
+
+def test_a_shrinks_waits_for_its_turns_are_not_its_budget(tmp_path, clock) -> None:
+    runner, _, state = setup(tmp_path, clock)
+    state.first_failure_at, state.shrink_until = clock.now, clock.now + 100.0
+    clock.advance(150.0)
+    assert runner._out_of_time(state, clock.now, LOST)  # 150 s of its 100
+    state.shrink_waited_s = 60.0  # the other lanes' trials ran 60 s of them
+    assert not runner._out_of_time(state, clock.now, LOST)
