@@ -65,7 +65,15 @@ from faultload.host.signals import INTERRUPT_SIGNALS
 from faultload.host.workspace import output_folder_problem
 from faultload.suite.defaults import PROFILE_VARIABLE
 from faultload.suite.errors import SuiteError
-from faultload.suite.lanes import choose_lanes, interrupt_lanes, lane_of, mark_stop, stop_mark, workspace_of
+from faultload.suite.lanes import (
+    choose_lanes,
+    collection_turn,
+    interrupt_lanes,
+    lane_of,
+    mark_stop,
+    stop_mark,
+    workspace_of,
+)
 from faultload.suite.options import add_build_options, add_outside_options, add_report_options, add_session_options
 
 if TYPE_CHECKING:
@@ -357,6 +365,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     for sig in INTERRUPT_SIGNALS:
         signal.signal(sig, on_interrupt)
     session.config.stash[_PREVIOUS_HANDLERS] = previous
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session):
+    """A lane of the suite collects its properties at a turn of the machine (:func:`lanes.collection_turn`)."""
+    config = session.config
+    if "faultload_stop" not in getattr(config, "workerinput", {}):
+        return (yield)
+    with collection_turn(config, config.stash.get(_ENVIRON, {})):
+        return (yield)
 
 
 @pytest.hookimpl(optionalhook=True)
