@@ -29,6 +29,7 @@ from faultload.host.admission import Admission
 from faultload.host.lanes import LaneNeeds, Lanes
 from faultload.host.lanes import admission_for as host_admission_for
 from faultload.host.lanes import machine_lanes as host_lanes
+from faultload.host.signals import INTERRUPT_SIGNALS
 from faultload.host.workspace import Workspace
 from faultload.model.target import parse_target
 
@@ -207,6 +208,21 @@ def mark_stop(mark: Path) -> None:
     """Tell a controller's lanes to stop (made here, not before: a bad command line leaves nothing behind)."""
     mark.parent.mkdir(parents=True, exist_ok=True)
     mark.touch()
+
+
+def forward_interrupts(mark: Path, interrupted: Callable[[], None]) -> dict[int, Any]:
+    """A controller's handlers for the interrupt signals: ``interrupted()``, then its lanes interrupted
+    (:func:`interrupt_lanes`), then pytest's Ctrl-C path; the handlers they replace, returned."""
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPT_SIGNALS}
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        interrupted()
+        interrupt_lanes(mark, signum)
+        raise KeyboardInterrupt
+
+    for sig in INTERRUPT_SIGNALS:
+        signal.signal(sig, on_interrupt)
+    return previous
 
 
 def interrupt_lanes(mark: Path, signum: int) -> None:

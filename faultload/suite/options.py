@@ -6,6 +6,8 @@ like the plugin it imports plain values only, never the machinery.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from faultload.model.switches import FIXES, REGRESSIONS
@@ -168,3 +170,12 @@ def add_outside_options(group: pytest.OptionGroup) -> None:
         help="an https url= target's CA certificates to trust (default: the system's; the suite's "
         "sdk-client trials always check certificates, so there is no --faultload-insecure)",
     )
+
+
+def report_files(config: pytest.Config, html: Path | None):
+    """Where the session writes its summary (``--faultload-summary-json``, ``--faultload-markdown``, and ``html``:
+    ``--faultload-html`` once its folder was found writable)."""
+    from faultload.suite.summary import ReportFiles  # local import: every pytest run in the env loads this module
+
+    summary_json, markdown = (config.getoption(name, None) for name in ("faultload_summary_json", "faultload_markdown"))
+    return ReportFiles(Path(summary_json) if summary_json else None, html, Path(markdown) if markdown else None)

@@ -3,26 +3,8 @@
 Registered for every pytest run in an environment where faultload is
 installed, so importing it is cheap (stdlib and pytest only) and it does
 nothing unless the suite's properties (``faultload/suite/test_*.py``) are
-collected. Options::
-
-    --faultload-target SPEC      the server under test (default skyrl==0.4.0)
-    --faultload-regress NAME     undo a known fix in it (repeatable)
-    --faultload-fix NAME         apply a candidate fix in it (repeatable)
-    --faultload-sdk tinker==X.Y.Z  the SDK release the real-SDK trials run (its own folder, installed when missing)
-    --faultload-profile NAME     ci (default, or $FAULTLOAD_PROFILE) | nightly | confirm
-    --faultload-workdir DIR      faultload's folder (default .faultload or $FAULTLOAD_HOME)
-    --faultload-shrink-s S       override the profile's shrink budget (seconds)
-    --faultload-examples N       override the profile's examples per property
-    --faultload-session-s S      override the profile's session time (no trial starts after S seconds)
-    --faultload-lanes N|auto     properties side by side, each on a lane with its own stack (default auto:
-                                 as many as the machine holds; faultload.suite.lanes)
-    --faultload-summary-json F   write the session's results as JSON (read by ``faultload matrix``)
-    --faultload-html F           write the session's results as one self-contained HTML page
-    --faultload-ray HOST:PORT    each trial's load workers as actors on that Ray cluster (auto: $RAY_ADDRESS)
-    --faultload-baseline BUILD   add the comparative property: each example on BUILD too, the session's
-                                 target (with its switches) must be no worse (faultload.suite.comparative)
-    --faultload-base TARGET      a pull request's base: every example on it too, only new violations fail
-                                 (faultload.suite.gate); compared with it unless --faultload-baseline says
+collected. Its options (``pytest --help``, group faultload; docs/reference/pytest-options.md) are
+declared in :mod:`faultload.suite.options`.
 
 Each session's state (options, runner, outcomes) is a
 :class:`~faultload.suite.session.SuiteSession` on its own ``config.stash``
@@ -61,20 +43,25 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from faultload.cli.exits import EXIT_FAILED, EXIT_HARNESS
-from faultload.host.signals import INTERRUPT_SIGNALS
 from faultload.host.workspace import output_folder_problem
 from faultload.suite.defaults import PROFILE_VARIABLE
 from faultload.suite.errors import SuiteError
 from faultload.suite.lanes import (
     choose_lanes,
     collection_turn,
-    interrupt_lanes,
+    forward_interrupts,
     lane_of,
     mark_stop,
     stop_mark,
     workspace_of,
 )
-from faultload.suite.options import add_build_options, add_outside_options, add_report_options, add_session_options
+from faultload.suite.options import (
+    add_build_options,
+    add_outside_options,
+    add_report_options,
+    add_session_options,
+    report_files,
+)
 
 if TYPE_CHECKING:
     from faultload.suite.session import SuiteSession
@@ -204,21 +191,8 @@ def environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: environ[name] for name in ENVIRONMENT if environ.get(name)}
 
 
-def _report_files(config: pytest.Config):
-    """Where the session writes its summary (``--faultload-summary-json``, ``--faultload-html``,
-    ``--faultload-markdown``)."""
-    from faultload.suite.summary import ReportFiles  # local import: every pytest run in the env loads this plugin
-
-    summary_json, markdown = (config.getoption(name, None) for name in ("faultload_summary_json", "faultload_markdown"))
-    return ReportFiles(
-        Path(summary_json) if summary_json else None,
-        config.stash.get(_HTML, None),
-        Path(markdown) if markdown else None,
-    )
-
-
 def pytest_unconfigure(config: pytest.Config) -> None:
-    files = _report_files(config)
+    files = report_files(config, config.stash.get(_HTML, None))
     lanes = config.stash.get(_LANES, None)
     if lanes is not None:  # the controller: its lanes' summaries, merged
         lanes.finish(files)
@@ -353,18 +327,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """On the controller of lanes, an interrupt reaches the lanes (:func:`faultload.suite.lanes.interrupt_lanes`);
     the handlers it replaces come back at the session's end."""
     stop = session.config.stash.get(_STOP, None)
-    if stop is None or threading.current_thread() is not threading.main_thread():
-        return
-    previous = {sig: signal.getsignal(sig) for sig in INTERRUPT_SIGNALS}
-
-    def on_interrupt(signum, frame) -> None:
-        session.config.stash[_MAXFAIL_STOPPED] = False  # an interrupt: the session ends as interrupted
-        interrupt_lanes(stop, signum)
-        raise KeyboardInterrupt
-
-    for sig in INTERRUPT_SIGNALS:
-        signal.signal(sig, on_interrupt)
-    session.config.stash[_PREVIOUS_HANDLERS] = previous
+    if stop is not None and threading.current_thread() is threading.main_thread():
+        interrupted = lambda: session.config.stash.__setitem__(_MAXFAIL_STOPPED, False)  # noqa: E731 - not -x
+        session.config.stash[_PREVIOUS_HANDLERS] = forward_interrupts(stop, interrupted)
 
 
 @pytest.hookimpl(wrapper=True)

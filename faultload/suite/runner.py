@@ -1,34 +1,16 @@
 """The engine behind the properties: one shared stack, trials, verdicts, shrink bookkeeping, repros.
 
-One :class:`SuiteRunner` per pytest session. Each Hypothesis example calls
-:meth:`SuiteRunner.check` with its drawn ``TrialConfig`` and its property's
-:class:`Property`. ``check``:
+One :class:`SuiteRunner` per pytest session. Each Hypothesis example calls :meth:`SuiteRunner.check` with its
+drawn ``TrialConfig`` and its :class:`Property`. ``check`` gets the shared stack ready (started on first use,
+restarted after a collapse or fds that do not come back), runs and judges the trial (the
+:mod:`~faultload.suite.executor`) unless the same config ran already (cached: the final replay and the minimal
+example cost nothing), tallies per invariant judged / unknown / skipped (a property that judged none fails with
+that reason), targets the invariants' figures, and raises ``AssertionError`` naming each violation, the
+property's own first (with a base, only new ones: :mod:`~faultload.suite.gate`).
 
-1. gets the shared stack ready (started on first use; restarted when the
-   server or router died — a collapse — or when the server's fds do not come
-   back to their start-up baseline within the profile's wait);
-2. runs the trial on it and judges it (the :mod:`~faultload.suite.executor`:
-   ``run_trial`` then ``judge``), unless the same config already ran in this
-   session (results are cached by the config as run: Hypothesis's final
-   replay of the shrunk example, and the minimal example every property
-   tries first, cost nothing);
-3. tallies, per invariant the property asserts, whether the trial *judged* it
-   (ok True or False) or left it *unknown*; an example a time bound stopped
-   is *skipped* for every one of them. A property whose examples judged none
-   of its invariants fails with that reason (:meth:`SuiteRunner.not_judged`):
-   a green property has judged something;
-4. calls ``hypothesis.target`` with the property's invariants' verdict figures
-   (the very numbers the invariants judge);
-5. raises ``AssertionError`` naming each invariant the trial violated
-   (``ok is False``), the property's own first: a violation seen in any trial
-   fails the property that ran it, whether that property asserts it or not
-   (unknown is not a failure, but it is counted).
-
-Time bounds (see :mod:`faultload.suite.profiles`): once a bound is spent a
-config that has not run yet is *not run* — the example passes without a trial
-and is counted and reported, never hidden. While shrinking, that makes every
-remaining candidate cheap, so the shrinker finishes at once with the smallest
-failure found so far.
+Time bounds (:mod:`faultload.suite.profiles`): once a bound is spent a config not run yet is *not run*, counted
+and reported, never hidden; while shrinking, that makes every candidate left cheap, so the shrinker finishes
+with the smallest failure found so far.
 """
 
 from __future__ import annotations
@@ -47,19 +29,19 @@ from faultload.host.admission import Admission, AdmissionTimeout
 from faultload.model.access import Access
 from faultload.store.repro import config_key
 from faultload.suite import summary
+from faultload.suite.beside_base import BesideBase
 from faultload.suite.comparative import MIN_REQUESTS, ComparingExecutor, at_least, comparing_executor, comparison_key
 from faultload.suite.executor import Executor, StackExecutor, SuiteError, TrialOutcome, add_phases
-from faultload.suite.gate import classify, count, on_base
 from faultload.suite.lanes import Usage, trial_turn
 from faultload.suite.profiles import Profile
 from faultload.suite.properties import Property, known_configs, target_figure
 from faultload.suite.reducer import complexity, greedy_reduce
 from faultload.suite.repros import write_property_repro
 from faultload.suite.state import PropertyState, Tally
-from faultload.suite.verdicts import failing, not_judged_reason, tally, violation_message
+from faultload.suite.verdicts import not_judged_reason, tally, violation_message
 
 
-class SuiteRunner:
+class SuiteRunner(BesideBase):
     """One pytest session's bookkeeping: time bounds, cache, tallies, shrinking, repros.
 
     ``executor`` runs and judges a trial (default: :class:`StackExecutor`, the
@@ -196,41 +178,8 @@ class SuiteRunner:
                 self._reduce(state, prop, config)
             raise AssertionError(violation_message(prop, config, violations))
 
-    def _failing(self, prop: Property, config, state: PropertyState, outcome: TrialOutcome) -> list:
-        """The violations that fail the example: all of them, or with a base only the new ones (:mod:`.gate`:
-        the same example run on the base, its known and fixed ones counted)."""
-        violations = failing(prop, outcome)
-        if self.base is None or prop.comparative:
-            return violations
-        base_config = on_base(config, self.base)
-        base_outcome = self._base_outcome(base_config, state, needed=bool(violations))
-        new, known, fixed = classify(violations, base_outcome)
-        count(state.gate, config_key(config), config.shape.requests, new, known, fixed, base_outcome is not None)
-        if new:
-            state.known_in_failure[config_key(config)] = tuple(v.name for v in known)
-        return new
-
-    def _base_outcome(self, config, state: PropertyState, needed: bool) -> TrialOutcome | None:
-        """The example on the base (cached like any trial). Run whenever the head violated something (it decides
-        new from known); else only within the property's time bound and never while shrinking (it would only say
-        fixed). None: not run, or no test of the base (every head violation is then new)."""
-        key = config_key(config)
-        outcome = self.cache.get(key)
-        if outcome is None:
-            if not needed and (
-                state.shrinking or self.stopped() or self._out_of_time(state, time.monotonic(), state.prop)
-            ):
-                return None
-            if self.base_executor is None:
-                pools, access = self._stack_settings
-                self.base_executor = StackExecutor(
-                    self.workspace, self.budgets, self.profile.baseline_wait_s, self._log, pools=pools, access=access
-                )
-            outcome = self._run(config, state, self.base_executor)
-            self.cache[key] = outcome
-        if outcome.error:
-            raise SuiteError(f"the base {self.base}: {outcome.error}")
-        return None if outcome.unjudged else outcome
+    def _now(self) -> float:
+        return time.monotonic()
 
     def as_run(self, config):
         """``config`` with the session's overrides (the watchdog limits): the config the trial runs,
