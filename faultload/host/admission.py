@@ -29,7 +29,7 @@ class AdmissionTimeout(RuntimeError):
 
 
 class Admission:
-    """The machine's slots for trials: :meth:`beside` takes one, :meth:`alone` takes them all."""
+    """The machine's slots for trials: :meth:`beside` takes one, :meth:`share` several, :meth:`alone` all."""
 
     def __init__(self, folder: Path, slots: int, timeout_s: float = 3600.0) -> None:
         if slots < 1:
@@ -80,6 +80,38 @@ class Admission:
                 self._write_who(index, f"{label} (alone)")
             yield
             for index in range(len(self._held)):
+                self._write_who(index, "")
+        finally:
+            self._release()
+
+    @contextmanager
+    def share(self, label: str, count: int) -> Iterator[list[str]]:
+        """Hold ``count`` slots while the block runs (a trial whose load weighs as that many; at least one, at most
+        every slot: then it is :meth:`alone`); yields what the other slots run as it starts. It waits for them as
+        :meth:`alone` does, holding the turnstile, so no trial starts beside it while it gathers them."""
+        if count >= self.slots:
+            with self.alone(label):
+                yield []
+            return
+        self._not_nested()
+        deadline = time.monotonic() + self.timeout_s
+        taken: list[int] = []
+        try:
+            with self._turnstile(deadline):
+                while len(taken) < count:
+                    for index in range(self.slots):
+                        if index in taken or len(taken) == count:
+                            continue
+                        fd = self._try(index)
+                        if fd is not None:
+                            self._held.append(fd)
+                            taken.append(index)
+                    if len(taken) < count:
+                        self._wait(deadline, f"{count} slots")
+            for index in taken:
+                self._write_who(index, f"{label} ({count} slots)")
+            yield [who for who in self.running() if not who.startswith(f"{label} (")]
+            for index in taken:
                 self._write_who(index, "")
         finally:
             self._release()

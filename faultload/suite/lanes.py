@@ -14,6 +14,7 @@ for the next session's count.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import signal
 import sys
@@ -38,6 +39,10 @@ from faultload.model.target import parse_target
 # budgets (the /healthz p99, the submit percentiles, held polls, the watchdog's no-progress window) read wall
 # time while it does. The ci profile draws at most 256.
 ALONE_FROM_REQUESTS = 1024
+# A burst this size or larger (owed at once to an immediate router) takes half the slots (burst_share): on a
+# ci matrix row, a 253-request burst beside eight lanes' trials read a /healthz p99 of 3.1 s (budget 2.5 s)
+# with the rich-access-log regression's costlier access log, and its server logged a forward reset with no fault.
+BURST_REQUESTS = 100
 # The suite's properties (faultload.suite.properties.PROPERTIES): more lanes than these would only wait.
 MOST_LANES = 9
 
@@ -55,6 +60,17 @@ def needs_machine(requests: int, comparative: bool, shrinking: bool, starting: b
     return None
 
 
+def burst_share(config: Any, slots: int) -> int:
+    """The slots a trial takes: half of them for a burst (:data:`BURST_REQUESTS` or more owed at once to an
+    immediate router, all arriving at the start: the server's event loop busy for the whole trial, a core), so two
+    bursts never run at once and a burst has half the machine's trials beside it at most; one for any other."""
+    shape = config.shape
+    at_once = min(shape.max_outstanding or shape.requests, shape.requests)
+    if config.router.mode == "immediate" and shape.arrival == "burst" and at_once >= BURST_REQUESTS:
+        return max(1, math.ceil(slots / 2))
+    return 1
+
+
 @contextmanager
 def turn(
     admission: Admission | None,
@@ -62,10 +78,11 @@ def turn(
     alone: str | None,
     log: Callable[[str], None],
     waited: Callable[[float], None] = lambda seconds: None,
+    share: int = 1,
 ) -> Iterator[None]:
-    """A trial's turn of the machine: every slot when ``alone`` says why, else one beside the others; ``log``
-    says which, and beside what (the session's record of what ran beside what); ``waited`` is told how long the
-    turn took to come."""
+    """A trial's turn of the machine: every slot when ``alone`` says why, else ``share`` slots beside the others;
+    ``log`` says which, and beside what (the session's record of what ran beside what); ``waited`` is told how
+    long the turn took to come."""
     if admission is None:
         yield
         return
@@ -74,6 +91,12 @@ def turn(
         with admission.alone(label):
             waited(time.monotonic() - asked)
             log(f"runs alone: {alone}")
+            yield
+        return
+    if share > 1:
+        with admission.share(label, share) as others:
+            waited(time.monotonic() - asked)
+            log(f"a burst, {share} of {admission.slots} slots, beside {'; '.join(others) or 'nothing'}")
             yield
         return
     with admission.beside(label) as others:
@@ -105,7 +128,9 @@ def trial_turn(
         with turn(admission, start_label, needs_machine(0, False, False, starting=True), log, waited):
             executor.prepare(config)
     comparative = bool(state.prop and state.prop.comparative)
-    with turn(admission, label, needs_machine(config.shape.requests, comparative, shrinking), log, waited):
+    alone = needs_machine(config.shape.requests, comparative, shrinking)
+    share = burst_share(config, admission.slots) if admission is not None else 1
+    with turn(admission, label, alone, log, waited, share):
         yield
 
 

@@ -125,3 +125,27 @@ def test_a_trial_inside_a_trial_is_refused(tmp_path: Path) -> None:
 def test_no_slots_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="at least one slot"):
         Admission(tmp_path, 0)
+
+
+def test_a_share_holds_several_slots_and_leaves_the_rest_beside_it(tmp_path: Path) -> None:
+    held, leave = threading.Event(), threading.Event()
+
+    def burst() -> None:
+        with Admission(tmp_path, 4).share("gw1 burst", 3) as others:
+            assert others == []
+            held.set()
+            assert leave.wait(WAIT_S)
+
+    start(burst)
+    assert held.wait(WAIT_S)
+    assert Admission(tmp_path, 4).running() == ["gw1 burst (3 slots)"] * 3
+    with Admission(tmp_path, 4, timeout_s=WAIT_S).beside("small") as others:  # the fourth slot
+        assert others == ["gw1 burst (3 slots)"] * 3
+    with pytest.raises(AdmissionTimeout, match="for 3 slots"):  # a second burst: not while the first runs
+        with Admission(tmp_path, 4, timeout_s=0.2).share("gw2 burst", 3):
+            pass
+    leave.set()
+    with Admission(tmp_path, 4, timeout_s=WAIT_S).share("gw2 burst", 3) as others:
+        assert others == []
+    with Admission(tmp_path, 2, timeout_s=WAIT_S).share("all of them", 2):  # a share of every slot is alone
+        assert Admission(tmp_path, 2).running() == ["all of them (alone)"] * 4  # every slot file: 4 were made

@@ -4,6 +4,7 @@ the lanes' (faultload.suite.lanes): pure functions on hand-made machines, needs 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import types
 from pathlib import Path
 
@@ -232,6 +233,7 @@ def test_a_shrinking_propertys_turns_count_their_waits(tmp_path: Path, monkeypat
     monkeypatch.setattr(lanes_mod, "time", clock.as_time_module())
 
     class SlowTurns:  # TEST DOUBLE of Admission: every turn comes 7 s after it was asked for
+        slots = 2
         @contextlib.contextmanager
         def alone(self, label):
             clock.advance(7.0)
@@ -244,7 +246,10 @@ def test_a_shrinking_propertys_turns_count_their_waits(tmp_path: Path, monkeypat
 
     lines: list[str] = []
     state = PropertyState("faultload/suite/test_properties.py::test_health")
-    config = types.SimpleNamespace(shape=types.SimpleNamespace(requests=8))
+    config = types.SimpleNamespace(
+        shape=types.SimpleNamespace(requests=8, max_outstanding=0, arrival="burst"),
+        router=types.SimpleNamespace(mode="latency"),
+    )
     with trial_turn(SlowTurns(), "gw1", state, config, None, lines.append):
         pass
     assert state.shrink_waited_s == 0.0  # not shrinking: its property's own time bound counts it
@@ -287,3 +292,18 @@ def test_a_lanes_collection_waits_while_a_trial_runs_alone(tmp_path: Path) -> No
     assert not collected.wait(0.5)  # bounded: it must still be waiting while the trial runs alone
     release.set()
     assert collected.wait(10)
+
+
+def test_a_burst_takes_half_the_slots_any_other_trial_one() -> None:
+    from faultload.model.router import RouterConfig
+    from faultload.suite.lanes import BURST_REQUESTS, burst_share
+    from tests.quality.fakes import trial
+
+    burst = trial(BURST_REQUESTS)
+    burst = dataclasses.replace(burst, router=RouterConfig(mode="immediate"))
+    burst = dataclasses.replace(burst, shape=dataclasses.replace(burst.shape, arrival="burst", max_outstanding=0))
+    assert burst_share(burst, 9) == 5 and burst_share(burst, 2) == 1
+    capped = dataclasses.replace(burst, shape=dataclasses.replace(burst.shape, max_outstanding=BURST_REQUESTS - 1))
+    spread = dataclasses.replace(burst, shape=dataclasses.replace(burst.shape, arrival="ramp", arrival_span_s=10.0))
+    held = dataclasses.replace(burst, router=RouterConfig(mode="latency"))
+    assert [burst_share(c, 9) for c in (capped, spread, held)] == [1, 1, 1]
