@@ -61,7 +61,7 @@ run: setup
 # both cores: 421 s -> 229 s here. It needs the suite's venv, the compiled router
 # and client and Toxiproxy (its tests run them), so it starts once setup has built
 # Toxiproxy, which setup builds after the router and client (~2 min, or at once when all are there) and runs while setup installs
-# the targets (downloads and a 4.7 GB torch, mostly). Setup's output is printed after the tier's and its failure fails the
+# the targets (downloads and a 4.9 GB torch, mostly). Setup's output is printed after the tier's and its failure fails the
 # target; a Ctrl-C stops its whole process group (a background job of a
 # non-interactive shell ignores SIGINT, hence setsid and the trap; dash takes
 # `kill -TERM -PGID`, not `kill -- -PGID`). The integration tier runs real

@@ -39,7 +39,7 @@ from faultload.checker.growth import NAME as SESSION_GROWTH  # noqa: E402
 from faultload.checker.growth import check_session_growth
 from faultload.checker.judge import collapse_verdict  # noqa: E402
 from faultload.checker.training import TRAINING_CHECKERS  # noqa: E402
-from faultload.cli.exits import EXIT_CODES, REPLAY_EXITS  # noqa: E402
+from faultload.cli.exits import EXIT_CODES, REPLAY_EXITS, SUITE_EXIT_CODES  # noqa: E402
 from faultload.cli.options_file import COMMANDS as FILE_COMMANDS  # noqa: E402
 from faultload.cli.parser import build_parser  # noqa: E402
 from faultload.compare.judge import CompareSettings  # noqa: E402
@@ -194,6 +194,10 @@ def pytest_page() -> str:
             "## Marker",
             "",
             f"{code(marker)}: {cell(says.strip())}",
+            "",
+            "## Exit codes",
+            "",
+            table(["code", "meaning"], [[code(c), cell(t)] for c, t in SUITE_EXIT_CODES.items()]),
             "",
         ]
     )

@@ -28,6 +28,17 @@ EXIT_CODES: dict[int, str] = {
     EXIT_INTERRUPTED: "interrupted (Ctrl-C, SIGTERM, SIGHUP): a partial report is printed and written",
 }
 
+# `pytest faultload` (the suite): the same 0, 1 and 3; pytest's own codes for bad usage and an interrupt.
+PYTEST_INTERRUPTED = 2
+PYTEST_USAGE = 4
+SUITE_EXIT_CODES: dict[int, str] = {
+    EXIT_OK: "every property held on every trial it judged, and judged at least one",
+    EXIT_FAILED: "the server is at fault: a property failed (with a base: a violation new to the head)",
+    PYTEST_INTERRUPTED: "interrupted (pytest's code)",
+    EXIT_HARNESS: "the harness failed, not the server: a property stopped by a harness error (retry it)",
+    PYTEST_USAGE: "bad usage (pytest's code): one line naming what is wrong",
+}
+
 # faultload replay: its failure came back (1), did not (0: not reproduced, or a fix that holds), the harness could not
 # run it as asked (3, as `faultload run` with a harness error: never a pass), or Ctrl-C (130)
 REPLAY_EXITS = {

@@ -49,7 +49,7 @@ def main(argv: Sequence[str] | None = None, environ: dict[str, str] | None = Non
             raise UsageError(problem)
         args.home = environ.get("FAULTLOAD_HOME")  # the workspace when --workdir is not given
         args.env_api_key = environ.get("TINKER_API_KEY")  # a url= target's key when --api-key is not given
-        args.go = environ.get("GO")  # a Go binary to build Toxiproxy with (setup, doctor)
+        args.go = environ.get("GO")  # a Go binary to build Toxiproxy, the router and the client with (setup, doctor)
         # --ray: the cluster `auto` names, and the path a loopback cluster's actors import faultload from
         args.ray_environ = {key: environ[key] for key in ("RAY_ADDRESS", "PYTHONPATH") if key in environ}
         # The commands and the trial machinery they run (~150 ms, ~400 modules) load here, not at the

@@ -23,6 +23,7 @@ from faultload.cli.parser_base import WORKDIR_HELP, HelpFormatter, Parser, Usage
 from faultload.cli.stack_options import add_router_args, add_server_args
 from faultload.cli.stored_trial_options import add_check_args, add_replay_args, add_shrink_args
 from faultload.model.target import DEFAULT_TARGET
+from faultload.setup import SETUP_SUMMARY
 from faultload.version import installed_version as version
 
 # What the rest of faultload, its tests, scripts and benches import from here.
@@ -118,7 +119,7 @@ def _add_trial_commands(sub: argparse._SubParsersAction) -> None:
 def _add_install_commands(sub: argparse._SubParsersAction) -> None:
     """setup and doctor: install the targets (and SDK releases), or check them."""
     for name, help_, verb in (
-        ("setup", "build Toxiproxy and install target venvs, each when missing (idempotent)", "install"),
+        ("setup", SETUP_SUMMARY, "install"),
         ("doctor", "check the machine and the installed parts", "check"),
     ):
         p = sub.add_parser(name, help=help_)
