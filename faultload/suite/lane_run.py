@@ -15,7 +15,8 @@ from typing import Any
 from faultload.host.lanes import Lanes, write_needs
 from faultload.host.workspace import Workspace
 from faultload.suite.lanes import merge_summaries, needs_of
-from faultload.suite.summary import ReportFiles, write_summary
+from faultload.suite.options import ReportFiles
+from faultload.suite.summary import write_summary
 
 
 class LaneRun:

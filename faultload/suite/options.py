@@ -6,6 +6,7 @@ like the plugin it imports plain values only, never the machinery.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -172,10 +173,21 @@ def add_outside_options(group: pytest.OptionGroup) -> None:
     )
 
 
-def report_files(config: pytest.Config, html: Path | None):
+@dataclass(frozen=True)
+class ReportFiles:
+    """Where a session writes its summary: as JSON, as a page, as Markdown (a job summary); None: not written."""
+
+    summary_json: Path | None = None
+    html: Path | None = None
+    markdown: Path | None = None
+
+    @property
+    def wanted(self) -> bool:
+        return any(path is not None for path in (self.summary_json, self.html, self.markdown))
+
+
+def report_files(config: pytest.Config, html: Path | None) -> ReportFiles:
     """Where the session writes its summary (``--faultload-summary-json``, ``--faultload-markdown``, and ``html``:
     ``--faultload-html`` once its folder was found writable)."""
-    from faultload.suite.summary import ReportFiles  # local import: every pytest run in the env loads this module
-
     summary_json, markdown = (config.getoption(name, None) for name in ("faultload_summary_json", "faultload_markdown"))
     return ReportFiles(Path(summary_json) if summary_json else None, html, Path(markdown) if markdown else None)

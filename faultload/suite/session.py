@@ -49,12 +49,13 @@ from faultload.host.workspace import Workspace
 from faultload.run.watchdog import load_watchdog_limits
 from faultload.suite.lane_run import LaneRun  # noqa: F401 - the plugin reaches the controller's machinery here
 from faultload.suite.lanes import admission_for, lane_log, lane_of, needs_of
+from faultload.suite.options import ReportFiles
 from faultload.suite.profiles import PROFILES, Profile
 from faultload.suite.properties import Property, property_examples
 from faultload.suite.runner import SuiteRunner
 from faultload.suite.session_options import SuiteOptions, suite_cluster_error
 from faultload.suite.state import tally_text
-from faultload.suite.summary import ReportFiles, write_summary
+from faultload.suite.summary import write_summary
 
 FULL_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink)
 NO_SHRINK_PHASES = (Phase.explicit, Phase.reuse, Phase.generate)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from faultload.model.switches import switches_text
@@ -14,6 +12,7 @@ from faultload.store.report_text import phases_text, phases_wall
 from faultload.store.repro import config_key
 from faultload.store.summary_markdown import summary_markdown
 from faultload.suite.gate import gate_lines
+from faultload.suite.options import ReportFiles
 from faultload.suite.properties import checked
 from faultload.suite.state import Tally, tallies_dict, tally_text
 
@@ -195,19 +194,6 @@ def summary_lines(runner) -> list[str]:
     if runner.phases_s:
         lines.append(f"  trial wall {phases_wall(runner.phases_s):.0f} s: {phases_text(runner.phases_s)}")
     return lines
-
-
-@dataclass(frozen=True)
-class ReportFiles:
-    """Where a session writes its summary: as JSON, as a page, as Markdown (a job summary); None: not written."""
-
-    summary_json: Path | None = None
-    html: Path | None = None
-    markdown: Path | None = None
-
-    @property
-    def wanted(self) -> bool:
-        return any(path is not None for path in (self.summary_json, self.html, self.markdown))
 
 
 def write_summary(data: dict[str, Any], files: ReportFiles) -> None:

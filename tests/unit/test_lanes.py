@@ -234,6 +234,7 @@ def test_a_shrinking_propertys_turns_count_their_waits(tmp_path: Path, monkeypat
 
     class SlowTurns:  # TEST DOUBLE of Admission: every turn comes 7 s after it was asked for
         slots = 2
+
         @contextlib.contextmanager
         def alone(self, label):
             clock.advance(7.0)
