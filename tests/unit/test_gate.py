@@ -14,7 +14,7 @@ import pytest
 
 from faultload.model.faults import Fault
 from faultload.suite.executor import SuiteError
-from faultload.suite.gate import FIXED, KNOWN, NEW, check_base, on_base
+from faultload.suite.gate import BASE_AGAIN, FIXED, KNOWN, NEW, check_base, on_base
 from faultload.suite.properties import Property
 from tests.quality.fakes import FakeClock, KnownFailure, make_runner, quality_profile, runner_clock, trial
 
@@ -163,3 +163,24 @@ def test_a_session_without_a_base_has_no_gate_columns() -> None:
         and "| new |" not in text
         and "| test_health | passed | 3 | 3 |" in text
     )
+
+
+def test_a_violation_the_base_shows_on_a_second_run_of_the_example_is_known(tmp_path, clock) -> None:
+    """TEST DOUBLE base: the same example violates no_lost_results on its second run only (a flaky known bug)."""
+
+    class SecondRunFails(KnownFailure):
+        def run(self, config):
+            outcome = super().run(config)
+            if sum(c == config for c in self.ran) != 2:
+                outcome.verdicts = [dataclasses.replace(v, ok=True) if v.ok is False else v for v in outcome.verdicts]
+            return outcome
+
+    head, base = KnownFailure(min_requests=40), SecondRunFails(min_requests=40)
+    runner, state = gate(tmp_path, clock, head, base)
+    runner.check(LOST, trial(50, FAULT))  # known: no AssertionError
+    assert len(base.ran) == 2 and state.gate.seen[KNOWN]["no_lost_results"].examples == 1
+    never = KnownFailure(min_requests=10**6)
+    runner, state = gate(tmp_path / "2", clock, KnownFailure(min_requests=40), never)
+    with pytest.raises(AssertionError):
+        runner.check(LOST, trial(50, FAULT))
+    assert sum(c == never.ran[0] for c in never.ran) == 1 + BASE_AGAIN  # tried again before it was called new
