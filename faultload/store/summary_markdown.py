@@ -66,9 +66,7 @@ def _table(props: list[dict[str, Any]], gated: bool) -> list[str]:
 def _new(props: list[dict[str, Any]]) -> list[str]:
     """The violations that failed: each failed property's invariants with their evidence and its repro's size."""
     failing = [p for p in props if p.get("outcome") in FAILED and (p.get("violated") or p.get("error"))]
-    if not failing:
-        return []
-    lines = ["### What failed", ""]
+    lines: list[str] = []
     for p in failing:
         if p.get("error") and not p.get("violated"):
             lines.append(f"- **{p['name']}**: error: {_cut(p['error'])}")
@@ -77,7 +75,7 @@ def _new(props: list[dict[str, Any]]) -> list[str]:
         lines.append(f"- **{p['name']}**{size}:")
         for name in p["violated"]:
             lines.append(f"  - `{name}`: {_cut((p.get('evidence') or {}).get(name, ''))}")
-    return lines + [""]
+    return _section("What failed", lines)
 
 
 def _by_invariant(props: list[dict[str, Any]], kind: str, title: str) -> list[str]:
@@ -86,36 +84,33 @@ def _by_invariant(props: list[dict[str, Any]], kind: str, title: str) -> list[st
     for p in props:
         for name, seen in ((p.get("gate") or {}).get(kind) or {}).items():
             by_name.setdefault(name, []).append((p["name"], seen))
-    if not by_name:
-        return []
-    lines = [f"### {title}", ""]
+    lines = []
     for name, where in sorted(by_name.items()):
         examples = sum(s["examples"] for _, s in where)
         smallest = min(s["requests"] for _, s in where if s.get("requests") is not None)
         props_text = ", ".join(prop for prop, _ in where)
         lines.append(f"- `{name}` in {examples} examples (the smallest {smallest} requests): {props_text}")
-    return lines + [""]
+    return _section(title, lines)
 
 
 def _comparisons(props: list[dict[str, Any]]) -> list[str]:
-    compared = [p for p in props if p.get("comparative")]
-    if not compared:
-        return []
-    lines = ["### Comparisons", ""]
-    for p in compared:
+    lines = []
+    for p in (p for p in props if p.get("comparative")):
         evidence = (p.get("evidence") or {}).values()
         said = "; ".join(_cut(e) for e in evidence) if evidence else "no metric worse past its threshold"
         lines.append(f"- **{p['name']}** ({p.get('trials', 0)} trials): {p.get('outcome')}: {said}")
-    return lines + [""]
+    return _section("Comparisons", lines)
 
 
 def _repros(props: list[dict[str, Any]]) -> list[str]:
-    repros = [p for p in props if p.get("repro_path")]
-    if not repros:
-        return []
-    lines = ["### Repros", ""]
-    lines += [f"- {p['name']}: `faultload replay {p['repro_path']}`" for p in repros]
-    return lines + [""]
+    return _section(
+        "Repros", [f"- {p['name']}: `faultload replay {p['repro_path']}`" for p in props if p.get("repro_path")]
+    )
+
+
+def _section(title: str, items: list[str]) -> list[str]:
+    """A titled list, or nothing when it has no item."""
+    return [f"### {title}", "", *items, ""] if items else []
 
 
 def _cut(text: str) -> str:
